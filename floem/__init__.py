@@ -1,0 +1,19 @@
+"""Floem: a dataflow language and compiler for NIC-accelerated server applications.
+
+Elements are Python classes holding C; ``a >> b`` wires them; segments place
+them on the CPU or the NIC; ``floem build`` emits C. See ``docs/guide.md``.
+"""
+from floem.errors import FloemError
+from floem.lang.element import Composite, Element, Input, Output
+from floem.lang.program import Program, build, cflags, depend, include, main, run
+from floem.lang.segment import CallableSegment, Flow, Segment, run_order, target
+from floem.lang.state import Field, MemoryRegion, PerPacket, Persistent, State
+from floem.lang.types import (Array, Bool, Double, Float, Int, Pointer, SizeT, Sint, Type, Uint,
+                              Void)
+
+__all__ = [
+    "FloemError", "Composite", "Element", "Input", "Output", "Program", "build", "cflags",
+    "depend", "include", "main", "run", "CallableSegment", "Flow", "Segment", "run_order",
+    "target", "Field", "MemoryRegion", "PerPacket", "Persistent", "State", "Array", "Bool",
+    "Double", "Float", "Int", "Pointer", "SizeT", "Sint", "Type", "Uint", "Void",
+]

@@ -1,0 +1,233 @@
+"""Building and running a program: passes, code generation, make, and the launcher."""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+from floem.codegen.emit import GeneratedFile, generate
+from floem.codegen.report import report
+from floem.errors import FloemError
+from floem.ir import ProgramIR
+from floem.launcher import RunResult, launch
+from floem.passes import run_pipeline
+
+DEFAULT_CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-O2", "-g", "-Wall", "-Wextra", "-pthread"]
+NIC_PLATFORMS = ("emu", "bluefield", "liquidio")
+NET_BACKENDS = ("udp", "dpdk", "pcap")
+
+
+@dataclass
+class BuildResult:
+    """What a build wrote: every generated file, executables, libraries, headers."""
+
+    out_dir: str
+    files: list[str]
+    executables: dict[str, str]
+    libraries: list[str]
+    headers: list[str]
+    main_executable: str | None
+    warnings: list[str] = field(default_factory=list)
+    compiled: bool = True
+    report: str | None = None
+
+
+def runtime_dir() -> str:
+    """Where the C runtime (``include/``, ``src/``) is installed."""
+    return str(resources.files("floem.runtime"))
+
+
+def check_program(program: Any, **opts: Any) -> ProgramIR:
+    """Run the front end and every pass (no C compiler); returns the final IR."""
+    _check_options(opts)
+    return run_pipeline(program, opts)
+
+
+def build_program(program: Any, out_dir: str | None = None, dump_after: str | None = None,
+                  report_file: bool = False, **opts: Any) -> BuildResult:
+    """Compile ``program`` into ``out_dir`` (default: a content-addressed cache directory)."""
+    _check_options(opts)
+    cflags = DEFAULT_CFLAGS + program.extra_cflags + shlex.split(os.environ.get("FLOEM_CFLAGS", ""))
+    staging = out_dir or os.path.join(cache_root(), "staging")
+    ir = run_pipeline(program, opts, dump_after=dump_after, dump_dir=staging if dump_after else None)
+    runtime_sources = _runtime_sources()
+    files = generate(ir, cflags, [f"runtime/src/{s}" for s in runtime_sources])
+    key = _content_key(files, cflags, program.depends)
+    if out_dir is None:
+        out_dir = os.path.join(cache_root(), key[:24])
+        if dump_after:
+            shutil.copytree(staging, out_dir, dirs_exist_ok=True)
+    os.makedirs(out_dir, exist_ok=True)
+    written = [_write(out_dir, f.name, f.text) for f in files]
+    written += _copy_runtime(out_dir, runtime_sources)
+    result = _result(ir, out_dir, written)
+    if report_file:
+        result.report = _write(out_dir, "report.txt", report(ir))
+        result.files.append(result.report)
+    stamp = os.path.join(out_dir, ".floem-build")
+    outputs = list(result.executables.values()) + result.libraries
+    if _read(stamp) == key and all(os.path.exists(p) for p in outputs):
+        result.compiled = False
+        return result
+    _make(out_dir, files, ir)
+    _write(out_dir, ".floem-build", key)
+    return result
+
+
+def run_program(program: Any, timeout: float | None = None, duration: float | None = None,
+                args: list[str] | None = None, capture: bool = True, out_dir: str | None = None,
+                **opts: Any) -> RunResult:
+    """Build (cached) and run every process of ``program``; the result is the main process's."""
+    built = build_program(program, out_dir, **opts)
+    return run_built(built, program, timeout=timeout, duration=duration, args=args,
+                     capture=capture)
+
+
+def run_built(built: BuildResult, program: Any, timeout: float | None = None,
+              duration: float | None = None, args: list[str] | None = None,
+              capture: bool = True) -> RunResult:
+    """Run the processes of a finished build; the result is the main process's."""
+    if built.main_executable is None:
+        raise FloemError("the program has no main process to run: give floem.main(...) or a "
+                         "segment that runs as a thread", program.app_file)
+    others = {n: p for n, p in built.executables.items() if p != built.main_executable}
+    return launch(built.main_executable, others, args or [], timeout=timeout, duration=duration,
+                  capture=capture)
+
+
+def cache_root() -> str:
+    """The build cache: ``$FLOEM_CACHE``, else ``$XDG_CACHE_HOME/floem``, else ``~/.cache/floem``."""
+    root = os.environ.get("FLOEM_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "floem")
+    os.makedirs(root, exist_ok=True)
+    return root
+
+
+def _check_options(opts: dict[str, Any]) -> None:
+    if opts.get("nic", "emu") not in NIC_PLATFORMS:
+        raise FloemError(f"--nic must be one of {', '.join(NIC_PLATFORMS)}, not {opts['nic']!r}")
+    if opts.get("net", "udp") not in NET_BACKENDS:
+        raise FloemError(f"--net must be one of {', '.join(NET_BACKENDS)}, not {opts['net']!r}")
+
+
+def _runtime_sources() -> list[str]:
+    return sorted(f for f in os.listdir(os.path.join(runtime_dir(), "src")) if f.endswith(".c"))
+
+
+def _copy_runtime(out_dir: str, sources: list[str]) -> list[str]:
+    root = runtime_dir()
+    copied = []
+    include = os.path.join(root, "include", "floem")
+    for name in sorted(os.listdir(include)):
+        copied.append(_write(out_dir, f"runtime/include/floem/{name}",
+                             _read(os.path.join(include, name)) or ""))
+    for name in sources:
+        copied.append(_write(out_dir, f"runtime/src/{name}",
+                             _read(os.path.join(root, "src", name)) or ""))
+    return copied
+
+
+def _content_key(files: list[GeneratedFile], cflags: list[str], depends: list[str]) -> str:
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.name.encode() + b"\0" + f.text.encode() + b"\0")
+    root = runtime_dir()
+    for sub in ("include/floem", "src"):
+        for name in sorted(os.listdir(os.path.join(root, sub))):
+            h.update(name.encode() + (_read(os.path.join(root, sub, name)) or "").encode())
+    for dep in depends:
+        h.update(dep.encode() + (_read_bytes(dep)))
+    h.update(" ".join(cflags).encode() + _compiler_id().encode())
+    return h.hexdigest()
+
+
+def _compiler_id() -> str:
+    cc = os.environ.get("CC", "cc")
+    try:
+        return subprocess.run([cc, "--version"], capture_output=True, text=True).stdout
+    except OSError:
+        raise FloemError(f"no C compiler: {cc!r} not found (install gcc)") from None
+
+
+def _result(ir: ProgramIR, out_dir: str, written: list[str]) -> BuildResult:
+    executables = {p.name: os.path.join(out_dir, p.name) for p in ir.processes.values() if p.has_main}
+    libraries = [os.path.join(out_dir, f"lib{p.name}.{ext}") for p in ir.processes.values()
+                 if p.callables for ext in ("a", "so")]
+    headers = [os.path.join(out_dir, f"{p.name}.h") for p in ir.processes.values()]
+    main = ir.options.get("main_process")
+    return BuildResult(out_dir=out_dir, files=written + list(executables.values()) + libraries,
+                       executables=executables, libraries=libraries, headers=headers,
+                       main_executable=executables.get(main), warnings=list(ir.warnings))
+
+
+def _make(out_dir: str, files: list[GeneratedFile], ir: ProgramIR) -> None:
+    if shutil.which("make") is None:
+        raise FloemError("'make' is not installed (apt-get install make)")
+    proc = subprocess.run(["make", "-s", "-C", out_dir, "-j2"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise _compile_error(proc.stderr + proc.stdout, out_dir, files, ir)
+
+
+_GCC_ERROR = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:\d+:)? (?:fatal )?error: (?P<msg>.*)$",
+                        re.M)
+
+
+def _compile_error(output: str, out_dir: str, files: list[GeneratedFile], ir: ProgramIR) -> FloemError:
+    """The first gcc error, pointed back at the element (and app line) that produced it."""
+    m = _GCC_ERROR.search(output)
+    if m is None:
+        return FloemError(f"C build failed in {out_dir}:\n{output.strip()}", ir.program.app_file)
+    path, line, msg = m.group("file"), int(m.group("line")), m.group("msg")
+    for n in ir.nodes():
+        code = n.code
+        if code and os.path.abspath(path) == code.loc.file:
+            first = code.loc.line
+            if first <= line < first + code.text.count("\n") + 1:
+                return FloemError(f"C compiler: {msg}", code.loc.file, line, n.name, line - first + 1)
+    main = ir.program.main_code
+    if main and os.path.abspath(path) == main.loc.file and main.loc.line <= line:
+        return FloemError(f"C compiler: {msg}", main.loc.file, line, "main",
+                          line - main.loc.line + 1)
+    generated = next((f for f in files if f.name == os.path.basename(path)), None)
+    if generated is not None:
+        owner = None
+        for start, name in generated.element_lines:
+            if start <= line:
+                owner = name
+        if owner is not None:
+            n = ir.node(owner)
+            return FloemError(f"C compiler, in code generated for this element "
+                              f"({os.path.join(out_dir, generated.name)}:{line}): {msg}",
+                              n.loc.file, n.loc.line, owner)
+    return FloemError(f"C compiler: {path}:{line}: {msg}", ir.program.app_file)
+
+
+def _write(out_dir: str, name: str, text: str) -> str:
+    path = os.path.join(out_dir, name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if _read(path) != text:
+        with open(path, "w") as f:
+            f.write(text)
+    return path
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _read_bytes(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return b""

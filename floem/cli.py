@@ -1,0 +1,116 @@
+"""The ``floem`` command: build, run, check and graph an app file."""
+from __future__ import annotations
+
+import argparse
+import os
+import runpy
+import sys
+from typing import Any
+
+from floem.build import NET_BACKENDS, NIC_PLATFORMS, build_program, check_program, run_built
+from floem.errors import FloemError
+from floem.graph import to_dot, write_graph
+from floem.lang.program import Program, loaded_program, reset_default_program
+
+
+def load_app(path: str) -> Program:
+    """Execute an app file and return the program it built."""
+    if not os.path.exists(path):
+        raise FloemError(f"no such app file: {path}")
+    app = os.path.abspath(path)
+    reset_default_program()
+    sys.path.insert(0, os.path.dirname(app))
+    try:
+        runpy.run_path(app, run_name="__floem_app__")
+    finally:
+        sys.path.remove(os.path.dirname(app))
+    program = loaded_program()
+    program.app_file = program.app_file or app
+    return program
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="floem", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def target_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("app", help="the app file (Python)")
+        p.add_argument("--nic", choices=NIC_PLATFORMS, default="emu", help="NIC platform")
+        p.add_argument("--net", choices=NET_BACKENDS, default="udp", help="packet I/O backend")
+        p.add_argument("--dump-after", metavar="PASS", help="write the IR after PASS (or 'all')")
+        p.add_argument("--report", action="store_true", help="write report.txt and print it")
+
+    build = sub.add_parser("build", help="compile an app into C and executables")
+    target_options(build)
+    build.add_argument("-o", "--out", metavar="DIR", help="output directory (default: ./build/<app>)")
+
+    run = sub.add_parser("run", help="build (cached) and run an app")
+    target_options(run)
+    run.add_argument("-o", "--out", metavar="DIR", help="build directory (default: the cache)")
+    run.add_argument("--timeout", type=float, help="kill and report the app after S seconds")
+    run.add_argument("--duration", type=float, help="stop the app with SIGINT after S seconds")
+    run.add_argument("args", nargs="*", help="arguments for the host main (after --)")
+
+    check = sub.add_parser("check", help="front end and all passes, no C compiler")
+    check.add_argument("app")
+
+    graph = sub.add_parser("graph", help="draw the program (DOT; SVG/PNG with Graphviz)")
+    graph.add_argument("app")
+    graph.add_argument("-o", "--out", metavar="FILE", help=".dot, .svg or .png (default: stdout)")
+    return parser
+
+
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    return {"nic": args.nic, "net": args.net, "dump_after": args.dump_after,
+            "report_file": args.report}
+
+
+def _warn(warnings: list[str]) -> None:
+    for w in warnings:
+        print(f"floem: warning: {w}", file=sys.stderr)
+
+
+def _command(args: argparse.Namespace) -> int:
+    program = load_app(args.app)
+    if args.command == "check":
+        ir = check_program(program)
+        _warn(ir.warnings)
+        print(f"{args.app}: ok ({len(ir.segments)} segments, {len(ir.nodes())} elements)")
+        return 0
+    if args.command == "graph":
+        ir = check_program(program)
+        if args.out:
+            write_graph(ir, args.out)
+        else:
+            sys.stdout.write(to_dot(ir))
+        return 0
+    if args.command == "build":
+        out = args.out or os.path.join("build", program.display_name)
+        result = build_program(program, out, **_options(args))
+        _warn(result.warnings)
+        if result.report:
+            with open(result.report) as f:
+                sys.stdout.write(f.read())
+        state = "compiled" if result.compiled else "up to date"
+        print(f"floem: {state}: {', '.join(os.path.relpath(p) for p in result.files)}")
+        return 0
+    built = build_program(program, args.out, **_options(args))
+    _warn(built.warnings)
+    sys.stdout.flush()
+    result = run_built(built, program, timeout=args.timeout, duration=args.duration,
+                       args=args.args, capture=False)
+    return result.returncode
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``floem`` console script."""
+    args = _parser().parse_args(argv)
+    try:
+        return _command(args)
+    except FloemError as e:
+        print(f"floem: error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

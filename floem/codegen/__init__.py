@@ -1,0 +1,1 @@
+"""Code generation: IR -> C, headers and Makefile, from jinja2 templates."""

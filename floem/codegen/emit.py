@@ -1,0 +1,273 @@
+"""Code generation: the final IR becomes C files, headers and a Makefile (jinja2 templates).
+
+Every element instance becomes one C function named after it, holding its
+body as the user wrote it (Floem forms lowered) under ``#line`` directives
+that point at the app file. Output ports become small dispatcher functions
+calling the connected elements in program order; joins store their inputs in
+a thread-local record keyed by the packet sequence number.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import jinja2
+
+from floem import csrc
+from floem.codegen.structs import state_classes, state_initializer, struct_declarations
+from floem.ir import EdgeKind, ElementNode, ProgramIR, SegmentIR
+
+_TEMPLATES = jinja2.Environment(
+    loader=jinja2.PackageLoader("floem.codegen", "templates"),
+    trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+    undefined=jinja2.StrictUndefined,
+)
+
+
+@dataclass
+class GeneratedFile:
+    """A generated source file and, for C files, which element each line belongs to."""
+
+    name: str
+    text: str
+    element_lines: list[tuple[int, str]] = field(default_factory=list)
+
+
+def generate(ir: ProgramIR, cflags: list[str], runtime_sources: list[str]) -> list[GeneratedFile]:
+    """The C files, headers and Makefile for every process of ``ir``."""
+    files = []
+    structs = struct_declarations(state_classes(ir.program, [type(s) for n in ir.nodes()
+                                                            for s in n.persistent.values()]))
+    for proc in ir.processes.values():
+        emitter = _ProcessEmitter(ir, proc.name)
+        files.append(emitter.header(structs))
+        files.append(emitter.source())
+    files.append(_makefile(ir, cflags, runtime_sources))
+    return files
+
+
+def _makefile(ir: ProgramIR, cflags: list[str], runtime_sources: list[str]) -> GeneratedFile:
+    program = ir.program
+    text = _TEMPLATES.get_template("Makefile.j2").render(
+        app_file=program.app_file, cflags=" ".join(cflags),
+        ldlibs="", runtime_sources=" ".join(runtime_sources),
+        depends=" ".join(program.depends),
+        processes=[{"name": p.name, "executable": p.has_main, "library": bool(p.callables)}
+                   for p in ir.processes.values()],
+    )
+    return GeneratedFile("Makefile", text)
+
+
+def _resolve_line_markers(text: str, c_file: str) -> str:
+    """Replace each ``#line RESUME`` with the real position in the generated file."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if line == "#line RESUME":
+            lines[i] = f'#line {i + 2} "{c_file}"'
+    return "\n".join(lines)
+
+
+def c_string(text: str) -> str:
+    """``text`` escaped for use inside a C string literal."""
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+class _ProcessEmitter:
+    """Renders one process: its elements, dispatchers, threads and callables."""
+
+    def __init__(self, ir: ProgramIR, process: str) -> None:
+        self.ir = ir
+        self.process = process
+        self.proc = ir.processes[process]
+        self.segments: list[SegmentIR] = [ir.segments[s] for s in self.proc.segments]
+        self.nodes: list[ElementNode] = [ir.node(n) for s in self.segments for n in s.elements]
+        self.state_users = {id(s): s for n in self.nodes for s in n.persistent.values()}
+
+    # -- header ---------------------------------------------------------------
+
+    def header(self, structs: str) -> GeneratedFile:
+        program = self.ir.program
+        name = f"{self.process}.h"
+        text = _TEMPLATES.get_template("process.h.j2").render(
+            process=self.process, app_file=program.app_file,
+            guard=re.sub(r"\W", "_", self.process).upper(),
+            includes=[{"line": c.loc.line, "file": c_string(c.loc.file), "text": c.text}
+                      for c in program.includes],
+            structs=structs,
+            callables=[{"signature": self._callable_signature(self.ir.segments[c])}
+                       for c in self.proc.callables],
+            regions=[r.name for r in program.memory_regions],
+        )
+        return GeneratedFile(name, _resolve_line_markers(text, name))
+
+    # -- source ---------------------------------------------------------------
+
+    def source(self) -> GeneratedFile:
+        program = self.ir.program
+        c_file = f"{self.process}.c"
+        elements = [self._element(n) for n in self.nodes]
+        text = _TEMPLATES.get_template("process.c.j2").render(
+            process=self.process, app_file=program.app_file, c_file=c_file,
+            states=[self._state(s) for s in self._process_states()],
+            regions=[{"name": r.name, "size": r.size} for r in program.memory_regions],
+            prototypes=self._prototypes(),
+            joins=[self._join(n) for n in self.nodes if n.join],
+            returns=[self._return_slot(s) for s in self.segments
+                     if s.kind == "callable" and self._return_element(s)],
+            elements=elements,
+            dispatchers=[d for n in self.nodes for d in self._dispatchers(n)],
+            threads=[self._thread(s) for s in self.segments if s.kind == "thread"],
+            callables=[self._callable(s) for s in self.segments if s.kind == "callable"],
+            main=self._main() if self.proc.has_main else None,
+        )
+        text = _resolve_line_markers(text, c_file)
+        marks = [(i + 1, m.group(1)) for i, line in enumerate(text.split("\n"))
+                 if (m := re.match(r"/\* element (\w+):", line))]
+        return GeneratedFile(c_file, text, marks)
+
+    def _process_states(self) -> list[Any]:
+        if self.proc.has_main:
+            return list(self.ir.program.states)
+        return [s for s in self.ir.program.states if id(s) in self.state_users]
+
+    @staticmethod
+    def _state(s: Any) -> dict[str, str]:
+        return {"type": type(s).c_type_name(), "storage": f"{s.name}_storage",
+                "pointer": f"{s.name}_state", "init": state_initializer(s)}
+
+    def _state_type(self, n: ElementNode) -> str:
+        return f"{n.state_class.c_type_name()} *" if n.state_class else "void *"
+
+    def _params(self, n: ElementNode, port: str | None) -> list[str]:
+        """C parameters carrying the values of input ``port`` (all of them for a non-join)."""
+        ports = [port] if port else list(n.inputs)
+        return [v for p in ports for v in self._values(n.inputs[p], f"{p}_")]
+
+    def _signature(self, n: ElementNode) -> str:
+        if n.role == "args":
+            values = self._values(next(iter(n.outputs.values())), "arg")
+        else:
+            values = [] if n.join else self._params(n, None)
+        return f"static void {n.name}({', '.join([f'{self._state_type(n)}state'] + values)})"
+
+    @staticmethod
+    def _values(types: list[str], prefix: str) -> list[str]:
+        """C parameters ``prefix0, prefix1, ...`` of the given types."""
+        return [f"{t}{'' if t.endswith('*') else ' '}{prefix}{i}" for i, t in enumerate(types)]
+
+    def _port_function(self, n: ElementNode, port: str) -> str:
+        return f"{n.name}_{port}"
+
+    def _dispatch_signature(self, n: ElementNode, port: str) -> str:
+        params = [f"{self._state_type(n)}state"] + self._values(n.outputs[port], "v")
+        return f"static void {self._port_function(n, port)}({', '.join(params)})"
+
+    def _join_entry_signature(self, n: ElementNode, port: str) -> str:
+        params = [f"{self._state_type(n)}state"] + self._params(n, port)
+        return f"static void {n.name}_in_{port}({', '.join(params)})"
+
+    def _prototypes(self) -> list[str]:
+        protos = []
+        for n in self.nodes:
+            protos.append(self._signature(n))
+            protos.extend(self._dispatch_signature(n, p) for p in n.outputs)
+            if n.join:
+                protos.extend(self._join_entry_signature(n, p) for p in n.inputs)
+        return protos
+
+    def _join(self, n: ElementNode) -> dict[str, Any]:
+        ports = [{"name": p, "fields": self._values(types, f"{p}_")} for p, types in n.inputs.items()]
+        return {"element": n.name, "ports": ports}
+
+    def _element(self, n: ElementNode) -> dict[str, Any]:
+        where = f"{os.path.basename(n.loc.file)}:{n.loc.line}"
+        prologue = ["(void)state;"]
+        for attr, s in n.persistent.items():
+            if n.info and attr in n.info.persistent_used:
+                prologue.append(f"{type(s).c_type_name()} *const {attr} = {s.name}_state;")
+        epilogue = [f"{v}(state);" for _, v, _ in self.ir.out_edges(n.name, kind=EdgeKind.ORDER)]
+        body = ""
+        if n.role == "args":
+            out = next(iter(n.outputs))
+            args = ["state"] + [f"arg{i}" for i in range(len(n.outputs[out]))]
+            epilogue.insert(0, f"{self._port_function(n, out)}({', '.join(args)});")
+        elif n.role == "return":
+            slot = self._slot(n.segment)
+            epilogue[:0] = [f"{slot}.set = true;"] + ([f"{slot}.value = inp_0;"]
+                                                      if n.inputs["inp"] else [])
+        elif n.code:
+            reads = {p: [f"{n.name}_in.{p}_{i}" if n.join else f"{p}_{i}" for i in range(len(t))]
+                     for p, t in n.inputs.items()}
+            outs = {p: self._port_function(n, p) for p in n.outputs}
+            body = csrc.lower(n.info, reads, outs)
+        return {"name": n.name, "cls": n.cls_name, "where": where, "signature": self._signature(n),
+                "prologue": prologue, "body": body, "epilogue": epilogue}
+
+    def _dispatchers(self, n: ElementNode) -> list[dict[str, Any]]:
+        result = []
+        for port, types in n.outputs.items():
+            lines = ["(void)state;"] + [f"(void)v{i};" for i in range(len(types))]
+            for _, v, d in self.ir.out_edges(n.name, port):
+                target = self.ir.node(v)
+                values = [f"v{i}" for i in range(len(target.inputs[d["in_port"]]))]
+                fn = f"{v}_in_{d['in_port']}" if target.join else v
+                lines.append(f"{fn}({', '.join(['state'] + values)});")
+            result.append({"signature": self._dispatch_signature(n, port), "lines": lines})
+        if n.join:
+            for port in n.inputs:
+                others = [p for p in n.inputs if p != port]
+                lines = [f"{n.name}_in.{port}_{i} = {port}_{i};" for i in range(len(n.inputs[port]))]
+                lines.append(f"{n.name}_in.{port}_seq = floem_packet_seq;")
+                ready = " && ".join(f"{n.name}_in.{p}_seq == floem_packet_seq" for p in others)
+                lines.append(f"if ({ready})")
+                lines.append(f"    {n.name}(state);")
+                result.append({"signature": self._join_entry_signature(n, port), "lines": lines})
+        return result
+
+    def _slot(self, segment: str) -> str:
+        return f"{segment}_result"
+
+    def _return_element(self, seg: SegmentIR) -> ElementNode | None:
+        return next((self.ir.node(n) for n in seg.elements if self.ir.node(n).role == "return"), None)
+
+    def _return_type(self, seg: SegmentIR) -> str:
+        ret = self._return_element(seg)
+        if ret is None or not ret.inputs["inp"]:
+            return ""
+        return ret.inputs["inp"][0]
+
+    def _return_slot(self, seg: SegmentIR) -> dict[str, str]:
+        return {"segment": seg.name, "slot": self._slot(seg.name), "type": self._return_type(seg)}
+
+    def _callable_signature(self, seg: SegmentIR) -> str:
+        args = self.ir.node(seg.source)
+        types = next(iter(args.outputs.values()))
+        params = self._values(types, "arg") or ["void"]
+        ret = self._return_type(seg) or "void"
+        sep = "" if ret.endswith("*") else " "
+        return f"{ret}{sep}{seg.name}({', '.join(params)})"
+
+    def _callable(self, seg: SegmentIR) -> dict[str, Any]:
+        args = self.ir.node(seg.source)
+        count = len(next(iter(args.outputs.values())))
+        has_return = self._return_element(seg) is not None
+        return {"name": seg.name, "signature": self._callable_signature(seg),
+                "state": seg.state_class.c_type_name() if seg.state_class else "",
+                "slot": self._slot(seg.name) if has_return else "",
+                "has_value": bool(self._return_type(seg)),
+                "source": seg.source, "args": [f"arg{i}" for i in range(count)],
+                "default": seg.default_return or "0"}
+
+    def _thread(self, seg: SegmentIR) -> dict[str, Any]:
+        return {"segment": seg.name, "count": len(seg.cores), "source": seg.source,
+                "state": seg.state_class.c_type_name() if seg.state_class else ""}
+
+    def _main(self) -> dict[str, Any]:
+        info = self.ir.options.get("main_info")
+        if info is None or self.ir.options.get("main_process") != self.process:
+            return {"body": None, "prologue": []}
+        prologue = [f"{type(s).c_type_name()} *const {s.name} = {s.name}_state;"
+                    for s in self.ir.program.states if s.name in info.persistent_used]
+        return {"body": csrc.lower(info, {}, {}), "prologue": prologue}

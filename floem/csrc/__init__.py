@@ -1,0 +1,13 @@
+"""The C-body front end: Floem forms in element bodies -> plain C, analysed with pycparser.
+
+`analyze` reads every body (and the ``floem.main`` code) of a program in one
+pycparser translation unit and returns a `BodyInfo` per element: ports read,
+the output form and its calls, per-packet fields used, killed and written,
+persistent states named. `lower` turns one body into the plain C pasted inside
+the element's generated function, with ``#line`` directives into the app file.
+"""
+from floem.csrc.analyze import analyze
+from floem.csrc.lower import lower
+from floem.csrc.model import Body, BodyInfo, FieldUse, Port
+
+__all__ = ["Body", "BodyInfo", "FieldUse", "Port", "analyze", "lower"]

@@ -1,0 +1,1 @@
+#include "_floem_fake.h"

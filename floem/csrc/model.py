@@ -1,0 +1,74 @@
+"""What the C-body front end takes in and gives back.
+
+`Body` is one element's C code with its ports and states, as the language
+front end built it; `BodyInfo` is what `floem.csrc.analyze` found in it, the
+input of the checks, liveness and code generation passes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from floem.errors import FloemError
+
+
+@dataclass
+class Port:
+    """An element port as the C body sees it."""
+
+    name: str
+    types: list[str]            # C type strings, e.g. ["int"], ["uint8_t*", "size_t"], [] for no value
+
+
+@dataclass
+class Body:
+    """One element's C body and everything needed to read it."""
+
+    element: str                # element instance name, a C identifier
+    code: str                   # the body exactly as the user wrote it ("" allowed)
+    app_file: str               # absolute path of the app file
+    app_line: int               # app-file line of line 1 of `code`
+    inputs: list[Port]
+    outputs: list[Port]
+    state_fields: dict[str, str] | None   # per-packet field -> C type; None: no per-packet state
+    persistent: dict[str, str]  # name usable in the body -> C type name of the state struct
+
+    def error(self, message: str, body_line: int | None = None) -> FloemError:
+        """A `FloemError` at `body_line` of this body (or at the body itself)."""
+        line = self.app_line + body_line - 1 if body_line else self.app_line
+        return FloemError(message, file=self.app_file, line=line, element=self.element,
+                          body_line=body_line)
+
+
+@dataclass
+class FieldUse:
+    """How a body touches the per-packet state fields."""
+
+    uses: set[str] = field(default_factory=set)    # fields read (any rvalue use)
+    kills: set[str] = field(default_factory=set)   # wholly overwritten by a top-level `state->f = e;`
+    writes: set[str] = field(default_factory=set)  # modified in any way
+
+
+@dataclass
+class BodyInfo:
+    """The analysis of one body."""
+
+    element: str
+    reads: dict[str, int]       # input port -> body line where it is read
+    form: str | None            # "block", "switch", "multiple" or None
+    calls: dict[str, list[int]]  # output port -> body lines of its calls
+    always_fires: set[str]      # output ports that fire on every execution
+    switch_ports: list[str]     # "switch": port of each case in order (else case last)
+    switch_has_else: bool
+    fields: FieldUse
+    persistent_used: set[str]   # persistent names referenced
+    body: Body
+    consumed: set[str] = field(default_factory=set)  # input ports read by a bare `inp();`
+
+
+class BodyError(Exception):
+    """A mistake found inside one body, before the element is known."""
+
+    def __init__(self, message: str, body_line: int | None) -> None:
+        self.message = message
+        self.body_line = body_line
+        super().__init__(message)

@@ -1,0 +1,166 @@
+"""A small C tokenizer that keeps every character of the source.
+
+Joining the texts of `tokenize(code)` gives `code` back. Comments, string and
+character literals and preprocessor lines are single tokens, so braces or the
+word ``output`` inside them never reach the Floem-form scanner. `TokenList`
+adds bracket matching and navigation over the significant tokens.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from floem.csrc.model import BodyError
+
+#: Token kinds that carry no C syntax.
+TRIVIA = frozenset({"ws", "comment", "pp"})
+
+_PUNCTUATORS = sorted(
+    "... <<= >>= -> ++ -- << >> <= >= == != && || *= /= %= += -= &= ^= |= ## "
+    "[ ] ( ) { } . & * + - ~ ! / % < > ^ | ? : ; = , #".split(),
+    key=len, reverse=True)
+
+_TOKEN = re.compile("|".join([
+    r"(?P<ws>(?:[ \t\r\f\v\n]|\\\n)+)",
+    r"(?P<comment>/\*.*?\*/|//(?:\\\n|[^\n])*)",
+    r"(?P<bad_comment>/\*)",
+    r'(?P<string>(?:u8|[uUL])?"(?:[^"\\\n]|\\.|\\\n)*")',
+    r"(?P<char>(?:u8|[uUL])?'(?:[^'\\\n]|\\.)*')",
+    r"(?P<ident>[A-Za-z_$][A-Za-z0-9_$]*)",
+    r"(?P<number>\.?[0-9](?:[eEpP][+-]|[A-Za-z0-9_.'])*)",
+    "(?P<punct>" + "|".join(re.escape(p) for p in _PUNCTUATORS) + ")",
+    r'(?P<bad_string>(?:u8|[uUL])?")',
+    r"(?P<bad_char>(?:u8|[uUL])?')",
+    r"(?P<other>.)",
+]), re.DOTALL)
+
+# Inside a preprocessor line: pieces that may hide a newline or a quote.
+_PP_PIECE = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:[^"\\\n]|\\.)*"|'
+                       r"'(?:[^'\\\n]|\\.)*'|\\\n|[^\n]", re.DOTALL)
+
+_BAD = {"bad_comment": "unterminated comment",
+        "bad_string": "unterminated string literal",
+        "bad_char": "unterminated character literal"}
+
+_OPEN = {"(": ")", "[": "]", "{": "}"}
+_CLOSE = {v: k for k, v in _OPEN.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    """One token: its kind, exact text and the line (1-based) where it starts."""
+
+    kind: str   # ws, comment, pp, string, char, ident, number, punct, other
+    text: str
+    line: int
+    column: int
+
+    def is_(self, text: str) -> bool:
+        """Is this a significant token spelled `text`?"""
+        return self.text == text and self.kind not in TRIVIA
+
+
+def tokenize(code: str) -> list[Token]:
+    """Split `code` into tokens; raises `BodyError` on unterminated literals."""
+    tokens: list[Token] = []
+    pos, line, line_start = 0, 1, 0
+    at_line_start = True
+    while pos < len(code):
+        if at_line_start and code[pos] == "#":
+            end = _pp_end(code, pos)
+            kind = "pp"
+        else:
+            m = _TOKEN.match(code, pos)
+            kind = m.lastgroup
+            if kind in _BAD:
+                raise BodyError(_BAD[kind], line)
+            end = m.end()
+        text = code[pos:end]
+        tokens.append(Token(kind, text, line, pos - line_start + 1))
+        newlines = text.count("\n")
+        if newlines:
+            line += newlines
+            line_start = pos + text.rindex("\n") + 1
+        if kind == "ws":
+            at_line_start = at_line_start or newlines > 0
+        elif kind != "comment":
+            at_line_start = False
+        pos = end
+    return tokens
+
+
+def _pp_end(code: str, pos: int) -> int:
+    """End of the preprocessor directive starting at `pos` (before its newline)."""
+    while pos < len(code) and code[pos] != "\n":
+        pos = _PP_PIECE.match(code, pos).end()
+    return pos
+
+
+class TokenList:
+    """Tokens of one body with matched brackets and significant-token navigation."""
+
+    def __init__(self, code: str) -> None:
+        self.code = code
+        self.tokens = tokenize(code)
+        self.significant = [i for i, t in enumerate(self.tokens) if t.kind not in TRIVIA]
+        self._rank = {i: k for k, i in enumerate(self.significant)}
+        self.match = self._match_brackets()
+        self.opener = {close: open_ for open_, close in self.match.items()}
+
+    def __getitem__(self, index: int) -> Token:
+        return self.tokens[index]
+
+    def next(self, index: int) -> int | None:
+        """Index of the significant token after token `index`, or None."""
+        k = self._rank[index] + 1
+        return self.significant[k] if k < len(self.significant) else None
+
+    def prev(self, index: int) -> int | None:
+        """Index of the significant token before token `index`, or None."""
+        k = self._rank[index] - 1
+        return self.significant[k] if k >= 0 else None
+
+    def text_is(self, index: int | None, *texts: str) -> bool:
+        """Is token `index` a significant token spelled as one of `texts`?"""
+        return index is not None and self.tokens[index].text in texts
+
+    def between(self, start: int, end: int) -> list[int]:
+        """Significant tokens strictly between `start` and `end` at bracket depth 0.
+
+        A bracketed group inside appears as its opening bracket only.
+        """
+        result = []
+        i = self.next(start)
+        while i is not None and i < end:
+            result.append(i)
+            i = self.next(self.match.get(i, i))
+        return result
+
+    def is_member_name(self, index: int) -> bool:
+        """Is the identifier at `index` a member name after `.` or `->`?"""
+        return self.text_is(self.prev(index), ".", "->")
+
+    def _match_brackets(self) -> dict[int, int]:
+        match: dict[int, int] = {}
+        stack: list[int] = []
+        for i in self.significant:
+            text = self.tokens[i].text
+            if text in _OPEN:
+                stack.append(i)
+            elif text in _CLOSE:
+                if not stack:
+                    raise BodyError(f"unbalanced '{text}'", self.tokens[i].line)
+                if self.tokens[stack[-1]].text != _CLOSE[text]:
+                    break
+                match[stack.pop()] = i
+        if stack:
+            token = self.tokens[stack[-1]]
+            raise BodyError(f"'{token.text}' is never closed", token.line)
+        return match
+
+
+def render(tokens: list[Token], replace: dict[int, str], start: int = 0,
+           end: int | None = None) -> str:
+    """The text of tokens[start:end], with the texts in `replace` substituted."""
+    stop = len(tokens) if end is None else end
+    return "".join(replace.get(i, tokens[i].text) for i in range(start, stop))

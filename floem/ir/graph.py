@@ -1,0 +1,140 @@
+"""IR data: element nodes, segments, processes, and a readable dump.
+
+Nodes of ``ProgramIR.graph`` are element instance names; node attribute
+``node`` holds an `ElementNode`. Edges carry ``kind`` (``data`` or
+``order``), ``out_port``, ``in_port``, ``types`` (C types of the values),
+``loc`` (the ``>>`` that made them) and ``rank`` (program order of a fan-out).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+
+from floem.errors import Location
+
+
+class EdgeKind:
+    """Kinds of IR edges."""
+
+    DATA = "data"
+    ORDER = "order"
+
+
+@dataclass
+class ElementNode:
+    """One element instance in the IR."""
+
+    name: str
+    cls_name: str
+    loc: Location
+    inputs: dict[str, list[str]]
+    outputs: dict[str, list[str]]
+    code: Any = None
+    nic_code: Any = None
+    persistent: dict[str, Any] = field(default_factory=dict)
+    segment: str = ""
+    state_class: Any = None
+    role: str = "element"
+    info: Any = None
+    join: bool = False
+
+    @property
+    def is_source(self) -> bool:
+        """True for an element with no input ports."""
+        return not self.inputs
+
+
+@dataclass
+class SegmentIR:
+    """A segment: its source, device, threads and the elements it runs."""
+
+    name: str
+    kind: str
+    device: str
+    cores: list[int]
+    process: str
+    loc: Location
+    state_class: Any = None
+    default_return: str | None = None
+    source: str = ""
+    elements: list[str] = field(default_factory=list)
+    uses: set[str] = field(default_factory=set)
+
+
+@dataclass
+class ProcessIR:
+    """An executable: its segments, and whether it holds ``main``."""
+
+    name: str
+    segments: list[str] = field(default_factory=list)
+    has_main: bool = False
+    callables: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ProgramIR:
+    """Everything the passes share: the graph plus program-level tables."""
+
+    program: Any
+    graph: nx.MultiDiGraph = field(default_factory=nx.MultiDiGraph)
+    segments: dict[str, SegmentIR] = field(default_factory=dict)
+    processes: dict[str, ProcessIR] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def node(self, name: str) -> ElementNode:
+        """The `ElementNode` named ``name``."""
+        return self.graph.nodes[name]["node"]
+
+    def nodes(self) -> list[ElementNode]:
+        """All element nodes in insertion order."""
+        return [d["node"] for _, d in self.graph.nodes(data=True)]
+
+    def out_edges(self, name: str, port: str | None = None, kind: str = EdgeKind.DATA) -> list[tuple[str, str, dict]]:
+        """Edges leaving ``name`` (from ``port`` if given), in fan-out program order."""
+        edges = [(u, v, d) for u, v, d in self.graph.out_edges(name, data=True)
+                 if d["kind"] == kind and (port is None or d["out_port"] == port)]
+        return sorted(edges, key=lambda e: e[2]["rank"])
+
+    def in_edges(self, name: str, kind: str = EdgeKind.DATA) -> list[tuple[str, str, dict]]:
+        """Edges entering ``name``, in program order."""
+        edges = [(u, v, d) for u, v, d in self.graph.in_edges(name, data=True) if d["kind"] == kind]
+        return sorted(edges, key=lambda e: e[2]["rank"])
+
+    def dump(self) -> str:
+        """A readable text form of the IR, stable for golden comparisons."""
+        lines = []
+        for seg in self.segments.values():
+            state = seg.state_class.__name__ if seg.state_class else "-"
+            lines.append(f"segment {seg.name} ({seg.kind}) device={seg.device} cores={seg.cores} "
+                         f"process={seg.process} source={seg.source or '-'} state={state}")
+            if seg.uses:
+                lines.append(f"  uses {', '.join(sorted(seg.uses))}")
+            for name in seg.elements:
+                lines.extend("  " + line for line in self._dump_node(self.node(name)))
+        loose = [n for n in self.nodes() if n.segment not in self.segments]
+        for n in loose:
+            lines.extend(self._dump_node(n))
+        for proc in self.processes.values():
+            lines.append(f"process {proc.name}: segments={proc.segments} callables={proc.callables} "
+                         f"main={'yes' if proc.has_main else 'no'}")
+        return "\n".join(lines) + "\n"
+
+    def _dump_node(self, n: ElementNode) -> list[str]:
+        ports = lambda ps: ", ".join(f"{p}({', '.join(t)})" for p, t in ps.items())
+        flags = [n.role] if n.role != "element" else []
+        if n.join:
+            flags.append("join")
+        head = f"{n.name}: {n.cls_name}" + (f" [{' '.join(flags)}]" if flags else "")
+        out = [head + f"  in: {ports(n.inputs) or '-'}  out: {ports(n.outputs) or '-'}"]
+        if n.info is not None:
+            f = n.info.fields
+            out.append(f"    form={n.info.form or '-'} uses={sorted(f.uses)} writes={sorted(f.writes)}")
+        for _, v, d in self.out_edges(n.name) + self.out_edges(n.name, kind=EdgeKind.ORDER):
+            if d["kind"] == EdgeKind.DATA:
+                out.append(f"    {d['out_port']} -> {v}.{d['in_port']}")
+            else:
+                out.append(f"    then -> {v}")
+        return out

@@ -1,0 +1,1 @@
+"""The user-facing language: elements, ports, states, segments, programs."""

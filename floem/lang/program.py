@@ -1,0 +1,219 @@
+"""The program being built: everything an app file creates is registered here."""
+from __future__ import annotations
+
+import keyword
+import os
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterator
+
+from floem.errors import Location
+from floem.lang.location import caller_location, string_location
+
+if TYPE_CHECKING:
+    from floem.lang.element import Connection, Element
+    from floem.lang.segment import Flow, Order, Segment
+    from floem.lang.state import MemoryRegion, State
+
+_C_RESERVED = {
+    "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
+    "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
+    "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch",
+    "typedef", "union", "unsigned", "void", "volatile", "while", "main", "state", "bool",
+}
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+@dataclass
+class CodeText:
+    """A piece of C the user gave (main body, includes), with where it was given."""
+
+    text: str
+    loc: Location
+
+
+@dataclass
+class Program:
+    """One Floem program: elements, connections, segments, states and build options.
+
+    Use as a context manager (``with Program("kvs") as p: ...``) or rely on the
+    module-level default program.
+    """
+
+    name: str | None = None
+    elements: list["Element"] = field(default_factory=list)
+    connections: list["Connection"] = field(default_factory=list)
+    segments: list["Segment"] = field(default_factory=list)
+    flows: list["Flow"] = field(default_factory=list)
+    states: list["State"] = field(default_factory=list)
+    memory_regions: list["MemoryRegion"] = field(default_factory=list)
+    orders: list["Order"] = field(default_factory=list)
+    main_code: CodeText | None = None
+    main_process: str | None = None
+    includes: list[CodeText] = field(default_factory=list)
+    depends: list[str] = field(default_factory=list)
+    extra_cflags: list[str] = field(default_factory=list)
+    app_file: str | None = None
+    _scopes: list[Any] = field(default_factory=list)
+    _names: dict[str, Location] = field(default_factory=dict)
+    _counters: dict[str, int] = field(default_factory=dict)
+    _previous: "Program | None" = None
+
+    def __enter__(self) -> "Program":
+        global _current
+        entered.append(self)
+        self._previous = _current
+        _current = self
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        global _current
+        _current = self._previous or _default
+
+    # -- naming and scopes -------------------------------------------------
+
+    def claim_name(self, wanted: str | None, prefix: str, loc: Location) -> str:
+        """A unique C identifier: ``wanted`` if given (checked), else ``prefix<N>``."""
+        if self.app_file is None and loc.file != "<unknown>":
+            self.app_file = loc.file
+        if wanted is not None:
+            if not isinstance(wanted, str) or not _IDENT.match(wanted) \
+                    or wanted in _C_RESERVED or keyword.iskeyword(wanted) \
+                    or wanted.startswith("floem_"):
+                raise loc.error(f"name {wanted!r} is not usable: names must be C identifiers, "
+                                "not C keywords, 'main', 'state' or 'floem_*'")
+            if wanted in self._names:
+                raise loc.error(f"name {wanted!r} is already used (at {self._names[wanted]})")
+            self._names[wanted] = loc
+            return wanted
+        base = re.sub(r"\W", "_", prefix)
+        while True:
+            n = self._counters.get(base, 0)
+            self._counters[base] = n + 1
+            name = f"{base}{n}"
+            if name not in self._names:
+                self._names[name] = loc
+                return name
+
+    def scope(self, owner: Any) -> "_Scope":
+        """Context in which created elements belong to ``owner`` (segment, composite, flow)."""
+        return _Scope(self, owner)
+
+    def innermost(self, kind: type) -> Any:
+        """The innermost open scope of the given class, or None."""
+        for owner in reversed(self._scopes):
+            if isinstance(owner, kind):
+                return owner
+        return None
+
+    def open_scopes(self) -> Iterator[Any]:
+        """The open scopes, innermost first."""
+        return reversed(self._scopes)
+
+    # -- build configuration -----------------------------------------------
+
+    def main(self, c_code: str, process: str | None = None) -> None:
+        """Body of the generated ``main()`` of the host process (``process`` by default the main one)."""
+        self.main_code = CodeText(c_code, string_location(caller_location(), c_code))
+        self.main_process = process
+
+    def include(self, c_text: str) -> None:
+        """C text (usually ``#include`` lines) placed before the element code."""
+        self.includes.append(CodeText(c_text, caller_location()))
+
+    def depend(self, *c_or_o_files: str) -> None:
+        """Extra C sources or objects (relative to the app file) compiled and linked in."""
+        base = os.path.dirname(caller_location().file)
+        self.depends.extend(os.path.normpath(os.path.join(base, f)) for f in c_or_o_files)
+
+    def cflags(self, *flags: str) -> None:
+        """Extra compiler flags."""
+        self.extra_cflags.extend(flags)
+
+    def build(self, out_dir: str | None = None, **opts: Any) -> Any:
+        """Compile this program into ``out_dir``; returns a `BuildResult` naming every file."""
+        from floem.build import build_program
+        return build_program(self, out_dir, **opts)
+
+    def run(self, timeout: float | None = None, **opts: Any) -> Any:
+        """Build into the cache and run; returns a `RunResult` (stdout, stderr, returncode)."""
+        from floem.build import run_program
+        return run_program(self, timeout=timeout, **opts)
+
+    @property
+    def display_name(self) -> str:
+        """The program's name: given, or the app file's stem."""
+        if self.name:
+            return self.name
+        if self.app_file:
+            return re.sub(r"\W", "_", os.path.splitext(os.path.basename(self.app_file))[0])
+        return "floem_app"
+
+
+class _Scope:
+    def __init__(self, program: Program, owner: Any) -> None:
+        self.program = program
+        self.owner = owner
+
+    def __enter__(self) -> Any:
+        self.program._scopes.append(self.owner)
+        return self.owner
+
+    def __exit__(self, *exc: object) -> None:
+        self.program._scopes.pop()
+
+
+_default = Program()
+_current = _default
+entered: list[Program] = []
+
+
+def current_program() -> Program:
+    """The program objects are being registered in."""
+    return _current
+
+
+def reset_default_program(name: str | None = None) -> Program:
+    """Start a fresh default program (the CLI does this before running an app file)."""
+    global _default, _current
+    _default = Program(name)
+    _current = _default
+    entered.clear()
+    return _default
+
+
+def loaded_program() -> Program:
+    """The program an app file built: the default one, or the last ``with Program(...)``."""
+    if _default.elements or _default.segments or not entered:
+        return _default
+    return entered[-1]
+
+
+def main(c_code: str, process: str | None = None) -> None:
+    """Body of the generated ``main()`` of the current program."""
+    current_program().main(c_code, process)
+
+
+def include(c_text: str) -> None:
+    """C text placed before the element code of the current program."""
+    current_program().include(c_text)
+
+
+def depend(*c_or_o_files: str) -> None:
+    """Extra C sources or objects (relative to the app file) for the current program."""
+    current_program().depend(*c_or_o_files)
+
+
+def cflags(*flags: str) -> None:
+    """Extra compiler flags for the current program."""
+    current_program().cflags(*flags)
+
+
+def build(out_dir: str | None = None, **opts: Any) -> Any:
+    """Compile the current program; see `Program.build`."""
+    return current_program().build(out_dir, **opts)
+
+
+def run(timeout: float | None = None, **opts: Any) -> Any:
+    """Build and run the current program; see `Program.run`."""
+    return current_program().run(timeout=timeout, **opts)

@@ -1,0 +1,170 @@
+"""Segments (threads on a device), callable segments, flows and run_order."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from floem.errors import Location
+from floem.lang.element import Element, Input, Node, Output, Port
+from floem.lang.location import caller_location
+from floem.lang.program import current_program
+from floem.lang.state import PerPacket, State
+
+
+class target:
+    """Devices a segment can be placed on."""
+
+    CPU = "CPU"
+    NIC = "NIC"
+
+
+class CoreId(Element):
+    """Source feeding the index of the segment thread running it (``self.core_id``)."""
+
+    def configure(self) -> None:
+        self.out = Output("int")
+
+    def impl(self) -> None:
+        self.run_c("output { out(floem_core_id); }")
+
+
+class CallArgs(Element):
+    """Source of a callable segment: the C function's arguments."""
+
+    def configure(self, types: list[Any]) -> None:
+        self.out = Output(*types)
+
+
+class Return(Element):
+    """Leaf of a callable segment: the C function's return value."""
+
+    def configure(self, types: list[Any]) -> None:
+        self.inp = Input(*types)
+
+
+class Segment:
+    """Elements run to completion per packet by ``len(cores)`` threads on one device.
+
+    Subclass and wire elements in `impl`; instantiate with
+    ``MySeg("name", device=target.CPU, cores=[0, 1], process="p")``.
+    """
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        cls.class_loc = caller_location()
+
+    def __init__(self, name: str | None = None, device: str = target.CPU,
+                 cores: list[int] | None = None, process: str | None = None, **kwargs: Any) -> None:
+        self.program = current_program()
+        self.loc = caller_location()
+        self.name = self.program.claim_name(name, type(self).__name__, self.loc)
+        if device not in (target.CPU, target.NIC):
+            raise self.loc.error(f"device must be target.CPU or target.NIC, not {device!r}")
+        self.device = device
+        self.cores = list(cores) if cores is not None else [0]
+        if not self.cores or not all(isinstance(c, int) and c >= 0 for c in self.cores):
+            raise self.loc.error(f"cores must be a non-empty list of core ids, not {cores!r}")
+        self.process = process
+        self.flow: Flow | None = self.program.innermost(Flow)
+        self._core_id: CoreId | None = None
+        self.program.segments.append(self)
+        with self.program.scope(self):
+            self.setup(**kwargs)
+            self.impl()
+
+    def setup(self, **kwargs: Any) -> None:
+        """Hook run inside the segment before `impl` (keyword arguments of the constructor)."""
+        if kwargs:
+            raise self.loc.error(f"unknown segment options: {', '.join(kwargs)}")
+
+    def impl(self) -> None:
+        """Wire the segment's elements."""
+
+    @property
+    def core_id(self) -> Port:
+        """An output port giving the index of the thread running the segment."""
+        if self._core_id is None:
+            with self.program.scope(self):
+                self._core_id = CoreId(name=f"{self.name}_core_id")
+        return self._core_id.out
+
+
+class CallableSegment(Segment):
+    """A segment exposed as a C function: ``self.inp`` are its arguments, ``self.out`` its result.
+
+    ``default_return`` (C expression) is returned when the path to ``out`` does not fire.
+    """
+
+    def setup(self, default_return: str | None = None) -> None:
+        self.default_return = default_return
+        self.args: CallArgs | None = None
+        self.ret: Return | None = None
+        self._declaring = True
+        self.configure()
+        self._declaring = False
+        if self.args is None:
+            self.args = CallArgs(name=f"{self.name}_args", configure=[[]])
+
+    def configure(self) -> None:
+        """Declare ``self.inp = Input(...)`` (arguments) and ``self.out = Output(T)`` (result)."""
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        if isinstance(value, Port) and value.owner is None and getattr(self, "_declaring", False):
+            if isinstance(value, Input):
+                if self.args is not None:
+                    raise self.loc.error("a callable segment has one input port (its arguments)")
+                self.args = CallArgs(name=f"{self.name}_args", configure=[value.types])
+                value = self.args.out
+            else:
+                if self.ret is not None:
+                    raise self.loc.error("a callable segment has one output port (its result)")
+                if len(value.types) > 1:
+                    raise self.loc.error("a callable segment returns at most one value")
+                self.ret = Return(name=f"{self.name}_return", configure=[value.types])
+                value = self.ret.inp
+        object.__setattr__(self, key, value)
+
+
+class Flow:
+    """Groups segments and elements that share one per-packet state (``state = PerPacket(S)``)."""
+
+    state: PerPacket | None = None
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        cls.class_loc = caller_location()
+
+    def __init__(self, name: str | None = None) -> None:
+        self.program = current_program()
+        self.loc = caller_location()
+        self.name = self.program.claim_name(name, type(self).__name__, self.loc)
+        self.program.flows.append(self)
+        with self.program.scope(self):
+            self.impl()
+
+    @property
+    def state_class(self) -> type[State] | None:
+        """The per-packet `State` class, if the flow declares one."""
+        return self.state.state_class if isinstance(type(self).state, PerPacket) else None
+
+    def impl(self) -> None:
+        """Create the flow's segments and elements."""
+
+
+@dataclass
+class Order:
+    """``run_order(before, after)``: ``after`` runs once one of ``before`` has run."""
+
+    before: list[Node]
+    after: Node
+    loc: Location
+
+
+def run_order(before: Any, after: Any) -> None:
+    """Run ``after`` after ``before`` (or after whichever of a list ran) in the same segment."""
+    loc = caller_location()
+    befores = list(before) if isinstance(before, (list, tuple)) else [before]
+    for node in befores + [after]:
+        if not isinstance(node, Element):
+            raise loc.error(f"run_order takes elements, not {node!r}")
+    current_program().orders.append(Order(befores, after, loc))

@@ -1,0 +1,130 @@
+"""State: C structs declared in Python, shared (persistent) or per packet."""
+from __future__ import annotations
+
+import builtins
+import itertools
+from typing import Any, ClassVar
+
+from floem.errors import FloemError, Location
+from floem.lang.location import caller_location
+from floem.lang.program import current_program
+from floem.lang.types import Type, TypeLike, as_type
+
+_order = itertools.count()
+
+
+class Field:
+    """A field of a `State`; ``size`` (a C expression) makes it variable-size."""
+
+    def __init__(self, type: TypeLike, size: str | None = None) -> None:
+        self.type: Type = as_type(type)
+        self.state_class = type if isinstance(type, builtins.type) and issubclass(type, State) else None
+        self.size = size
+        self.name = ""
+        self.order = next(_order)
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"Field({self.type}, {self.name})"
+
+
+class State:
+    """A C struct. Subclass with `Field` attributes and an optional ``init``.
+
+    Class options: ``layout = [...]`` (field order, names or fields),
+    ``packed`` (default True), ``declare`` (default True; False when the struct
+    is defined in an included header). An instance is a persistent state:
+    ``Tracker()`` or ``Tracker(init=[5, 0])`` overriding ``init``'s arguments.
+    """
+
+    layout: ClassVar[list[Any] | None] = None
+    packed: ClassVar[bool] = True
+    declare: ClassVar[bool] = True
+    class_loc: ClassVar[Location]
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        cls.class_loc = caller_location()
+
+    @classmethod
+    def c_type_name(cls) -> str:
+        """The C type name (a typedef of ``struct <name>``)."""
+        return cls.__name__
+
+    @classmethod
+    def fields(cls) -> list[Field]:
+        """The fields in layout order."""
+        found: dict[str, Field] = {}
+        for klass in reversed(cls.__mro__):
+            for name, value in vars(klass).items():
+                if isinstance(value, Field):
+                    found[name] = value
+        if cls.layout is None:
+            return sorted(found.values(), key=lambda f: f.order)
+        ordered = []
+        for item in cls.layout:
+            name = item.name if isinstance(item, Field) else item
+            if name not in found:
+                raise FloemError(f"{cls.__name__}.layout names unknown field {name!r}",
+                                 cls.class_loc.file, cls.class_loc.line)
+            ordered.append(found[name])
+        missing = set(found) - {f.name for f in ordered}
+        if missing:
+            raise FloemError(f"{cls.__name__}.layout leaves out {sorted(missing)}",
+                             cls.class_loc.file, cls.class_loc.line)
+        return ordered
+
+    def __init__(self, name: str | None = None, init: Any = None, _loc: Location | None = None) -> None:
+        object.__setattr__(self, "values", {})
+        self.loc = _loc or caller_location()
+        self.program = current_program()
+        self.name = self.program.claim_name(name, "_" + type(self).__name__.lower(), self.loc)
+        args, kwargs = ([], init) if isinstance(init, dict) else (list(init or []), {})
+        try:
+            self.init(*args, **kwargs)
+        except TypeError as e:
+            raise self.loc.error(f"{type(self).__name__}.init: {e}") from None
+        self.program.states.append(self)
+
+    def init(self, *args: Any, **kwargs: Any) -> None:
+        """Assign initial values: ``self.total = total``. Default: all zero."""
+        if args or kwargs:
+            raise TypeError("this state has no init() taking arguments")
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        if any(f.name == key for f in type(self).fields()):
+            self.values[key] = value
+        else:
+            object.__setattr__(self, key, value)
+
+
+class Persistent:
+    """Declares, as an element class attribute, a shared state the element uses."""
+
+    def __init__(self, state_class: type[State]) -> None:
+        if not (isinstance(state_class, type) and issubclass(state_class, State)):
+            raise caller_location().error(f"Persistent({state_class!r}): not a State subclass")
+        self.state_class = state_class
+        self.order = next(_order)
+
+
+class PerPacket:
+    """Declares, as a `Flow` class attribute, the per-packet state of the flow."""
+
+    def __init__(self, state_class: type[State]) -> None:
+        if not (isinstance(state_class, type) and issubclass(state_class, State)):
+            raise caller_location().error(f"PerPacket({state_class!r}): not a State subclass")
+        self.state_class = state_class
+
+
+class MemoryRegion:
+    """``size`` bytes of host memory visible as ``void *name`` to elements and C programs."""
+
+    def __init__(self, name: str, size: int | str) -> None:
+        self.loc = caller_location()
+        self.program = current_program()
+        self.name = self.program.claim_name(name, "region", self.loc)
+        self.size = size
+        self.program.memory_regions.append(self)

@@ -1,0 +1,47 @@
+"""The pass pipeline: a visible list of small modules, each ``run(ir) -> ir``."""
+from __future__ import annotations
+
+import os
+from types import ModuleType
+from typing import Any
+
+from floem.errors import FloemError
+from floem.ir import ProgramIR
+from floem.passes import (build_graph, check_callables, check_segments, check_types, liveness,
+                          order_graph, parse_bodies, placement)
+
+PIPELINE: list[ModuleType] = [
+    build_graph,
+    parse_bodies,
+    check_types,
+    order_graph,
+    check_segments,
+    check_callables,
+    liveness,
+    placement,
+]
+
+
+def pass_names() -> list[str]:
+    """Names usable with ``--dump-after``."""
+    return [p.NAME for p in PIPELINE]
+
+
+def run_pipeline(program: Any, options: dict[str, Any] | None = None,
+                 dump_after: str | None = None, dump_dir: str | None = None) -> ProgramIR:
+    """Run every pass over a fresh IR of ``program``; dump the IR after ``dump_after``.
+
+    ``dump_after`` is a pass name or ``all``; dumps go to ``dump_dir/ir-<NN>-<pass>.txt``.
+    """
+    if dump_after not in (None, "all") and dump_after not in pass_names():
+        raise FloemError(f"--dump-after: no pass named {dump_after!r} "
+                         f"(passes: {', '.join(pass_names())}, all)")
+    ir = ProgramIR(program, options=dict(options or {}))
+    for index, stage in enumerate(PIPELINE):
+        ir = stage.run(ir)
+        if dump_dir and dump_after in ("all", stage.NAME):
+            os.makedirs(dump_dir, exist_ok=True)
+            path = os.path.join(dump_dir, f"ir-{index + 1:02d}-{stage.NAME}.txt")
+            with open(path, "w") as f:
+                f.write(f"# IR after pass {stage.NAME}\n" + ir.dump())
+    return ir

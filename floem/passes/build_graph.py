@@ -1,0 +1,123 @@
+"""Front end: the DSL objects of a `Program` become the graph IR.
+
+Before: a `Program` holding elements, composites, ``>>`` connections (some
+through composite ports), segments and flows.
+
+After: one IR node per element, one ``data`` edge per connection between
+real element ports (composite ports flattened away), one ``order`` edge per
+``run_order`` pair, and a `SegmentIR` per segment listing its elements::
+
+    Twice(inp) >> Print           Inc0 -> Inc1 -> Print0
+    (Twice = inp >> Inc >> Inc)
+
+Elements made outside any segment join the segment of the first element they
+are connected to; the rest form one implicit CPU segment per connected group.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import networkx as nx
+
+from floem.errors import Location
+from floem.ir import EdgeKind, ElementNode, ProgramIR, SegmentIR
+from floem.lang.element import Composite, Connection, Element, Port
+from floem.lang.segment import CallableSegment, CallArgs, CoreId, Return, Segment
+
+NAME = "build_graph"
+
+
+def run(ir: ProgramIR) -> ProgramIR:
+    """Build ``ir.graph`` and ``ir.segments`` from ``ir.program``."""
+    program = ir.program
+    for seg in program.segments:
+        ir.segments[seg.name] = _segment_ir(seg, program.display_name)
+    membership = _assign_segments(program, ir)
+    for el in program.elements:
+        ir.graph.add_node(el.name, node=_element_node(el, membership[el.name], ir))
+        ir.segments[membership[el.name]].elements.append(el.name)
+    for rank, (src, dst, loc) in enumerate(_flatten(program.connections)):
+        ir.graph.add_edge(src.owner.name, dst.owner.name, kind=EdgeKind.DATA, out_port=src.name,
+                          in_port=dst.name, types=src.c_types, loc=loc, rank=rank)
+    for order in program.orders:
+        for before in order.before:
+            ir.graph.add_edge(before.name, order.after.name, kind=EdgeKind.ORDER, out_port="",
+                              in_port="", types=[], loc=order.loc, rank=len(ir.graph.edges))
+    return ir
+
+
+def _segment_ir(seg: Segment, default_process: str) -> SegmentIR:
+    callable_ = isinstance(seg, CallableSegment)
+    flow = seg.flow
+    return SegmentIR(
+        name=seg.name, kind="callable" if callable_ else "thread", device=seg.device,
+        cores=seg.cores, process=seg.process or default_process, loc=seg.loc,
+        state_class=flow.state_class if flow else None,
+        default_return=seg.default_return if callable_ else None,
+    )
+
+
+def _element_node(el: Element, segment: str, ir: ProgramIR) -> ElementNode:
+    role = {CallArgs: "args", Return: "return", CoreId: "core_id"}.get(type(el), "element")
+    state_class = el.flow.state_class if el.flow else ir.segments[segment].state_class
+    return ElementNode(
+        name=el.name, cls_name=type(el).__name__, loc=el.loc,
+        inputs={n: p.c_types for n, p in el.inputs.items()},
+        outputs={n: p.c_types for n, p in el.outputs.items()},
+        code=el.code, nic_code=el.nic_code, persistent=dict(el.persistent),
+        segment=segment, state_class=state_class, role=role,
+    )
+
+
+def _assign_segments(program: Any, ir: ProgramIR) -> dict[str, str]:
+    """Segment of every element: where it was made, else adopted through connections."""
+    seg_of: dict[str, str | None] = {el.name: el.segment.name if el.segment else None
+                                     for el in program.elements}
+    pairs = [(s.owner.name, d.owner.name) for s, d, _ in _flatten(program.connections)]
+    pairs += [(b.name, o.after.name) for o in program.orders for b in o.before]
+    changed = True
+    while changed:
+        changed = False
+        for a, b in pairs:
+            if seg_of[a] and not seg_of[b]:
+                seg_of[b], changed = seg_of[a], True
+            elif seg_of[b] and not seg_of[a]:
+                seg_of[a], changed = seg_of[b], True
+    loose = nx.Graph()
+    loose.add_nodes_from(n for n, s in seg_of.items() if s is None)
+    loose.add_edges_from((a, b) for a, b in pairs if seg_of[a] is None and seg_of[b] is None)
+    by_name = {el.name: el for el in program.elements}
+    for group in sorted(nx.connected_components(loose), key=lambda g: min(
+            program.elements.index(by_name[n]) for n in g)):
+        first = min(group, key=lambda n: program.elements.index(by_name[n]))
+        name = f"{first}_segment"
+        ir.segments[name] = SegmentIR(name=name, kind="thread", device="CPU", cores=[0],
+                                      process=program.display_name, loc=by_name[first].loc)
+        for n in group:
+            seg_of[n] = name
+    return {n: s for n, s in seg_of.items() if s is not None}
+
+
+def _flatten(connections: list[Connection]) -> list[tuple[Port, Port, Location]]:
+    """Connections between element ports, composite ports resolved, in program order."""
+    leaving: dict[int, list[Connection]] = {}
+    for c in connections:
+        leaving.setdefault(id(c.src), []).append(c)
+
+    def ends(port: Port, seen: frozenset[int]) -> list[Port]:
+        if not isinstance(port.owner, Composite):
+            return [port]
+        if id(port) in seen:
+            return []
+        found = []
+        for c in leaving.get(id(port), []):
+            found.extend(ends(c.dst, seen | {id(port)}))
+        return found
+
+    flat = []
+    for c in connections:
+        if isinstance(c.src.owner, Composite):
+            continue
+        for dst in ends(c.dst, frozenset()):
+            flat.append((c.src, dst, c.loc))
+    return flat

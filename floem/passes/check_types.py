@@ -1,0 +1,27 @@
+"""Check: the values on every data edge fit the input port they enter.
+
+Before: edges as connected, composite ports flattened away (a composite could
+hide a mismatch between the ports on its two sides).
+
+After: unchanged, or a `FloemError` at the ``>>`` that made the bad edge::
+
+    Inc0.out (int) -> Print0.inp (uint8_t)   =>   error: type mismatch
+"""
+from __future__ import annotations
+
+from floem.ir import EdgeKind, ProgramIR
+
+NAME = "check_types"
+
+
+def run(ir: ProgramIR) -> ProgramIR:
+    """Raise on the first edge whose types differ from its input port's."""
+    for u, v, d in ir.graph.edges(data=True):
+        if d["kind"] != EdgeKind.DATA:
+            continue
+        want = ir.node(v).inputs[d["in_port"]]
+        if want and d["types"] != want:
+            have = ", ".join(d["types"]) or "no value"
+            raise d["loc"].error(f"type mismatch: {u}.{d['out_port']} ({have}) >> "
+                                 f"{v}.{d['in_port']} ({', '.join(want)})")
+    return ir

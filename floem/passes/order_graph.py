@@ -1,0 +1,39 @@
+"""Fan-out, joins and ``run_order``: make execution order explicit.
+
+Before: data edges in connection order, ``order`` edges as written by
+``run_order``, nothing marked.
+
+After: elements with several input ports are marked ``join`` (they run once
+every input of the same packet has arrived) and each of their ports must be
+connected; ``run_order(a, b)`` edges are checked (same segment, ``b`` has no
+input ports); fan-out edges keep their program-order ``rank``::
+
+    A.out -> B, A.out -> C          A.out -> B (rank 0), A.out -> C (rank 1)
+    B -> J.x, C -> J.y              J [join]
+"""
+from __future__ import annotations
+
+from floem.ir import EdgeKind, ProgramIR
+
+NAME = "order_graph"
+
+
+def run(ir: ProgramIR) -> ProgramIR:
+    """Mark joins and validate order edges."""
+    for n in ir.nodes():
+        if len(n.inputs) > 1:
+            n.join = True
+            connected = {d["in_port"] for _, _, d in ir.in_edges(n.name)}
+            for port in n.inputs:
+                if port not in connected:
+                    raise n.loc.error(f"join element '{n.name}' never runs: input port "
+                                      f"'{port}' is not connected")
+    for u, v, d in ir.graph.edges(data=True):
+        if d["kind"] != EdgeKind.ORDER:
+            continue
+        if ir.node(u).segment != ir.node(v).segment:
+            raise d["loc"].error(f"run_order({u}, {v}): elements are in different segments")
+        if ir.node(v).inputs:
+            raise d["loc"].error(f"run_order({u}, {v}): '{v}' has input ports; run_order "
+                                 "orders an element with no data dependency")
+    return ir

@@ -1,0 +1,65 @@
+"""Front end, C half: parse every element body (and ``floem.main``) with pycparser.
+
+Before: IR nodes whose ``code`` is C text with the Floem forms.
+
+After: every node but a callable's arguments and return has ``info`` (a `floem.csrc.BodyInfo`: ports read, output
+form and calls, per-packet fields used/written, persistent states touched);
+``ir.options["main_info"]`` holds the analysis of the main code. Mistakes in
+bodies (syntax, ports read twice, output calls outside the output forms,
+unknown per-packet fields) stop here with the element and body line.
+"""
+from __future__ import annotations
+
+import os
+
+from floem import csrc
+from floem.codegen.structs import state_classes, struct_declarations
+from floem.ir import ElementNode, ProgramIR
+
+NAME = "parse_bodies"
+MAIN_BODY = "main"
+PSEUDO_ROLES = ("args", "return")
+
+
+def run(ir: ProgramIR) -> ProgramIR:
+    """Analyse all bodies in one pycparser translation unit."""
+    program = ir.program
+    bodies = [_body(n, ir.options.get("nic_bodies", False)) for n in ir.nodes()
+              if n.role not in PSEUDO_ROLES]
+    if program.main_code is not None:
+        bodies.append(main_body(program))
+    prelude = struct_declarations(state_classes(program, _persistent_classes(ir)))
+    include_text = "\n".join(c.text for c in program.includes)
+    include_dirs = [os.path.dirname(program.app_file)] if program.app_file else []
+    infos = csrc.analyze(bodies, prelude=prelude, include_text=include_text,
+                         include_dirs=include_dirs)
+    for n in ir.nodes():
+        n.info = infos.get(n.name)
+    ir.options["main_info"] = infos.get(MAIN_BODY)
+    return ir
+
+
+def _persistent_classes(ir: ProgramIR) -> list[type]:
+    return [type(s) for n in ir.nodes() for s in n.persistent.values()]
+
+
+def _body(n: ElementNode, nic: bool) -> csrc.Body:
+    code = n.nic_code if nic and n.nic_code is not None else n.code
+    fields = {f.name: f.type.c for f in n.state_class.fields()} if n.state_class else None
+    return csrc.Body(
+        element=n.name, code=code.text if code else "",
+        app_file=code.loc.file if code else n.loc.file, app_line=code.loc.line if code else n.loc.line,
+        inputs=[csrc.Port(p, t) for p, t in n.inputs.items()],
+        outputs=[csrc.Port(p, t) for p, t in n.outputs.items()],
+        state_fields=fields,
+        persistent={attr: type(s).c_type_name() for attr, s in n.persistent.items()},
+    )
+
+
+def main_body(program: object) -> csrc.Body:
+    """The ``floem.main`` code as a body with no ports that sees every persistent state."""
+    code = program.main_code
+    return csrc.Body(element=MAIN_BODY, code=code.text, app_file=code.loc.file,
+                     app_line=code.loc.line, inputs=[], outputs=[], state_fields=None,
+                     persistent={s.name: type(s).c_type_name() for s in program.states})
+

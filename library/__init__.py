@@ -1,0 +1,1 @@
+"""The Floem element library (``floem.library``): reusable elements, one small class each."""

@@ -1,0 +1,28 @@
+#!/bin/bash
+# Install what Floem needs on a Debian machine (idempotent) and print the venv's bin dir.
+# System packages: a C toolchain, make, Graphviz, Python venv support.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(gcc make graphviz python3-venv python3-dev libffi-dev)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >&2
+fi
+
+if [ ! -x .venv/bin/python ]; then
+    python3 -m venv .venv >&2
+fi
+stamp=.venv/.floem-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+    .venv/bin/python -m pip install -q --upgrade pip >&2
+    .venv/bin/python -m pip install -q -e '.[test]' >&2
+    touch "$stamp"
+fi
+echo "$PWD/.venv/bin"

@@ -1,0 +1,31 @@
+"""Two chained increments behind a callable segment, called from main."""
+from floem import CallableSegment, Element, Input, Int, Output, main
+
+
+class Inc(Element):
+    def configure(self):
+        self.inp = Input(Int)
+        self.out = Output(Int)
+
+    def impl(self):
+        self.run_c(r'''
+            int x = inp();
+            output { out(x + 1); }
+        ''')
+
+
+class inc2(CallableSegment):
+    def configure(self):
+        self.inp = Input(Int)
+        self.out = Output(Int)
+
+    def impl(self):
+        self.inp >> Inc() >> Inc() >> self.out
+
+
+inc2("inc2")
+
+main(r'''
+    for (int i = 0; i < 3; i++)
+        printf("inc2(%d) = %d\n", i * 10, inc2(i * 10));
+''')
