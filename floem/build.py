@@ -53,7 +53,9 @@ def build_program(program: Any, out_dir: str | None = None, dump_after: str | No
                   report_file: bool = False, **opts: Any) -> BuildResult:
     """Compile ``program`` into ``out_dir`` (default: a content-addressed cache directory)."""
     _check_options(opts)
-    cflags = DEFAULT_CFLAGS + program.extra_cflags + shlex.split(os.environ.get("FLOEM_CFLAGS", ""))
+    app_dir = [f"-I{os.path.dirname(program.app_file)}"] if program.app_file else []
+    cflags = DEFAULT_CFLAGS + app_dir + program.extra_cflags + \
+        shlex.split(os.environ.get("FLOEM_CFLAGS", ""))
     staging = out_dir or os.path.join(cache_root(), "staging")
     ir = run_pipeline(program, opts, dump_after=dump_after, dump_dir=staging if dump_after else None)
     runtime_sources = _runtime_sources()

@@ -92,10 +92,15 @@ def _command(args: argparse.Namespace) -> int:
             with open(result.report) as f:
                 sys.stdout.write(f.read())
         state = "compiled" if result.compiled else "up to date"
-        print(f"floem: {state}: {', '.join(os.path.relpath(p) for p in result.files)}")
+        names = ", ".join(os.path.relpath(p, result.out_dir) for p in result.files
+                          if not os.path.relpath(p, result.out_dir).startswith("runtime"))
+        print(f"floem: {state} {result.out_dir}: {names}")
         return 0
     built = build_program(program, args.out, **_options(args))
     _warn(built.warnings)
+    if built.report:
+        with open(built.report) as f:
+            sys.stderr.write(f.read())
     sys.stdout.flush()
     result = run_built(built, program, timeout=args.timeout, duration=args.duration,
                        args=args.args, capture=False)

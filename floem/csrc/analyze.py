@@ -43,11 +43,11 @@ def analyze(bodies: list[Body], prelude: str = "", include_text: str = "",
                                        {p.name: p for p in body.inputs})
     app_file = bodies[0].app_file if bodies else None
     try:
-        unit = parse_unit({name: f.parse_text() for name, f in forms.items()}, prelude,
-                          _include_parse_text(include_text, app_file), include_dirs)
+        parsed = parse_unit({name: f.parse_text() for name, f in forms.items()}, prelude,
+                            _include_parse_text(include_text, app_file), include_dirs)
     except UnitError as e:
         raise _unit_error(e, by_name, app_file) from None
-    return {name: _located(body, _analyze_body, body, forms[name], unit.functions[name].body)
+    return {name: _located(body, _analyze_body, body, forms[name], parsed[name])
             for name, body in by_name.items()}
 
 

@@ -81,8 +81,12 @@ class StateVisitor(ParentVisitor):
 
     def visit_StructRef(self, node: c_ast.StructRef) -> None:
         """``state->f``: a per-packet field; otherwise only the base is a reference."""
-        if isinstance(node.name, c_ast.ID) and node.name.name == STATE and not self._local_state:
+        base = node.name.name if isinstance(node.name, c_ast.ID) else None
+        if base == STATE and not self._local_state:
             self._field(node)
+        elif base in self.body.persistent and node.type == ".":
+            raise BodyError(f"persistent state '{base}' is a pointer: write "
+                            f"{base}->{node.field.name}", node.coord.line)
         else:
             self.visit_children(node, [node.name])
 

@@ -113,7 +113,7 @@ def scan(code: str, inputs: dict[str, Port]) -> Forms:
     return Forms(tl, tuples, outputs)
 
 
-def starts_statement(tl: TokenList, index: int) -> bool:
+def _starts_statement(tl: TokenList, index: int) -> bool:
     """Can a statement start at significant token `index` (judging by what precedes it)?"""
     before = tl.prev(index)
     if before is None or tl.text_is(before, ";", "{", "}", ":", "else", "do"):
@@ -122,7 +122,7 @@ def starts_statement(tl: TokenList, index: int) -> bool:
 
 
 def _tuple_at(tl: TokenList, index: int, inputs: dict[str, Port]) -> TupleRead | None:
-    if not tl.text_is(index, "(") or not starts_statement(tl, index):
+    if not tl.text_is(index, "(") or not _starts_statement(tl, index):
         return None
     close = tl.match[index]
     assign = tl.next(close)
@@ -237,7 +237,7 @@ def asm_replacements(tl: TokenList) -> dict[int, str]:
     """Replace inline assembly statements by a call pycparser can read, keeping lines."""
     replace: dict[int, str] = {}
     for i in tl.significant:
-        if tl[i].text not in _ASM or not starts_statement(tl, i):
+        if tl[i].text not in _ASM or not _starts_statement(tl, i):
             continue
         group = tl.next(i)
         while tl.text_is(group, *_ASM_QUALIFIERS):

@@ -12,6 +12,7 @@ at the app-file lines of the body.
 """
 from __future__ import annotations
 
+from floem.csrc.fields import STATE
 from floem.csrc.forms import Forms, form_replacements, scan
 from floem.csrc.model import BodyInfo
 from floem.csrc.tokens import render
@@ -29,22 +30,8 @@ def lower(info: BodyInfo, read_exprs: dict[str, list[str]], output_funcs: dict[s
     body = info.body
     forms = scan(body.code, {p.name: p for p in body.inputs})
     tl = forms.tokens
-    replace = _reads(info, forms, read_exprs)
-    outputs = {p.name for p in body.outputs}
-    for i in tl.significant:
-        token = tl[i]
-        if token.kind != "ident" or tl.is_member_name(i):
-            continue
-        after = tl.next(i)
-        if token.text in outputs and tl.text_is(after, "("):
-            if token.text not in output_funcs:
-                raise ValueError(f"lower({body.element}): no function for output port "
-                                 f"'{token.text}'")
-            replace[i] = output_funcs[token.text]
-            has_args = tl.next(after) != tl.match[after]
-            replace[after] = f"({call_args}, " if call_args and has_args else f"({call_args}"
-        elif token.text == "state" and body.state_fields is not None and tl.text_is(after, "."):
-            replace[after] = "->"
+    replace = _reads(info, forms, read_exprs) | _calls_and_state(info, forms, output_funcs,
+                                                                  call_args)
     directive = _LineDirective(body.app_file, body.app_line)
     form = forms.outputs[0] if forms.outputs else None
     if form is None:
@@ -57,10 +44,34 @@ def lower(info: BodyInfo, read_exprs: dict[str, list[str]], output_funcs: dict[s
     before = render(tl.tokens, replace, 0, form.start)
     moved = render(tl.tokens, replace, brace, form.end + 1)
     rest = render(tl.tokens, replace, form.end + 1)
-    text = directive(1) + _line_end(before)
+    text = directive(1) + _line_end(before) if before.strip() else ""
     if rest.strip():
         text += directive(tl[form.end].line) + _line_end(rest)
     return text + directive(tl[brace].line) + " " * (tl[brace].column - 1) + _line_end(moved)
+
+
+def _calls_and_state(info: BodyInfo, forms: Forms, output_funcs: dict[str, str],
+                     call_args: str) -> dict[int, str]:
+    """Replacements for output calls ``out(x)`` and for ``state.f``."""
+    tl = forms.tokens
+    outputs = {p.name for p in info.body.outputs}
+    replace: dict[int, str] = {}
+    for i in tl.significant:
+        token = tl[i]
+        if token.kind != "ident" or tl.is_member_name(i):
+            continue
+        after = tl.next(i)
+        if token.text in outputs and tl.text_is(after, "("):
+            if token.text not in output_funcs:
+                raise ValueError(f"lower({info.element}): no function for output port "
+                                 f"'{token.text}'")
+            replace[i] = output_funcs[token.text]
+            has_args = tl.next(after) != tl.match[after]
+            replace[after] = f"({call_args}, " if call_args and has_args else f"({call_args}"
+        elif token.text == STATE and info.body.state_fields is not None \
+                and tl.text_is(after, "."):
+            replace[after] = "->"
+    return replace
 
 
 def _reads(info: BodyInfo, forms: Forms, read_exprs: dict[str, list[str]]) -> dict[int, str]:
@@ -104,6 +115,8 @@ def _parenthesized(expr: str) -> str:
 
 
 def _line_end(text: str) -> str:
+    """`text` ending with one newline, without trailing blanks on its last line."""
+    text = text.rstrip(" \t")
     return text if text.endswith("\n") else text + "\n"
 
 

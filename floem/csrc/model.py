@@ -16,7 +16,7 @@ class Port:
     """An element port as the C body sees it."""
 
     name: str
-    types: list[str]            # C type strings, e.g. ["int"], ["uint8_t*", "size_t"], [] for no value
+    types: list[str]            # C types, e.g. ["int"], ["uint8_t*", "size_t"]; [] for no value
 
 
 @dataclass
@@ -44,7 +44,7 @@ class FieldUse:
     """How a body touches the per-packet state fields."""
 
     uses: set[str] = field(default_factory=set)    # fields read (any rvalue use)
-    kills: set[str] = field(default_factory=set)   # wholly overwritten by a top-level `state->f = e;`
+    kills: set[str] = field(default_factory=set)   # overwritten by a top-level `state->f = e;`
     writes: set[str] = field(default_factory=set)  # modified in any way
 
 

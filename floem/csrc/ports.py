@@ -66,7 +66,7 @@ class PortVisitor(ParentVisitor):
         if kind is None:
             self.generic_visit(node)
             return
-        form = FormNode(kind, node.coord.line, bool(self.parents) and self.parents[-1] is self.top)
+        form = FormNode(kind, node.coord.line, self.parents[-1] is self.top)
         form.holders = _switch_branches(node.stmt) if kind == "switch" else [node.stmt]
         self.forms.append(form)
         outer, self._form = self._form, form

@@ -3,16 +3,16 @@
 pycparser reads preprocessed C only, and cannot read glibc's headers, so the
 unit is preprocessed once with ``gcc -E -nostdinc -undef`` against the fake C
 library in ``fake_libc/``. A header found nowhere (a DPDK header, say) is
-replaced by a stub that includes the fake library, and the run is repeated.
+replaced by a stub that includes the fake library, and the run is repeated;
+stubs live in a scratch directory of the call, and the working directory is
+an empty one, so that ``#include "x.h"`` finds nothing by accident.
 """
 from __future__ import annotations
 
-import atexit
 import re
-import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Sequence
 
@@ -22,8 +22,8 @@ FAKE_LIBC = Path(__file__).with_name("fake_libc")
 FAKE_HEADER = "_floem_fake.h"
 
 _MAX_STUBS = 64
-_DIAGNOSTIC = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?:\d+:)? (?:fatal )?error: (?P<message>.*)$",
-                         re.MULTILINE)
+_DIAGNOSTIC = re.compile(
+    r"^(?P<file>.+?):(?P<line>\d+):(?:\d+:)? (?:fatal )?error: (?P<message>.*)$", re.MULTILINE)
 _MISSING = re.compile(r"^(?P<name>.+): No such file or directory$")
 
 
@@ -42,52 +42,34 @@ class Preprocessed:
     """Preprocessor output and the headers that had to be stubbed."""
 
     text: str
-    stubbed: list[str] = field(default_factory=list)
-
-
-class _Scratch:
-    """A private directory for the lifetime of the process: an empty working dir and the stubs."""
-
-    def __init__(self) -> None:
-        self._root: Path | None = None
-
-    @property
-    def root(self) -> Path:
-        if self._root is None:
-            self._root = Path(tempfile.mkdtemp(prefix="floem-cpp-"))
-            (self._root / "cwd").mkdir()
-            (self._root / "stubs").mkdir()
-            atexit.register(shutil.rmtree, self._root, True)
-        return self._root
-
-
-_scratch = _Scratch()
+    stubbed: list[str]
 
 
 def preprocess(text: str, include_dirs: Sequence[str] = ()) -> Preprocessed:
     """Preprocess `text`; raises `PreprocessError` with the diagnostic's file and line."""
-    stubs = _scratch.root / "stubs"
-    command = ["gcc", "-E", "-x", "c", "-nostdinc", "-undef", "-I", str(FAKE_LIBC)]
-    for directory in include_dirs:
-        command += ["-I", str(directory)]
-    command += ["-I", str(stubs), "-"]
-    result = Preprocessed("")
-    while True:
-        try:
-            run = subprocess.run(command, input=text, capture_output=True, text=True,
-                                 cwd=_scratch.root / "cwd", check=False)
-        except FileNotFoundError as e:
-            raise PreprocessError("the C preprocessor (gcc -E) is not installed") from e
-        if run.returncode == 0:
-            result.text = run.stdout
-            return result
-        error = _first_error(run.stderr)
-        missing = _MISSING.match(error.message)
-        if missing is None or len(result.stubbed) >= _MAX_STUBS:
-            raise error
-        name = missing.group("name")
-        _write_stub(stubs, name, error)
-        result.stubbed.append(name)
+    with tempfile.TemporaryDirectory(prefix="floem-cpp-") as scratch:
+        cwd, stubs = Path(scratch, "cwd"), Path(scratch, "stubs")
+        cwd.mkdir()
+        stubs.mkdir()
+        command = ["gcc", "-E", "-x", "c", "-nostdinc", "-undef", "-I", str(FAKE_LIBC)]
+        for directory in include_dirs:
+            command += ["-I", str(directory)]
+        command += ["-I", str(stubs), "-"]
+        stubbed: list[str] = []
+        while True:
+            try:
+                run = subprocess.run(command, input=text, capture_output=True, text=True,
+                                     cwd=cwd, check=False)
+            except FileNotFoundError as e:
+                raise PreprocessError("the C preprocessor (gcc -E) is not installed") from e
+            if run.returncode == 0:
+                return Preprocessed(run.stdout, stubbed)
+            error = _first_error(run.stderr)
+            missing = _MISSING.match(error.message)
+            if missing is None or len(stubbed) >= _MAX_STUBS:
+                raise error
+            _write_stub(stubs, missing.group("name"), error)
+            stubbed.append(missing.group("name"))
 
 
 def _first_error(stderr: str) -> PreprocessError:

@@ -55,10 +55,6 @@ class Token:
     line: int
     column: int
 
-    def is_(self, text: str) -> bool:
-        """Is this a significant token spelled `text`?"""
-        return self.text == text and self.kind not in TRIVIA
-
 
 def tokenize(code: str) -> list[Token]:
     """Split `code` into tokens; raises `BodyError` on unterminated literals."""
@@ -100,7 +96,6 @@ class TokenList:
     """Tokens of one body with matched brackets and significant-token navigation."""
 
     def __init__(self, code: str) -> None:
-        self.code = code
         self.tokens = tokenize(code)
         self.significant = [i for i, t in enumerate(self.tokens) if t.kind not in TRIVIA]
         self._rank = {i: k for k, i in enumerate(self.significant)}
@@ -121,7 +116,7 @@ class TokenList:
         return self.significant[k] if k >= 0 else None
 
     def text_is(self, index: int | None, *texts: str) -> bool:
-        """Is token `index` a significant token spelled as one of `texts`?"""
+        """Is token `index` (None: no token) spelled as one of `texts`?"""
         return index is not None and self.tokens[index].text in texts
 
     def between(self, start: int, end: int) -> list[int]:

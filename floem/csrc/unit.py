@@ -21,11 +21,10 @@ pycparser reports without a position get the position of the current token.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 from pycparser import c_ast, c_parser
-from pycparser.c_lexer import CLexer
+from pycparser.c_lexer import CLexer, _Token
 
 from floem.csrc.forms import MARKER_SPELLING
 from floem.csrc.preprocess import FAKE_HEADER, PreprocessError, preprocess
@@ -55,17 +54,12 @@ class UnitError(Exception):
         return None
 
 
-@dataclass
-class Unit:
-    """The parsed unit: each element's wrapper function."""
-
-    functions: dict[str, c_ast.FuncDef]
-    stubbed: list[str]
-
-
 def parse_unit(bodies: dict[str, str], prelude: str = "", include_text: str = "",
-               include_dirs: Sequence[str] = ()) -> Unit:
-    """Preprocess and parse all bodies (element -> parse text); raises `UnitError`."""
+               include_dirs: Sequence[str] = ()) -> dict[str, c_ast.Compound]:
+    """Preprocess and parse all bodies (element -> parse text); raises `UnitError`.
+
+    Returns each element's body: the compound statement of its wrapper function.
+    """
     parts = [f'#include "{FAKE_HEADER}"\n',
              f'#line 1 "{PRELUDE_FILE}"\n', prelude, "\n",
              f'#line 1 "{INCLUDE_FILE}"\n', include_text, "\n"]
@@ -80,11 +74,11 @@ def parse_unit(bodies: dict[str, str], prelude: str = "", include_text: str = ""
         ast = _Parser().parse(pre.text, "<floem>")
     except _ParseFailure as e:
         raise UnitError(e.message, e.coord.file, e.coord.line, pre.stubbed) from None
-    functions = {}
+    bodies_ast: dict[str, c_ast.Compound] = {}
     for node in ast.ext:
         if isinstance(node, c_ast.FuncDef) and node.decl.name.startswith(FUNCTION_PREFIX):
-            functions[node.decl.name[len(FUNCTION_PREFIX):]] = node
-    return Unit(functions, pre.stubbed)
+            bodies_ast[node.decl.name[len(FUNCTION_PREFIX):]] = node.body
+    return bodies_ast
 
 
 class _ParseFailure(Exception):
@@ -100,9 +94,10 @@ class _Lexer(CLexer):
     def input(self, text: str, filename: str = "") -> None:
         super().input(text, filename)
         self.files: dict[int, str] = {}
-        self.last = None
+        self.last: _Token | None = None
 
-    def token(self):  # -> pycparser's private token type, or None at the end
+    def token(self) -> _Token | None:
+        """The next token (None at the end), noting its file."""
         tok = super().token()
         if tok is not None:
             self.files[id(tok)] = self.filename
@@ -116,11 +111,11 @@ class _Parser(c_parser.CParser):
     def __init__(self) -> None:
         super().__init__(lexer=_Lexer)
 
-    def _tok_coord(self, tok) -> c_parser.Coord:  # tok: pycparser's private token type
+    def _tok_coord(self, tok: _Token) -> c_parser.Coord:
         return c_parser.Coord(self.clex.files.get(id(tok), self.clex.filename),
                               tok.lineno, tok.column)
 
-    def _parse_error(self, msg: str, coord: object) -> None:
+    def _parse_error(self, msg: str, coord: c_parser.Coord | str | None) -> NoReturn:
         if not isinstance(coord, c_parser.Coord):
             coord = self._tok_coord(self._peek() or self.clex.last)
         if msg.startswith("before: "):

@@ -229,6 +229,11 @@ def test_persistent_states_used():
     assert info.persistent_used == {"tracker", "stats"}
 
 
+def test_persistent_state_is_a_pointer():
+    e = error_of("int x = 1;\nx = tracker.total;", persistent={"tracker": "Tracker"})
+    assert_error(e, 2, "'tracker' is a pointer", "tracker->total")
+
+
 # ---- C syntax errors --------------------------------------------------------------------
 
 @pytest.mark.parametrize("code, line, words", [
@@ -257,7 +262,8 @@ def test_syntax_error_names_the_right_body():
 
 def test_error_in_include_text():
     with pytest.raises(FloemError) as e:
-        analyze([make_body("int x;")], include_text="#include <stdio.h>\ntypedef int myint;\nint = 3;")
+        analyze([make_body("int x;")],
+                include_text="#include <stdio.h>\ntypedef int myint;\nint = 3;")
     assert "floem.include text, line 3" in e.value.message and e.value.file == APP
 
 
@@ -276,6 +282,16 @@ def test_typedef_from_quoted_header_in_include_dirs(tmp_path):
         "typedef struct { uint16_t port; } udp_t;\n#define PORT_OF(u) ((u)->port)\n#endif\n")
     body = make_body("udp_t u;\nudp_t *p = &u;\nint x = PORT_OF(p);")
     analyze([body], include_text='#include "proto.h"\n', include_dirs=[str(tmp_path)])
+
+
+def test_error_in_a_user_header_names_the_header(tmp_path):
+    header = tmp_path / "broken.h"
+    header.write_text("#define OK 1\n\n#error broken header\n")
+    with pytest.raises(FloemError) as e:
+        analyze([make_body("int x;")], include_text='#include "broken.h"',
+                include_dirs=[str(tmp_path)])
+    assert (e.value.file, e.value.line) == (str(header), 3)
+    assert "broken header" in e.value.message
 
 
 def test_standard_header_not_in_the_fake_set():

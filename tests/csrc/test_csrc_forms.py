@@ -51,7 +51,8 @@ def test_switch_becomes_if_chain():
 
 
 def test_switch_case_bodies_may_hold_c_else_and_nested_switch():
-    code = "output switch { case c: if (y) z++; else z--; a(); case d: switch (k) { case 1: break; } b(); }"
+    code = ("output switch { case c: if (y) z++; else z--; a(); "
+            "case d: switch (k) { case 1: break; } b(); }")
     assert parse_text(code) == (
         "__floem_output_switch:  { if ( c) { if (y) z++; else z--; a(); } else if ( d) "
         "{ switch (k) { case 1: break; } b(); } }")
@@ -81,7 +82,8 @@ def test_asm_statements_keep_their_lines():
     ("output switch\n(x) { }", 1, "expected '{' after 'output switch'"),
     ("output multiple\nx = 1;", 1, "expected ';' after 'output multiple'"),
     ("output switch {\n}", 1, "output switch has no cases"),
-    ("output switch {\n x++; case 1: a(); }", 2, "expected 'case COND:' or 'else:' in output switch"),
+    ("output switch {\n x++; case 1: a(); }", 2,
+     "expected 'case COND:' or 'else:' in output switch"),
     ("output switch {\n case 1: a();\n else: b();\n case 2: c(); }", 4,
      "'else:' must be the last case of an output switch"),
     ("output switch {\n case : a(); }", 2, "'case' without a condition"),

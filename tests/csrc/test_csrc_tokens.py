@@ -48,21 +48,11 @@ def test_directive_only_at_line_start():
 
 
 def test_prefixed_literals_and_numbers():
-    tokens = [t for t in tokenize('L"w" u8"s" U\'c\' 0x1fULL 1.5e-3f .5 a->b ... <<=') if t.kind != "ws"]
+    code = 'L"w" u8"s" U\'c\' 0x1fULL 1.5e-3f .5 a->b ... <<='
+    tokens = [t for t in tokenize(code) if t.kind != "ws"]
     assert [t.kind for t in tokens] == ["string", "string", "char", "number", "number",
                                         "number", "ident", "punct", "ident", "punct", "punct"]
     assert tokens[4].text == "1.5e-3f"
-
-
-@pytest.mark.parametrize("code, line, message", [
-    ('int x;\nchar *s = "abc;\n', 2, "unterminated string literal"),
-    ("int x;\n\nchar c = 'a;\n", 3, "unterminated character literal"),
-    ("int x; /* never\nclosed\n", 1, "unterminated comment"),
-])
-def test_unterminated_literals_are_located(code, line, message):
-    with pytest.raises(BodyError) as e:
-        tokenize(code)
-    assert (e.value.body_line, e.value.message) == (line, message)
 
 
 def test_brackets_match_across_trivia():
@@ -76,11 +66,14 @@ def test_brackets_match_across_trivia():
 
 
 @pytest.mark.parametrize("code, line, message", [
+    ('int x;\nchar *s = "abc;\n', 2, "unterminated string literal"),
+    ("int x;\n\nchar c = 'a;\n", 3, "unterminated character literal"),
+    ("int x; /* never\nclosed\n", 1, "unterminated comment"),
     ("int x;\nif (a) {\n  f(;\n}", 3, "'(' is never closed"),
     ("{\n}\n}", 3, "unbalanced '}'"),
     ("f(\n[1]", 1, "'(' is never closed"),
 ])
-def test_unbalanced_brackets_are_located(code, line, message):
+def test_mistakes_are_located(code, line, message):
     with pytest.raises(BodyError) as e:
         TokenList(code)
     assert (e.value.body_line, e.value.message) == (line, message)

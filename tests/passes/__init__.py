@@ -1,0 +1,1 @@
+"""Unit tests of the compiler passes (a package, so its conftest does not shadow tests/conftest.py)."""

@@ -1,0 +1,154 @@
+"""The floem command as a user drives it: build outputs and cache, run, check, graph."""
+from __future__ import annotations
+
+import os
+import shutil
+import time
+
+import pytest
+
+from conftest import PROGRAMS, floem
+
+INC2 = os.path.join(PROGRAMS, "callable_inc2.py")
+
+THREAD_APP = r'''
+from floem import Element, Output, Segment, main
+
+class Tick(Element):
+    def configure(self):
+        self.out = Output()
+    def impl(self):
+        self.run_c("usleep(1000); output { out(); }")
+
+class Sink(Element):
+    def configure(self):
+        from floem import Input
+        self.inp = Input()
+    def impl(self):
+        self.run_c("")
+
+class Ticker(Segment):
+    def impl(self):
+        Tick() >> Sink()
+
+Ticker("ticker")
+'''
+
+
+def write_app(tmp_path, text: str, name: str = "app.py") -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_build_writes_every_output(tmp_path) -> None:
+    out = tmp_path / "out"
+    result = floem("build", INC2, "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    for name in ("callable_inc2.c", "callable_inc2.h", "Makefile", "callable_inc2",
+                 "libcallable_inc2.a", "libcallable_inc2.so"):
+        assert (out / name).exists(), name
+    header = (out / "callable_inc2.h").read_text()
+    assert "int inc2(int arg0);" in header
+    assert "void floem_init(void);" in header and "void floem_finalize(void);" in header
+
+
+def test_generated_c_is_readable(tmp_path) -> None:
+    out = tmp_path / "out"
+    assert floem("build", INC2, "-o", str(out)).returncode == 0
+    c = (out / "callable_inc2.c").read_text()
+    assert "static void Inc0(void *state, int inp_0)" in c
+    assert "static void Inc1(void *state, int inp_0)" in c
+    assert "int x = inp_0;" in c                       # the body, recognisable
+    assert f'#line 11 "{INC2}"' in c                   # pointing at the app file
+
+
+def test_rebuild_of_unchanged_app_does_not_recompile(tmp_path) -> None:
+    out = tmp_path / "out"
+    assert "compiled" in floem("build", INC2, "-o", str(out)).stdout
+    exe = out / "callable_inc2"
+    before = exe.stat().st_mtime_ns
+    second = floem("build", INC2, "-o", str(out))
+    assert "up to date" in second.stdout
+    assert exe.stat().st_mtime_ns == before
+
+
+def test_run_uses_the_cache(tmp_path) -> None:
+    cache = tmp_path / "cache"
+    env = {"FLOEM_CACHE": str(cache)}
+    assert floem("run", INC2, env=env).returncode == 0
+    stamps = {p: p.stat().st_mtime_ns for p in cache.glob("*/callable_inc2")}
+    assert len(stamps) == 1
+    assert floem("run", INC2, env=env).stdout.startswith("inc2(0) = 2")
+    assert {p: p.stat().st_mtime_ns for p in cache.glob("*/callable_inc2")} == stamps
+
+
+def test_run_passes_arguments_and_exit_status(tmp_path) -> None:
+    app = write_app(tmp_path, r'''
+from floem import main
+main(r"""
+    for (int i = 1; i < argc; i++)
+        printf("arg %s\n", argv[i]);
+    return argc;
+""")
+''')
+    result = floem("run", app, "--", "one", "two words")
+    assert result.stdout == "arg one\narg two words\n"
+    assert result.returncode == 3
+
+
+def test_timeout_is_reported_not_hung(tmp_path) -> None:
+    app = write_app(tmp_path, 'from floem import main\nmain("for (;;) sleep(1);")\n')
+    start = time.monotonic()
+    result = floem("run", "--timeout", "1", app)
+    assert time.monotonic() - start < 30
+    assert result.returncode == 124
+    assert "timed out after 1 s" in result.stderr
+
+
+def test_crash_is_reported_by_name_and_signal(tmp_path) -> None:
+    app = write_app(tmp_path, 'from floem import include, main\n'
+                    'include("#include <signal.h>")\nmain("raise(SIGSEGV);")\n', name="crasher.py")
+    result = floem("run", "--timeout", "30", app)
+    assert result.returncode == 128 + 11
+    assert "process 'crasher' was killed by SIGSEGV" in result.stderr
+
+
+def test_duration_stops_threads_cleanly(tmp_path) -> None:
+    app = write_app(tmp_path, THREAD_APP)
+    start = time.monotonic()
+    result = floem("run", "--duration", "0.5", "--timeout", "30", app)
+    assert result.returncode == 0, result.stderr
+    assert time.monotonic() - start < 20
+
+
+def test_check_runs_no_compiler(tmp_path) -> None:
+    cache = tmp_path / "cache"
+    result = floem("check", INC2, env={"CC": "/nonexistent/cc", "FLOEM_CACHE": str(cache)})
+    assert result.returncode == 0, result.stderr
+    assert "ok" in result.stdout
+    assert not list(cache.glob("**/*.c"))
+
+
+def test_report(tmp_path) -> None:
+    result = floem("build", os.path.join(PROGRAMS, "perpacket_state.py"), "-o",
+                   str(tmp_path / "out"), "--report")
+    assert result.returncode == 0, result.stderr
+    report = (tmp_path / "out" / "report.txt").read_text()
+    assert "calc: callable, device CPU" in report
+    assert "per-packet state Packet: uses doubled, key, tag" in report
+
+
+def test_graph_dot(tmp_path) -> None:
+    dot = floem("graph", os.path.join(PROGRAMS, "fanout_join.py")).stdout
+    assert 'subgraph "cluster_square_minus"' in dot
+    assert '"Square0" -> "Sum0" [taillabel="out", headlabel="a"' in dot
+    assert "fillcolor=\"#dbe9f6\"" in dot          # CPU colour
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz not installed")
+@pytest.mark.parametrize("fmt,magic", [("svg", b"<svg"), ("png", b"\x89PNG")])
+def test_graph_rendered(tmp_path, fmt: str, magic: bytes) -> None:
+    out = tmp_path / f"g.{fmt}"
+    assert floem("graph", INC2, "-o", str(out)).returncode == 0
+    assert magic in out.read_bytes()[:400]
