@@ -7,7 +7,7 @@ import runpy
 import sys
 from typing import Any
 
-from floem.build import NET_BACKENDS, NIC_PLATFORMS, build_program, check_program, run_built
+from floem.builder import NET_BACKENDS, NIC_PLATFORMS, build_program, check_program, run_built
 from floem.errors import FloemError
 from floem.graph import to_dot, write_graph
 from floem.lang.program import Program, loaded_program, reset_default_program

@@ -1,6 +1,7 @@
 """Running a built program: start its processes, forward signals, stop them all."""
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from typing import IO
 
 GRACE_SECONDS = 5.0
+_runs = itertools.count()
 TIMEOUT_STATUS = 124
 
 
@@ -25,10 +27,11 @@ class RunResult:
 
 
 class _Proc:
-    def __init__(self, name: str, argv: list[str], out: IO | None, err: IO | None) -> None:
+    def __init__(self, name: str, argv: list[str], out: IO | None, err: IO | None,
+                 env: dict[str, str]) -> None:
         self.name = name
         self.popen = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                      start_new_session=True)
+                                      start_new_session=True, env=env)
 
     def signal(self, sig: int) -> None:
         if self.popen.poll() is None:
@@ -39,8 +42,12 @@ class _Proc:
 
 
 def launch(main: str, others: dict[str, str], args: list[str], timeout: float | None = None,
-           duration: float | None = None, capture: bool = True) -> RunResult:
+           duration: float | None = None, capture: bool = True,
+           env: dict[str, str] | None = None) -> RunResult:
     """Run ``main`` (with ``args``) beside ``others``; stop everything when main ends.
+
+    All processes share one POSIX shared memory object (named in ``FLOEM_SHM``),
+    removed when they have stopped.
 
     ``duration``: send SIGINT to every process after that many seconds (a normal
     stop). ``timeout``: if main is still running after that many seconds, kill
@@ -50,8 +57,10 @@ def launch(main: str, others: dict[str, str], args: list[str], timeout: float | 
     out = tempfile.TemporaryFile("w+") if capture else None
     err = tempfile.TemporaryFile("w+") if capture else None
     notes: list[str] = []
-    procs = [_Proc(name, [path], out, err) for name, path in others.items()]
-    main_proc = _Proc(os.path.basename(main), [main] + args, out, err)
+    shm = f"/floem-{os.getpid()}-{next(_runs)}"
+    child_env = {**os.environ, **(env or {}), "FLOEM_SHM": shm}
+    procs = [_Proc(name, [path], out, err, child_env) for name, path in others.items()]
+    main_proc = _Proc(os.path.basename(main), [main] + args, out, err, child_env)
     procs.append(main_proc)
     forwarded = _forward_signals(procs)
     start = time.monotonic()
@@ -84,6 +93,7 @@ def launch(main: str, others: dict[str, str], args: list[str], timeout: float | 
             p.popen.wait()
         for s, handler in forwarded.items():
             signal.signal(s, handler)
+        _unlink_shared(shm)
     code = main_proc.popen.returncode
     if timed_out:
         code = TIMEOUT_STATUS
@@ -91,6 +101,13 @@ def launch(main: str, others: dict[str, str], args: list[str], timeout: float | 
         notes.append(_death(main_proc))
         code = 128 - code
     return _result(out, err, code, timed_out, notes)
+
+
+def _unlink_shared(name: str) -> None:
+    try:
+        os.unlink("/dev/shm" + name)
+    except FileNotFoundError:
+        pass
 
 
 def _forward_signals(procs: list[_Proc]) -> dict[int, object]:

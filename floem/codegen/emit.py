@@ -16,6 +16,7 @@ from typing import Any
 import jinja2
 
 from floem import csrc
+from floem.codegen import queues as qgen
 from floem.codegen.structs import state_classes, state_initializer, struct_declarations
 from floem.ir import EdgeKind, ElementNode, ProgramIR, SegmentIR
 
@@ -28,11 +29,11 @@ _TEMPLATES = jinja2.Environment(
 
 @dataclass
 class GeneratedFile:
-    """A generated source file and, for C files, which element each line belongs to."""
+    """A generated source file and, for C files, where the code of each element or segment starts."""
 
     name: str
     text: str
-    element_lines: list[tuple[int, str]] = field(default_factory=list)
+    owners: list[tuple[int, str]] = field(default_factory=list)
 
 
 def generate(ir: ProgramIR, cflags: list[str], runtime_sources: list[str]) -> list[GeneratedFile]:
@@ -69,6 +70,9 @@ def _resolve_line_markers(text: str, c_file: str) -> str:
     return "\n".join(lines)
 
 
+_OWNER_MARK = r"/\* (?:element|port|segment) (\w+)"
+
+
 def c_string(text: str) -> str:
     """``text`` escaped for use inside a C string literal."""
     return text.replace("\\", "\\\\").replace('"', '\\"')
@@ -83,7 +87,7 @@ class _ProcessEmitter:
         self.proc = ir.processes[process]
         self.segments: list[SegmentIR] = [ir.segments[s] for s in self.proc.segments]
         self.nodes: list[ElementNode] = [ir.node(n) for s in self.segments for n in s.elements]
-        self.state_users = {id(s): s for n in self.nodes for s in n.persistent.values()}
+        self.channels = {q.name: qgen.channels(ir, q) for q in ir.queues.values()}
 
     # -- header ---------------------------------------------------------------
 
@@ -110,8 +114,11 @@ class _ProcessEmitter:
         elements = [self._element(n) for n in self.nodes]
         text = _TEMPLATES.get_template("process.c.j2").render(
             process=self.process, app_file=program.app_file, c_file=c_file,
-            states=[self._state(s) for s in self._process_states()],
+            states=[self._state(s) for s in program.states],
             regions=[{"name": r.name, "size": r.size} for r in program.memory_regions],
+            queues=[self._queue(q) for q in self.ir.queues.values()],
+            entry_structs=[s for q in self.ir.queues.values()
+                           for s in qgen.entry_structs(self.channels[q.name])],
             prototypes=self._prototypes(),
             joins=[self._join(n) for n in self.nodes if n.join],
             returns=[self._return_slot(s) for s in self.segments
@@ -124,18 +131,25 @@ class _ProcessEmitter:
         )
         text = _resolve_line_markers(text, c_file)
         marks = [(i + 1, m.group(1)) for i, line in enumerate(text.split("\n"))
-                 if (m := re.match(r"/\* element (\w+):", line))]
+                 if (m := re.match(_OWNER_MARK, line))]
         return GeneratedFile(c_file, text, marks)
-
-    def _process_states(self) -> list[Any]:
-        if self.proc.has_main:
-            return list(self.ir.program.states)
-        return [s for s in self.ir.program.states if id(s) in self.state_users]
 
     @staticmethod
     def _state(s: Any) -> dict[str, str]:
-        return {"type": type(s).c_type_name(), "storage": f"{s.name}_storage",
-                "pointer": f"{s.name}_state", "init": state_initializer(s)}
+        return {"type": type(s).c_type_name(), "pointer": f"{s.name}_state",
+                "init": state_initializer(s)}
+
+    def _queue(self, q: Any) -> dict[str, Any]:
+        mine = {n.name for n in self.nodes}
+        payload = qgen.payload_expr(self.channels[q.name])
+        entry_size = (str(q.entry_size) if q.entry_size
+                      else f"floem_queue_entry_size({q.name}_payload)")
+        if q.entry_size:
+            payload = f"{q.entry_size} - FLOEM_QUEUE_ENTRY_HEADER_BYTES"
+        return {"name": q.name, "instances": q.instances, "size": q.size,
+                "payload": payload, "entry_size": entry_size,
+                "enqueued_here": any(e in mine for e in q.enqueuers),
+                "dequeued_here": q.dequeuer in mine}
 
     def _state_type(self, n: ElementNode) -> str:
         return f"{n.state_class.c_type_name()} *" if n.state_class else "void *"
@@ -197,6 +211,8 @@ class _ProcessEmitter:
             slot = self._slot(n.segment)
             epilogue[:0] = [f"{slot}.set = true;"] + ([f"{slot}.value = inp_0;"]
                                                       if n.inputs["inp"] else [])
+        elif n.role in ("enqueue", "dequeue", "save", "release"):
+            epilogue[:0] = self._queue_statements(n)
         elif n.code:
             reads = {p: [f"{n.name}_in.{p}_{i}" if n.join else f"{p}_{i}" for i in range(len(t))]
                      for p, t in n.inputs.items()}
@@ -204,6 +220,17 @@ class _ProcessEmitter:
             body = csrc.lower(n.info, reads, outs)
         return {"name": n.name, "cls": n.cls_name, "where": where, "signature": self._signature(n),
                 "prologue": prologue, "body": body, "epilogue": epilogue}
+
+    def _queue_statements(self, n: ElementNode) -> list[str]:
+        q = self.ir.queues[n.queue]
+        if n.role == "enqueue":
+            return qgen.enqueue_body(self.ir, n, self.channels[q.name][n.channel])
+        if n.role == "dequeue":
+            return qgen.dequeue_body(self.ir, n, q, len(self.ir.segments[n.segment].cores))
+        if n.role == "save":
+            return qgen.save_body(self.channels[q.name][n.channel]) + [f"{n.name}_out(state);"]
+        return [f"floem_deq_release({q.name}_held.q, {q.name}_held.entry);",
+                f"{q.name}_held.entry = NULL;"]
 
     def _dispatchers(self, n: ElementNode) -> list[dict[str, Any]]:
         result = []
@@ -214,7 +241,8 @@ class _ProcessEmitter:
                 values = [f"v{i}" for i in range(len(target.inputs[d["in_port"]]))]
                 fn = f"{v}_in_{d['in_port']}" if target.join else v
                 lines.append(f"{fn}({', '.join(['state'] + values)});")
-            result.append({"signature": self._dispatch_signature(n, port), "lines": lines})
+            result.append({"signature": self._dispatch_signature(n, port), "lines": lines,
+                           "owner": n.name, "port": port})
         if n.join:
             for port in n.inputs:
                 others = [p for p in n.inputs if p != port]
@@ -223,7 +251,8 @@ class _ProcessEmitter:
                 ready = " && ".join(f"{n.name}_in.{p}_seq == floem_packet_seq" for p in others)
                 lines.append(f"if ({ready})")
                 lines.append(f"    {n.name}(state);")
-                result.append({"signature": self._join_entry_signature(n, port), "lines": lines})
+                result.append({"signature": self._join_entry_signature(n, port), "lines": lines,
+                               "owner": n.name, "port": port})
         return result
 
     def _slot(self, segment: str) -> str:

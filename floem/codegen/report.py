@@ -1,6 +1,8 @@
 """The ``--report`` text: segments, devices, cores, per-packet state and what each segment uses."""
 from __future__ import annotations
 
+from floem.codegen.queues import DEFAULT_VARIABLE_BYTES, channels
+from floem.codegen.sizes import entry_size, state_size, type_size
 from floem.ir import ProgramIR
 
 
@@ -18,7 +20,38 @@ def report(ir: ProgramIR) -> str:
         lines.append(f"  {proc.name}: segments {', '.join(proc.segments) or '(none)'}"
                      + ("; main" if proc.has_main else "")
                      + (f"; callable {', '.join(proc.callables)}" if proc.callables else ""))
-    lines += ["", "queues: (none)"]
+    lines += ["", "queues:" + ("" if ir.queues else " (none)")]
+    for q in ir.queues.values():
+        lines += _queue(ir, q)
     if ir.warnings:
         lines += ["", "warnings:"] + [f"  {w}" for w in ir.warnings]
     return "\n".join(lines) + "\n"
+
+
+def _queue(ir: ProgramIR, q: object) -> list[str]:
+    state = ir.node(q.dequeuer).state_class
+    whole = state_size(state) if state else 0
+    variant = f"{'multi' if q.multi_producer else 'single'}-producer, " \
+              f"{'multi' if q.multi_consumer else 'single'}-consumer"
+    lines = [f"  {q.name}: {q.channels} channel(s) on {q.instances} instance(s) of {q.size} "
+             f"entries, {'lossless' if q.lossless else 'lossy'}, {variant}"]
+    payloads = []
+    for ch in channels(ir, q):
+        sizes = [type_size(f.type, f.state_class) for f in ch.fixed]
+        fixed = None if None in sizes else sum(sizes) + 4 * len(ch.variable)
+        payloads.append(fixed)
+        sent = ", ".join(f.name + (" (variable)" if f.size else "") for f in ch.fixed + ch.variable)
+        extra = f" + up to {DEFAULT_VARIABLE_BYTES} variable" if ch.variable else ""
+        lines.append(f"    channel {ch.index}: sends {sent or '(nothing)'}: "
+                     f"{_bytes(fixed)}{extra} bytes of {_bytes(whole)} per-packet state bytes")
+    if q.entry_size:
+        lines.append(f"    entry: {q.entry_size} bytes (fixed by entry_size=)")
+    elif None not in payloads:
+        largest = max(p + (DEFAULT_VARIABLE_BYTES if ch.variable else 0)
+                      for p, ch in zip(payloads, channels(ir, q)))
+        lines.append(f"    entry: {entry_size(largest)} bytes (8-byte header, rounded)")
+    return lines
+
+
+def _bytes(n: int | None) -> str:
+    return "?" if n is None else str(n)

@@ -39,6 +39,8 @@ class ElementNode:
     role: str = "element"
     info: Any = None
     join: bool = False
+    queue: str = ""
+    channel: int = -1
 
     @property
     def is_source(self) -> bool:
@@ -64,6 +66,26 @@ class SegmentIR:
 
 
 @dataclass
+class QueueIR:
+    """A queue: its channels' ends, instances, and (after liveness) what each entry carries."""
+
+    name: str
+    channels: int
+    instances: int
+    size: int
+    lossless: bool
+    loc: Location
+    enqueuers: list[str]
+    dequeuer: str
+    enq_atomic: bool | None = None
+    deq_atomic: bool | None = None
+    entry_size: int | None = None
+    fields: list[list[str]] = field(default_factory=list)
+    multi_producer: bool = False
+    multi_consumer: bool = False
+
+
+@dataclass
 class ProcessIR:
     """An executable: its segments, and whether it holds ``main``."""
 
@@ -81,6 +103,7 @@ class ProgramIR:
     graph: nx.MultiDiGraph = field(default_factory=nx.MultiDiGraph)
     segments: dict[str, SegmentIR] = field(default_factory=dict)
     processes: dict[str, ProcessIR] = field(default_factory=dict)
+    queues: dict[str, QueueIR] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
@@ -117,6 +140,11 @@ class ProgramIR:
         loose = [n for n in self.nodes() if n.segment not in self.segments]
         for n in loose:
             lines.extend(self._dump_node(n))
+        for q in self.queues.values():
+            lines.append(f"queue {q.name}: channels={q.channels} inst={q.instances} size={q.size} "
+                         f"lossless={q.lossless} mp={q.multi_producer} mc={q.multi_consumer}")
+            for c, fields in enumerate(q.fields):
+                lines.append(f"  channel {c} carries {', '.join(fields) or '(nothing)'}")
         for proc in self.processes.values():
             lines.append(f"process {proc.name}: segments={proc.segments} callables={proc.callables} "
                          f"main={'yes' if proc.has_main else 'no'}")

@@ -18,6 +18,10 @@ class Port:
 
     def __init__(self, *types: TypeLike) -> None:
         self.types: list[Type] = [as_type(t) for t in types]
+        for t in self.types:
+            if t.array_len is not None:
+                raise caller_location().error(f"a port cannot carry an array ({t}); "
+                                              "pass a pointer or put the array in a State")
         self.name = ""
         self.owner: "Node | None" = None
 

@@ -48,6 +48,7 @@ class Program:
     states: list["State"] = field(default_factory=list)
     memory_regions: list["MemoryRegion"] = field(default_factory=list)
     orders: list["Order"] = field(default_factory=list)
+    queues: list[Any] = field(default_factory=list)
     main_code: CodeText | None = None
     main_process: str | None = None
     includes: list[CodeText] = field(default_factory=list)
@@ -132,12 +133,12 @@ class Program:
 
     def build(self, out_dir: str | None = None, **opts: Any) -> Any:
         """Compile this program into ``out_dir``; returns a `BuildResult` naming every file."""
-        from floem.build import build_program
+        from floem.builder import build_program
         return build_program(self, out_dir, **opts)
 
     def run(self, timeout: float | None = None, **opts: Any) -> Any:
         """Build into the cache and run; returns a `RunResult` (stdout, stderr, returncode)."""
-        from floem.build import run_program
+        from floem.builder import run_program
         return run_program(self, timeout=timeout, **opts)
 
     @property

@@ -86,6 +86,12 @@ class State:
             self.init(*args, **kwargs)
         except TypeError as e:
             raise self.loc.error(f"{type(self).__name__}.init: {e}") from None
+        from floem.codegen.structs import c_initializer
+        for key, value in self.values.items():
+            try:
+                c_initializer(value)
+            except TypeError as e:
+                raise self.loc.error(f"{type(self).__name__}.init sets {key}: {e}") from None
         self.program.states.append(self)
 
     def init(self, *args: Any, **kwargs: Any) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 from floem.errors import FloemError
 from floem.ir import ProgramIR
 from floem.passes import (build_graph, check_callables, check_segments, check_types, liveness,
-                          order_graph, parse_bodies, placement)
+                          lower_queues, order_graph, parse_bodies, placement)
 
 PIPELINE: list[ModuleType] = [
     build_graph,
@@ -18,6 +18,7 @@ PIPELINE: list[ModuleType] = [
     check_segments,
     check_callables,
     liveness,
+    lower_queues,
     placement,
 ]
 

@@ -20,8 +20,9 @@ from typing import Any
 import networkx as nx
 
 from floem.errors import Location
-from floem.ir import EdgeKind, ElementNode, ProgramIR, SegmentIR
+from floem.ir import EdgeKind, ElementNode, ProgramIR, QueueIR, SegmentIR
 from floem.lang.element import Composite, Connection, Element, Port
+from floem.lang.queue import Dequeue, Enqueue, Queue
 from floem.lang.segment import CallableSegment, CallArgs, CoreId, Return, Segment
 
 NAME = "build_graph"
@@ -32,8 +33,14 @@ def run(ir: ProgramIR) -> ProgramIR:
     program = ir.program
     for seg in program.segments:
         ir.segments[seg.name] = _segment_ir(seg, program.display_name)
-    membership = _assign_segments(program, ir)
+    unused = _unused_queue_ends(program)
+    membership = _assign_segments(program, ir, unused)
+    for q in program.queues:
+        if q.dequeuer.name not in unused:
+            ir.queues[q.name] = _queue_ir(q)
     for el in program.elements:
+        if el.name in unused:
+            continue
         ir.graph.add_node(el.name, node=_element_node(el, membership[el.name], ir))
         ir.segments[membership[el.name]].elements.append(el.name)
     for rank, (src, dst, loc) in enumerate(_flatten(program.connections)):
@@ -57,8 +64,35 @@ def _segment_ir(seg: Segment, default_process: str) -> SegmentIR:
     )
 
 
+def _queue_ir(q: Queue) -> QueueIR:
+    return QueueIR(name=q.name, channels=q.channels, instances=q.instances, size=q.size,
+                   lossless=q.lossless, loc=q.loc, enqueuers=[e.name for e in q.enqueuers],
+                   dequeuer=q.dequeuer.name, enq_atomic=q.enq_atomic, deq_atomic=q.deq_atomic,
+                   entry_size=q.entry_size)
+
+
+def _unused_queue_ends(program: Any) -> set[str]:
+    """Ends of queues nothing is connected to (dropped); half-connected channels are errors."""
+    connected = {p.owner.name for c in program.connections for p in (c.src, c.dst)}
+    unused = set()
+    for q in program.queues:
+        used_deq = q.dequeuer.name in connected
+        used_enq = [e.name in connected for e in q.enqueuers]
+        if not used_deq and not any(used_enq):
+            unused |= {q.dequeuer.name} | {e.name for e in q.enqueuers}
+            continue
+        for c, used in enumerate(used_enq):
+            if not used:
+                unused.add(q.enqueuers[c].name)
+            if used and not used_deq:
+                raise q.loc.error(f"queue '{q.name}': channel {c} is enqueued into but nothing "
+                                  "dequeues from it")
+    return unused
+
+
 def _element_node(el: Element, segment: str, ir: ProgramIR) -> ElementNode:
-    role = {CallArgs: "args", Return: "return", CoreId: "core_id"}.get(type(el), "element")
+    role = {CallArgs: "args", Return: "return", CoreId: "core_id", Enqueue: "enqueue",
+            Dequeue: "dequeue"}.get(type(el), "element")
     state_class = el.flow.state_class if el.flow else ir.segments[segment].state_class
     return ElementNode(
         name=el.name, cls_name=type(el).__name__, loc=el.loc,
@@ -66,14 +100,17 @@ def _element_node(el: Element, segment: str, ir: ProgramIR) -> ElementNode:
         outputs={n: p.c_types for n, p in el.outputs.items()},
         code=el.code, nic_code=el.nic_code, persistent=dict(el.persistent),
         segment=segment, state_class=state_class, role=role,
+        queue=el.queue.name if isinstance(el, (Enqueue, Dequeue)) else "",
+        channel=el.channel if isinstance(el, Enqueue) else -1,
     )
 
 
-def _assign_segments(program: Any, ir: ProgramIR) -> dict[str, str]:
+def _assign_segments(program: Any, ir: ProgramIR, unused: set[str]) -> dict[str, str]:
     """Segment of every element: where it was made, else adopted through connections."""
     seg_of: dict[str, str | None] = {el.name: el.segment.name if el.segment else None
-                                     for el in program.elements}
-    pairs = [(s.owner.name, d.owner.name) for s, d, _ in _flatten(program.connections)]
+                                     for el in program.elements if el.name not in unused}
+    pairs = [(s.owner.name, d.owner.name) for s, d, _ in _flatten(program.connections)
+             if s.owner.name not in unused and d.owner.name not in unused]
     pairs += [(b.name, o.after.name) for o in program.orders for b in o.before]
     changed = True
     while changed:
@@ -86,7 +123,7 @@ def _assign_segments(program: Any, ir: ProgramIR) -> dict[str, str]:
     loose = nx.Graph()
     loose.add_nodes_from(n for n, s in seg_of.items() if s is None)
     loose.add_edges_from((a, b) for a, b in pairs if seg_of[a] is None and seg_of[b] is None)
-    by_name = {el.name: el for el in program.elements}
+    by_name = {el.name: el for el in program.elements if el.name not in unused}
     for group in sorted(nx.connected_components(loose), key=lambda g: min(
             program.elements.index(by_name[n]) for n in g)):
         first = min(group, key=lambda n: program.elements.index(by_name[n]))

@@ -1,44 +1,119 @@
-"""Liveness of per-packet state fields: which fields each segment uses.
+"""Liveness of per-packet state fields, across elements, segments and queue channels.
 
-Before: every node's body analysis lists the per-packet fields it uses and writes.
+Each element uses and kills fields (from its pycparser AST). A field is live
+after an element when some path from there reads it before overwriting it:
 
-After: each segment's ``uses`` is the set of fields its elements read;
-warnings (not errors) name a field written but never read, and a field read
-but never written::
+    live_in(e)  = uses(e) | (live_out(e) - kills(e))
+    live_out(e) = union of live_in(s) for every successor s
 
-    segment s  (A writes key; B reads key, len)   =>  s.uses = {key, len}
-                                                     warning: 'len' read, never written
+where the successors of a queue channel's enqueue are the elements its
+dequeue feeds on that channel. The fields live after a channel's enqueue are
+exactly what its entries must carry.
+
+Before: bodies analysed; queues as enqueue/dequeue elements.
+
+After: ``QueueIR.fields[c]`` lists the fields channel ``c`` carries (in state
+layout order); each segment's ``uses`` is the set of fields its elements read;
+warnings name a field written but never read afterwards, and a field read on
+some path where it was never written::
+
+    A (writes key, len) -> q.enq[0] ... q.deq[0] -> B (reads key)
+        q channel 0 carries key          warning: len written by A, never read
 """
 from __future__ import annotations
 
-from floem.ir import ProgramIR
+from floem.ir import EdgeKind, ElementNode, ProgramIR
 
 NAME = "liveness"
 
 
 def run(ir: ProgramIR) -> ProgramIR:
-    """Compute segment use sets and the dead-write / undefined-read warnings."""
-    written: dict[tuple[str, str], str] = {}
-    read: dict[tuple[str, str], str] = {}
+    """Solve liveness and must-definedness; record queue payloads, uses and warnings."""
+    succ = _successors(ir)
+    live_in, live_out = _live(ir, succ)
+    defined = _must_defined(ir, succ)
+    for q in ir.queues.values():
+        order = _field_order(ir.node(q.dequeuer))
+        q.fields = [[f for f in order if f in live_out.get(e, set())] for e in q.enqueuers]
     for seg in ir.segments.values():
-        if seg.state_class is None:
-            continue
-        flow = seg.state_class.__name__
+        seg.uses = set()
         for name in seg.elements:
-            if ir.node(name).info is None:
-                continue
-            fields = ir.node(name).info.fields
-            seg.uses |= fields.uses
-            for f in fields.writes | fields.kills:
-                written.setdefault((flow, f), name)
-            for f in fields.uses:
-                read.setdefault((flow, f), name)
-    for (flow, f), element in written.items():
-        if (flow, f) not in read:
-            ir.warnings.append(f"{ir.node(element).loc}: per-packet field {flow}.{f} is written "
-                               f"by '{element}' but never read")
-    for (flow, f), element in read.items():
-        if (flow, f) not in written:
-            ir.warnings.append(f"{ir.node(element).loc}: per-packet field {flow}.{f} is read "
-                               f"by '{element}' but never written")
+            seg.uses |= _uses(ir.node(name)) | (live_out[name] if ir.node(name).role == "enqueue"
+                                                else set())
+    for n in ir.nodes():
+        if n.info is None or n.state_class is None:
+            continue
+        f = n.info.fields
+        for field in sorted((f.writes | f.kills) - f.uses - live_out[n.name]):
+            ir.warnings.append(f"{n.loc}: per-packet field {n.state_class.__name__}.{field} is "
+                               f"written by '{n.name}' but never read afterwards")
+        for field in sorted(f.uses - f.kills - defined[n.name]):
+            ir.warnings.append(f"{n.loc}: per-packet field {n.state_class.__name__}.{field} is "
+                               f"read by '{n.name}' on a path where it was never written")
     return ir
+
+
+def _successors(ir: ProgramIR) -> dict[str, list[str]]:
+    """Execution successors; an enqueue's are the elements its channel is dequeued into."""
+    succ = {n.name: [v for _, v, _ in ir.out_edges(n.name)]
+            + [v for _, v, _ in ir.out_edges(n.name, kind=EdgeKind.ORDER)] for n in ir.nodes()}
+    for q in ir.queues.values():
+        for c, enq in enumerate(q.enqueuers):
+            if enq in succ:
+                succ[enq] = [v for _, v, _ in ir.out_edges(q.dequeuer, f"out{c}")]
+    return succ
+
+
+def _uses(n: ElementNode) -> set[str]:
+    return set(n.info.fields.uses) if n.info is not None else set()
+
+
+def _kills(n: ElementNode) -> set[str]:
+    return set(n.info.fields.kills) if n.info is not None else set()
+
+
+def _live(ir: ProgramIR, succ: dict[str, list[str]]) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    live_in = {n: set() for n in succ}
+    live_out = {n: set() for n in succ}
+    changed = True
+    while changed:
+        changed = False
+        for name in reversed(list(succ)):
+            n = ir.node(name)
+            out = set().union(*(live_in[s] for s in succ[name]))
+            new_in = _uses(n) | (out - _kills(n))
+            if n.role == "dequeue":
+                new_in = set()
+            if out != live_out[name] or new_in != live_in[name]:
+                live_out[name], live_in[name], changed = out, new_in, True
+    return live_in, live_out
+
+
+def _must_defined(ir: ProgramIR, succ: dict[str, list[str]]) -> dict[str, set[str]]:
+    """Fields written on every path reaching each element (forward, intersection)."""
+    preds: dict[str, list[str]] = {n: [] for n in succ}
+    for name, targets in succ.items():
+        if ir.node(name).role == "dequeue":
+            continue                      # its channels' enqueuers stand in for it
+        for t in targets:
+            preds[t].append(name)
+    everything = {f.name for n in ir.nodes() if n.state_class for f in n.state_class.fields()}
+    defined_in = {n: (set() if not preds[n] else set(everything)) for n in succ}
+    changed = True
+    while changed:
+        changed = False
+        for name in succ:
+            if not preds[name]:
+                continue
+            new = set(everything)
+            for p in preds[name]:
+                node = ir.node(p)
+                written = node.info.fields.writes | node.info.fields.kills if node.info else set()
+                new &= defined_in[p] | written
+            if new != defined_in[name]:
+                defined_in[name], changed = new, True
+    return defined_in
+
+
+def _field_order(n: ElementNode) -> list[str]:
+    return [f.name for f in n.state_class.fields()] if n.state_class else []

@@ -15,10 +15,11 @@ import os
 from floem import csrc
 from floem.codegen.structs import state_classes, struct_declarations
 from floem.ir import ElementNode, ProgramIR
+from floem.lang.element import CBody
 
 NAME = "parse_bodies"
 MAIN_BODY = "main"
-PSEUDO_ROLES = ("args", "return")
+PSEUDO_ROLES = ("args", "return", "dequeue")
 
 
 def run(ir: ProgramIR) -> ProgramIR:
@@ -45,7 +46,9 @@ def _persistent_classes(ir: ProgramIR) -> list[type]:
 
 def _body(n: ElementNode, nic: bool) -> csrc.Body:
     code = n.nic_code if nic and n.nic_code is not None else n.code
-    fields = {f.name: f.type.c for f in n.state_class.fields()} if n.state_class else None
+    if n.role == "enqueue":
+        code = CBody(enqueue_reads(n.state_class), n.loc)
+    fields = {f.name: str(f.type) for f in n.state_class.fields()} if n.state_class else None
     return csrc.Body(
         element=n.name, code=code.text if code else "",
         app_file=code.loc.file if code else n.loc.file, app_line=code.loc.line if code else n.loc.line,
@@ -54,6 +57,20 @@ def _body(n: ElementNode, nic: bool) -> csrc.Body:
         state_fields=fields,
         persistent={attr: type(s).c_type_name() for attr, s in n.persistent.items()},
     )
+
+
+def enqueue_reads(state_class: type | None) -> str:
+    """What an enqueue reads besides the fields it sends: ``state->qid`` and variable sizes.
+
+    Written as a C body so the front end finds the fields these expressions use.
+    """
+    if state_class is None:
+        return ""
+    fields = state_class.fields()
+    reads = [f"(void)({f.size});" for f in fields if f.size]
+    if any(f.name == "qid" for f in fields):
+        reads.append("(void)state->qid;")
+    return " ".join(reads)
 
 
 def main_body(program: object) -> csrc.Body:

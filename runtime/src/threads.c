@@ -25,13 +25,17 @@ void floem_thread_spawn(const char *segment, void *(*fn)(void *), int index)
         fprintf(stderr, "floem: segment %s: more than %d threads\n", segment, FLOEM_MAX_THREADS);
         abort();
     }
-    __atomic_store_n(&floem_run_flag, 1, __ATOMIC_RELEASE);
     int err = pthread_create(&threads[n_threads], NULL, fn, (void *)(intptr_t)index);
     if (err != 0) {
         fprintf(stderr, "floem: segment %s: cannot start thread: %s\n", segment, strerror(err));
         abort();
     }
     n_threads++;
+}
+
+void floem_threads_begin(void)
+{
+    __atomic_store_n(&floem_run_flag, 1, __ATOMIC_RELEASE);
 }
 
 void floem_threads_stop(void)
@@ -62,16 +66,4 @@ void floem_wait_for_stop_signal(void)
     sigset_t set = stop_signals();
     int sig;
     sigwait(&set, &sig);
-}
-
-void *floem_alloc(size_t size)
-{
-    size_t rounded = (size + 63) & ~(size_t)63;
-    void *p = aligned_alloc(64, rounded ? rounded : 64);
-    if (p == NULL) {
-        fprintf(stderr, "floem: out of memory allocating %zu bytes\n", size);
-        abort();
-    }
-    memset(p, 0, rounded ? rounded : 64);
-    return p;
 }

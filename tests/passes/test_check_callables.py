@@ -160,9 +160,7 @@ def test_a_callable_without_result_needs_no_return():
     switch_without_else,
     switch_case_to_a_leaf,
     looping,
-    pytest.param(join_fed_by_a_switch_without_else, marks=pytest.mark.xfail(
-        strict=True, reason="bug: a join counts as reached when any one input is reached, "
-                            "but it runs only when all of its inputs arrive")),
+    join_fed_by_a_switch_without_else,
 ])
 def test_path_that_may_not_return_is_an_error_at_the_segment(wire):
     p, seg = callable_program(wire)

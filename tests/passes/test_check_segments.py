@@ -99,6 +99,14 @@ def test_segment_without_a_source():
     assert "has no source" in e.value.message
 
 
+def test_segment_without_elements():
+    with Program("empty") as p:
+        seg = Segment("idle")
+    with pytest.raises(FloemError) as e:
+        run_until(p, "check_segments")
+    assert e.value.line == seg.loc.line and "segment 'idle' has no elements" in e.value.message
+
+
 def test_nic_segment_is_rejected_for_now():
     with Program("nic") as p:
         class S(Segment):

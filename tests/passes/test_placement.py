@@ -1,35 +1,15 @@
 """placement: segments grouped into processes; one process holds main."""
 from __future__ import annotations
 
-import pytest
-
-from floem import (CallableSegment, Element, Field, FloemError, Input, Int, Output, Persistent,
-                   Program, Segment, State)
+from floem import CallableSegment, Input, Int, Output, Program, Segment
 
 from .conftest import Gen, Inc, Sink, run_until
 
 
-class Counter(State):
-    n = Field(Int)
-
-
-class Count(Element):
-    counter = Persistent(Counter)
-
-    def states(self, counter):
-        self.counter = counter
-
-    def configure(self):
-        self.inp = Input(Int)
-
-    def impl(self):
-        self.run_c("inp(); counter->n++;")
-
-
-def thread(name, process=None, leaf=Sink):
+def thread(name, process=None):
     class T(Segment):
         def impl(self):
-            Gen() >> leaf()
+            Gen() >> Sink()
     return T(name, process=process)
 
 
@@ -94,22 +74,3 @@ def test_callables_only_without_main_make_no_executable():
         callable_("inc1")
     ir = run_until(p, "placement")
     assert processes(ir) == {"lib": (["inc1"], ["inc1"], False)}
-
-
-def test_persistent_state_used_from_two_processes_is_an_error():
-    with Program("app") as p:
-        shared = Counter("shared")
-
-        class A(Segment):
-            def impl(self):
-                Gen() >> Count(states=[shared])
-        A("a")
-
-        class B(Segment):
-            def impl(self):
-                Gen() >> Count(states=[shared])
-        B("b", process="other")
-    with pytest.raises(FloemError) as e:
-        run_until(p, "placement")
-    assert e.value.line == shared.loc.line
-    assert "persistent state 'shared' is used by processes 'app' and 'other'" in e.value.message

@@ -31,7 +31,25 @@ void floem_threads_stop(void);
 void floem_block_stop_signals(void);
 /* Wait for SIGINT or SIGTERM (blocked beforehand with floem_block_stop_signals). */
 void floem_wait_for_stop_signal(void);
-/* Zeroed, cache-line-aligned host memory; aborts with a message when out of memory. */
-void *floem_alloc(size_t size);
+/* Mark segment threads as running (floem_run_threads calls it even with no threads). */
+void floem_threads_begin(void);
+/* Nonzero for the thread's current packet when its source found nothing to do. */
+extern _Thread_local int floem_idle;
+/* Back off after an idle packet (spins a little, then yields the core). */
+void floem_idle_wait(void);
+
+/* The memory every process of a program shares (queues, persistent state, regions).
+ *
+ * With FLOEM_SHM set (floem run sets it), it is the POSIX shared memory object of
+ * that name, created by the first process to attach; otherwise it is private
+ * anonymous memory. `*creator` tells whether the caller must initialise the
+ * contents and then call floem_shared_ready(); the others wait inside
+ * floem_shared_attach until it has. Aborts with a message on failure.
+ */
+void *floem_shared_attach(size_t bytes, bool *creator);
+void floem_shared_ready(void *base);
+void floem_shared_detach(void *base, size_t bytes);
+/* Bytes at the start of the shared memory reserved for the runtime. */
+#define FLOEM_SHARED_HEADER 64
 
 #endif

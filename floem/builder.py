@@ -18,7 +18,8 @@ from floem.ir import ProgramIR
 from floem.launcher import RunResult, launch
 from floem.passes import run_pipeline
 
-DEFAULT_CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-O2", "-g", "-Wall", "-Wextra", "-pthread"]
+DEFAULT_CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-O2", "-g", "-Wall", "-Wextra",
+                  "-Werror=implicit-function-declaration", "-pthread"]
 NIC_PLATFORMS = ("emu", "bluefield", "liquidio")
 NET_BACKENDS = ("udp", "dpdk", "pcap")
 
@@ -77,7 +78,7 @@ def build_program(program: Any, out_dir: str | None = None, dump_after: str | No
     if _read(stamp) == key and all(os.path.exists(p) for p in outputs):
         result.compiled = False
         return result
-    _make(out_dir, files, ir)
+    result.warnings += _make(out_dir, files, ir)
     _write(out_dir, ".floem-build", key)
     return result
 
@@ -99,8 +100,9 @@ def run_built(built: BuildResult, program: Any, timeout: float | None = None,
         raise FloemError("the program has no main process to run: give floem.main(...) or a "
                          "segment that runs as a thread", program.app_file)
     others = {n: p for n, p in built.executables.items() if p != built.main_executable}
+    env = {"FLOEM_REPORT": "1"} if built.report else {}
     return launch(built.main_executable, others, args or [], timeout=timeout, duration=duration,
-                  capture=capture)
+                  capture=capture, env=env)
 
 
 def cache_root() -> str:
@@ -168,12 +170,14 @@ def _result(ir: ProgramIR, out_dir: str, written: list[str]) -> BuildResult:
                        main_executable=executables.get(main), warnings=list(ir.warnings))
 
 
-def _make(out_dir: str, files: list[GeneratedFile], ir: ProgramIR) -> None:
+def _make(out_dir: str, files: list[GeneratedFile], ir: ProgramIR) -> list[str]:
+    """Run make; returns the C compiler's warnings, raises its first error."""
     if shutil.which("make") is None:
         raise FloemError("'make' is not installed (apt-get install make)")
     proc = subprocess.run(["make", "-s", "-C", out_dir, "-j2"], capture_output=True, text=True)
     if proc.returncode != 0:
         raise _compile_error(proc.stderr + proc.stdout, out_dir, files, ir)
+    return [f"C compiler: {line}" for line in proc.stderr.splitlines() if "warning:" in line]
 
 
 _GCC_ERROR = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:\d+:)? (?:fatal )?error: (?P<msg>.*)$",
@@ -198,16 +202,32 @@ def _compile_error(output: str, out_dir: str, files: list[GeneratedFile], ir: Pr
                           line - main.loc.line + 1)
     generated = next((f for f in files if f.name == os.path.basename(path)), None)
     if generated is not None:
-        owner = None
-        for start, name in generated.element_lines:
-            if start <= line:
-                owner = name
-        if owner is not None:
+        owner = _owner(generated, line, ir)
+        where = f"({os.path.join(out_dir, generated.name)}:{line})"
+        if owner in ir.graph:
             n = ir.node(owner)
-            return FloemError(f"C compiler, in code generated for this element "
-                              f"({os.path.join(out_dir, generated.name)}:{line}): {msg}",
+            return FloemError(f"C compiler, in code generated for this element {where}: {msg}",
                               n.loc.file, n.loc.line, owner)
+        if owner in ir.segments:
+            seg = ir.segments[owner]
+            return FloemError(f"C compiler, in code generated for segment '{owner}' {where}: "
+                              f"{msg}", seg.loc.file, seg.loc.line)
     return FloemError(f"C compiler: {path}:{line}: {msg}", ir.program.app_file)
+
+
+def _owner(generated: GeneratedFile, line: int, ir: ProgramIR) -> str | None:
+    """The element or segment whose generated code holds ``line`` (prototypes included)."""
+    text = generated.text.split("\n")[line - 1] if line <= generated.text.count("\n") + 1 else ""
+    m = re.match(r"static \w[\w\s*]*?\b(\w+)\(", text)
+    if m and text.rstrip().endswith(";"):
+        names = [n for n in ir.graph.nodes if m.group(1) == n or m.group(1).startswith(n + "_")]
+        if names:
+            return max(names, key=len)
+    owner = None
+    for start, name in generated.owners:
+        if start <= line:
+            owner = name
+    return owner
 
 
 def _write(out_dir: str, name: str, text: str) -> str:

@@ -1,0 +1,100 @@
+"""Queues: logical channels between segments, mapped onto physical instances."""
+from __future__ import annotations
+
+from typing import Any
+
+from floem.errors import Location
+from floem.lang.element import Element, Input, Output, Port, connect
+from floem.lang.location import caller_location
+from floem.lang.program import current_program
+
+
+class Enqueue(Element):
+    """Enqueue side of one queue channel: a leaf that sends the packet's live fields."""
+
+    def configure(self, queue: "Queue", channel: int) -> None:
+        self.inp = Input()
+        self.queue = queue
+        self.channel = channel
+
+
+class Dequeue(Element):
+    """Dequeue side of a queue: a source with one output port per channel."""
+
+    def configure(self, queue: "Queue") -> None:
+        self.queue = queue
+        for c in range(queue.channels):
+            setattr(self, f"out{c}", Output())
+
+
+class Queue:
+    """``channel`` logical queues carried by ``inst`` physical queues of ``size`` entries.
+
+    ``q.enq[i]`` / ``q.deq[i]`` are channel ``i``'s ends (with one channel,
+    ``q.enq`` / ``q.deq`` are the ports and ``a >> q`` / ``q >> b`` work).
+    The enqueuer picks the instance from ``state->qid`` (default 0). ``lossless``
+    enqueues block when the instance is full; lossy ones drop and count.
+    ``enq_atomic`` / ``deq_atomic`` force the multi-producer / multi-consumer
+    variants (inferred otherwise); ``entry_size`` fixes the bytes per entry.
+    """
+
+    def __init__(self, name: str | None = None, channel: int = 1, inst: int = 1,
+                 size: int = 256, lossless: bool = True, enq_atomic: bool | None = None,
+                 deq_atomic: bool | None = None, entry_size: int | None = None) -> None:
+        self.loc: Location = caller_location()
+        self.program = current_program()
+        self.name = self.program.claim_name(name, "queue", self.loc)
+        for what, value in (("channel", channel), ("inst", inst), ("size", size)):
+            if not isinstance(value, int) or value < 1:
+                raise self.loc.error(f"Queue {what}= must be a positive integer, not {value!r}")
+        if size > 1 << 24:
+            raise self.loc.error(f"Queue size={size} is too large (at most {1 << 24} entries)")
+        if entry_size is not None and (not isinstance(entry_size, int) or entry_size < 16):
+            raise self.loc.error(f"Queue entry_size= must be an integer >= 16, not {entry_size!r}")
+        self.channels = channel
+        self.instances = inst
+        self.size = size
+        self.lossless = lossless
+        self.enq_atomic = enq_atomic
+        self.deq_atomic = deq_atomic
+        self.entry_size = entry_size
+        self.enqueuers = [Enqueue(name=f"{self.name}_enq{c}", configure=[self, c])
+                          for c in range(channel)]
+        self.dequeuer = Dequeue(name=f"{self.name}_deq", configure=[self])
+        self.program.queues.append(self)
+
+    @property
+    def enq(self) -> Any:
+        """Channel ends to enqueue into: a list, or the port itself with one channel."""
+        ports = [e.inp for e in self.enqueuers]
+        return ports[0] if self.channels == 1 else ports
+
+    @property
+    def deq(self) -> Any:
+        """Channel ends to dequeue from: a list, or the port itself with one channel."""
+        ports = [getattr(self.dequeuer, f"out{c}") for c in range(self.channels)]
+        return ports[0] if self.channels == 1 else ports
+
+    @property
+    def qid(self) -> Port:
+        """Input naming the instance to dequeue from (for callable segments that dequeue)."""
+        if "qid" not in self.dequeuer.inputs:
+            self.dequeuer.qid = Input("int")
+        return self.dequeuer.qid
+
+    def connect_from(self, src: Any, loc: Location) -> Any:
+        """``a >> q`` for a one-channel queue."""
+        if self.channels != 1:
+            raise loc.error(f"queue '{self.name}' has {self.channels} channels: "
+                            f"connect to {self.name}.enq[i]")
+        return connect(src, self.enqueuers[0].inp, loc)
+
+    def source_port(self, loc: Location) -> Port:
+        """``q >> b`` for a one-channel queue."""
+        if self.channels != 1:
+            raise loc.error(f"queue '{self.name}' has {self.channels} channels: "
+                            f"connect from {self.name}.deq[i]")
+        return self.dequeuer.out0
+
+    def __rshift__(self, other: Any) -> Any:
+        return connect(self, other, caller_location())

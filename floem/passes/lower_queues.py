@@ -1,0 +1,47 @@
+"""Queue lowering: each dequeue gets a save per channel and a release after the packet.
+
+Before: ``A -> q_enq0`` in one segment, ``q_deq.out0 -> B`` in another, and
+liveness has decided what each channel carries (``QueueIR.fields``).
+
+After: the enqueue copies the channel's live fields into an entry of
+instance ``state->qid``; on the receiving side a save element per channel
+fills the segment's per-packet state from the entry (fixed fields copied,
+variable-size fields pointing into the entry), and a release element, run
+after the packet's processing (an order edge from the dequeue), hands the
+entry back to the producer once its last use is over::
+
+    q_deq.out0 -> B            q_deq.out0 -> q_save0 -> B
+                               q_deq ..then..> q_release
+"""
+from __future__ import annotations
+
+from floem.ir import EdgeKind, ElementNode, ProgramIR
+
+NAME = "lower_queues"
+
+
+def run(ir: ProgramIR) -> ProgramIR:
+    """Insert save and release elements for every queue."""
+    for q in ir.queues.values():
+        deq = ir.node(q.dequeuer)
+        seg = ir.segments[deq.segment]
+        for c in range(q.channels):
+            save = ElementNode(name=f"{q.name}_save{c}", cls_name="QueueSave", loc=q.loc,
+                               inputs={"inp": []}, outputs={"out": []}, segment=deq.segment,
+                               state_class=deq.state_class, role="save", queue=q.name, channel=c)
+            ir.graph.add_node(save.name, node=save)
+            seg.elements.insert(seg.elements.index(deq.name) + 1 + c, save.name)
+            for u, v, key, d in list(ir.graph.out_edges(deq.name, keys=True, data=True)):
+                if d["kind"] == EdgeKind.DATA and d["out_port"] == f"out{c}":
+                    ir.graph.remove_edge(u, v, key)
+                    ir.graph.add_edge(save.name, v, **{**d, "out_port": "out"})
+            ir.graph.add_edge(deq.name, save.name, kind=EdgeKind.DATA, out_port=f"out{c}",
+                              in_port="inp", types=[], loc=q.loc, rank=-1)
+        release = ElementNode(name=f"{q.name}_release", cls_name="QueueRelease", loc=q.loc,
+                              inputs={}, outputs={}, segment=deq.segment,
+                              state_class=deq.state_class, role="release", queue=q.name)
+        ir.graph.add_node(release.name, node=release)
+        seg.elements.append(release.name)
+        ir.graph.add_edge(deq.name, release.name, kind=EdgeKind.ORDER, out_port="", in_port="",
+                          types=[], loc=q.loc, rank=len(ir.graph.edges))
+    return ir

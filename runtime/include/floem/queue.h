@@ -1,0 +1,217 @@
+/* Floem host queues: fixed-size entries in one block of (possibly shared) memory.
+ *
+ * One physical queue instance is a 256-byte header followed by `size` entries of
+ * `entry_size` bytes, in one contiguous 64-byte-aligned block with no pointers in it,
+ * so several processes may map it at different addresses.
+ *
+ *   bytes   0- 63  configuration: size, entry_size (written by floem_queue_init only)
+ *   bytes  64-127  producer side: enq_cursor, enqueued, dropped, full_spins
+ *   bytes 128-191  consumer side: deq_cursor, dequeued
+ *   bytes 192-255  guard line (keeps the consumer line and entry 0 out of one 128-byte pair)
+ *   bytes 256-     entry[0] .. entry[size-1], each `entry_size` bytes (32 or a multiple of 64)
+ *
+ * Every entry starts with an 8-byte header: a 32-bit status word (the turn), the
+ * 16-bit channel, 16 reserved bits; the payload follows at offset 8 (8-byte aligned).
+ * Ownership travels in the status word, next to the content: entry i on lap L
+ * (the L-th time round the ring) is free for its producer while status == 2L and
+ * holds a published entry while status == 2L + 1; releasing it makes it 2L + 2, free
+ * for lap L + 1. All arithmetic is modulo 2^32, so zero-filled memory is an empty
+ * queue on lap 0. Header words are in host byte order.
+ *
+ * Cursors hold (lap << 32) | index of the next entry to take. A single producer or
+ * consumer (`multi` false) keeps its cursor as a private variable that happens to
+ * live in the header, on a line only its side touches: the fast path never reads a
+ * counter written by the other side, only the entry's status word. With `multi`
+ * true the side's cursor is shared by several threads and advanced with a CAS after
+ * checking the entry's turn (Vyukov's bounded queue); the other side is unaffected,
+ * so each side picks its own variant. Neither variant divides: the index wraps to 0
+ * by comparison with `size`, which may be any value >= 1.
+ *
+ * Lifecycle: the memory must be zero-filled before first use; floem_queue_init
+ * only records the configuration and is idempotent: any process sharing the
+ * instance may call it, at any time, with the same arguments (it never touches
+ * cursors, counters or entries, and aborts if the instance was initialised with
+ * different ones).
+ *
+ * Producer: p = floem_enq_reserve(q, multi) (NULL when full), write the payload,
+ * floem_enq_commit(q, p, channel). Consumer: p = floem_deq_acquire(q, multi, &channel)
+ * (NULL when empty), use the payload, floem_deq_release(q, p). Entries come out in
+ * reservation order; a reserved entry that is not committed yet holds back the ones
+ * reserved after it.
+ */
+#ifndef FLOEM_QUEUE_H
+#define FLOEM_QUEUE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FLOEM_QUEUE_HEADER_BYTES 256
+#define FLOEM_QUEUE_ENTRY_HEADER_BYTES 8
+
+typedef struct floem_queue floem_queue_t;
+typedef struct { uint64_t enqueued, dequeued, dropped, full_spins; } floem_queue_stats_t;
+
+/* The header at the start of every entry; the payload follows it. */
+struct floem_queue_entry {
+    uint32_t status;  /* 2L: free for the producer of lap L; 2L + 1: published on lap L */
+    uint16_t channel;
+    uint16_t reserved;
+};
+
+struct floem_queue {
+    _Alignas(64) uint32_t size;      /* entries */
+    uint32_t entry_size;             /* bytes per entry, header included */
+    _Alignas(64) uint64_t enq_cursor;
+    uint64_t enqueued, dropped, full_spins;
+    _Alignas(64) uint64_t deq_cursor;
+    uint64_t dequeued;
+    _Alignas(64) uint8_t guard[64];
+};
+
+_Static_assert(sizeof(struct floem_queue) == FLOEM_QUEUE_HEADER_BYTES, "queue header layout");
+_Static_assert(sizeof(struct floem_queue_entry) == FLOEM_QUEUE_ENTRY_HEADER_BYTES,
+               "entry header layout");
+
+/* Bytes to reserve for one instance (a multiple of 64). */
+size_t floem_queue_bytes(uint32_t size, uint32_t entry_size);
+/* Entry size for a payload: 8-byte header + payload, rounded to 32 (if <= 32) or to a multiple of 64. */
+uint32_t floem_queue_entry_size(size_t payload);
+/* Record the configuration of a zero-filled (or already initialised) instance; see above. */
+void floem_queue_init(floem_queue_t *q, uint32_t size, uint32_t entry_size);
+/* A snapshot of the instance's counters. */
+void floem_queue_stats(const floem_queue_t *q, floem_queue_stats_t *out);
+
+static inline uint32_t floem_queue_size_(const floem_queue_t *q)
+{
+    return __atomic_load_n(&q->size, __ATOMIC_RELAXED);
+}
+
+static inline struct floem_queue_entry *floem_queue_entry_(floem_queue_t *q, uint64_t cursor)
+{
+    uint32_t entry_size = __atomic_load_n(&q->entry_size, __ATOMIC_RELAXED);
+    return (struct floem_queue_entry *)((char *)q + FLOEM_QUEUE_HEADER_BYTES +
+                                        (size_t)(uint32_t)cursor * entry_size);
+}
+
+/* The cursor after `cursor`: next index, or index 0 of the next lap. */
+static inline uint64_t floem_queue_next_(uint64_t cursor, uint32_t size)
+{
+    return (uint32_t)cursor + 1 == size ? (cursor | 0xffffffffu) + 1 : cursor + 1;
+}
+
+/* The status word of the cursor's entry while it is free for its producer. */
+static inline uint32_t floem_queue_free_turn_(uint64_t cursor)
+{
+    return (uint32_t)(cursor >> 32) * 2u;
+}
+
+/* Add one to a counter only the calling side writes (a plain add, readable by floem_queue_stats). */
+static inline void floem_queue_count_private_(uint64_t *counter)
+{
+    __atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+}
+
+static inline void floem_queue_count_shared_(uint64_t *counter)
+{
+    __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+}
+
+/* Claim the entry under the shared cursor whose status is `turn(cursor) + offset`;
+ * NULL when the entry at the cursor is behind that turn (full or empty). */
+static inline struct floem_queue_entry *floem_queue_claim_shared_(floem_queue_t *q, uint64_t *shared,
+                                                                  uint32_t offset)
+{
+    uint32_t size = floem_queue_size_(q);
+    uint64_t cursor = __atomic_load_n(shared, __ATOMIC_RELAXED);
+    for (;;) {
+        struct floem_queue_entry *e = floem_queue_entry_(q, cursor);
+        uint32_t status = __atomic_load_n(&e->status, __ATOMIC_ACQUIRE);
+        int32_t ahead = (int32_t)(status - (floem_queue_free_turn_(cursor) + offset));
+        if (ahead == 0) {
+            if (__atomic_compare_exchange_n(shared, &cursor, floem_queue_next_(cursor, size), true,
+                                            __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+                return e;
+        } else if (ahead < 0) {
+            return NULL;
+        } else {
+            cursor = __atomic_load_n(shared, __ATOMIC_RELAXED);
+        }
+    }
+}
+
+/* Payload of a free entry, now owned by the caller, or NULL when the queue is full
+ * (counted in full_spins). `multi`: several threads produce into this instance. */
+static inline void *floem_enq_reserve(floem_queue_t *q, bool multi)
+{
+    struct floem_queue_entry *e;
+    if (multi) {
+        e = floem_queue_claim_shared_(q, &q->enq_cursor, 0);
+        if (e == NULL) {
+            floem_queue_count_shared_(&q->full_spins);
+            return NULL;
+        }
+        floem_queue_count_shared_(&q->enqueued);
+        return e + 1;
+    }
+    uint64_t cursor = q->enq_cursor;
+    e = floem_queue_entry_(q, cursor);
+    if (__atomic_load_n(&e->status, __ATOMIC_ACQUIRE) != floem_queue_free_turn_(cursor)) {
+        floem_queue_count_private_(&q->full_spins);
+        return NULL;
+    }
+    q->enq_cursor = floem_queue_next_(cursor, floem_queue_size_(q));
+    floem_queue_count_private_(&q->enqueued);
+    return e + 1;
+}
+
+/* Publish a reserved entry on `channel`; the consumer sees entries in reservation order. */
+static inline void floem_enq_commit(floem_queue_t *q, void *payload, uint16_t channel)
+{
+    (void)q;
+    struct floem_queue_entry *e = (struct floem_queue_entry *)payload - 1;
+    e->channel = channel;
+    __atomic_store_n(&e->status, __atomic_load_n(&e->status, __ATOMIC_RELAXED) + 1,
+                     __ATOMIC_RELEASE);
+}
+
+/* Count an entry dropped instead of enqueued (lossy enqueue on full, bad instance id). */
+static inline void floem_enq_drop(floem_queue_t *q)
+{
+    floem_queue_count_shared_(&q->dropped);
+}
+
+/* Payload of the oldest published entry, now owned by the caller, or NULL when there
+ * is none; stores its channel in *channel unless channel is NULL. `multi`: several
+ * threads consume from this instance. */
+static inline void *floem_deq_acquire(floem_queue_t *q, bool multi, uint16_t *channel)
+{
+    struct floem_queue_entry *e;
+    if (multi) {
+        e = floem_queue_claim_shared_(q, &q->deq_cursor, 1);
+        if (e == NULL)
+            return NULL;
+        floem_queue_count_shared_(&q->dequeued);
+    } else {
+        uint64_t cursor = q->deq_cursor;
+        e = floem_queue_entry_(q, cursor);
+        if (__atomic_load_n(&e->status, __ATOMIC_ACQUIRE) != floem_queue_free_turn_(cursor) + 1)
+            return NULL;
+        q->deq_cursor = floem_queue_next_(cursor, floem_queue_size_(q));
+        floem_queue_count_private_(&q->dequeued);
+    }
+    if (channel != NULL)
+        *channel = e->channel;
+    return e + 1;
+}
+
+/* Give an acquired entry back to the producers (it becomes free for the next lap). */
+static inline void floem_deq_release(floem_queue_t *q, void *payload)
+{
+    (void)q;
+    struct floem_queue_entry *e = (struct floem_queue_entry *)payload - 1;
+    __atomic_store_n(&e->status, __atomic_load_n(&e->status, __ATOMIC_RELAXED) + 1,
+                     __ATOMIC_RELEASE);
+}
+
+#endif

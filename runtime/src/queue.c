@@ -1,0 +1,51 @@
+/* Host queues: sizing, initialisation and counters (the fast path is inline in floem/queue.h). */
+#include "floem/queue.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+size_t floem_queue_bytes(uint32_t size, uint32_t entry_size)
+{
+    size_t bytes = FLOEM_QUEUE_HEADER_BYTES + (size_t)size * entry_size;
+    return (bytes + 63) & ~(size_t)63;
+}
+
+uint32_t floem_queue_entry_size(size_t payload)
+{
+    if (payload > UINT32_MAX - 2 * 64) {
+        fprintf(stderr, "floem: queue payload of %zu bytes is too large\n", payload);
+        abort();
+    }
+    size_t bytes = FLOEM_QUEUE_ENTRY_HEADER_BYTES + payload;
+    return bytes <= 32 ? 32 : (uint32_t)((bytes + 63) & ~(size_t)63);
+}
+
+void floem_queue_init(floem_queue_t *q, uint32_t size, uint32_t entry_size)
+{
+    if (size == 0 || (entry_size != 32 && (entry_size == 0 || entry_size % 64 != 0))) {
+        fprintf(stderr, "floem: bad queue shape: %u entries of %u bytes (need >= 1 entry of "
+                "32 bytes or a multiple of 64)\n", size, entry_size);
+        abort();
+    }
+    if (((uintptr_t)q & 63) != 0) {
+        fprintf(stderr, "floem: queue at %p is not 64-byte aligned\n", (void *)q);
+        abort();
+    }
+    uint32_t old_size = __atomic_load_n(&q->size, __ATOMIC_RELAXED);
+    uint32_t old_entry_size = __atomic_load_n(&q->entry_size, __ATOMIC_RELAXED);
+    if ((old_size != 0 && old_size != size) || (old_entry_size != 0 && old_entry_size != entry_size)) {
+        fprintf(stderr, "floem: queue already initialised with %u entries of %u bytes, not %u of %u\n",
+                old_size, old_entry_size, size, entry_size);
+        abort();
+    }
+    __atomic_store_n(&q->size, size, __ATOMIC_RELAXED);
+    __atomic_store_n(&q->entry_size, entry_size, __ATOMIC_RELAXED);
+}
+
+void floem_queue_stats(const floem_queue_t *q, floem_queue_stats_t *out)
+{
+    out->enqueued = __atomic_load_n(&q->enqueued, __ATOMIC_RELAXED);
+    out->dequeued = __atomic_load_n(&q->dequeued, __ATOMIC_RELAXED);
+    out->dropped = __atomic_load_n(&q->dropped, __ATOMIC_RELAXED);
+    out->full_spins = __atomic_load_n(&q->full_spins, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,82 @@
+/* Shared memory between the processes of a program, and idle back-off. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "floem/runtime.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum { SHARED_EMPTY = 0, SHARED_INITIALISING = 1, SHARED_READY = 2 };
+
+_Thread_local int floem_idle;
+static _Thread_local unsigned idle_spins;
+
+void floem_idle_wait(void)
+{
+    if (++idle_spins < 64) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+        return;
+    }
+    idle_spins = 0;
+    sched_yield();
+}
+
+static void fail(const char *what, const char *name)
+{
+    fprintf(stderr, "floem: shared memory %s: %s: %s\n", name ? name : "(anonymous)", what,
+            strerror(errno));
+    abort();
+}
+
+void *floem_shared_attach(size_t bytes, bool *creator)
+{
+    const char *name = getenv("FLOEM_SHM");
+    void *base;
+    if (name == NULL || name[0] == '\0') {
+        base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (base == MAP_FAILED)
+            fail("mmap", NULL);
+        *creator = true;
+        return base;
+    }
+    int fd = shm_open(name, O_RDWR | O_CREAT, 0600);
+    if (fd < 0)
+        fail("shm_open", name);
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        fail("fstat", name);
+    if ((size_t)st.st_size < bytes && ftruncate(fd, (off_t)bytes) != 0)
+        fail("ftruncate", name);
+    base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED)
+        fail("mmap", name);
+    close(fd);
+    uint32_t *status = base;
+    uint32_t expected = SHARED_EMPTY;
+    *creator = __atomic_compare_exchange_n(status, &expected, SHARED_INITIALISING, false,
+                                           __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    if (!*creator)
+        while (__atomic_load_n(status, __ATOMIC_ACQUIRE) != SHARED_READY)
+            sched_yield();
+    return base;
+}
+
+void floem_shared_ready(void *base)
+{
+    __atomic_store_n((uint32_t *)base, SHARED_READY, __ATOMIC_RELEASE);
+}
+
+void floem_shared_detach(void *base, size_t bytes)
+{
+    munmap(base, bytes);
+}

@@ -1,0 +1,482 @@
+"""Every user mistake is a located `FloemError`, reported by the real CLI.
+
+Each case is a small app file: a shared header of elements plus the mistake.
+The line the error must name carries the marker ``<-- error`` (a Python
+comment, or a C comment inside a body). The CLI must exit 1 and print
+``floem: error: APP:LINE: ...`` on stderr, with no Python traceback; for a
+mistake inside a C body it also names the element and the line inside the
+body (counted from the line of ``self.run_c(r'''``, where the body starts).
+"""
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import floem
+
+MARK = "<-- error"
+
+HEADER = '''\
+from floem import *
+
+
+class Src(Element):
+    def configure(self):
+        self.out = Output(Int)
+
+    def impl(self):
+        self.run_c("output { out(1); }")
+
+
+class Inc(Element):
+    def configure(self):
+        self.inp = Input(Int)
+        self.out = Output(Int)
+
+    def impl(self):
+        self.run_c("int x = inp(); output { out(x + 1); }")
+
+
+class Sink(Element):
+    def configure(self, ty=Int):
+        self.inp = Input(ty)
+
+    def impl(self):
+        self.run_c("inp();")
+
+
+class Two(Element):
+    """An element with two output ports."""
+
+    def configure(self):
+        self.inp = Input(Int)
+        self.small = Output(Int)
+        self.big = Output(Int)
+
+    def impl(self):
+        self.run_c("int x = inp(); output switch { case x < 9: small(x); else: big(x); }")
+
+
+class Packet(State):
+    key = Field(Int)
+
+
+'''
+
+
+def body_element(name: str, body: str, outputs: str = "self.out = Output(Int)",
+                 state: bool = False) -> str:
+    """A segment ``s`` feeding `Src` into an element ``name`` with C body ``body``.
+
+    With ``state`` the segment runs in a flow with per-packet state `Packet`.
+    """
+    inner = f'''\
+class Body(Element):
+    def configure(self):
+        self.inp = Input(Int)
+        {outputs}
+
+    def impl(self):
+        self.run_c(r\'\'\'{body}\'\'\')
+
+
+class S(Segment):
+    def impl(self):
+        Src() >> Body(name="{name}")
+
+
+'''
+    if not state:
+        return inner + 'S("s")\n'
+    return inner + '''\
+class F(Flow):
+    state = PerPacket(Packet)
+
+    def impl(self):
+        S("s")
+
+
+F()
+'''
+
+
+def callable_app(wiring: str, marked: bool = True) -> str:
+    """A callable segment ``f(int) -> int`` wired by ``wiring`` (uses ``self``), and a main.
+
+    With ``marked`` the error is expected at the segment's instantiation.
+    """
+    mark = "  # <-- error" if marked else ""
+    return f'''\
+class f(CallableSegment):
+    def configure(self):
+        self.inp = Input(Int)
+        self.out = Output(Int)
+
+    def impl(self):
+{textwrap.indent(textwrap.dedent(wiring), " " * 8)}
+
+f("f"){mark}
+main('printf("%d\\\\n", f(1));')
+'''
+
+
+def segment(wiring: str) -> str:
+    """A segment whose `impl` is ``wiring``."""
+    return f'''\
+class S(Segment):
+    def impl(self):
+{textwrap.indent(textwrap.dedent(wiring), " " * 8)}
+
+S("s")
+'''
+
+
+# (id, app text after HEADER, what the message says)
+CHECK_CASES = [
+    ("type mismatch on >>", segment('''
+        src = Src()
+        sink = Sink(ty=Uint(8))
+        src >> sink  # <-- error
+     '''), "type mismatch: Src0.out (int) >> Sink0.inp (uint8_t)"),
+    ("type mismatch in a chain", segment('''
+        Src() >> Inc() >> Sink(  # <-- error
+            ty=Uint(8))
+     '''), "type mismatch: Inc0.out (int) >> Sink0.inp (uint8_t)"),
+    ("unknown port", segment('''
+        a = Src()
+        a.nope >> Sink()  # <-- error
+     '''), "Src 'Src0' has no port 'nope' (ports: out)"),
+    ("ambiguous output port", segment('''
+        two = Two()
+        Src() >> two
+        two >> Sink()  # <-- error
+     '''), "'Two0' has 2 output ports (small, big); name the port, e.g. Two0.small"),
+    ("ambiguous input port", segment('''
+        class Add(Element):
+            def configure(self):
+                self.a = Input(Int)
+                self.b = Input(Int)
+            def impl(self):
+                self.run_c("a(); b();")
+        Src() >> Add()  # <-- error
+     '''), "'Add0' has 2 input ports (a, b); name the port, e.g. Add0.a"),
+    ("connect into an output port", segment('''
+        two = Two()
+        Src() >> two.big  # <-- error
+     '''), "cannot connect into output port Two0.big"),
+    ("port read twice", body_element("twice", '''
+            int a = inp();
+            int b = inp();      /* <-- error */
+            output { out(a + b); }
+        '''), "element 'twice' (body line 3): input port 'inp' is read twice "
+              "(body lines 2 and 3)"),
+    ("output call outside the output forms", body_element("loose", '''
+            int x = inp();
+            if (x > 0)
+                out(x);         /* <-- error */
+            output { out(0); }
+        '''), "element 'loose' (body line 4): output port 'out' called outside an output form"),
+    ("C syntax error", body_element("broken", '''
+            int x = inp();
+            x = x + * ;         /* <-- error */
+            output { out(x); }
+        '''), "element 'broken' (body line 3): C syntax error"),
+    ("unknown per-packet field", body_element("fields", '''
+            int x = inp();
+            state->nope = x;    /* <-- error */
+            output { out(x); }
+        ''', state=True), "element 'fields' (body line 3): the per-packet state has no field "
+                          "'nope' (fields: key)"),
+    ("per-packet state without a flow", body_element("nostate", '''
+            int x = inp();
+            state->key = x;     /* <-- error */
+            output { out(x); }
+        '''), "element 'nostate' (body line 3): 'state' used, but this element has no "
+              "per-packet state"),
+    ("output switch case calling no port", body_element("sw", '''
+            int x = inp();
+            output switch {
+                case x > 0: small(x);
+                case x < 0: ;   /* <-- error */
+                else: big(0);
+            }
+        ''', outputs="self.small = Output(Int); self.big = Output(Int)"),
+     "element 'sw' (body line 5): each case of an output switch calls exactly one output "
+     "port; this one calls 0"),
+    ("output port never fired", body_element("silent", '''/* <-- error: the body as a whole */
+            printf("%d\\n", inp());
+        '''), "element 'silent': element has output ports (out) but its body has no output "
+              "form"),
+    ("unreachable element", segment('''
+        Src() >> Sink()
+        lost = Inc()  # <-- error
+        lost >> Sink()
+     '''), "element 'Inc0' is unreachable from the source 'Src0' of segment 's'"),
+    ("two sources in one segment", segment('''
+        Src() >> Sink()
+        Src() >> Sink()  # <-- error
+     '''), "two sources in segment 's': 'Src0' ("),
+    ("edge between two segments", '''\
+class A(Segment):
+    def impl(self):
+        self.inc = Inc()
+        Src() >> self.inc
+
+
+a = A("a")
+
+
+class B(Segment):
+    def impl(self):
+        a.inc >> Sink()  # <-- error
+
+
+B("b")
+''', "Inc0 (segment a) >> Sink0 (segment b) joins two segments; connect segments through "
+     "a Queue"),
+    ("join input never connected", segment('''
+        j = Two()
+        Src() >> j
+        j.small >> Sink()
+        class Join(Element):
+            def configure(self):
+                self.a = Input(Int)
+                self.b = Input(Int)
+            def impl(self):
+                self.run_c("a(); b();")
+        join = Join()  # <-- error
+        j.big >> join.a
+     '''), "join element 'Join0' never runs: input port 'b' is not connected"),
+    ("callable path without a return", callable_app('''
+        two = Two()
+        self.inp >> two
+        two.small >> self.out
+        two.big >> Sink()
+     '''), "callable segment 'f' may finish without a return value (some path does not reach "
+           "its output); give default_return=..."),
+    ("name is not a C identifier", segment('''
+        Src() >> Sink(name="my sink")  # <-- error
+     '''), "name 'my sink' is not usable: names must be C identifiers"),
+    ("name is a C keyword", segment('''
+        Src() >> Sink(name="int")  # <-- error
+     '''), "name 'int' is not usable"),
+    ("name used twice", segment('''
+        a = Src(name="same")
+        a >> Sink(name="same")  # <-- error
+     '''), "name 'same' is already used (at APP:"),
+    ("segment and element with one name", segment('''
+        Src() >> Sink(name="s")  # <-- error
+     '''), "name 's' is already used (at APP:"),
+    ("unknown configure keyword", segment('''
+        Src() >> Sink(size=4)  # <-- error
+     '''), "Sink.configure: got an unexpected keyword argument 'size'"),
+    ("too many configure arguments", segment('''
+        Src() >> Sink(configure=[Int, 4])  # <-- error
+     '''), "Sink.configure: too many positional arguments"),
+    ("missing configure argument", '''\
+class Scale(Element):
+    def configure(self, factor):
+        self.inp = Input(Int)
+        self.factor = factor
+
+    def impl(self):
+        self.run_c("inp();")
+
+
+class S(Segment):
+    def impl(self):
+        Src() >> Scale()  # <-- error
+
+
+S("s")
+''', "Scale.configure: missing a required argument: 'factor'"),
+    ("unknown segment option", '''\
+class S(Segment):
+    def impl(self):
+        Src() >> Sink()
+
+
+S("s", core=[1])  # <-- error
+''', "unknown segment options: core"),
+    ("bad cores", '''\
+class S(Segment):
+    def impl(self):
+        Src() >> Sink()
+
+
+S("s", cores=[])  # <-- error
+''', "cores must be a non-empty list of core ids, not []"),
+    ("bad device", '''\
+class S(Segment):
+    def impl(self):
+        Src() >> Sink()
+
+
+S("s", device="GPU")  # <-- error
+''', "device must be target.CPU or target.NIC, not 'GPU'"),
+]
+
+
+def expected_line(app: str) -> int:
+    """The line holding the error marker."""
+    lines = [i for i, text in enumerate(app.splitlines(), 1) if MARK in text]
+    assert len(lines) == 1, "one error marker per case"
+    return lines[0]
+
+
+def body_line(app: str, line: int) -> int | None:
+    """The body line of app line ``line``, when the marker there is a C comment on one line."""
+    lines = app.splitlines()
+    if "/* <-- error */" not in lines[line - 1]:
+        return None
+    start = max(i for i, text in enumerate(lines[:line], 1)
+                if "run_c(r'''" in text or "main(r'''" in text)
+    return line - start + 1
+
+
+def write_app(tmp_path: Path, case_text: str) -> tuple[str, str]:
+    app = HEADER + case_text
+    path = tmp_path / "app.py"
+    path.write_text(app)
+    return str(path), app
+
+
+def plain_quotes(text: str) -> str:
+    """gcc quotes with ‘’ or '' depending on the locale."""
+    return text.replace("‘", "'").replace("’", "'")
+
+
+def assert_located_error(result, path: str, app: str, message: str) -> None:
+    line = expected_line(app)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    first = result.stderr.splitlines()[0]
+    assert first.startswith(f"floem: error: {path}:{line}: "), result.stderr
+    assert plain_quotes(message.replace("APP", path)) in plain_quotes(result.stderr)
+    inside = body_line(app, line)
+    if inside is not None:
+        assert f"(body line {inside}): " in first
+
+
+@pytest.mark.parametrize("case_text, message", [c[1:] for c in CHECK_CASES],
+                         ids=[c[0] for c in CHECK_CASES])
+def test_floem_check_reports_the_mistake_at_its_line(tmp_path, case_text, message):
+    path, app = write_app(tmp_path, case_text)
+    assert_located_error(floem("check", path), path, app, message)
+
+
+# Mistakes only gcc sees: `floem build` maps them back to the element and app line
+# (the tests build with -Werror, as tests/conftest.py sets for every build).
+BUILD_CASES = [
+    ("undeclared function", callable_app('''
+        self.inp >> Inc() >> Calls(name="calls") >> self.out
+     ''', marked=False), '''
+class Calls(Element):
+    def configure(self):
+        self.inp = Input(Int)
+        self.out = Output(Int)
+
+    def impl(self):
+        self.run_c(r\'\'\'
+            int x = inp();
+            x = no_such_function(x);    /* <-- error */
+            output { out(x); }
+        \'\'\')
+
+''', "element 'calls' (body line 3): C compiler: implicit declaration of function "
+     "‘no_such_function’"),
+    ("struct assigned to int", callable_app('''
+        self.inp >> Inc() >> Assign(name="assign") >> self.out
+     ''', marked=False), '''
+class Assign(Element):
+    def configure(self):
+        self.inp = Input(Int)
+        self.out = Output(Int)
+
+    def impl(self):
+        self.run_c(r\'\'\'
+            struct pair { int a, b; } p = { 1, 2 };
+            int x = inp();
+            x = p;                      /* <-- error */
+            output { out(x); }
+        \'\'\')
+
+''', "element 'assign' (body line 4): C compiler: incompatible types when assigning to type "
+     "‘int’ from type ‘struct pair’"),
+    ("error in main", '''\
+class S(Segment):
+    def impl(self):
+        Src() >> Sink()
+
+
+S("s")
+main(r\'\'\'
+    int n = 1;
+    n = nothing_here;                   /* <-- error */
+\'\'\')
+''', "", "element 'main' (body line 3): C compiler: ‘nothing_here’ undeclared"),
+]
+
+
+@pytest.mark.parametrize("case_text, elements, message", [c[1:] for c in BUILD_CASES],
+                         ids=[c[0] for c in BUILD_CASES])
+def test_floem_build_maps_gcc_errors_to_the_element(tmp_path, case_text, elements, message):
+    path, app = write_app(tmp_path, elements + case_text)
+    result = floem("check", path)
+    assert result.returncode == 0, result.stderr
+    result = floem("build", path, "-o", str(tmp_path / "out"))
+    line = expected_line(app)
+    assert_located_error(result, path, app, message)
+    assert result.stderr.count("\n") == 1, "one line, not gcc's whole output"
+    assert re.search(rf"^floem: error: {re.escape(path)}:{line}: element '\w+' \(body line",
+                     result.stderr)
+
+
+def test_undeclared_function_without_werror(tmp_path):
+    text = BUILD_CASES[0][2] + BUILD_CASES[0][1]
+    path, app = write_app(tmp_path, text)
+    result = floem("build", path, "-o", str(tmp_path / "out"), env={"FLOEM_CFLAGS": ""})
+    assert_located_error(result, path, app, "element 'calls'")
+
+
+def test_floem_run_reports_like_build(tmp_path):
+    path, app = write_app(tmp_path, CHECK_CASES[0][1])
+    result = floem("run", path)
+    assert_located_error(result, path, app, CHECK_CASES[0][2])
+
+
+def test_liveness_warnings_do_not_fail_check(tmp_path):
+    path, app = write_app(tmp_path, body_element("dead", '''
+            state->key = inp();
+            output { out(0); }
+        ''', state=True))
+    result = floem("check", path)
+    assert result.returncode == 0, result.stderr
+    line = next(i for i, text in enumerate(app.splitlines(), 1) if 'name="dead"' in text)
+    assert result.stderr.startswith(f"floem: warning: {path}:{line}: per-packet field Packet.key "
+                                    "is written by 'dead' but never read")
+    assert result.stderr.count("\n") == 1
+
+
+def test_gcc_error_in_generated_code_names_the_element(tmp_path):
+    path, app = write_app(tmp_path, '''\
+class Opaque(Element):
+    def configure(self):
+        self.out = Output("struct nothing")
+
+    def impl(self):
+        self.run_c("struct nothing *p = 0; output { out(*p); }")
+
+
+class S(Segment):
+    def impl(self):
+        Opaque() >> Sink(ty="struct nothing")  # <-- error
+
+
+S("s")
+''')
+    result = floem("build", path, "-o", str(tmp_path / "out"))
+    assert_located_error(result, path, app, "element 'Opaque0'")
