@@ -148,7 +148,7 @@ class _ProcessEmitter:
             payload = f"{q.entry_size} - FLOEM_QUEUE_ENTRY_HEADER_BYTES"
         return {"name": q.name, "instances": q.instances, "size": q.size,
                 "payload": payload, "entry_size": entry_size,
-                "enqueued_here": any(e in mine for e in q.enqueuers),
+                "enqueued_here": any(e in mine for names in q.enqueuers for e in names),
                 "dequeued_here": q.dequeuer in mine}
 
     def _state_type(self, n: ElementNode) -> str:

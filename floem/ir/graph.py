@@ -75,7 +75,7 @@ class QueueIR:
     size: int
     lossless: bool
     loc: Location
-    enqueuers: list[str]
+    enqueuers: list[list[str]]
     dequeuer: str
     enq_atomic: bool | None = None
     deq_atomic: bool | None = None

@@ -15,6 +15,7 @@ are connected to; the rest form one implicit CPU segment per connected group.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import networkx as nx
@@ -50,7 +51,29 @@ def run(ir: ProgramIR) -> ProgramIR:
         for before in order.before:
             ir.graph.add_edge(before.name, order.after.name, kind=EdgeKind.ORDER, out_port="",
                               in_port="", types=[], loc=order.loc, rank=len(ir.graph.edges))
+    for q in ir.queues.values():
+        for names in q.enqueuers:
+            names.extend(_enqueuer_per_segment(ir, names[0]) if names[0] in ir.graph else [])
     return ir
+
+
+def _enqueuer_per_segment(ir: ProgramIR, name: str) -> list[str]:
+    """Give each further segment enqueuing into the same channel its own enqueue element."""
+    original = ir.node(name)
+    clones = []
+    for u, _, key, d in list(ir.graph.in_edges(name, keys=True, data=True)):
+        segment = ir.node(u).segment
+        if segment == original.segment:
+            continue
+        clone_name = f"{name}_{segment}"
+        if clone_name not in ir.graph:
+            clone = dataclasses.replace(original, name=clone_name, segment=segment)
+            ir.graph.add_node(clone_name, node=clone)
+            ir.segments[segment].elements.append(clone_name)
+            clones.append(clone_name)
+        ir.graph.remove_edge(u, name, key)
+        ir.graph.add_edge(u, clone_name, **d)
+    return clones
 
 
 def _segment_ir(seg: Segment, default_process: str) -> SegmentIR:
@@ -66,7 +89,7 @@ def _segment_ir(seg: Segment, default_process: str) -> SegmentIR:
 
 def _queue_ir(q: Queue) -> QueueIR:
     return QueueIR(name=q.name, channels=q.channels, instances=q.instances, size=q.size,
-                   lossless=q.lossless, loc=q.loc, enqueuers=[e.name for e in q.enqueuers],
+                   lossless=q.lossless, loc=q.loc, enqueuers=[[e.name] for e in q.enqueuers],
                    dequeuer=q.dequeuer.name, enq_atomic=q.enq_atomic, deq_atomic=q.deq_atomic,
                    entry_size=q.entry_size)
 

@@ -34,7 +34,8 @@ def run(ir: ProgramIR) -> ProgramIR:
     defined = _must_defined(ir, succ)
     for q in ir.queues.values():
         order = _field_order(ir.node(q.dequeuer))
-        q.fields = [[f for f in order if f in live_out.get(e, set())] for e in q.enqueuers]
+        q.fields = [[f for f in order if f in live_out.get(names[0], set())]
+                    for names in q.enqueuers]
     for seg in ir.segments.values():
         seg.uses = set()
         for name in seg.elements:
@@ -47,7 +48,7 @@ def run(ir: ProgramIR) -> ProgramIR:
         for field in sorted((f.writes | f.kills) - f.uses - live_out[n.name]):
             ir.warnings.append(f"{n.loc}: per-packet field {n.state_class.__name__}.{field} is "
                                f"written by '{n.name}' but never read afterwards")
-        for field in sorted(f.uses - f.kills - defined[n.name]):
+        for field in sorted(f.uses - f.kills - f.writes - defined[n.name]):
             ir.warnings.append(f"{n.loc}: per-packet field {n.state_class.__name__}.{field} is "
                                f"read by '{n.name}' on a path where it was never written")
     return ir
@@ -58,9 +59,10 @@ def _successors(ir: ProgramIR) -> dict[str, list[str]]:
     succ = {n.name: [v for _, v, _ in ir.out_edges(n.name)]
             + [v for _, v, _ in ir.out_edges(n.name, kind=EdgeKind.ORDER)] for n in ir.nodes()}
     for q in ir.queues.values():
-        for c, enq in enumerate(q.enqueuers):
-            if enq in succ:
-                succ[enq] = [v for _, v, _ in ir.out_edges(q.dequeuer, f"out{c}")]
+        for c, names in enumerate(q.enqueuers):
+            for enq in names:
+                if enq in succ:
+                    succ[enq] = [v for _, v, _ in ir.out_edges(q.dequeuer, f"out{c}")]
     return succ
 
 

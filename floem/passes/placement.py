@@ -53,7 +53,7 @@ def _queue_threads(ir: ProgramIR, q: QueueIR) -> None:
     Callable segments may be called from any number of threads.
     """
     producers = 0
-    for enq in q.enqueuers:
+    for enq in (name for names in q.enqueuers for name in names):
         if enq in ir.graph:
             seg = ir.segments[ir.node(enq).segment]
             producers += 2 if seg.kind == "callable" else len(seg.cores)

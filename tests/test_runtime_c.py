@@ -1,0 +1,60 @@
+"""The C runtime's own tests (runtime/tests/), compiled and run here.
+
+Queue unit tests run optimised and under ASan+UBSan; the queue stress test (several
+producer and consumer threads, millions of entries) runs optimised and under TSan.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+
+import pytest
+
+from conftest import ROOT
+
+RUNTIME = os.path.join(ROOT, "runtime")
+CFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-g", "-pthread",
+          "-I" + os.path.join(RUNTIME, "include")]
+SANITIZERS = {
+    "address,undefined": ["-O1", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+                          "-fno-omit-frame-pointer"],
+    "thread": ["-O1", "-fsanitize=thread"],
+    "none": ["-O2"],
+}
+SANITIZER_ENV = {"TSAN_OPTIONS": "halt_on_error=1", "UBSAN_OPTIONS": "halt_on_error=1"}
+# Entries per stress scenario relative to the default run (about 10 million in all).
+STRESS_SCALE = {"thread": "0.25", "none": "1"}
+
+
+def build(tmp_path, program: str, sanitizer: str) -> str:
+    """Compile runtime/tests/PROGRAM.c with the queue runtime; returns the executable."""
+    exe = str(tmp_path / f"{program}-{sanitizer.replace(',', '-')}")
+    sources = [os.path.join(RUNTIME, "tests", program + ".c"),
+               os.path.join(RUNTIME, "src", "queue.c")]
+    cmd = [os.environ.get("CC", "gcc"), *CFLAGS, *SANITIZERS[sanitizer], *sources, "-o", exe]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return exe
+
+
+def run(exe: str, *args: str) -> str:
+    """Run a test program; it must exit 0 with no sanitizer report. Returns its stdout."""
+    result = subprocess.run([exe, *args], capture_output=True, text=True, timeout=120,
+                            env={**os.environ, **SANITIZER_ENV})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Sanitizer" not in result.stderr, result.stderr
+    return result.stdout
+
+
+@pytest.mark.parametrize("sanitizer", ["address,undefined", "none"])
+def test_queue_unit(sanitizer: str, tmp_path) -> None:
+    out = run(build(tmp_path, "test_queue", sanitizer))
+    assert out.startswith("ok: ")
+
+
+@pytest.mark.parametrize("sanitizer", [pytest.param("thread", marks=pytest.mark.slow), "none"])
+def test_queue_stress(sanitizer: str, tmp_path) -> None:
+    out = run(build(tmp_path, "stress_queue", sanitizer), STRESS_SCALE[sanitizer])
+    assert out.splitlines()[-1] == "ok"
+    assert sum(int(n) for n in re.findall(r"(\d+) entries", out)) >= 2_000_000
