@@ -17,10 +17,11 @@ from floem.errors import FloemError
 from floem.ir import ProgramIR
 from floem.launcher import RunResult, launch
 from floem.passes import run_pipeline
+from floem.platforms import DMA_OPTIONS, PLATFORMS, Platform
 
 DEFAULT_CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-O2", "-g", "-Wall", "-Wextra",
                   "-Werror=implicit-function-declaration", "-pthread"]
-NIC_PLATFORMS = ("emu", "bluefield", "liquidio")
+NIC_PLATFORMS = tuple(PLATFORMS)
 NET_BACKENDS = ("udp", "dpdk", "pcap")
 
 
@@ -31,6 +32,7 @@ class BuildResult:
     out_dir: str
     files: list[str]
     executables: dict[str, str]
+    commands: dict[str, list[str]]
     libraries: list[str]
     headers: list[str]
     main_executable: str | None
@@ -55,13 +57,20 @@ def build_program(program: Any, out_dir: str | None = None, dump_after: str | No
     """Compile ``program`` into ``out_dir`` (default: a content-addressed cache directory)."""
     _check_options(opts)
     app_dir = [f"-I{os.path.dirname(program.app_file)}"] if program.app_file else []
-    cflags = DEFAULT_CFLAGS + app_dir + program.extra_cflags + \
-        shlex.split(os.environ.get("FLOEM_CFLAGS", ""))
+    user = shlex.split(os.environ.get("FLOEM_CFLAGS", ""))
+    cflags = DEFAULT_CFLAGS + app_dir + program.extra_cflags + user
     staging = out_dir or os.path.join(cache_root(), "staging")
     ir = run_pipeline(program, opts, dump_after=dump_after, dump_dir=staging if dump_after else None)
+    platform = PLATFORMS[opts.get("nic", "emu")]
+    has_nic = any(p.device == "NIC" for p in ir.processes.values())
+    if has_nic:
+        platform.check_tools()
+    nic_cflags = _nic_cflags(cflags, platform, opts)
     runtime_sources = _runtime_sources()
-    files = generate(ir, cflags, [f"runtime/src/{s}" for s in runtime_sources])
-    key = _content_key(files, cflags, program.depends)
+    files = generate(ir, cflags, [f"runtime/src/{s}" for s in runtime_sources],
+                     platform.compiler(), nic_cflags)
+    key = _content_key(files, cflags + nic_cflags, program.depends,
+                       [platform.compiler()] if has_nic else [])
     if out_dir is None:
         out_dir = os.path.join(cache_root(), key[:24])
         if dump_after:
@@ -69,7 +78,7 @@ def build_program(program: Any, out_dir: str | None = None, dump_after: str | No
     os.makedirs(out_dir, exist_ok=True)
     written = [_write(out_dir, f.name, f.text) for f in files]
     written += _copy_runtime(out_dir, runtime_sources)
-    result = _result(ir, out_dir, written)
+    result = _result(ir, out_dir, written, platform)
     if report_file:
         result.report = _write(out_dir, "report.txt", report(ir))
         result.files.append(result.report)
@@ -99,7 +108,8 @@ def run_built(built: BuildResult, program: Any, timeout: float | None = None,
     if built.main_executable is None:
         raise FloemError("the program has no main process to run: give floem.main(...) or a "
                          "segment that runs as a thread", program.app_file)
-    others = {n: p for n, p in built.executables.items() if p != built.main_executable}
+    others = {n: built.commands[n] for n, p in built.executables.items()
+              if p != built.main_executable}
     env = {"FLOEM_REPORT": "1"} if built.report else {}
     return launch(built.main_executable, others, args or [], timeout=timeout, duration=duration,
                   capture=capture, env=env)
@@ -113,9 +123,23 @@ def cache_root() -> str:
     return root
 
 
+def _nic_cflags(cflags: list[str], platform: Platform, opts: dict[str, Any]) -> list[str]:
+    """Flags of the NIC program: the host's (sanitizers only natively) plus the platform's."""
+    flags = [f for f in cflags if platform.name == "emu" or not f.startswith("-fsanitize")]
+    flags += list(platform.cflags) + shlex.split(os.environ.get("FLOEM_NIC_CFLAGS", ""))
+    if not opts.get("sync_layer", True):
+        flags.append("-DFLOEM_SYNC_BLOCKING")
+    return flags
+
+
 def _check_options(opts: dict[str, Any]) -> None:
     if opts.get("nic", "emu") not in NIC_PLATFORMS:
         raise FloemError(f"--nic must be one of {', '.join(NIC_PLATFORMS)}, not {opts['nic']!r}")
+    if opts.get("nic_managers", 1) < 0:
+        raise FloemError("--nic-managers must be 0 (inline) or more")
+    unknown = set(opts.get("dma_model", {})) - set(DMA_OPTIONS)
+    if unknown:
+        raise FloemError(f"unknown DMA model options: {', '.join(sorted(unknown))}")
     if opts.get("net", "udp") not in NET_BACKENDS:
         raise FloemError(f"--net must be one of {', '.join(NET_BACKENDS)}, not {opts['net']!r}")
 
@@ -137,7 +161,8 @@ def _copy_runtime(out_dir: str, sources: list[str]) -> list[str]:
     return copied
 
 
-def _content_key(files: list[GeneratedFile], cflags: list[str], depends: list[str]) -> str:
+def _content_key(files: list[GeneratedFile], cflags: list[str], depends: list[str],
+                 compilers: list[str]) -> str:
     h = hashlib.sha256()
     for f in files:
         h.update(f.name.encode() + b"\0" + f.text.encode() + b"\0")
@@ -147,26 +172,29 @@ def _content_key(files: list[GeneratedFile], cflags: list[str], depends: list[st
             h.update(name.encode() + (_read(os.path.join(root, sub, name)) or "").encode())
     for dep in depends:
         h.update(dep.encode() + (_read_bytes(dep)))
-    h.update(" ".join(cflags).encode() + _compiler_id().encode())
+    h.update(" ".join(cflags).encode())
+    for cc in [os.environ.get("CC", "cc")] + compilers:
+        h.update(_compiler_id(cc).encode())
     return h.hexdigest()
 
 
-def _compiler_id() -> str:
-    cc = os.environ.get("CC", "cc")
+def _compiler_id(cc: str) -> str:
     try:
         return subprocess.run([cc, "--version"], capture_output=True, text=True).stdout
     except OSError:
         raise FloemError(f"no C compiler: {cc!r} not found (install gcc)") from None
 
 
-def _result(ir: ProgramIR, out_dir: str, written: list[str]) -> BuildResult:
+def _result(ir: ProgramIR, out_dir: str, written: list[str], platform: Platform) -> BuildResult:
     executables = {p.name: os.path.join(out_dir, p.name) for p in ir.processes.values() if p.has_main}
+    commands = {p.name: platform.command(executables[p.name]) if p.device == "NIC"
+                else [executables[p.name]] for p in ir.processes.values() if p.has_main}
     libraries = [os.path.join(out_dir, f"lib{p.name}.{ext}") for p in ir.processes.values()
                  if p.callables for ext in ("a", "so")]
     headers = [os.path.join(out_dir, f"{p.name}.h") for p in ir.processes.values()]
     main = ir.options.get("main_process")
     return BuildResult(out_dir=out_dir, files=written + list(executables.values()) + libraries,
-                       executables=executables, libraries=libraries, headers=headers,
+                       executables=executables, commands=commands, libraries=libraries, headers=headers,
                        main_executable=executables.get(main), warnings=list(ir.warnings))
 
 

@@ -11,6 +11,7 @@ from floem.builder import NET_BACKENDS, NIC_PLATFORMS, build_program, check_prog
 from floem.errors import FloemError
 from floem.graph import to_dot, write_graph
 from floem.lang.program import Program, loaded_program, reset_default_program
+from floem.platforms import DMA_OPTIONS
 
 
 def load_app(path: str) -> Program:
@@ -36,6 +37,13 @@ def _parser() -> argparse.ArgumentParser:
     def target_options(p: argparse.ArgumentParser) -> None:
         p.add_argument("app", help="the app file (Python)")
         p.add_argument("--nic", choices=NIC_PLATFORMS, default="emu", help="NIC platform")
+        p.add_argument("--nic-managers", type=int, default=1, metavar="N",
+                       help="NIC cores running the queue synchronization layer (0: inline)")
+        p.add_argument("--no-sync-layer", action="store_true",
+                       help="blocking, unbatched DMA per queue entry instead of the sync layer")
+        for name, unit in DMA_OPTIONS.items():
+            p.add_argument(f"--dma-{name.replace('_', '-')}", type=float, metavar=unit,
+                           help=f"DMA cost model: {name.replace('_', ' ')} (default: runtime's)")
         p.add_argument("--net", choices=NET_BACKENDS, default="udp", help="packet I/O backend")
         p.add_argument("--dump-after", metavar="PASS", help="write the IR after PASS (or 'all')")
         p.add_argument("--report", action="store_true", help="write report.txt and print it")
@@ -53,6 +61,9 @@ def _parser() -> argparse.ArgumentParser:
 
     check = sub.add_parser("check", help="front end and all passes, no C compiler")
     check.add_argument("app")
+    check.add_argument("--nic", choices=NIC_PLATFORMS, default="emu", help="NIC platform")
+    check.add_argument("--nic-managers", type=int, default=1, metavar="N",
+                       help="NIC cores running the queue synchronization layer (0: inline)")
 
     graph = sub.add_parser("graph", help="draw the program (DOT; SVG/PNG with Graphviz)")
     graph.add_argument("app")
@@ -62,7 +73,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
     return {"nic": args.nic, "net": args.net, "dump_after": args.dump_after,
-            "report_file": args.report}
+            "report_file": args.report, "nic_managers": args.nic_managers,
+            "sync_layer": not args.no_sync_layer,
+            "dma_model": {k: getattr(args, f"dma_{k}") for k in DMA_OPTIONS
+                          if getattr(args, f"dma_{k}") is not None}}
 
 
 def _warn(warnings: list[str]) -> None:
@@ -73,7 +87,7 @@ def _warn(warnings: list[str]) -> None:
 def _command(args: argparse.Namespace) -> int:
     program = load_app(args.app)
     if args.command == "check":
-        ir = check_program(program)
+        ir = check_program(program, nic=args.nic, nic_managers=args.nic_managers)
         _warn(ir.warnings)
         print(f"{args.app}: ok ({len(ir.segments)} segments, {len(ir.nodes())} elements)")
         return 0

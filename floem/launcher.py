@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import IO
 
 GRACE_SECONDS = 5.0
+STOP_SECONDS = 2.0
 _runs = itertools.count()
 TIMEOUT_STATUS = 124
 
@@ -41,10 +42,10 @@ class _Proc:
                 pass
 
 
-def launch(main: str, others: dict[str, str], args: list[str], timeout: float | None = None,
+def launch(main: str, others: dict[str, list[str]], args: list[str], timeout: float | None = None,
            duration: float | None = None, capture: bool = True,
            env: dict[str, str] | None = None) -> RunResult:
-    """Run ``main`` (with ``args``) beside ``others``; stop everything when main ends.
+    """Run ``main`` (with ``args``) beside ``others`` (name -> command); stop all when main ends.
 
     All processes share one POSIX shared memory object (named in ``FLOEM_SHM``),
     removed when they have stopped.
@@ -59,7 +60,7 @@ def launch(main: str, others: dict[str, str], args: list[str], timeout: float | 
     notes: list[str] = []
     shm = f"/floem-{os.getpid()}-{next(_runs)}"
     child_env = {**os.environ, **(env or {}), "FLOEM_SHM": shm}
-    procs = [_Proc(name, [path], out, err, child_env) for name, path in others.items()]
+    procs = [_Proc(name, argv, out, err, child_env) for name, argv in others.items()]
     main_proc = _Proc(os.path.basename(main), [main] + args, out, err, child_env)
     procs.append(main_proc)
     forwarded = _forward_signals(procs)
@@ -88,9 +89,7 @@ def launch(main: str, others: dict[str, str], args: list[str], timeout: float | 
                 break
             time.sleep(0.01)
     finally:
-        for p in procs:
-            p.signal(signal.SIGKILL)
-            p.popen.wait()
+        _stop(procs)
         for s, handler in forwarded.items():
             signal.signal(s, handler)
         _unlink_shared(shm)
@@ -101,6 +100,19 @@ def launch(main: str, others: dict[str, str], args: list[str], timeout: float | 
         notes.append(_death(main_proc))
         code = 128 - code
     return _result(out, err, code, timed_out, notes)
+
+
+def _stop(procs: list[_Proc]) -> None:
+    """SIGTERM whatever still runs, give it a moment to stop cleanly, then SIGKILL."""
+    for p in procs:
+        p.signal(signal.SIGTERM)
+    deadline = time.monotonic() + STOP_SECONDS
+    for p in procs:
+        try:
+            p.popen.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.signal(signal.SIGKILL)
+            p.popen.wait()
 
 
 def _unlink_shared(name: str) -> None:

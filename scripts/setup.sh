@@ -1,10 +1,12 @@
 #!/bin/bash
 # Install what Floem needs on a Debian machine (idempotent) and print the venv's bin dir.
-# System packages: a C toolchain, make, Graphviz, Python venv support.
+# System packages: a C toolchain, make, Graphviz, Python venv support, and the cross
+# compilers and qemu-user for the NIC platforms (BlueField: aarch64, LiquidIO: mips64).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(gcc make graphviz python3-venv python3-dev libffi-dev)
+packages=(gcc make graphviz python3-venv python3-dev libffi-dev
+          gcc-aarch64-linux-gnu gcc-mips64-linux-gnuabi64 qemu-user)
 missing=()
 for p in "${packages[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

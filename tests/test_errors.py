@@ -60,6 +60,16 @@ class Two(Element):
         self.run_c("int x = inp(); output switch { case x < 9: small(x); else: big(x); }")
 
 
+class Drop(Element):
+    """A leaf taking a dequeued packet."""
+
+    def configure(self):
+        self.inp = Input()
+
+    def impl(self):
+        self.run_c("(void)0;")
+
+
 class Packet(State):
     key = Field(Int)
 
@@ -131,6 +141,27 @@ class S(Segment):
 {textwrap.indent(textwrap.dedent(wiring), " " * 8)}
 
 S("s")
+'''
+
+
+def queue_app(tx: str, rx: str, queue: str = "q = Queue('q', channel=2)") -> str:
+    """Queue ``q`` (made by the line ``queue``) between segments wired by ``tx`` and ``rx``."""
+    return f'''\
+{queue}
+
+
+class Tx(Segment):
+    def impl(self):
+        {tx}
+
+
+class Rx(Segment):
+    def impl(self):
+        {rx}
+
+
+Tx("tx")
+Rx("rx")
 '''
 
 
@@ -317,6 +348,46 @@ class S(Segment):
 
 S("s", device="GPU")  # <-- error
 ''', "device must be target.CPU or target.NIC, not 'GPU'"),
+    ("one-channel connection to a two-channel queue", queue_app(
+        "Src() >> q  # <-- error", "q.deq[0] >> Drop()"),
+     "queue 'q' has 2 channels: connect to q.enq[i]"),
+    ("one-channel connection from a two-channel queue", queue_app(
+        "Src() >> q.enq[0]", "q >> Drop()  # <-- error"),
+     "queue 'q' has 2 channels: connect from q.deq[i]"),
+    ("queue enqueued into but never dequeued", queue_app(
+        "Src() >> q", "Src() >> Sink()", queue="q = Queue('q')  # <-- error"),
+     "queue 'q': channel 0 is enqueued into but nothing dequeues from it"),
+    ("queue with no channels", queue_app("Src() >> q", "q >> Drop()",
+                                         queue="q = Queue('q', channel=0)  # <-- error"),
+     "Queue channel= must be a positive integer, not 0"),
+    ("queue of negative size", queue_app("Src() >> q", "q >> Drop()",
+                                         queue="q = Queue('q', size=-1)  # <-- error"),
+     "Queue size= must be a positive integer, not -1"),
+    ("queue instances as a string", queue_app("Src() >> q", "q >> Drop()",
+                                              queue="q = Queue('q', inst='2')  # <-- error"),
+     "Queue inst= must be a positive integer, not '2'"),
+    ("edge beside a queue between its two segments", '''\
+q = Queue("q")
+
+
+class A(Segment):
+    def impl(self):
+        self.inc = Inc()
+        Src() >> self.inc >> q
+
+
+a = A("a")
+
+
+class B(Segment):
+    def impl(self):
+        q >> Drop()
+        a.inc >> Sink()  # <-- error
+
+
+B("b")
+''', "Inc0 (segment a) >> Sink0 (segment b) joins two segments; connect segments through "
+     "a Queue"),
 ]
 
 
@@ -366,6 +437,14 @@ def assert_located_error(result, path: str, app: str, message: str) -> None:
 def test_floem_check_reports_the_mistake_at_its_line(tmp_path, case_text, message):
     path, app = write_app(tmp_path, case_text)
     assert_located_error(floem("check", path), path, app, message)
+
+
+def test_a_channel_enqueued_into_but_never_dequeued(tmp_path):
+    path, app = write_app(tmp_path, queue_app(
+        "two = Two(); Src() >> two; two.small >> q.enq[0]; two.big >> q.enq[1]",
+        "q.deq[0] >> Drop()", queue="q = Queue('q', channel=2)  # <-- error"))
+    assert_located_error(floem("check", path), path, app,
+                         "queue 'q': channel 1 is enqueued into but nothing dequeues from it")
 
 
 # Mistakes only gcc sees: `floem build` maps them back to the element and app line

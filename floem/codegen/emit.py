@@ -17,8 +17,9 @@ import jinja2
 
 from floem import csrc
 from floem.codegen import queues as qgen
+from floem.platforms import DMA_ENVIRONMENT
 from floem.codegen.structs import state_classes, state_initializer, struct_declarations
-from floem.ir import EdgeKind, ElementNode, ProgramIR, SegmentIR
+from floem.ir import EdgeKind, ElementNode, ProgramIR, QueueIR, SegmentIR
 
 _TEMPLATES = jinja2.Environment(
     loader=jinja2.PackageLoader("floem.codegen", "templates"),
@@ -36,7 +37,8 @@ class GeneratedFile:
     owners: list[tuple[int, str]] = field(default_factory=list)
 
 
-def generate(ir: ProgramIR, cflags: list[str], runtime_sources: list[str]) -> list[GeneratedFile]:
+def generate(ir: ProgramIR, cflags: list[str], runtime_sources: list[str],
+             nic_cc: str = "$(CC)", nic_cflags: list[str] | None = None) -> list[GeneratedFile]:
     """The C files, headers and Makefile for every process of ``ir``."""
     files = []
     structs = struct_declarations(state_classes(ir.program, [type(s) for n in ir.nodes()
@@ -45,17 +47,20 @@ def generate(ir: ProgramIR, cflags: list[str], runtime_sources: list[str]) -> li
         emitter = _ProcessEmitter(ir, proc.name)
         files.append(emitter.header(structs))
         files.append(emitter.source())
-    files.append(_makefile(ir, cflags, runtime_sources))
+    files.append(_makefile(ir, cflags, runtime_sources, nic_cc, nic_cflags or cflags))
     return files
 
 
-def _makefile(ir: ProgramIR, cflags: list[str], runtime_sources: list[str]) -> GeneratedFile:
+def _makefile(ir: ProgramIR, cflags: list[str], runtime_sources: list[str], nic_cc: str,
+              nic_cflags: list[str]) -> GeneratedFile:
     program = ir.program
     text = _TEMPLATES.get_template("Makefile.j2").render(
-        app_file=program.app_file, cflags=" ".join(cflags),
-        ldlibs="", runtime_sources=" ".join(runtime_sources),
+        app_file=program.app_file, cflags=" ".join(cflags), nic_cc=nic_cc,
+        nic_cflags=" ".join(nic_cflags), ldlibs="", runtime_sources=" ".join(runtime_sources),
         depends=" ".join(program.depends),
-        processes=[{"name": p.name, "executable": p.has_main, "library": bool(p.callables)}
+        processes=[{"name": p.name, "executable": p.has_main, "library": bool(p.callables),
+                    "cc": "$(NIC_CC)" if p.device == "NIC" else "$(CC)",
+                    "cflags": "$(NIC_CFLAGS)" if p.device == "NIC" else "$(CFLAGS)"}
                    for p in ir.processes.values()],
     )
     return GeneratedFile("Makefile", text)
@@ -88,6 +93,12 @@ class _ProcessEmitter:
         self.segments: list[SegmentIR] = [ir.segments[s] for s in self.proc.segments]
         self.nodes: list[ElementNode] = [ir.node(n) for s in self.segments for n in s.elements]
         self.channels = {q.name: qgen.channels(ir, q) for q in ir.queues.values()}
+        self.nic = self.proc.device == "NIC"
+        self.managers = ir.options.get("nic_managers", 1) if self.nic else 0
+        mine = {n.name for n in self.nodes}
+        self.enqueued = {q.name for q in ir.queues.values()
+                         if any(e in mine for names in q.enqueuers for e in names)}
+        self.dequeued = {q.name for q in ir.queues.values() if q.dequeuer in mine}
 
     # -- header ---------------------------------------------------------------
 
@@ -112,13 +123,24 @@ class _ProcessEmitter:
         program = self.ir.program
         c_file = f"{self.process}.c"
         elements = [self._element(n) for n in self.nodes]
+        homes = self.ir.state_homes
+        queues = list(self.ir.queues.values())
+        used = [q for q in queues if q.name in self.enqueued | self.dequeued]
         text = _TEMPLATES.get_template("process.c.j2").render(
             process=self.process, app_file=program.app_file, c_file=c_file,
-            states=[self._state(s) for s in program.states],
+            nic=self.nic, managers=self.managers,
+            dma_defaults=[(DMA_ENVIRONMENT[k], f"{v:g}")
+                          for k, v in sorted(self.ir.options.get("dma_model", {}).items())],
+            states=[self._state(s) for s in program.states if homes[s.name] == "host"],
+            nic_states=[self._state(s) for s in program.states
+                        if self.nic and homes[s.name] == "nic"],
             regions=[{"name": r.name, "size": r.size} for r in program.memory_regions],
-            queues=[self._queue(q) for q in self.ir.queues.values()],
-            entry_structs=[s for q in self.ir.queues.values()
-                           for s in qgen.entry_structs(self.channels[q.name])],
+            queues=[self._queue(q) for q in queues if q.home == "host"],
+            nic_queues=[self._queue(q) for q in queues if self.nic and q.home == "nic"],
+            shadows=[self._queue(q) for q in used if self._access(q).synced],
+            used_queues=[self._queue(q) for q in used],
+            entry_structs=[s for q in used for s in qgen.entry_structs(self.channels[q.name])],
+            wire_functions=[qgen.wire_function(c) for c in state_classes(program) if self.nic],
             prototypes=self._prototypes(),
             joins=[self._join(n) for n in self.nodes if n.join],
             returns=[self._return_slot(s) for s in self.segments
@@ -139,17 +161,31 @@ class _ProcessEmitter:
         return {"type": type(s).c_type_name(), "pointer": f"{s.name}_state",
                 "init": state_initializer(s)}
 
-    def _queue(self, q: Any) -> dict[str, Any]:
-        mine = {n.name for n in self.nodes}
+    def _access(self, q: QueueIR) -> qgen.Access:
+        synced = self.nic and q.home == "host"
+        return qgen.Access(synced=synced, manage=synced and self.managers == 0)
+
+    def _queue(self, q: QueueIR) -> dict[str, Any]:
         payload = qgen.payload_expr(self.channels[q.name])
         entry_size = (str(q.entry_size) if q.entry_size
                       else f"floem_queue_entry_size({q.name}_payload)")
         if q.entry_size:
             payload = f"{q.entry_size} - FLOEM_QUEUE_ENTRY_HEADER_BYTES"
+        access = self._access(q)
+        to_host = q.enq_device == "NIC"
+        host_side_dequeues = q.deq_device == "CPU"
         return {"name": q.name, "instances": q.instances, "size": q.size,
                 "payload": payload, "entry_size": entry_size,
-                "enqueued_here": any(e in mine for names in q.enqueuers for e in names),
-                "dequeued_here": q.dequeuer in mine}
+                "enqueued_here": q.name in self.enqueued,
+                "dequeued_here": q.name in self.dequeued,
+                "counters_here": not access.synced and (
+                    q.name in self.dequeued if host_side_dequeues or q.home == "nic"
+                    else q.name in self.enqueued),
+                "handle": access.handle,
+                "direction": "FLOEM_SYNC_TO_HOST" if to_host else "FLOEM_SYNC_FROM_HOST",
+                "batch": max(1, min(32, q.size // 4)),
+                "multi": "true" if (self.managers == 0 or (
+                    q.multi_producer if to_host else q.multi_consumer)) else "false"}
 
     def _state_type(self, n: ElementNode) -> str:
         return f"{n.state_class.c_type_name()} *" if n.state_class else "void *"
@@ -223,14 +259,15 @@ class _ProcessEmitter:
 
     def _queue_statements(self, n: ElementNode) -> list[str]:
         q = self.ir.queues[n.queue]
+        access = self._access(q)
         if n.role == "enqueue":
-            return qgen.enqueue_body(self.ir, n, self.channels[q.name][n.channel])
+            return qgen.enqueue_body(n, self.channels[q.name][n.channel], access)
         if n.role == "dequeue":
-            return qgen.dequeue_body(self.ir, n, q, len(self.ir.segments[n.segment].cores))
+            return qgen.dequeue_body(n, q, len(self.ir.segments[n.segment].cores), access)
         if n.role == "save":
-            return qgen.save_body(self.channels[q.name][n.channel]) + [f"{n.name}_out(state);"]
-        return [f"floem_deq_release({q.name}_held.q, {q.name}_held.entry);",
-                f"{q.name}_held.entry = NULL;"]
+            return qgen.save_body(self.channels[q.name][n.channel], access) + \
+                [f"{n.name}_out(state);"]
+        return qgen.release_body(q, access)
 
     def _dispatchers(self, n: ElementNode) -> list[dict[str, Any]]:
         result = []
@@ -291,7 +328,8 @@ class _ProcessEmitter:
 
     def _thread(self, seg: SegmentIR) -> dict[str, Any]:
         return {"segment": seg.name, "count": len(seg.cores), "source": seg.source,
-                "state": seg.state_class.c_type_name() if seg.state_class else ""}
+                "state": seg.state_class.c_type_name() if seg.state_class else "",
+                "manage": self.nic and self.managers == 0}
 
     def _main(self) -> dict[str, Any]:
         info = self.ir.options.get("main_info")

@@ -76,7 +76,47 @@ def payload_expr(chans: list[Channel]) -> str:
     return expr
 
 
-def enqueue_body(ir: ProgramIR, n: ElementNode, ch: Channel) -> list[str]:
+@dataclass(frozen=True)
+class Access:
+    """How one side of a process reaches a queue's instances.
+
+    ``synced``: a NIC end of a host-resident queue, through the synchronization
+    layer (entries in wire byte order); otherwise the queue runtime directly.
+    ``manage``: call the sync manager inline while waiting (no manager cores).
+    """
+
+    synced: bool = False
+    manage: bool = False
+
+    @property
+    def handle(self) -> str:
+        """C type of an instance handle."""
+        return "floem_sync_t" if self.synced else "floem_queue_t"
+
+    def table(self, q: QueueIR) -> str:
+        """C array of the instance handles of ``q``."""
+        return f"{q.name}_sync" if self.synced else f"{q.name}_inst"
+
+    def reserve(self, multi: bool) -> str:
+        return "floem_sync_enq_reserve(q)" if self.synced else \
+            f"floem_enq_reserve(q, {'true' if multi else 'false'})"
+
+    def commit(self, channel: int) -> str:
+        return f"floem_{'sync_' if self.synced else ''}enq_commit(q, entry, {channel});"
+
+    def drop(self) -> str:
+        return f"floem_{'sync_' if self.synced else ''}enq_drop(q);"
+
+    def acquire(self, multi: bool) -> str:
+        return "floem_sync_deq_acquire(q, &channel)" if self.synced else \
+            f"floem_deq_acquire(q, {'true' if multi else 'false'}, &channel)"
+
+    def release(self, q: QueueIR) -> str:
+        return (f"floem_{'sync_' if self.synced else ''}deq_release("
+                f"{q.name}_held.q, {q.name}_held.entry);")
+
+
+def enqueue_body(n: ElementNode, ch: Channel, access: Access) -> list[str]:
     """Statements of an enqueue element: pick the instance, reserve, copy live fields, commit."""
     q = ch.queue
     has_qid = n.state_class is not None and any(f.name == "qid" for f in n.state_class.fields())
@@ -85,65 +125,66 @@ def enqueue_body(ir: ProgramIR, n: ElementNode, ch: Channel) -> list[str]:
              f"    __atomic_fetch_add(&{q.name}_bad_qid, 1, __ATOMIC_RELAXED);",
              "    return;",
              "}",
-             f"floem_queue_t *q = {q.name}_inst[qid];"]
+             f"{access.handle} *q = {access.table(q)}[qid];"]
     for f in ch.variable:
         lines.append(f"size_t {f.name}_len = (size_t)({f.size});")
     if ch.variable:
         total = " + ".join(f"{f.name}_len" for f in ch.variable)
         lines += [f"if (sizeof(struct {ch.struct}) + {total} > {q.name}_payload) {{",
-                  "    floem_enq_drop(q);",
+                  f"    {access.drop()}",
                   "    return;",
                   "}"]
-    mp = "true" if q.multi_producer else "false"
     lines.append("void *entry;")
     if q.lossless:
-        lines += [f"while ((entry = floem_enq_reserve(q, {mp})) == NULL) {{",
+        lines += [f"while ((entry = {access.reserve(q.multi_producer)}) == NULL) {{",
                   "    if (!floem_running()) {",
-                  "        floem_enq_drop(q);",
+                  f"        {access.drop()}",
                   "        return;",
-                  "    }",
-                  "}"]
+                  "    }"]
+        lines += ["    floem_sync_manage(q);"] if access.manage else []
+        lines.append("}")
     else:
-        lines += [f"if ((entry = floem_enq_reserve(q, {mp})) == NULL) {{",
-                  "    floem_enq_drop(q);",
+        lines += [f"if ((entry = {access.reserve(q.multi_producer)}) == NULL) {{",
+                  f"    {access.drop()}",
                   "    return;",
                   "}"]
     if not ch.empty:
         lines.append(f"struct {ch.struct} *e = entry;")
-        lines += _copies(ch, "e->{f}", "state->{f}")
+        lines += _copies(ch.fixed, "e->", "state->", access.synced)
         offset = f"sizeof(struct {ch.struct})"
         for f in ch.variable:
-            lines += [f"e->{f.name}_len = (uint32_t){f.name}_len;",
+            length = f"(uint32_t){f.name}_len"
+            lines += [f"e->{f.name}_len = {_wire(length, access.synced)};",
                       f"memcpy((char *)entry + {offset}, state->{f.name}, {f.name}_len);"]
             offset += f" + {f.name}_len"
-    lines.append(f"floem_enq_commit(q, entry, {ch.index});")
+    lines.append(access.commit(ch.index))
     return lines
 
 
-def dequeue_body(ir: ProgramIR, n: ElementNode, q: QueueIR, threads: int) -> list[str]:
+def dequeue_body(n: ElementNode, q: QueueIR, threads: int, access: Access) -> list[str]:
     """Statements of a dequeue: take the oldest entry of this thread's (or qid's) instance."""
-    mc = "true" if q.multi_consumer else "false"
     if "qid" in n.inputs:
         lines = [f"if (qid_0 < 0 || qid_0 >= {q.instances})",
                  "    return;",
-                 f"floem_queue_t *q = {q.name}_inst[qid_0];"]
+                 f"{access.handle} *q = {access.table(q)}[qid_0];"]
     else:
-        lines = [f"static _Thread_local int next = -1;",
+        lines = ["static _Thread_local int next = -1;",
                  "if (next < 0)",
                  "    next = floem_core_id;",
                  f"if (next >= {q.instances}) {{",
                  "    floem_idle = 1;",
                  "    return;",
                  "}",
-                 f"floem_queue_t *q = {q.name}_inst[next];",
+                 f"{access.handle} *q = {access.table(q)}[next];",
                  f"next += {threads};",
                  f"if (next >= {q.instances})",
                  "    next = floem_core_id;"]
     lines += ["uint16_t channel;",
-              f"void *entry = floem_deq_acquire(q, {mc}, &channel);",
+              f"void *entry = {access.acquire(q.multi_consumer)};",
               "if (entry == NULL) {",
-              "    floem_idle = 1;",
-              "    return;",
+              "    floem_idle = 1;"]
+    lines += ["    floem_sync_manage(q);"] if access.manage else []
+    lines += ["    return;",
               "}",
               f"{q.name}_held.q = q;",
               f"{q.name}_held.entry = entry;",
@@ -154,25 +195,64 @@ def dequeue_body(ir: ProgramIR, n: ElementNode, q: QueueIR, threads: int) -> lis
     return lines
 
 
-def save_body(ch: Channel) -> list[str]:
+def save_body(ch: Channel, access: Access) -> list[str]:
     """Statements of a save: fill the per-packet state from the held entry."""
     if ch.empty:
         return []
     lines = [f"const struct {ch.struct} *e = {ch.queue.name}_held.entry;"]
-    lines += _copies(ch, "state->{f}", "e->{f}")
+    lines += _copies(ch.fixed, "state->", "e->", access.synced)
     offset = f"sizeof(struct {ch.struct})"
     for f in ch.variable:
         lines.append(f"state->{f.name} = (void *)((char *){ch.queue.name}_held.entry + {offset});")
-        offset += f" + e->{f.name}_len"
+        offset += f" + {_wire(f'e->{f.name}_len', access.synced)}"
     return lines
 
 
-def _copies(ch: Channel, dst: str, src: str) -> list[str]:
+def release_body(q: QueueIR, access: Access) -> list[str]:
+    """Statements of a release: hand the held entry back to the producer."""
+    return [access.release(q), f"{q.name}_held.entry = NULL;"]
+
+
+def _wire(expr: str, wire: bool) -> str:
+    return f"floem_wire({expr})" if wire else expr
+
+
+def _copies(fields: list[Field], dst: str, src: str, wire: bool) -> list[str]:
+    """Copy fields ``src<f>`` to ``dst<f>``; in wire order, scalars are converted one by one."""
     lines = []
-    for f in ch.fixed:
-        if f.type.array_len is not None:
-            lines.append(f"memcpy({dst.format(f=f.name)}, {src.format(f=f.name)}, "
-                         f"sizeof({dst.format(f=f.name)}));")
+    for f in fields:
+        d, s = f"{dst}{f.name}", f"{src}{f.name}"
+        if f.state_class is not None and wire:
+            lines += _copies(f.state_class.fields(), d + ".", s + ".", wire)
+        elif f.type.array_len is not None:
+            if wire and not f.type.c.endswith("*") and f.type.c not in _BYTES:
+                lines.append(f"for (size_t i = 0; i < {f.type.array_len}; i++) "
+                             f"{d}[i] = floem_wire({s}[i]);")
+            else:
+                lines.append(f"memcpy({d}, {s}, sizeof({d}));")
         else:
-            lines.append(f"{dst.format(f=f.name)} = {src.format(f=f.name)};")
+            lines.append(f"{d} = {_wire(s, wire)};")
     return lines
+
+
+_BYTES = {"char", "signed char", "unsigned char", "uint8_t", "int8_t", "bool"}
+
+
+def wire_function(cls: type) -> str:
+    """``floem_wire_<S>(S *s)``: convert a State between NIC and wire byte order, in place.
+
+    NIC code reading host-resident state with ``dma_read`` calls it after the
+    read and before ``dma_write``; on a little-endian NIC it does nothing.
+    """
+    name = cls.c_type_name()
+    lines = [f"static inline void floem_wire_{name}({name} *s)", "{", "    (void)s;"]
+    for f in cls.fields():
+        if f.state_class is not None:
+            lines.append(f"    floem_wire_{f.state_class.c_type_name()}(&s->{f.name});")
+        elif f.type.array_len is not None and f.type.c not in _BYTES and not f.type.c.endswith("*"):
+            lines.append(f"    for (size_t i = 0; i < {f.type.array_len}; i++) "
+                         f"s->{f.name}[i] = floem_wire(s->{f.name}[i]);")
+        elif f.type.array_len is None and not f.type.c.endswith("*"):
+            lines.append(f"    s->{f.name} = floem_wire(s->{f.name});")
+    lines.append("}")
+    return "\n".join(lines)

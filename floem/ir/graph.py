@@ -83,6 +83,9 @@ class QueueIR:
     fields: list[list[str]] = field(default_factory=list)
     multi_producer: bool = False
     multi_consumer: bool = False
+    home: str = "host"
+    enq_device: str = "CPU"
+    deq_device: str = "CPU"
 
 
 @dataclass
@@ -93,6 +96,7 @@ class ProcessIR:
     segments: list[str] = field(default_factory=list)
     has_main: bool = False
     callables: list[str] = field(default_factory=list)
+    device: str = "CPU"
 
 
 @dataclass
@@ -104,6 +108,7 @@ class ProgramIR:
     segments: dict[str, SegmentIR] = field(default_factory=dict)
     processes: dict[str, ProcessIR] = field(default_factory=dict)
     queues: dict[str, QueueIR] = field(default_factory=dict)
+    state_homes: dict[str, str] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
@@ -142,12 +147,15 @@ class ProgramIR:
             lines.extend(self._dump_node(n))
         for q in self.queues.values():
             lines.append(f"queue {q.name}: channels={q.channels} inst={q.instances} size={q.size} "
-                         f"lossless={q.lossless} mp={q.multi_producer} mc={q.multi_consumer}")
+                         f"lossless={q.lossless} mp={q.multi_producer} mc={q.multi_consumer} "
+                         f"{q.enq_device}->{q.deq_device} in {q.home} memory")
             for c, fields in enumerate(q.fields):
                 lines.append(f"  channel {c} carries {', '.join(fields) or '(nothing)'}")
         for proc in self.processes.values():
-            lines.append(f"process {proc.name}: segments={proc.segments} callables={proc.callables} "
-                         f"main={'yes' if proc.has_main else 'no'}")
+            lines.append(f"process {proc.name} ({proc.device}): segments={proc.segments} "
+                         f"callables={proc.callables} main={'yes' if proc.has_main else 'no'}")
+        for state, home in self.state_homes.items():
+            lines.append(f"state {state} in {home} memory")
         return "\n".join(lines) + "\n"
 
     def _dump_node(self, n: ElementNode) -> list[str]:

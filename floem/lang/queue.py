@@ -45,7 +45,7 @@ class Queue:
         self.program = current_program()
         self.name = self.program.claim_name(name, "queue", self.loc)
         for what, value in (("channel", channel), ("inst", inst), ("size", size)):
-            if not isinstance(value, int) or value < 1:
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise self.loc.error(f"Queue {what}= must be a positive integer, not {value!r}")
         if size > 1 << 24:
             raise self.loc.error(f"Queue size={size} is too large (at most {1 << 24} entries)")
@@ -61,6 +61,8 @@ class Queue:
         self.enqueuers = [Enqueue(name=f"{self.name}_enq{c}", configure=[self, c])
                           for c in range(channel)]
         self.dequeuer = Dequeue(name=f"{self.name}_deq", configure=[self])
+        for end in self.enqueuers + [self.dequeuer]:
+            end.segment = None          # each end joins the segment it is connected in
         self.program.queues.append(self)
 
     @property

@@ -8,7 +8,8 @@ from typing import Any
 from floem.errors import FloemError
 from floem.ir import ProgramIR
 from floem.passes import (build_graph, check_callables, check_segments, check_types, liveness,
-                          lower_queues, order_graph, parse_bodies, placement)
+                          lower_queues, order_graph, parse_bodies, place_memory,
+                          placement)
 
 PIPELINE: list[ModuleType] = [
     build_graph,
@@ -20,6 +21,7 @@ PIPELINE: list[ModuleType] = [
     liveness,
     lower_queues,
     placement,
+    place_memory,
 ]
 
 

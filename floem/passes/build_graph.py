@@ -27,6 +27,7 @@ from floem.lang.queue import Dequeue, Enqueue, Queue
 from floem.lang.segment import CallableSegment, CallArgs, CoreId, Return, Segment
 
 NAME = "build_graph"
+NIC_PROCESS = "nic"
 
 
 def run(ir: ProgramIR) -> ProgramIR:
@@ -81,7 +82,8 @@ def _segment_ir(seg: Segment, default_process: str) -> SegmentIR:
     flow = seg.flow
     return SegmentIR(
         name=seg.name, kind="callable" if callable_ else "thread", device=seg.device,
-        cores=seg.cores, process=seg.process or default_process, loc=seg.loc,
+        cores=seg.cores, loc=seg.loc,
+        process=NIC_PROCESS if seg.device == "NIC" else seg.process or default_process,
         state_class=flow.state_class if flow else None,
         default_return=seg.default_return if callable_ else None,
     )
@@ -97,6 +99,7 @@ def _queue_ir(q: Queue) -> QueueIR:
 def _unused_queue_ends(program: Any) -> set[str]:
     """Ends of queues nothing is connected to (dropped); half-connected channels are errors."""
     connected = {p.owner.name for c in program.connections for p in (c.src, c.dst)}
+    sources = {(c.src.owner.name, c.src.name) for c in program.connections}
     unused = set()
     for q in program.queues:
         used_deq = q.dequeuer.name in connected
@@ -104,10 +107,12 @@ def _unused_queue_ends(program: Any) -> set[str]:
         if not used_deq and not any(used_enq):
             unused |= {q.dequeuer.name} | {e.name for e in q.enqueuers}
             continue
+        if not any(used_enq):
+            raise q.loc.error(f"queue '{q.name}' is dequeued from but nothing enqueues into it")
         for c, used in enumerate(used_enq):
             if not used:
                 unused.add(q.enqueuers[c].name)
-            if used and not used_deq:
+            if used and (q.dequeuer.name, f"out{c}") not in sources:
                 raise q.loc.error(f"queue '{q.name}': channel {c} is enqueued into but nothing "
                                   "dequeues from it")
     return unused

@@ -5,7 +5,7 @@ Before: `SegmentIR` entries with their elements but no ``source``.
 After: each segment's ``source`` is set (a callable's is its arguments
 element); errors for two sources in one segment, an element unreachable from
 its segment's source, a data edge joining two segments (that needs a queue),
-mixed per-packet state types, and devices this build cannot target::
+mixed per-packet state types, and NIC segments that are callable or name a process::
 
     segment rx: FromNet0, Parse0, Count0     segment rx source=FromNet0
 """
@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import networkx as nx
 
-from floem.ir import EdgeKind, ProgramIR
+from floem.ir import EdgeKind, ProgramIR, SegmentIR
+from floem.passes.build_graph import NIC_PROCESS
 
 NAME = "check_segments"
 
@@ -26,9 +27,10 @@ def run(ir: ProgramIR) -> ProgramIR:
             raise d["loc"].error(f"{u} (segment {su}) >> {v} (segment {sv}) joins two segments; "
                                  "connect segments through a Queue")
     for seg in ir.segments.values():
-        if seg.device != "CPU":
-            raise seg.loc.error(f"segment '{seg.name}': device=target.{seg.device} needs the NIC "
-                                "target, which this build does not provide yet")
+        if seg.device == "NIC":
+            _check_nic_segment(ir, seg)
+        elif seg.process == NIC_PROCESS:
+            raise seg.loc.error(f"process name '{NIC_PROCESS}' is the NIC's; choose another")
         if not seg.elements:
             raise seg.loc.error(f"segment '{seg.name}' has no elements")
         sources = [n for n in seg.elements if ir.node(n).is_source
@@ -54,3 +56,14 @@ def run(ir: ProgramIR) -> ProgramIR:
             raise seg.loc.error(f"segment '{seg.name}' mixes per-packet states ({names})")
         seg.state_class = seg.state_class or next(iter(states), None)
     return ir
+
+
+def _check_nic_segment(ir: ProgramIR, seg: SegmentIR) -> None:
+    """NIC segments run in the NIC process: no callables, no process of their own."""
+    if seg.kind == "callable":
+        raise seg.loc.error(f"callable segment '{seg.name}' cannot run on the NIC: legacy code "
+                            "calls into the host; reach the NIC through a Queue")
+    given = next(s for s in ir.program.segments if s.name == seg.name).process
+    if given is not None:
+        raise seg.loc.error(f"segment '{seg.name}' is on the NIC, which is one process of its own; "
+                            f"drop process={given!r}")

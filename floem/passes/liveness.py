@@ -93,12 +93,13 @@ def _live(ir: ProgramIR, succ: dict[str, list[str]]) -> tuple[dict[str, set[str]
 
 def _must_defined(ir: ProgramIR, succ: dict[str, list[str]]) -> dict[str, set[str]]:
     """Fields written on every path reaching each element (forward, intersection)."""
-    preds: dict[str, list[str]] = {n: [] for n in succ}
+    preds: dict[str, list[tuple[str, str]]] = {n: [] for n in succ}
     for name, targets in succ.items():
         if ir.node(name).role == "dequeue":
             continue                      # its channels' enqueuers stand in for it
         for t in targets:
-            preds[t].append(name)
+            ports = {d["in_port"] for _, v, d in ir.graph.out_edges(name, data=True) if v == t}
+            preds[t].append((name, next(iter(sorted(ports)), "")))
     everything = {f.name for n in ir.nodes() if n.state_class for f in n.state_class.fields()}
     defined_in = {n: (set() if not preds[n] else set(everything)) for n in succ}
     changed = True
@@ -107,11 +108,15 @@ def _must_defined(ir: ProgramIR, succ: dict[str, list[str]]) -> dict[str, set[st
         for name in succ:
             if not preds[name]:
                 continue
-            new = set(everything)
-            for p in preds[name]:
+            by_port: dict[str, set[str]] = {}
+            for p, port in preds[name]:
                 node = ir.node(p)
                 written = node.info.fields.writes | node.info.fields.kills if node.info else set()
-                new &= defined_in[p] | written
+                reached = defined_in[p] | written
+                by_port[port] = by_port[port] & reached if port in by_port else reached
+            # A join runs once all its inputs arrived: what any input defines is defined.
+            new = set().union(*by_port.values()) if ir.node(name).join \
+                else set.intersection(*by_port.values())
             if new != defined_in[name]:
                 defined_in[name], changed = new, True
     return defined_in

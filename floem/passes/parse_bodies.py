@@ -25,7 +25,7 @@ PSEUDO_ROLES = ("args", "return", "dequeue")
 def run(ir: ProgramIR) -> ProgramIR:
     """Analyse all bodies in one pycparser translation unit."""
     program = ir.program
-    bodies = [_body(n, ir.options.get("nic_bodies", False)) for n in ir.nodes()
+    bodies = [_body(n, ir.segments[n.segment].device == "NIC") for n in ir.nodes()
               if n.role not in PSEUDO_ROLES]
     if program.main_code is not None:
         bodies.append(main_body(program))

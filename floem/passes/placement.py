@@ -1,18 +1,20 @@
-"""Placement: segments become processes (executables) with threads.
+"""Placement: segments become processes (executables) with threads; NIC cores are counted.
 
-Before: segments naming a ``process`` (default: the program's name).
+Before: segments naming a ``process`` (default: the program's name; NIC
+segments are all in the ``nic`` process).
 
-After: ``ir.processes`` maps each process to its thread and callable
-segments; exactly one process holds ``main`` (the one ``floem.main`` names,
-else the default process); each queue's producer and consumer variants
-(atomic or not) follow from the threads that use it::
+After: ``ir.processes`` maps each process to its device, thread and callable
+segments; exactly one host process holds ``main`` (the one ``floem.main``
+names, else the default process); the NIC's threads plus its manager cores
+fit the platform (``--nic``), else an error at the segment that overflows::
 
-    seg rx (process=kvs), inc2 (process=math)  =>  process kvs [rx] main
-                                                  process math [inc2] callables
+    seg rx (NIC, 2 cores), inc2 (process=math)  =>  process nic (NIC) [rx], 2 + 1 cores
+                                                   process math [inc2] callables, main
 """
 from __future__ import annotations
 
-from floem.ir import ProcessIR, ProgramIR, QueueIR
+from floem.ir import ProcessIR, ProgramIR
+from floem.platforms import PLATFORMS
 
 NAME = "placement"
 
@@ -22,7 +24,7 @@ def run(ir: ProgramIR) -> ProgramIR:
     program = ir.program
     default = program.display_name
     for seg in ir.segments.values():
-        proc = ir.processes.setdefault(seg.process, ProcessIR(seg.process))
+        proc = ir.processes.setdefault(seg.process, ProcessIR(seg.process, device=seg.device))
         proc.segments.append(seg.name)
         if seg.kind == "callable":
             proc.callables.append(seg.name)
@@ -30,37 +32,33 @@ def run(ir: ProgramIR) -> ProgramIR:
         raise program.main_code.loc.error(
             f"main(process={program.main_process!r}): no segment is in that process "
             f"(processes: {', '.join(ir.processes) or 'none'})")
+    hosts = [p for p in ir.processes.values() if p.device == "CPU"]
     wanted = program.main_process or default
-    if program.main_process is None and default not in ir.processes and len(ir.processes) == 1:
-        wanted = next(iter(ir.processes))
+    if program.main_process is None and default not in ir.processes and len(hosts) == 1:
+        wanted = hosts[0].name
+    if ir.processes.get(wanted, ProcessIR(wanted)).device != "CPU":
+        raise program.main_code.loc.error("main(...) runs on the host; the NIC process has no main")
     main = ir.processes.setdefault(wanted, ProcessIR(wanted))
     main.has_main = program.main_code is not None or any(
         ir.segments[s].kind == "thread" for s in main.segments)
     for proc in ir.processes.values():
         if proc is not main and any(ir.segments[s].kind == "thread" for s in proc.segments):
             proc.has_main = True
-    for q in ir.queues.values():
-        _queue_threads(ir, q)
+    _check_nic_cores(ir)
     ir.options["main_process"] = wanted
     return ir
 
 
-def _queue_threads(ir: ProgramIR, q: QueueIR) -> None:
-    """Decide the producer and consumer variants of a queue from the threads that use it.
-
-    A thread segment with ``n`` threads dequeuing from ``m`` instances gives
-    thread ``t`` the instances ``t, t+n, ...``: one consumer per instance.
-    Callable segments may be called from any number of threads.
-    """
-    producers = 0
-    for enq in (name for names in q.enqueuers for name in names):
-        if enq in ir.graph:
-            seg = ir.segments[ir.node(enq).segment]
-            producers += 2 if seg.kind == "callable" else len(seg.cores)
-    consumer = ir.segments[ir.node(q.dequeuer).segment]
-    q.multi_producer = q.enq_atomic if q.enq_atomic is not None else producers > 1
-    q.multi_consumer = q.deq_atomic if q.deq_atomic is not None else consumer.kind == "callable"
-    if consumer.kind == "thread" and len(consumer.cores) > q.instances:
-        ir.warnings.append(f"{consumer.loc}: segment '{consumer.name}' has {len(consumer.cores)} "
-                           f"threads but queue '{q.name}' only {q.instances} instances; "
-                           "the extra threads stay idle")
+def _check_nic_cores(ir: ProgramIR) -> None:
+    """NIC worker threads plus manager cores must fit the platform's cores."""
+    platform = ir.options.get("nic", "emu")
+    limit = PLATFORMS[platform].cores
+    used = ir.options.get("nic_managers", 1)
+    for seg in ir.segments.values():
+        if seg.device != "NIC":
+            continue
+        used += len(seg.cores)
+        if used > limit:
+            raise seg.loc.error(f"segment '{seg.name}' needs NIC cores beyond the {limit} of "
+                                f"--nic {platform} ({used} with {ir.options.get('nic_managers', 1)} "
+                                "manager core(s))")

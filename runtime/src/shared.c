@@ -80,3 +80,32 @@ void floem_shared_detach(void *base, size_t bytes)
 {
     munmap(base, bytes);
 }
+
+void *floem_shared_map_for_dma(size_t bytes)
+{
+    const char *name = getenv("FLOEM_SHM");
+    if (name == NULL || name[0] == '\0') {
+        fprintf(stderr, "floem: the NIC process needs the host's shared memory: run it with "
+                        "floem run (FLOEM_SHM is not set)\n");
+        abort();
+    }
+    int fd;
+    struct stat st;
+    while ((fd = shm_open(name, O_RDWR, 0600)) < 0 || fstat(fd, &st) != 0 ||
+           (size_t)st.st_size < bytes) {
+        if (fd >= 0)
+            close(fd);
+        if (errno != ENOENT && fd < 0)
+            fail("shm_open", name);
+        sched_yield();
+    }
+    void *base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED)
+        fail("mmap", name);
+    close(fd);
+    /* The status word is written by the host in its (little-endian) byte order. */
+    const unsigned char *status = base;
+    while (__atomic_load_n(&status[0], __ATOMIC_ACQUIRE) != SHARED_READY)
+        sched_yield();
+    return base;
+}

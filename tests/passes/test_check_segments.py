@@ -107,15 +107,38 @@ def test_segment_without_elements():
     assert e.value.line == seg.loc.line and "segment 'idle' has no elements" in e.value.message
 
 
-def test_nic_segment_is_rejected_for_now():
-    with Program("nic") as p:
+def test_nic_segment_runs_in_the_nic_process():
+    with Program("nic_ok") as p:
         class S(Segment):
             def impl(self):
                 Gen() >> Sink()
-        seg = S("s", device=target.NIC)
+        S("s", device=target.NIC)
+    ir = run_until(p, "check_segments")
+    assert ir.segments["s"].process == "nic" and ir.segments["s"].device == "NIC"
+
+
+@pytest.mark.parametrize("case", ["callable", "process", "cpu_named_nic"])
+def test_nic_segment_rules(case):
+    with Program("nic_rules") as p:
+        class S(Segment):
+            def impl(self):
+                Gen() >> Sink()
+
+        class C(CallableSegment):
+            def configure(self):
+                self.inp = Input(Int)
+
+            def impl(self):
+                self.inp >> Sink()
+        if case == "callable":
+            seg, message = C("c", device=target.NIC), "cannot run on the NIC"
+        elif case == "process":
+            seg, message = S("s", device=target.NIC, process="p"), "drop process='p'"
+        else:
+            seg, message = S("s", process="nic"), "is the NIC's"
     with pytest.raises(FloemError) as e:
         run_until(p, "check_segments")
-    assert e.value.line == seg.loc.line and "target.NIC" in e.value.message
+    assert e.value.line == seg.loc.line and message in e.value.message
 
 
 def test_per_packet_state_of_the_flow_becomes_the_segments():

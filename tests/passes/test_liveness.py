@@ -1,7 +1,10 @@
 """liveness: per-segment use sets of per-packet fields; dead-write and undefined-read warnings."""
 from __future__ import annotations
 
-from floem import Element, Field, Flow, Input, Int, Output, PerPacket, Program, Segment, State
+import pytest
+
+from floem import (Element, Field, Flow, Input, Int, Output, PerPacket, Pointer, Program, Queue,
+                   Segment, State, Uint, run_order)
 
 from .conftest import Gen, Sink, run_until
 
@@ -110,4 +113,294 @@ def test_no_warnings_when_every_field_is_written_and_read():
         F()
     ir = run_until(p, "liveness")
     assert ir.segments["s"].uses == {"key"}
+    assert ir.warnings == []
+
+
+# -- queues ---------------------------------------------------------------------------------
+# Each program below runs segment "tx" (Gen >> ... >> q) and segment "rx" (q >> ...) in one
+# flow with per-packet state `Req`; `C` elements and `Leaf` leaves carry their C body as ``text=``.
+
+class Req(State):
+    key = Field(Int)
+    val = Field(Int)
+    len = Field(Int)
+
+
+class C(Element):
+    """An element given its body; ``outs`` names its output ports (untyped, as is its input)."""
+
+    def configure(self, text, outs=("out",)):
+        self.inp = Input()
+        for port in outs:
+            setattr(self, port, Output())
+        self.text = text
+
+    def impl(self):
+        self.run_c(self.text)
+
+
+class Leaf(Element):
+    """A leaf given its body as ``text=``."""
+
+    def configure(self, text):
+        self.inp = Input()
+        self.text = text
+
+    def impl(self):
+        self.run_c(self.text)
+
+
+class Join(Element):
+    """Runs once both ``a`` and ``b`` have arrived; its body reads as ``text=`` says."""
+
+    def configure(self, text):
+        self.a = Input()
+        self.b = Input()
+        self.text = text
+
+    def impl(self):
+        self.run_c("a(); b();" + self.text)
+
+
+class Last(Element):
+    """No ports: runs by ``run_order`` and reads ``len``."""
+
+    def impl(self):
+        self.run_c('printf("%d\\n", state->len);')
+
+
+WRITE_ALL = "state->key = 1; state->val = 2; state->len = 3; output { out(); }"
+READ_KEY = 'printf("%d\\n", state->key);'
+READ_VAL = 'printf("%d\\n", state->val);'
+
+
+def across(tx, rx, state_class=Req, **queue_args):
+    """Segments ``tx`` (``tx(q)`` wires it) and ``rx`` around the queue ``q``."""
+    with Program("live_q") as p:
+        q = Queue("q", **queue_args)
+
+        class F(Flow):
+            state = PerPacket(state_class)
+
+            def impl(self):
+                class Tx(Segment):
+                    def impl(self):
+                        tx(q)
+
+                class Rx(Segment):
+                    def impl(self):
+                        rx(q)
+                Tx("tx")
+                Rx("rx")
+        F()
+    return p
+
+
+def test_a_field_written_before_and_read_after_the_queue_is_carried():
+    p = across(lambda q: Gen() >> C(text=WRITE_ALL) >> q, lambda q: q >> Leaf(text=READ_KEY))
+    ir = run_until(p, "liveness")
+    assert ir.queues["q"].fields == [["key"]]
+
+
+def test_a_field_only_read_before_the_queue_is_not_carried():
+    def tx(q):
+        read = C(text=READ_VAL + 'printf("%d\\n", state->len); output { out(); }')
+        Gen() >> C(text=WRITE_ALL) >> read >> q
+    ir = run_until(across(tx, lambda q: q >> Leaf(text=READ_KEY)), "liveness")
+    assert ir.queues["q"].fields == [["key"]]
+    assert ir.warnings == []
+
+
+def test_a_field_overwritten_after_the_queue_before_any_read_is_not_carried():
+    def rx(q):
+        q >> C(text="state->val = 5; output { out(); }") >> Leaf(text=READ_KEY + READ_VAL)
+    ir = run_until(across(lambda q: Gen() >> C(text=WRITE_ALL) >> q, rx), "liveness")
+    assert ir.queues["q"].fields == [["key"]]
+
+
+def test_a_write_on_one_path_only_does_not_kill():
+    def rx(q):
+        q >> C(text="if (rand() & 1) state->val = 5; output { out(); }") >> Leaf(text=READ_VAL)
+    ir = run_until(across(lambda q: Gen() >> C(text=WRITE_ALL) >> q, rx), "liveness")
+    assert ir.queues["q"].fields == [["val"]]
+
+
+def test_two_channels_carry_different_fields_in_layout_order():
+    def tx(q):
+        split = C(text="state->key = 1; state->val = 2; state->len = 3;"
+                  "output switch { case rand() & 1: get(); else: set(); }", outs=("get", "set"))
+        Gen() >> split
+        split.get >> q.enq[0]
+        split.set >> q.enq[1]
+
+    def rx(q):
+        q.deq[0] >> Leaf(text=READ_KEY)
+        q.deq[1] >> Leaf(text='printf("%d %d\\n", state->len, state->val);')
+    ir = run_until(across(tx, rx, channel=2), "liveness")
+    assert ir.queues["q"].fields == [["key"], ["val", "len"]]
+
+
+def test_fields_read_after_a_fan_out_and_a_join_on_the_receiving_side_are_carried():
+    def rx(q):
+        join = Join(text='printf("%d\\n", state->len);')
+        q >> C(text=READ_KEY + "output { out(); }") >> join.a
+        q >> C(text="output { out(); }") >> join.b
+    ir = run_until(across(lambda q: Gen() >> C(text=WRITE_ALL) >> q, rx), "liveness")
+    assert ir.queues["q"].fields == [["key", "len"]]
+
+
+def test_a_field_read_by_a_run_order_successor_is_carried():
+    def rx(q):
+        leaf = Leaf(text=READ_KEY)
+        q >> leaf
+        run_order(leaf, Last())
+    ir = run_until(across(lambda q: Gen() >> C(text=WRITE_ALL) >> q, rx), "liveness")
+    assert ir.queues["q"].fields == [["key", "len"]]
+
+
+def test_a_field_read_on_one_branch_after_the_queue_is_carried():
+    def rx(q):
+        branch = C(text="output switch { case rand() & 1: a(); else: b(); }", outs=("a", "b"))
+        q >> branch
+        branch.a >> Leaf(text=READ_VAL)
+        branch.b >> Leaf(text="(void)0;")
+    ir = run_until(across(lambda q: Gen() >> C(text=WRITE_ALL) >> q, rx), "liveness")
+    assert ir.queues["q"].fields == [["val"]]
+
+
+def test_liveness_through_a_cycle_of_channels_converges():
+    """rx: channel 0 -> step -> channel 1 -> last -> back into channel 0 (or done)."""
+    def rx(q):
+        step = C(text="state->len = state->key; output { out(); }")
+        last = C(text='printf("%d %d\\n", state->len, state->val);'
+                      "output switch { case rand() & 1: again(); else: done(); }",
+                 outs=("again", "done"))
+        q.deq[0] >> step >> q.enq[1]
+        q.deq[1] >> last
+        last.again >> q.enq[0]
+        last.done >> Leaf(text="(void)0;")
+
+    def tx(q):
+        Gen() >> C(text=WRITE_ALL) >> q.enq[0]
+    ir = run_until(across(tx, rx, channel=2), "liveness")
+    # key reaches channel 1 only because last may send the packet round again
+    assert ir.queues["q"].fields == [["key", "val"], ["key", "val", "len"]]
+    assert ir.queues["q"].enqueuers[0] == ["q_enq0", "q_enq0_rx"]
+
+
+def test_a_segment_that_dequeues_and_enqueues_into_the_same_channel_converges():
+    def rx(q):
+        again = C(text="state->val++;"
+                       "output switch { case state->val < 3: again(); else: done(); }",
+                  outs=("again", "done"))
+        q >> again
+        again.again >> q
+        again.done >> Leaf(text=READ_KEY)
+    ir = run_until(across(lambda q: Gen() >> C(text=WRITE_ALL) >> q, rx), "liveness")
+    assert ir.queues["q"].fields == [["key", "val"]]
+
+
+class Message(State):
+    qid = Field(Int)
+    len = Field(Int)
+    data = Field(Pointer(Uint(8)), size="state->len")
+    spare = Field(Int)
+
+
+def test_qid_and_variable_size_lengths_are_used_by_the_enqueue():
+    write = ("static uint8_t bytes[4]; state->qid = 0; state->len = 4; state->spare = 1;"
+             "state->data = bytes; output { out(); }")
+    read = 'printf("%d\\n", state->data[0]);'
+    p = across(lambda q: Gen() >> C(text=write, name="write") >> q, lambda q: q >> Leaf(text=read),
+               state_class=Message)
+    ir = run_until(p, "liveness")
+    assert ir.node("q_enq0").info.fields.uses == {"qid", "len"}
+    assert ir.queues["q"].fields == [["data"]]
+    assert ir.segments["tx"].uses == {"qid", "len", "data"}
+    assert ir.segments["rx"].uses == {"data"}
+    assert [w for w in ir.warnings if "written by 'write'" in w] == [
+        f"{__file__}:{ir.node('write').loc.line}: per-packet field Message.spare is written by "
+        "'write' but never read afterwards"]
+
+
+def test_per_segment_uses_on_both_sides_of_a_queue():
+    def tx(q):
+        Gen() >> C(text=WRITE_ALL) >> C(text='printf("%d\\n", state->len); output { out(); }') >> q
+    ir = run_until(across(tx, lambda q: q >> Leaf(text=READ_KEY)), "liveness")
+    assert ir.segments["tx"].uses == {"len", "key"}      # read before, sent through q
+    assert ir.segments["rx"].uses == {"key"}
+
+
+def test_warnings_across_a_queue():
+    p = across(lambda q: Gen() >> C(text="state->key = 1; state->val = 2; output { out(); }",
+                                    name="write") >> q,
+               lambda q: q >> Leaf(text=READ_KEY + 'printf("%d\\n", state->len);', name="read"))
+    ir = run_until(p, "liveness")
+    write, read = ir.node("write").loc.line, ir.node("read").loc.line
+    assert sorted(ir.warnings) == sorted([
+        f"{__file__}:{write}: per-packet field Req.val is written by 'write' but never read "
+        "afterwards",
+        f"{__file__}:{read}: per-packet field Req.len is read by 'read' on a path where it was "
+        "never written"])
+
+
+def test_a_field_written_on_one_branch_before_a_merge_is_reported():
+    def tx(q):
+        branch = C(text="state->key = 1; output switch { case rand() & 1: a(); else: b(); }",
+                   outs=("a", "b"))
+        Gen() >> branch
+        branch.a >> C(text="state->val = 2; output { out(); }") >> q
+        branch.b >> C(text="output { out(); }") >> q
+
+    def rx(q):
+        q >> Leaf(text=READ_KEY + READ_VAL, name="read")
+    ir = run_until(across(tx, rx), "liveness")
+    assert ir.queues["q"].fields == [["key", "val"]]
+    assert ir.warnings == [
+        f"{__file__}:{ir.node('read').loc.line}: per-packet field Req.val is read by 'read' on "
+        "a path where it was never written"]
+
+
+def test_a_field_written_by_only_one_of_two_producers_is_reported():
+    with Program("producers") as p:
+        q = Queue("q")
+
+        class F(Flow):
+            state = PerPacket(Req)
+
+            def impl(self):
+                class A(Segment):
+                    def impl(self):
+                        Gen() >> C(text="state->key = 1; state->val = 2; output { out(); }") >> q
+
+                class B(Segment):
+                    def impl(self):
+                        Gen() >> C(text="state->key = 1; output { out(); }") >> q
+
+                class Rx(Segment):
+                    def impl(self):
+                        q >> Leaf(text=READ_KEY + READ_VAL, name="read")
+                A("a")
+                B("b")
+                Rx("rx")
+        F()
+    ir = run_until(p, "liveness")
+    assert ir.queues["q"].enqueuers == [["q_enq0", "q_enq0_b"]]
+    assert ir.queues["q"].fields == [["key", "val"]]
+    assert ir.warnings == [
+        f"{__file__}:{ir.node('read').loc.line}: per-packet field Req.val is read by 'read' on "
+        "a path where it was never written"]
+
+
+def test_a_join_sees_the_fields_written_on_each_of_its_inputs():
+    """Both inputs of a join arrive before it runs: a write on either branch reaches it."""
+
+    def rx(q):
+        join = Join(text=READ_KEY + READ_VAL)
+        q >> C(text="state->val = 2; output { out(); }") >> join.a
+        q >> C(text="output { out(); }") >> join.b
+
+    def tx(q):
+        Gen() >> C(text="state->key = 1; output { out(); }") >> q
+    ir = run_until(across(tx, rx), "liveness")
     assert ir.warnings == []

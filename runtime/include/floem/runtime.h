@@ -48,6 +48,9 @@ void floem_idle_wait(void);
  */
 void *floem_shared_attach(size_t bytes, bool *creator);
 void floem_shared_ready(void *base);
+/* The NIC's view of the host's shared memory: waits until a host process has created and
+ * initialised it, and maps it for the DMA engine only (the NIC code never sees this address). */
+void *floem_shared_map_for_dma(size_t bytes);
 void floem_shared_detach(void *base, size_t bytes);
 /* Bytes at the start of the shared memory reserved for the runtime. */
 #define FLOEM_SHARED_HEADER 64

@@ -1,0 +1,73 @@
+"""Memory placement: where each persistent state and queue lives, and its variants.
+
+Before: segments placed on devices; queues with enqueue and dequeue ends.
+
+After: ``ir.state_homes`` says whether each persistent state lives in host
+memory (shared by every host process; the NIC reaches it only by DMA) or in
+NIC memory (used by NIC elements only). Each queue records its two devices and
+its home: host memory unless both ends are on the NIC; a NIC end of a
+host-resident queue goes through the synchronization layer. Producer and
+consumer variants (atomic or not) follow from the threads that use an
+instance::
+
+    A (CPU) >> q >> B (NIC)       q: CPU->NIC in host memory, NIC side synced
+    t used by NIC elements only   t in nic memory
+"""
+from __future__ import annotations
+
+from floem.ir import ProgramIR, QueueIR
+
+NAME = "place_memory"
+
+
+def run(ir: ProgramIR) -> ProgramIR:
+    """Decide the home of every state and queue."""
+    devices: dict[str, set[str]] = {s.name: set() for s in ir.program.states}
+    for n in ir.nodes():
+        for state in n.persistent.values():
+            devices.setdefault(state.name, set()).add(ir.segments[n.segment].device)
+    main_info = ir.options.get("main_info")
+    for state in ir.program.states:
+        used_by_main = main_info is not None and state.name in main_info.persistent_used
+        only_nic = devices[state.name] == {"NIC"} and not used_by_main
+        ir.state_homes[state.name] = "nic" if only_nic else "host"
+    for q in ir.queues.values():
+        _place_queue(ir, q)
+    return ir
+
+
+def _place_queue(ir: ProgramIR, q: QueueIR) -> None:
+    enq_devices = {ir.segments[ir.node(e).segment].device
+                   for names in q.enqueuers for e in names if e in ir.graph}
+    if len(enq_devices) > 1:
+        raise q.loc.error(f"queue '{q.name}' is enqueued into from both the CPU and the NIC; "
+                          "give each side its own queue")
+    q.enq_device = enq_devices.pop() if enq_devices else "CPU"
+    states = {ir.node(e).state_class for names in q.enqueuers for e in names if e in ir.graph}
+    states.add(ir.node(q.dequeuer).state_class)
+    if len(states) > 1:
+        names = ", ".join(sorted(s.__name__ if s else "none" for s in states))
+        raise q.loc.error(f"queue '{q.name}' connects flows with different per-packet states "
+                          f"({names}); both sides must share one Flow's state")
+    q.deq_device = ir.segments[ir.node(q.dequeuer).segment].device
+    q.home = "nic" if q.enq_device == q.deq_device == "NIC" else "host"
+    _queue_threads(ir, q)
+
+
+def _queue_threads(ir: ProgramIR, q: QueueIR) -> None:
+    """Decide the producer and consumer variants of a queue from the threads that use it.
+
+    A thread segment with ``n`` threads dequeuing from ``m`` instances gives
+    thread ``t`` the instances ``t, t+n, ...``: one consumer per instance.
+    Callable segments may be called from any number of threads.
+    """
+    segments = {ir.node(e).segment for names in q.enqueuers for e in names if e in ir.graph}
+    producers = sum(2 if ir.segments[s].kind == "callable" else len(ir.segments[s].cores)
+                    for s in segments)
+    consumer = ir.segments[ir.node(q.dequeuer).segment]
+    q.multi_producer = q.enq_atomic if q.enq_atomic is not None else producers > 1
+    q.multi_consumer = q.deq_atomic if q.deq_atomic is not None else consumer.kind == "callable"
+    if consumer.kind == "thread" and len(consumer.cores) > q.instances:
+        ir.warnings.append(f"{consumer.loc}: segment '{consumer.name}' has {len(consumer.cores)} "
+                           f"threads but queue '{q.name}' only {q.instances} instances; "
+                           "the extra threads stay idle")

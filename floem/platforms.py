@@ -1,0 +1,49 @@
+"""NIC platforms: how NIC code is compiled and started, and how many cores it has."""
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+
+from floem.errors import FloemError
+
+
+@dataclass(frozen=True)
+class Platform:
+    """A NIC platform (``--nic``): its C compiler, flags, emulator and core count."""
+
+    name: str
+    cc: str
+    cflags: tuple[str, ...]
+    emulator: tuple[str, ...]
+    cores: int
+    packages: str
+
+    def compiler(self) -> str:
+        """The C compiler command (``$CC`` for the native emulation)."""
+        return os.environ.get("CC", "cc") if not self.cc else self.cc
+
+    def command(self, executable: str) -> list[str]:
+        """How to start the NIC program."""
+        return list(self.emulator) + [executable]
+
+    def check_tools(self) -> None:
+        """Raise a clear error when the cross compiler or emulator is not installed."""
+        for tool in ([self.cc] if self.cc else []) + list(self.emulator[:1]):
+            if shutil.which(tool) is None:
+                raise FloemError(f"--nic {self.name} needs '{tool}' (apt-get install {self.packages})")
+
+
+PLATFORMS = {
+    "emu": Platform("emu", "", (), (), 64, "gcc"),
+    "bluefield": Platform("bluefield", "aarch64-linux-gnu-gcc", ("-static",), ("qemu-aarch64",), 16,
+                          "gcc-aarch64-linux-gnu qemu-user"),
+    "liquidio": Platform("liquidio", "mips64-linux-gnuabi64-gcc", ("-march=mips64r2", "-static"),
+                         ("qemu-mips64",), 12, "gcc-mips64-linux-gnuabi64 qemu-user"),
+}
+
+
+#: Build-time DMA cost model options (``--dma-...``) and the runtime variables they preset.
+DMA_OPTIONS = {"latency_ns": "NS", "gbps": "BYTES_PER_NS", "descriptors": "N", "outstanding": "N"}
+DMA_ENVIRONMENT = {"latency_ns": "FLOEM_DMA_LATENCY_NS", "gbps": "FLOEM_DMA_GBPS",
+                   "descriptors": "FLOEM_DMA_DESCRIPTORS", "outstanding": "FLOEM_DMA_OUTSTANDING"}

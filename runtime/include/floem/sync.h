@@ -1,0 +1,107 @@
+/* Floem emulated NIC: the queue synchronization layer (Floem paper, section 6).
+ *
+ * A queue between the host and the NIC lives in host memory, in the format
+ * of floem/queue.h (the host side uses that runtime unchanged). The NIC keeps
+ * a shadow copy of each such ring in NIC memory and moves entries with the
+ * DMA engine in batches, overlapped with the workers' processing.
+ *
+ * Each shadow slot is in one of five states, in ring order
+ *     invalid -> reading -> valid -> modified -> writing -> invalid
+ * tracked by five cursors dividing the ring (no per-entry bookkeeping):
+ *   - reading:  a DMA read of the slot's host entry is in flight;
+ *   - valid:    the slot holds the host entry and the NIC owns it (to_host: a free
+ *               entry the NIC may fill; from_host: a published entry to process);
+ *   - modified: a worker finished with it (filled / consumed), not yet written back;
+ *   - writing:  a DMA write-back of the slot is in flight.
+ * Workers call access_entry / access_done (or the enq/deq wrappers); manager
+ * routines (floem_sync_manage) issue the DMA: prefetch the next batch of
+ * entries with one read, scan their status words, write finished entries back
+ * in batches (payload first, then the status word), and retire completed
+ * requests. A batch that is only partly filled is still written back when the
+ * workers have nothing more for it (floem_sync_manage flushes it once no
+ * entry has been finished for a round). Status words and channels are kept in
+ * wire (host) byte order in the shadow; the layer converts.
+ *
+ * Built with -DFLOEM_SYNC_BLOCKING, the layer is replaced by blocking,
+ * unbatched DMA per entry (for comparison): no prefetch, every reserve or
+ * acquire reads its entry and every commit or release writes it back at once.
+ *
+ * Threads: workers of one shadow are serialised by a spinlock when `multi` is set
+ * (otherwise one worker thread at a time); manager rounds are serialised by a
+ * try-lock (a round that finds another one running returns at once), so workers
+ * may call floem_sync_manage inline and manager threads may share shadows. A worker
+ * and a manager run concurrently without a lock. The shadow and its host queue start
+ * together at position 0 (an empty host queue).
+ *
+ * Write-back order (to_host): one request holds the channels and payloads of a run
+ * of entries, with the status words of all but its first entry already published,
+ * and then the first entry's status word; the host consumer reads an entry only
+ * after the one before it, so the last store publishes the whole run. from_host
+ * write-backs carry status words only.
+ */
+#ifndef FLOEM_SYNC_H
+#define FLOEM_SYNC_H
+
+#include "floem/dma.h"
+#include "floem/queue.h"
+
+typedef enum {
+    FLOEM_SYNC_TO_HOST = 0,     /* the NIC produces, the host consumes */
+    FLOEM_SYNC_FROM_HOST = 1,   /* the host produces, the NIC consumes */
+} floem_sync_dir_t;
+
+typedef struct floem_sync floem_sync_t;
+
+typedef struct {
+    uint64_t entries;           /* finished by the workers (committed / released) */
+    uint64_t read_requests, write_requests;
+    uint64_t flushes;           /* write-backs of a partly filled batch */
+    uint64_t dropped;           /* floem_sync_enq_drop calls */
+} floem_sync_stats_t;
+
+/* The five cursors, each the first position in its state (see above):
+ * writing <= modified <= valid <= reading <= invalid <= writing + size. */
+typedef struct {
+    uint64_t writing, modified, valid, reading, invalid;
+} floem_sync_cursors_t;
+
+/* NIC memory to reserve (64-byte aligned) for the shadow of a ring of `size` entries
+ * (its bookkeeping, then one slot per entry). */
+size_t floem_sync_bytes(uint32_t size, uint32_t entry_size);
+/* Set up a shadow (floem_sync_bytes of NIC memory at `s`) of the host queue instance at host address `host_queue`
+ * (initialised by the host with floem_queue_init(size, entry_size)). `batch`: entries per
+ * DMA request (at most the engine's max_descriptors if the layer uses one descriptor per
+ * entry; it may also read/write contiguous runs with one descriptor). This layer reads and
+ * writes contiguous runs (two descriptors when a run wraps round the ring's end), and puts at
+ * most max_descriptors status words in a from_host write-back. `multi`: several NIC worker
+ * threads may work on this shadow (a lock), else one worker at a time. Needs floem_dma_init
+ * first. */
+void floem_sync_init(floem_sync_t *s, floem_queue_t *host_queue, uint32_t size,
+                     uint32_t entry_size, floem_sync_dir_t dir, uint32_t batch, bool multi);
+
+/* The paper's interface: a local pointer to entry i (a ring position counted from 0 and
+ * increasing forever; the pointer is to the entry's 8-byte header, wire order) when it is
+ * present in the shadow, NIC-owned and not finished, else NULL; access_done marks it
+ * modified (aborts if it is not such an entry). Entries may be finished out of order;
+ * they are written back in order. The workers' position is the next valid entry. */
+void *access_entry(floem_sync_t *s, uint64_t i);
+void access_done(floem_sync_t *s, uint64_t i);
+
+/* Worker wrappers returning the payload (after the 8-byte entry header). */
+void *floem_sync_enq_reserve(floem_sync_t *s);                    /* to_host; NULL when none free yet */
+void floem_sync_enq_commit(floem_sync_t *s, void *payload, uint16_t channel);
+void floem_sync_enq_drop(floem_sync_t *s);                        /* count a drop */
+void *floem_sync_deq_acquire(floem_sync_t *s, uint16_t *channel); /* from_host; NULL when empty */
+void floem_sync_deq_release(floem_sync_t *s, void *payload);
+
+/* Manager: one round of DMA work for this shadow (non-blocking, except that the engine
+ * makes an issue wait while max_outstanding requests are in flight). */
+void floem_sync_manage(floem_sync_t *s);
+/* Write back everything finished and wait for it (used at shutdown). */
+void floem_sync_flush(floem_sync_t *s);
+void floem_sync_stats(const floem_sync_t *s, floem_sync_stats_t *out);
+/* The cursors, for tests and reports; exact only while no worker or manager is running.
+ * In the blocking build all five are the workers' next position. */
+void floem_sync_cursors(const floem_sync_t *s, floem_sync_cursors_t *out);
+
+#endif
