@@ -65,11 +65,14 @@ def build_program(program: Any, out_dir: str | None = None, dump_after: str | No
     has_nic = any(p.device == "NIC" for p in ir.processes.values())
     if has_nic:
         platform.check_tools()
+    net_flags, net_libs = _network_flags(ir, opts.get("net", "udp"), platform, has_nic)
+    cflags += net_flags
     nic_cflags = _nic_cflags(cflags, platform, opts)
     runtime_sources = _runtime_sources()
     files = generate(ir, cflags, [f"runtime/src/{s}" for s in runtime_sources],
-                     platform.compiler(), nic_cflags)
-    key = _content_key(files, cflags + nic_cflags, program.depends,
+                     platform.compiler(), nic_cflags, net_libs)
+    headers = [c.text.split('"')[1] for c in ir.includes if c.text.startswith('#include "/')]
+    key = _content_key(files, cflags + nic_cflags, ir.depends + headers,
                        [platform.compiler()] if has_nic else [])
     if out_dir is None:
         out_dir = os.path.join(cache_root(), key[:24])
@@ -95,22 +98,37 @@ def build_program(program: Any, out_dir: str | None = None, dump_after: str | No
 def run_program(program: Any, timeout: float | None = None, duration: float | None = None,
                 args: list[str] | None = None, capture: bool = True, out_dir: str | None = None,
                 **opts: Any) -> RunResult:
-    """Build (cached) and run every process of ``program``; the result is the main process's."""
+    """Build (cached) and run every process of ``program``; the result is the main process's.
+
+    Network settings (``port``, ``pcap_in``, ``pcap_out``, ``eal``) go to the runtime.
+    """
+    network = {k: opts.pop(k) for k in ("port", "pcap_in", "pcap_out", "eal") if k in opts}
     built = build_program(program, out_dir, **opts)
     return run_built(built, program, timeout=timeout, duration=duration, args=args,
-                     capture=capture)
+                     capture=capture, env=network_environment(opts.get("net", "udp"), **network))
+
+
+def network_environment(net: str = "udp", port: int | None = None, pcap_in: str | None = None,
+                        pcap_out: str | None = None, eal: str | None = None) -> dict[str, str]:
+    """Run-time settings of the packet I/O backend, as the runtime reads them (net.h)."""
+    env = {"FLOEM_NET": net}
+    for name, value in (("FLOEM_NET_PORT", port), ("FLOEM_PCAP_IN", pcap_in),
+                        ("FLOEM_PCAP_OUT", pcap_out), ("FLOEM_DPDK_EAL", eal)):
+        if value is not None:
+            env[name] = os.path.abspath(value) if name.startswith("FLOEM_PCAP") else str(value)
+    return env
 
 
 def run_built(built: BuildResult, program: Any, timeout: float | None = None,
               duration: float | None = None, args: list[str] | None = None,
-              capture: bool = True) -> RunResult:
+              capture: bool = True, env: dict[str, str] | None = None) -> RunResult:
     """Run the processes of a finished build; the result is the main process's."""
     if built.main_executable is None:
         raise FloemError("the program has no main process to run: give floem.main(...) or a "
                          "segment that runs as a thread", program.app_file)
     others = {n: built.commands[n] for n, p in built.executables.items()
               if p != built.main_executable}
-    env = {"FLOEM_REPORT": "1"} if built.report else {}
+    env = {**(env or {}), **({"FLOEM_REPORT": "1"} if built.report else {})}
     return launch(built.main_executable, others, args or [], timeout=timeout, duration=duration,
                   capture=capture, env=env)
 
@@ -121,6 +139,26 @@ def cache_root() -> str:
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "floem")
     os.makedirs(root, exist_ok=True)
     return root
+
+
+def _network_flags(ir: ProgramIR, net: str, platform: Platform,
+                   has_nic: bool) -> tuple[list[str], list[str]]:
+    """Compiler and linker flags of the ``--net`` backend, when packet I/O elements are used."""
+    if not any(n.uses_network for n in ir.nodes()):
+        return [], []
+    flags = [f"-DFLOEM_NET_{net.upper()}"]
+    if net != "dpdk":
+        return flags, []
+    if has_nic and platform.name != "emu":
+        raise FloemError(f"--net dpdk runs on the host or --nic emu, not --nic {platform.name}")
+    try:
+        cflags = subprocess.run(["pkg-config", "--cflags", "libdpdk"], capture_output=True,
+                                text=True, check=True).stdout.split()
+        libs = subprocess.run(["pkg-config", "--libs", "libdpdk"], capture_output=True,
+                              text=True, check=True).stdout.split()
+    except (OSError, subprocess.CalledProcessError):
+        raise FloemError("--net dpdk needs DPDK (apt-get install libdpdk-dev pkg-config)") from None
+    return flags + cflags, libs
 
 
 def _nic_cflags(cflags: list[str], platform: Platform, opts: dict[str, Any]) -> list[str]:

@@ -7,7 +7,8 @@ import runpy
 import sys
 from typing import Any
 
-from floem.builder import NET_BACKENDS, NIC_PLATFORMS, build_program, check_program, run_built
+from floem.builder import (NET_BACKENDS, NIC_PLATFORMS, build_program, check_program,
+                           network_environment, run_built)
 from floem.errors import FloemError
 from floem.graph import to_dot, write_graph
 from floem.lang.program import Program, loaded_program, reset_default_program
@@ -41,6 +42,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="NIC cores running the queue synchronization layer (0: inline)")
         p.add_argument("--no-sync-layer", action="store_true",
                        help="blocking, unbatched DMA per queue entry instead of the sync layer")
+        p.add_argument("--send-all-fields", action="store_true",
+                       help="queues carry the whole per-packet state, not only live fields")
         for name, unit in DMA_OPTIONS.items():
             p.add_argument(f"--dma-{name.replace('_', '-')}", type=float, metavar=unit,
                            help=f"DMA cost model: {name.replace('_', ' ')} (default: runtime's)")
@@ -57,6 +60,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("-o", "--out", metavar="DIR", help="build directory (default: the cache)")
     run.add_argument("--timeout", type=float, help="kill and report the app after S seconds")
     run.add_argument("--duration", type=float, help="stop the app with SIGINT after S seconds")
+    run.add_argument("--port", type=int, help="--net udp: the UDP port to serve (default 9000)")
+    run.add_argument("--pcap-in", metavar="FILE", help="--net pcap: packets to replay")
+    run.add_argument("--pcap-out", metavar="FILE", help="--net pcap: where sent packets go")
+    run.add_argument("--eal", metavar="ARGS", help="--net dpdk: EAL arguments, e.g. "
+                     "'--no-huge --no-pci -m 256 --vdev=net_ring0'")
     run.add_argument("args", nargs="*", help="arguments for the host main (after --)")
 
     check = sub.add_parser("check", help="front end and all passes, no C compiler")
@@ -74,7 +82,7 @@ def _parser() -> argparse.ArgumentParser:
 def _options(args: argparse.Namespace) -> dict[str, Any]:
     return {"nic": args.nic, "net": args.net, "dump_after": args.dump_after,
             "report_file": args.report, "nic_managers": args.nic_managers,
-            "sync_layer": not args.no_sync_layer,
+            "sync_layer": not args.no_sync_layer, "send_all_fields": args.send_all_fields,
             "dma_model": {k: getattr(args, f"dma_{k}") for k in DMA_OPTIONS
                           if getattr(args, f"dma_{k}") is not None}}
 
@@ -117,7 +125,9 @@ def _command(args: argparse.Namespace) -> int:
             sys.stderr.write(f.read())
     sys.stdout.flush()
     result = run_built(built, program, timeout=args.timeout, duration=args.duration,
-                       args=args.args, capture=False)
+                       args=args.args, capture=False, env=network_environment(
+                           args.net, port=args.port, pcap_in=args.pcap_in,
+                           pcap_out=args.pcap_out, eal=args.eal))
     return result.returncode
 
 

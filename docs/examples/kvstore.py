@@ -49,19 +49,20 @@ class Requests(Element):
 
 
 class Classify(Element):
+    """Sends gets to `get`, puts to `put`."""
+
     def configure(self):
         self.inp = Input()
         self.get = Output()
         self.put = Output()
 
     def impl(self):
-        self.run_c(r'''
-            inp();
-            output switch { case state->op == GET: get(); else: put(); }
-        ''')
+        self.run_c("output switch { case state->op == GET: get(); else: put(); }")
 
 
 class Get(Element):
+    """Prints the value stored under the key."""
+
     table = Persistent(Table)
 
     def configure(self):
@@ -75,6 +76,8 @@ class Get(Element):
 
 
 class Put(Element):
+    """Stores the value under the key."""
+
     table = Persistent(Table)
 
     def configure(self):

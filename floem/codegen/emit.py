@@ -16,6 +16,7 @@ from typing import Any
 import jinja2
 
 from floem import csrc
+from floem.codegen import caches as cgen
 from floem.codegen import queues as qgen
 from floem.platforms import DMA_ENVIRONMENT
 from floem.codegen.structs import state_classes, state_initializer, struct_declarations
@@ -38,26 +39,29 @@ class GeneratedFile:
 
 
 def generate(ir: ProgramIR, cflags: list[str], runtime_sources: list[str],
-             nic_cc: str = "$(CC)", nic_cflags: list[str] | None = None) -> list[GeneratedFile]:
+             nic_cc: str = "$(CC)", nic_cflags: list[str] | None = None,
+             libs: list[str] | None = None) -> list[GeneratedFile]:
     """The C files, headers and Makefile for every process of ``ir``."""
     files = []
-    structs = struct_declarations(state_classes(ir.program, [type(s) for n in ir.nodes()
-                                                            for s in n.persistent.values()]))
+    overrides = ir.options.get("state_overrides", {})
+    classes = state_classes(ir.program, [type(s) for n in ir.nodes() for s in n.persistent.values()])
+    structs = struct_declarations([overrides.get(c, c) for c in classes])
     for proc in ir.processes.values():
         emitter = _ProcessEmitter(ir, proc.name)
         files.append(emitter.header(structs))
         files.append(emitter.source())
-    files.append(_makefile(ir, cflags, runtime_sources, nic_cc, nic_cflags or cflags))
+    files.append(_makefile(ir, cflags, runtime_sources, nic_cc, nic_cflags or cflags, libs or []))
     return files
 
 
 def _makefile(ir: ProgramIR, cflags: list[str], runtime_sources: list[str], nic_cc: str,
-              nic_cflags: list[str]) -> GeneratedFile:
+              nic_cflags: list[str], libs: list[str]) -> GeneratedFile:
     program = ir.program
     text = _TEMPLATES.get_template("Makefile.j2").render(
         app_file=program.app_file, cflags=" ".join(cflags), nic_cc=nic_cc,
-        nic_cflags=" ".join(nic_cflags), ldlibs="", runtime_sources=" ".join(runtime_sources),
-        depends=" ".join(program.depends),
+        nic_cflags=" ".join(nic_cflags), ldlibs=" ".join(libs),
+        runtime_sources=" ".join(runtime_sources),
+        depends=" ".join(ir.depends),
         processes=[{"name": p.name, "executable": p.has_main, "library": bool(p.callables),
                     "cc": "$(NIC_CC)" if p.device == "NIC" else "$(CC)",
                     "cflags": "$(NIC_CFLAGS)" if p.device == "NIC" else "$(CFLAGS)"}
@@ -76,6 +80,8 @@ def _resolve_line_markers(text: str, c_file: str) -> str:
 
 
 _OWNER_MARK = r"/\* (?:element|port|segment) (\w+)"
+_CACHE_BODIES = {"cache_lookup": cgen.lookup_body, "cache_fill": cgen.fill_body,
+                 "cache_update": cgen.update_body, "cache_set_end": cgen.set_end_body}
 
 
 def c_string(text: str) -> str:
@@ -99,6 +105,8 @@ class _ProcessEmitter:
         self.enqueued = {q.name for q in ir.queues.values()
                          if any(e in mine for names in q.enqueuers for e in names)}
         self.dequeued = {q.name for q in ir.queues.values() if q.dequeuer in mine}
+        self.caches = [cgen.CacheView(c, ir.node(next(iter(c.points.values()))).state_class)
+                       for c in ir.caches.values() if set(c.points.values()) & mine]
 
     # -- header ---------------------------------------------------------------
 
@@ -109,7 +117,7 @@ class _ProcessEmitter:
             process=self.process, app_file=program.app_file,
             guard=re.sub(r"\W", "_", self.process).upper(),
             includes=[{"line": c.loc.line, "file": c_string(c.loc.file), "text": c.text}
-                      for c in program.includes],
+                      for c in self.ir.includes],
             structs=structs,
             callables=[{"signature": self._callable_signature(self.ir.segments[c])}
                        for c in self.proc.callables],
@@ -129,6 +137,7 @@ class _ProcessEmitter:
         text = _TEMPLATES.get_template("process.c.j2").render(
             process=self.process, app_file=program.app_file, c_file=c_file,
             nic=self.nic, managers=self.managers,
+            network=any(n.uses_network for n in self.nodes),
             dma_defaults=[(DMA_ENVIRONMENT[k], f"{v:g}")
                           for k, v in sorted(self.ir.options.get("dma_model", {}).items())],
             states=[self._state(s) for s in program.states if homes[s.name] == "host"],
@@ -141,6 +150,9 @@ class _ProcessEmitter:
             used_queues=[self._queue(q) for q in used],
             entry_structs=[s for q in used for s in qgen.entry_structs(self.channels[q.name])],
             wire_functions=[qgen.wire_function(c) for c in state_classes(program) if self.nic],
+            caches=[{"name": v.cache.name, "buckets": v.cache.buckets,
+                     "entries": v.cache.entries or 0, "evict": cgen.evict_function(v)}
+                    for v in self.caches],
             prototypes=self._prototypes(),
             joins=[self._join(n) for n in self.nodes if n.join],
             returns=[self._return_slot(s) for s in self.segments
@@ -249,6 +261,9 @@ class _ProcessEmitter:
                                                       if n.inputs["inp"] else [])
         elif n.role in ("enqueue", "dequeue", "save", "release"):
             epilogue[:0] = self._queue_statements(n)
+        elif n.role in _CACHE_BODIES:
+            view = next(v for v in self.caches if v.cache.name == n.cache)
+            epilogue[:0] = _CACHE_BODIES[n.role](view, n)
         elif n.code:
             reads = {p: [f"{n.name}_in.{p}_{i}" if n.join else f"{p}_{i}" for i in range(len(t))]
                      for p, t in n.inputs.items()}

@@ -1,4 +1,5 @@
 """The graph IR the passes transform: a networkx MultiDiGraph plus program tables."""
-from floem.ir.graph import EdgeKind, ElementNode, ProcessIR, ProgramIR, QueueIR, SegmentIR
+from floem.ir.graph import (CacheIR, EdgeKind, ElementNode, ProcessIR, ProgramIR, QueueIR,
+                            SegmentIR)
 
-__all__ = ["EdgeKind", "ElementNode", "ProcessIR", "ProgramIR", "QueueIR", "SegmentIR"]
+__all__ = ["CacheIR", "EdgeKind", "ElementNode", "ProcessIR", "ProgramIR", "QueueIR", "SegmentIR"]

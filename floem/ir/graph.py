@@ -41,6 +41,8 @@ class ElementNode:
     join: bool = False
     queue: str = ""
     channel: int = -1
+    uses_network: bool = False
+    cache: str = ""
 
     @property
     def is_source(self) -> bool:
@@ -89,6 +91,26 @@ class QueueIR:
 
 
 @dataclass
+class CacheIR:
+    """A cache: its configuration, its points in the graph and (after expansion) its regions."""
+
+    name: str
+    key: str
+    keylen: str | None
+    val: str
+    vallen: str | None
+    buckets: int
+    entries: int | None
+    policy: str
+    write_miss: str
+    loc: Location
+    points: dict[str, str] = field(default_factory=dict)
+    get_region: list[str] = field(default_factory=list)
+    set_region: list[str] = field(default_factory=list)
+    steer_instances: int = 0
+
+
+@dataclass
 class ProcessIR:
     """An executable: its segments, and whether it holds ``main``."""
 
@@ -108,7 +130,10 @@ class ProgramIR:
     segments: dict[str, SegmentIR] = field(default_factory=dict)
     processes: dict[str, ProcessIR] = field(default_factory=dict)
     queues: dict[str, QueueIR] = field(default_factory=dict)
+    caches: dict[str, CacheIR] = field(default_factory=dict)
     state_homes: dict[str, str] = field(default_factory=dict)
+    includes: list[Any] = field(default_factory=list)
+    depends: list[str] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 

@@ -115,7 +115,19 @@ class Node:
 
 
 class Element(Node):
-    """A dataflow element: ports declared in `configure`, a C body given in `impl`."""
+    """A dataflow element: ports declared in `configure`, a C body given in `impl`.
+
+    Library elements that need C support code list it in class attributes:
+    ``c_headers`` (absolute paths of headers included before element code, so
+    bodies may use their types and functions) and ``c_sources`` (absolute
+    paths of C files compiled and linked into every process using the class).
+    ``uses_network`` marks packet I/O elements: the build then compiles the
+    network backend chosen with ``--net`` (runtime/include/floem/net.h).
+    """
+
+    c_headers: tuple[str, ...] = ()
+    c_sources: tuple[str, ...] = ()
+    uses_network: bool = False
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)

@@ -49,6 +49,7 @@ class Program:
     memory_regions: list["MemoryRegion"] = field(default_factory=list)
     orders: list["Order"] = field(default_factory=list)
     queues: list[Any] = field(default_factory=list)
+    caches: list[Any] = field(default_factory=list)
     main_code: CodeText | None = None
     main_process: str | None = None
     includes: list[CodeText] = field(default_factory=list)

@@ -7,7 +7,8 @@ from typing import Any
 
 from floem.errors import FloemError
 from floem.ir import ProgramIR
-from floem.passes import (build_graph, check_callables, check_segments, check_types, liveness,
+from floem.passes import (build_graph, check_callables, check_segments, check_types, expand_caches,
+                          liveness,
                           lower_queues, order_graph, parse_bodies, place_memory,
                           placement)
 
@@ -17,6 +18,7 @@ PIPELINE: list[ModuleType] = [
     check_types,
     order_graph,
     check_segments,
+    expand_caches,
     check_callables,
     liveness,
     lower_queues,

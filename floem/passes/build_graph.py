@@ -12,6 +12,8 @@ real element ports (composite ports flattened away), one ``order`` edge per
 
 Elements made outside any segment join the segment of the first element they
 are connected to; the rest form one implicit CPU segment per connected group.
+``ir.includes`` / ``ir.depends`` gather the program's C support code and that
+of the element classes it uses (``c_headers`` / ``c_sources``).
 """
 from __future__ import annotations
 
@@ -21,8 +23,10 @@ from typing import Any
 import networkx as nx
 
 from floem.errors import Location
-from floem.ir import EdgeKind, ElementNode, ProgramIR, QueueIR, SegmentIR
+from floem.ir import CacheIR, EdgeKind, ElementNode, ProgramIR, QueueIR, SegmentIR
+from floem.lang.cache import CacheEnd
 from floem.lang.element import Composite, Connection, Element, Port
+from floem.lang.program import CodeText
 from floem.lang.queue import Dequeue, Enqueue, Queue
 from floem.lang.segment import CallableSegment, CallArgs, CoreId, Return, Segment
 
@@ -35,11 +39,16 @@ def run(ir: ProgramIR) -> ProgramIR:
     program = ir.program
     for seg in program.segments:
         ir.segments[seg.name] = _segment_ir(seg, program.display_name)
-    unused = _unused_queue_ends(program)
+    unused = _unused_queue_ends(program) | _unused_cache_points(program)
     membership = _assign_segments(program, ir, unused)
     for q in program.queues:
         if q.dequeuer.name not in unused:
             ir.queues[q.name] = _queue_ir(q)
+    for c in program.caches:
+        points = {p: end.name for p, end in c.ends.items() if end.name not in unused}
+        if points:
+            ir.caches[c.name] = CacheIR(c.name, c.key, c.keylen, c.val, c.vallen, c.buckets,
+                                        c.entries, c.policy, c.write_miss, c.loc, points)
     for el in program.elements:
         if el.name in unused:
             continue
@@ -55,7 +64,25 @@ def run(ir: ProgramIR) -> ProgramIR:
     for q in ir.queues.values():
         for names in q.enqueuers:
             names.extend(_enqueuer_per_segment(ir, names[0]) if names[0] in ir.graph else [])
+    _support_code(ir)
     return ir
+
+
+def _support_code(ir: ProgramIR) -> None:
+    """The program's includes and C files, then those the element classes it uses ask for."""
+    ir.includes = list(ir.program.includes)
+    ir.depends = list(ir.program.depends)
+    for el in ir.program.elements:
+        if el.name not in ir.graph:
+            continue
+        cls = type(el)
+        for header in cls.c_headers:
+            text = f'#include "{header}"'
+            if all(c.text != text for c in ir.includes):
+                ir.includes.append(CodeText(text, cls.class_loc))
+        for source in cls.c_sources:
+            if source not in ir.depends:
+                ir.depends.append(source)
 
 
 def _enqueuer_per_segment(ir: ProgramIR, name: str) -> list[str]:
@@ -118,9 +145,27 @@ def _unused_queue_ends(program: Any) -> set[str]:
     return unused
 
 
+def _unused_cache_points(program: Any) -> set[str]:
+    """Cache points nothing is connected to (a get-only cache has no set points)."""
+    connected = {p.owner.name for c in program.connections for p in (c.src, c.dst)}
+    unused = set()
+    for c in program.caches:
+        for start, end in (("get_start", "get_end"), ("set_start", "set_end")):
+            used = [c.ends[p].name in connected for p in (start, end)]
+            if not any(used):
+                unused |= {c.ends[start].name, c.ends[end].name}
+            elif not all(used):
+                missing = end if used[0] else start
+                raise c.loc.error(f"cache '{c.name}': {missing} is not connected "
+                                  f"({start} and {end} go together)")
+    return unused
+
+
 def _element_node(el: Element, segment: str, ir: ProgramIR) -> ElementNode:
     role = {CallArgs: "args", Return: "return", CoreId: "core_id", Enqueue: "enqueue",
             Dequeue: "dequeue"}.get(type(el), "element")
+    if isinstance(el, CacheEnd):
+        role = f"cache_{el.point}"
     state_class = el.flow.state_class if el.flow else ir.segments[segment].state_class
     return ElementNode(
         name=el.name, cls_name=type(el).__name__, loc=el.loc,
@@ -130,6 +175,8 @@ def _element_node(el: Element, segment: str, ir: ProgramIR) -> ElementNode:
         segment=segment, state_class=state_class, role=role,
         queue=el.queue.name if isinstance(el, (Enqueue, Dequeue)) else "",
         channel=el.channel if isinstance(el, Enqueue) else -1,
+        uses_network=type(el).uses_network,
+        cache=el.cache.name if isinstance(el, CacheEnd) else "",
     )
 
 

@@ -13,7 +13,7 @@ exactly what its entries must carry.
 Before: bodies analysed; queues as enqueue/dequeue elements.
 
 After: ``QueueIR.fields[c]`` lists the fields channel ``c`` carries (in state
-layout order); each segment's ``uses`` is the set of fields its elements read;
+layout order; every field with the ``send_all_fields`` option, for comparison); each segment's ``uses`` is the set of fields its elements read;
 warnings name a field written but never read afterwards, and a field read on
 some path where it was never written::
 
@@ -32,9 +32,10 @@ def run(ir: ProgramIR) -> ProgramIR:
     succ = _successors(ir)
     live_in, live_out = _live(ir, succ)
     defined = _must_defined(ir, succ)
+    send_all = ir.options.get("send_all_fields", False)
     for q in ir.queues.values():
         order = _field_order(ir.node(q.dequeuer))
-        q.fields = [[f for f in order if f in live_out.get(names[0], set())]
+        q.fields = [[f for f in order if send_all or f in live_out.get(names[0], set())]
                     for names in q.enqueuers]
     for seg in ir.segments.values():
         seg.uses = set()

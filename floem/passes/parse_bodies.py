@@ -19,7 +19,8 @@ from floem.lang.element import CBody
 
 NAME = "parse_bodies"
 MAIN_BODY = "main"
-PSEUDO_ROLES = ("args", "return", "dequeue")
+PSEUDO_ROLES = ("args", "return", "dequeue", "cache_get_start", "cache_get_end",
+                "cache_set_start", "cache_set_end")
 
 
 def run(ir: ProgramIR) -> ProgramIR:
@@ -30,7 +31,7 @@ def run(ir: ProgramIR) -> ProgramIR:
     if program.main_code is not None:
         bodies.append(main_body(program))
     prelude = struct_declarations(state_classes(program, _persistent_classes(ir)))
-    include_text = "\n".join(c.text for c in program.includes)
+    include_text = "\n".join(c.text for c in ir.includes)
     include_dirs = [os.path.dirname(program.app_file)] if program.app_file else []
     infos = csrc.analyze(bodies, prelude=prelude, include_text=include_text,
                          include_dirs=include_dirs)

@@ -161,7 +161,8 @@ const floem_dma_model_t *floem_dma_model(void)
     return &engine.model;
 }
 
-/* The engine's own pointer to a descriptor's host bytes; aborts unless all of them are host memory. */
+/* The engine's own pointer to a descriptor's host bytes; aborts unless all of them are host
+ * memory. */
 static unsigned char *bus_bytes(const floem_dma_desc_t *d)
 {
     uintptr_t addr = (uintptr_t)d->host;

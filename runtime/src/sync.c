@@ -51,7 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Write-back requests in flight per shadow (beyond the engine's own limit they would wait anyway). */
+/* Write-back requests in flight per shadow (beyond the engine's limit they would wait anyway). */
 #define SYNC_MAX_WRITES 16
 /* Status words per from_host write-back request, at most. */
 #define SYNC_MAX_DESCRIPTORS 64
@@ -85,7 +85,7 @@ struct floem_sync {
 
 size_t floem_sync_bytes(uint32_t size, uint32_t entry_size)
 {
-    return sizeof(struct floem_sync) + (size_t)size * entry_size;
+    return (sizeof(struct floem_sync) + (size_t)size * entry_size + 63) & ~(size_t)63;
 }
 
 static void fail(const floem_sync_t *s, const char *what)
@@ -166,10 +166,14 @@ static struct floem_queue_entry *entry_of(const floem_sync_t *s, void *payload)
     return e;
 }
 
-/* Mark an entry finished: its shadow status becomes the turn the host must see. */
+/* Mark an entry finished: its shadow status becomes the turn the host must see. Ready
+ * turns are even (to_host) or odd (from_host); the other parity means finished already. */
 static void finish(floem_sync_t *s, struct floem_queue_entry *e)
 {
-    __atomic_store_n(&e->status, floem_wire32(turn_of(e) + 1), __ATOMIC_RELEASE);
+    uint32_t turn = turn_of(e);
+    if ((turn & 1) != (s->dir == FLOEM_SYNC_FROM_HOST))
+        fail(s, "an entry finished twice");
+    __atomic_store_n(&e->status, floem_wire32(turn + 1), __ATOMIC_RELEASE);
     count(&s->entries, 1);
 }
 

@@ -26,7 +26,7 @@ static unsigned long checks;
 
 #define CHECK(cond)                                                                      \
     do {                                                                                 \
-        __atomic_fetch_add(&checks, 1, __ATOMIC_RELAXED);                              \
+        __atomic_fetch_add(&checks, 1, __ATOMIC_RELAXED);                                \
         if (!(cond)) {                                                                   \
             fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);     \
             abort();                                                                     \
@@ -233,7 +233,7 @@ static void test_round_trips(void)
 /* Data moves at issue; the request completes when the model says so. */
 static void test_async(void)
 {
-    start(20000000, 8.0, 16, 8);
+    start(100000000, 8.0, 16, 8);
     floem_dma_req_t idle = {0};
     CHECK(dma_done(&idle));
     dma_wait(&idle);
@@ -248,11 +248,11 @@ static void test_async(void)
     dma_read_async(host(128), 4, &r, &rq);
     CHECK(r == v);
     dma_wait(&w);
-    CHECK(now_ns() - t0 >= 20000000);
+    CHECK(now_ns() - t0 >= 100000000);
     CHECK(dma_done(&w));
     while (!dma_done(&rq))
         continue;
-    CHECK(now_ns() - t0 >= 20000000);
+    CHECK(now_ns() - t0 >= 100000000);
     dma_wait(&rq);
 }
 
@@ -281,7 +281,7 @@ static void test_descriptor_order(void)
     CHECK(status_seen == 3);
 }
 
-/* N blocking requests take at least N latencies, all of it spent spinning in the caller. */
+/* N blocking requests take at least N latencies, spent spinning in the caller. */
 static void test_latency(void)
 {
     const unsigned n = 20;
@@ -297,7 +297,7 @@ static void test_latency(void)
     CHECK(st.requests == n && st.descriptors == n);
     CHECK(st.bytes_read == n * sizeof b && st.bytes_written == 0);
     CHECK(st.busy_ns == n * (200000ull + 8));
-    CHECK(st.wait_ns >= n * 150000ull && st.wait_ns <= elapsed);
+    CHECK(st.wait_ns >= n * 50000ull && st.wait_ns <= elapsed);
 }
 
 /* Bandwidth: a large transfer takes bytes / bandwidth, and requests share the bandwidth. */
@@ -342,7 +342,7 @@ static void test_outstanding(void)
     uint64_t issuing = now_ns() - t0;
     floem_dma_stats(&st);
     CHECK(issuing >= 400000);
-    CHECK(st.wait_ns >= 350000);
+    CHECK(st.wait_ns >= 100000 && st.wait_ns <= issuing);
     CHECK(dma_done(&req[0]) && dma_done(&req[1]));
     dma_wait(&req[5]);
     CHECK(now_ns() - t0 >= 600000);

@@ -4,13 +4,14 @@
  *        runtime/src/sync.c runtime/src/dma.c runtime/src/queue.c -o test_sync
  * (with -DFLOEM_SYNC_BLOCKING for the blocking, unbatched layer).
  *   test_sync            single-threaded cases (cursor states only in the batched layer)
- *   test_sync e2e SCALE  threaded end to end: a host thread on the host queue, NIC workers
- *                        on the shadow, a manager thread or inline managers; about 2 million
+ *   test_sync e2e SCALE  threaded end to end: host threads on the host queue, NIC workers
+ *                        on the shadow, a manager thread or inline managers; 2 million
  *                        entries per case at SCALE 1; FIFO order and no loss
  * The host side of every ring is floem/queue.h on a little-endian machine. On a big-endian
  * one (the LiquidIO target under qemu-mips64) the test plays an x86 host by hand: the same
  * protocol with status words, channels and payloads stored little-endian, so the layer's
- * byte-order conversions are what make the tests pass.
+ * byte-order conversions are what make the tests pass (the case with two host consumers,
+ * which needs floem/queue.h's multi-consumer path, runs on little-endian machines only).
  * Prints "ok" last and exits 0, or names the failed check and aborts.
  */
 #ifndef _GNU_SOURCE
@@ -110,9 +111,9 @@ static void host_commit(floem_queue_t *q, void *payload, uint16_t channel)
     floem_enq_commit(q, payload, channel);
 }
 
-static void *host_acquire(floem_queue_t *q, uint16_t *channel)
+static void *host_acquire(floem_queue_t *q, bool multi, uint16_t *channel)
 {
-    return floem_deq_acquire(q, false, channel);
+    return floem_deq_acquire(q, multi, channel);
 }
 
 static void host_release(floem_queue_t *q, void *payload)
@@ -152,8 +153,10 @@ static void host_commit(floem_queue_t *q, void *payload, uint16_t channel)
     host_pass(payload);
 }
 
-static void *host_acquire(floem_queue_t *q, uint16_t *channel)
+/* (Single consumer only: the multi-consumer case is not run on big-endian machines.) */
+static void *host_acquire(floem_queue_t *q, bool multi, uint16_t *channel)
 {
+    CHECK(!multi);
     struct floem_queue_entry *e = host_claim(q, &q->deq_cursor, 1);
     if (e == NULL)
         return NULL;
@@ -192,9 +195,9 @@ static bool host_put(struct ring *r, uint64_t seq, uint16_t channel)
     return true;
 }
 
-static bool host_get(struct ring *r, uint64_t *seq, uint16_t *channel)
+static bool host_get(struct ring *r, bool multi, uint64_t *seq, uint16_t *channel)
 {
-    struct item *it = host_acquire(r->q, channel);
+    struct item *it = host_acquire(r->q, multi, channel);
     if (it == NULL)
         return false;
     *seq = seq_of(it);
@@ -229,7 +232,7 @@ static bool get_expect(struct ring *r, floem_sync_dir_t dir, uint64_t seq)
 {
     uint64_t got = 0;
     uint16_t channel = 0xffff;
-    if (!(dir == TO_HOST ? host_get(r, &got, &channel) : nic_get(r, &got, &channel)))
+    if (!(dir == TO_HOST ? host_get(r, false, &got, &channel) : nic_get(r, &got, &channel)))
         return false;
     CHECK(got == seq);
     CHECK(channel == seq % 5);
@@ -238,7 +241,8 @@ static bool get_expect(struct ring *r, floem_sync_dir_t dir, uint64_t seq)
 
 static bool put(struct ring *r, floem_sync_dir_t dir, uint64_t seq)
 {
-    return dir == TO_HOST ? nic_put(r, seq, (uint16_t)(seq % 5)) : host_put(r, seq, (uint16_t)(seq % 5));
+    uint16_t channel = (uint16_t)(seq % 5);
+    return dir == TO_HOST ? nic_put(r, seq, channel) : host_put(r, seq, channel);
 }
 
 /* Run fn in a child process; it must die of SIGABRT with `message` in its stderr. */
@@ -288,7 +292,7 @@ static void expect_cursors(const struct ring *r, uint64_t writing, uint64_t modi
     CHECK(c.reading == reading && c.invalid == invalid);
 }
 
-/* Manage until `writing` and `reading` reach the given positions (requests take 20 ms). */
+/* Manage until `writing` and `reading` reach the given positions (requests take 100 ms). */
 static void manage_until(struct ring *r, uint64_t writing, uint64_t reading)
 {
     uint64_t deadline = now_ns() + 5000000000ull;
@@ -300,10 +304,11 @@ static void manage_until(struct ring *r, uint64_t writing, uint64_t reading)
     } while (c.writing < writing || c.reading < reading);
 }
 
-/* Every state, and the cursors' moves between them, with requests slow enough to watch. */
+/* Every state, and the cursors' moves between them, with requests slow enough to watch
+ * (a request issued by one manager round is still in flight at the next). */
 static void test_states(void)
 {
-    const floem_dma_model_t slow = {20000000, 1e9, 16, 8};
+    const floem_dma_model_t slow = {100000000, 1e9, 16, 8};
     struct ring r = ring_new(12, 64, TO_HOST, 4, false, &slow);
     expect_cursors(&r, 0, 0, 0, 0, 0);
     floem_sync_manage(r.s);
@@ -320,7 +325,7 @@ static void test_states(void)
     CHECK(access_entry(r.s, 0) == NULL);
     uint64_t seq;
     uint16_t channel;
-    CHECK(!host_get(&r, &seq, &channel));
+    CHECK(!host_get(&r, false, &seq, &channel));
     floem_sync_manage(r.s);                            /* an entry was finished: keep batching */
     expect_cursors(&r, 0, 0, 1, 4, 8);
     floem_sync_manage(r.s);                            /* none since: write the partial batch */
@@ -549,16 +554,31 @@ static void release_foreign_pointer(void)
     floem_sync_deq_release(misuse.s, &foreign[1]);
 }
 
+static void release_twice(void)
+{
+    struct ring *r = &misuse;
+    CHECK(put(r, FROM_HOST, 0));
+    struct item *it;
+    for (int tries = 0; (it = floem_sync_deq_acquire(r->s, NULL)) == NULL; tries++) {
+        CHECK(tries < 4);
+        floem_sync_manage(r->s);
+    }
+    floem_sync_deq_release(r->s, it);
+    floem_sync_deq_release(r->s, it);
+}
+
 static void bad_shape(void)
 {
-    floem_sync_init(misuse.s, (floem_queue_t *)(uintptr_t)FLOEM_HOST_BASE, 4, 48, TO_HOST, 1, false);
+    floem_sync_init(misuse.s, (floem_queue_t *)(uintptr_t)FLOEM_HOST_BASE, 4, 48, TO_HOST, 1,
+                    false);
 }
 
 static void too_few_descriptors(void)
 {
     const floem_dma_model_t one = {0, 1e9, 1, 8};
     floem_dma_init(misuse.mem, 64, &one);
-    floem_sync_init(misuse.s, (floem_queue_t *)(uintptr_t)FLOEM_HOST_BASE, 4, 32, TO_HOST, 1, false);
+    floem_sync_init(misuse.s, (floem_queue_t *)(uintptr_t)FLOEM_HOST_BASE, 4, 32, TO_HOST, 1,
+                    false);
 }
 
 static void test_misuse(void)
@@ -567,13 +587,23 @@ static void test_misuse(void)
     expect_abort(done_on_invalid_entry, "access_done on an entry that is not valid");
     expect_abort(enqueue_on_from_host, "enqueue on a queue the NIC consumes");
     expect_abort(release_foreign_pointer, "an entry that is not in this shadow");
+    expect_abort(release_twice, "an entry finished twice");
     expect_abort(bad_shape, "bad queue shape");
     expect_abort(too_few_descriptors, "too few descriptors");
     ring_free(&misuse);
 }
 
+/* Shadows laid out back to back stay 64-byte aligned, whatever their shape. */
+static void test_layout(void)
+{
+    CHECK(floem_sync_bytes(3, 32) % 64 == 0 && floem_sync_bytes(1, 32) % 64 == 0);
+    CHECK(floem_sync_bytes(5, 128) >= 5 * 128 && floem_sync_bytes(7, 32) >= 7 * 32);
+    CHECK(floem_sync_bytes(8, 64) > floem_sync_bytes(7, 64));
+}
+
 static void run_single_threaded(void)
 {
+    test_layout();
 #ifndef FLOEM_SYNC_BLOCKING
     test_states();
     test_unready_tail();
@@ -594,39 +624,56 @@ static void run_single_threaded(void)
 /* ---- Threaded end to end ---------------------------------------------------------- */
 
 /* One end-to-end case: `workers` NIC threads (managing inline when there is no manager
- * thread) and one host thread move `total` entries through `r`. A NIC producer sends
- * (its id << 40 | its count); the host checks each producer's entries arrive in order. */
+ * thread) and `hosts` host threads move `total` entries through `r`. A NIC producer sends
+ * (its id << 40 | its count k) on channel k % 5; a host producer sends 0, 1, 2, ... */
 struct e2e {
     struct ring r;
     floem_sync_dir_t dir;
     uint64_t total;
-    unsigned workers;
+    unsigned workers, hosts;
     bool manager;
     unsigned next_id;           /* NIC workers: the next worker id to take */
     uint64_t received;          /* entries the consumers took so far */
-    uint64_t seq_sum;           /* NIC consumers: sum of the sequence numbers taken */
+    uint64_t seq_sum;           /* consumers: sum of the counts (to_host) or sequence numbers */
     int stop;                   /* tells the manager thread to stop */
 };
+
+/* A host consumer: each producer's entries come in order (consecutive with one consumer). */
+static void host_consume(struct e2e *t)
+{
+    unsigned spins = 0;
+    uint64_t last[2] = {0}, taken[2] = {0}, sum = 0;
+    while (__atomic_load_n(&t->received, __ATOMIC_ACQUIRE) < t->total) {
+        uint64_t seq = 0;
+        uint16_t channel = 0;
+        if (!host_get(&t->r, t->hosts > 1, &seq, &channel)) {
+            idle(&spins);
+            continue;
+        }
+        uint64_t id = seq >> 40, k = seq & ((1ull << 40) - 1);
+        CHECK(id < t->workers && channel == k % 5);
+        CHECK(t->hosts > 1 ? taken[id] == 0 || k > last[id] : k == taken[id]);
+        last[id] = k;
+        taken[id]++;
+        sum += k;
+        __atomic_fetch_add(&t->received, 1, __ATOMIC_RELEASE);
+    }
+    __atomic_fetch_add(&t->seq_sum, sum, __ATOMIC_RELAXED);
+}
 
 static void *host_thread(void *arg)
 {
     struct e2e *t = arg;
     unsigned spins = 0;
-    uint64_t next[4] = {0};
+    if (t->dir == TO_HOST) {
+        host_consume(t);
+        return NULL;
+    }
     for (uint64_t n = 0; n < t->total;) {
-        uint64_t seq = 0;
-        uint16_t channel = 0;
-        if (t->dir == FROM_HOST ? put(&t->r, FROM_HOST, n) : host_get(&t->r, &seq, &channel)) {
-            if (t->dir == TO_HOST) {
-                uint64_t id = seq >> 40, k = seq & ((1ull << 40) - 1);
-                CHECK(id < t->workers && k == next[id] && channel == k % 5);
-                next[id]++;
-                __atomic_store_n(&t->received, n + 1, __ATOMIC_RELEASE);
-            }
+        if (put(&t->r, FROM_HOST, n))
             n++;
-        } else {
+        else
             idle(&spins);
-        }
     }
     return NULL;
 }
@@ -704,20 +751,22 @@ static void *manager_thread(void *arg)
 }
 
 static void run_e2e(const char *name, floem_sync_dir_t dir, uint64_t total, unsigned workers,
-                    bool manager)
+                    unsigned hosts, bool manager)
 {
     floem_dma_model_t model = floem_dma_model_from_env();
     struct e2e t = {.r = ring_new(256, 64, dir, 32, workers > 1, &model), .dir = dir,
-                    .total = total, .workers = workers, .manager = manager};
+                    .total = total, .workers = workers, .hosts = hosts, .manager = manager};
     uint64_t t0 = now_ns();
-    pthread_t host, nic[4], mgr;
-    CHECK(workers <= 4);
-    CHECK(pthread_create(&host, NULL, host_thread, &t) == 0);
+    pthread_t host[2], nic[2], mgr;
+    CHECK(workers <= 2 && hosts <= 2 && (dir == TO_HOST || hosts == 1));
+    for (unsigned i = 0; i < hosts; i++)
+        CHECK(pthread_create(&host[i], NULL, host_thread, &t) == 0);
     for (unsigned i = 0; i < workers; i++)
         CHECK(pthread_create(&nic[i], NULL, nic_thread, &t) == 0);
     if (manager)
         CHECK(pthread_create(&mgr, NULL, manager_thread, &t) == 0);
-    CHECK(pthread_join(host, NULL) == 0);
+    for (unsigned i = 0; i < hosts; i++)
+        CHECK(pthread_join(host[i], NULL) == 0);
     for (unsigned i = 0; i < workers; i++)
         CHECK(pthread_join(nic[i], NULL) == 0);
     __atomic_store_n(&t.stop, 1, __ATOMIC_RELEASE);
@@ -727,8 +776,9 @@ static void run_e2e(const char *name, floem_sync_dir_t dir, uint64_t total, unsi
     floem_sync_stats_t st;
     floem_sync_stats(t.r.s, &st);
     CHECK(st.entries == total && t.received == total);
-    if (dir == FROM_HOST)
-        CHECK(t.seq_sum == total * (total - 1) / 2);
+    uint64_t share = total / workers;
+    CHECK(t.seq_sum == (dir == TO_HOST ? workers * (share * (share - 1) / 2)
+                                       : total * (total - 1) / 2));
     printf("%s: %llu entries in %.2f s, %llu reads, %llu writes, %llu partial batches\n", name,
            (unsigned long long)total, secs, (unsigned long long)st.read_requests,
            (unsigned long long)st.write_requests, (unsigned long long)st.flushes);
@@ -738,13 +788,16 @@ static void run_e2e(const char *name, floem_sync_dir_t dir, uint64_t total, unsi
 
 static void run_threaded(double scale)
 {
-    uint64_t n = (uint64_t)(2000000 * scale);
+    uint64_t n = (uint64_t)(2000000 * scale) / 2 * 2;
     if (n < 1000)
         n = 1000;
-    run_e2e("to_host, manager thread", TO_HOST, n, 1, true);
-    run_e2e("from_host, manager thread", FROM_HOST, n, 1, true);
-    run_e2e("to_host, 2 workers managing inline", TO_HOST, n / 2, 2, false);
-    run_e2e("from_host, 2 workers managing inline", FROM_HOST, n / 2, 2, false);
+    run_e2e("to_host, manager thread", TO_HOST, n, 1, 1, true);
+    run_e2e("from_host, manager thread", FROM_HOST, n, 1, 1, true);
+    run_e2e("to_host, 2 workers managing inline", TO_HOST, n, 2, 1, false);
+    run_e2e("from_host, 2 workers managing inline", FROM_HOST, n, 2, 1, false);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    run_e2e("to_host, 2 workers, manager thread, 2 host consumers", TO_HOST, n, 2, 2, true);
+#endif
 }
 
 int main(int argc, char **argv)

@@ -19,11 +19,13 @@
  * accesses to host memory: a read descriptor loads first to last with acquire
  * ordering (the bytes after a status word are read after it), a write descriptor
  * stores last to first with release ordering (a status word in front of a record
- * is stored after the record). Code for real hardware should rely only on the
- * order between descriptors, as the sync layer does. Reading host memory that a host thread is writing (prefetching an entry not yet
- * published) is a device access; ThreadSanitizer builds of the engine suppress
- * reports of it. The engine is thread-safe; floem_dma_init must come before any
- * transfer and may be called again only while none is in flight.
+ * is stored after the record). Code meant for real hardware should rely only on
+ * the order between descriptors, as the sync layer does. Reading host memory that
+ * a host thread is writing (prefetching an entry not yet published) is a device
+ * access; ThreadSanitizer builds of the engine suppress reports of it (the engine
+ * defines __tsan_default_suppressions). The engine is thread-safe; floem_dma_init
+ * must come before any transfer and may be called again only while none is in
+ * flight.
  */
 #ifndef FLOEM_DMA_H
 #define FLOEM_DMA_H

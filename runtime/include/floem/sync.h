@@ -65,11 +65,13 @@ typedef struct {
     uint64_t writing, modified, valid, reading, invalid;
 } floem_sync_cursors_t;
 
-/* NIC memory to reserve (64-byte aligned) for the shadow of a ring of `size` entries
- * (its bookkeeping, then one slot per entry). */
+/* NIC memory to reserve (64-byte aligned; a multiple of 64, so shadows can be laid out one
+ * after another) for the shadow of a ring of `size` entries: bookkeeping, then one slot per
+ * entry. */
 size_t floem_sync_bytes(uint32_t size, uint32_t entry_size);
-/* Set up a shadow (floem_sync_bytes of NIC memory at `s`) of the host queue instance at host address `host_queue`
- * (initialised by the host with floem_queue_init(size, entry_size)). `batch`: entries per
+/* Set up a shadow (floem_sync_bytes of NIC memory at `s`) of the host queue instance at
+ * host address `host_queue` (initialised by the host with floem_queue_init(size,
+ * entry_size); the shadow never reads its header). `batch`: entries per
  * DMA request (at most the engine's max_descriptors if the layer uses one descriptor per
  * entry; it may also read/write contiguous runs with one descriptor). This layer reads and
  * writes contiguous runs (two descriptors when a run wraps round the ring's end), and puts at

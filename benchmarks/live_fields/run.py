@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""Only live fields vs the whole per-packet state across a NIC -> CPU queue.
+
+Usage: python3 benchmarks/live_fields/run.py [--repeats 3] [--quarters 1,2,3,4] [--packets N]
+                                             [-- EXTRA FLOEM OPTIONS, e.g. --dma-gbps 1]
+
+Runs live.py (see README.md) with `floem run --report --nic-managers 0`, once as built
+(only the live fields cross the queue) and once with --send-all-fields (the whole
+256-byte state crosses), alternating, `--repeats` times per live fraction, and prints
+a Markdown table of medians. Same DMA cost model for both (the runtime's defaults
+unless extra options say otherwise); both use the sync layer. 4/4 live is the control:
+both variants send the same bytes, so its ratio shows the noise.
+"""
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+APP = os.path.join(HERE, "live.py")
+RATE = re.compile(r"^live (\d)/4 of 256 bytes: (\d+) packets in ([\d.]+) s .*, (\d+) packets/s, bad (\d+)$",
+                  re.M)
+DMA = r"requests (\d+), descriptors (\d+), bytes read (\d+), bytes written (\d+)"
+WINDOW = re.compile(r"^bench: nic dma window: " + DMA, re.M)
+REPORT = re.compile(r"^floem: nic dma: " + DMA, re.M)
+ENTRY = re.compile(r"^\s+entry: (\d+) bytes", re.M)
+VARIANTS = {"live": [], "all": ["--send-all-fields"]}
+
+
+def floem_command():
+    found = shutil.which("floem")
+    if found:
+        return found
+    venv = os.path.join(HERE, "..", "..", ".venv", "bin", "floem")
+    if os.path.exists(venv):
+        return venv
+    sys.exit("run.py: no `floem` on PATH (export PATH=/path/to/floem/.venv/bin:$PATH)")
+
+
+def run_once(floem, quarters, variant, packets, extra):
+    env = dict(os.environ, LIVE_QUARTERS=str(quarters), PACKETS=str(packets))
+    cmd = [floem, "run", "--report", "--nic-managers", "0", "--timeout", "300"] + VARIANTS[variant] + extra + [APP]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    rate, window = RATE.search(p.stdout), WINDOW.search(p.stderr)
+    report, entry = REPORT.search(p.stderr), ENTRY.search(p.stderr)
+    if p.returncode != 0 or not (rate and window and report and entry) or rate.group(5) != "0":
+        sys.exit(f"run.py: {' '.join(cmd)} (LIVE_QUARTERS={quarters} PACKETS={packets}) failed "
+                 f"(status {p.returncode}):\n{p.stdout}{p.stderr}")
+    w = [int(x) for x in window.groups()]
+    r = [int(x) for x in report.groups()]
+    return {"pps": float(rate.group(4)), "entry": int(entry.group(1)),
+            "req": w[0] / packets, "read": w[2] / packets, "written": w[3] / packets,
+            "extra_requests": r[0] - w[0]}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--quarters", default="1,2,3,4")
+    ap.add_argument("--packets", type=int, default=1_000_000)
+    ap.add_argument("extra", nargs="*", help="extra floem options (after --)")
+    args = ap.parse_args()
+    floem = floem_command()
+    quarters = [int(q) for q in args.quarters.split(",")]
+    results = {(q, v): [] for q in quarters for v in VARIANTS}
+    start = time.monotonic()
+    for rep in range(args.repeats):
+        for q in quarters:
+            for variant in (VARIANTS if rep % 2 == 0 else reversed(list(VARIANTS))):
+                r = run_once(floem, q, variant, args.packets, args.extra)
+                results[q, variant].append(r)
+                print(f"run {rep + 1}/{args.repeats}: {q}/4 live, send {variant:4s} "
+                      f"{r['pps'] / 1e6:7.3f} Mpackets/s", file=sys.stderr, flush=True)
+
+    def med(q, variant, key):
+        return statistics.median(r[key] for r in results[q, variant])
+
+    print(f"Live fields vs whole 256-byte state, NIC -> CPU through the sync layer, medians of "
+          f"{args.repeats} alternating runs of {args.packets} packets (floem run --nic-managers 0"
+          f"{' ' + ' '.join(args.extra) if args.extra else ''}; {os.cpu_count()} CPUs)")
+    print()
+    print("| live | entry live / all | live-only Mpkt/s | all-fields Mpkt/s | ratio | DMA req/pkt live "
+          "| DMA req/pkt all | DMA bytes/pkt live (read + written) | DMA bytes/pkt all (read + written) |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for q in quarters:
+        lv, al = med(q, "live", "pps"), med(q, "all", "pps")
+        print(f"| {q}/4 | {results[q, 'live'][0]['entry']} / {results[q, 'all'][0]['entry']} B "
+              f"| {lv / 1e6:.2f} | {al / 1e6:.2f} | {lv / al:.2f}x "
+              f"| {med(q, 'live', 'req'):.3f} | {med(q, 'all', 'req'):.3f} "
+              f"| {med(q, 'live', 'read'):.0f} + {med(q, 'live', 'written'):.0f} "
+              f"| {med(q, 'all', 'read'):.0f} + {med(q, 'all', 'written'):.0f} |")
+    extra = max(r["extra_requests"] for rs in results.values() for r in rs)
+    print()
+    for q in quarters:
+        ratios = [a["pps"] / b["pps"] for a, b in zip(results[q, "live"], results[q, "all"])]
+        print(f"{q}/4 live: per-repeat ratios " + ", ".join(f"{x:.2f}x" for x in ratios) + ".")
+    print(f"DMA counts are for the transfer window (go .. done); the whole-run `--report` line "
+          f"counted at most {extra} more requests per run (start-up reads, go/done polls).")
+    print(f"Total time {time.monotonic() - start:.0f} s.")
+
+
+if __name__ == "__main__":
+    main()

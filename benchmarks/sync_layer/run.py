@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Sync layer vs blocking unbatched DMA: NIC -> CPU transfer of 32/64/128/256-byte entries.
+
+Usage: python3 benchmarks/sync_layer/run.py [--repeats 3] [--sizes 32,64,128,256]
+                                            [--packets-sync N] [--packets-blocking N]
+                                            [-- EXTRA FLOEM OPTIONS, e.g. --dma-latency-ns 500]
+
+Runs transfer.py (see README.md) with `floem run --report --nic-managers 0`, once with
+the sync layer and once with --no-sync-layer, alternating, `--repeats` times per entry
+size, and prints a Markdown table of medians. Same DMA cost model for both (the
+runtime's defaults unless extra options say otherwise).
+"""
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+APP = os.path.join(HERE, "transfer.py")
+RATE = re.compile(r"^entry (\d+) bytes: (\d+) packets in ([\d.]+) s .*, (\d+) packets/s, bad (\d+)$",
+                  re.M)
+DMA = r"requests (\d+), descriptors (\d+), bytes read (\d+), bytes written (\d+)"
+WINDOW = re.compile(r"^bench: nic dma window: " + DMA, re.M)
+REPORT = re.compile(r"^floem: nic dma: " + DMA, re.M)
+MODES = {"sync": [], "blocking": ["--no-sync-layer"]}
+
+
+def floem_command():
+    found = shutil.which("floem")
+    if found:
+        return found
+    venv = os.path.join(HERE, "..", "..", ".venv", "bin", "floem")
+    if os.path.exists(venv):
+        return venv
+    sys.exit("run.py: no `floem` on PATH (export PATH=/path/to/floem/.venv/bin:$PATH)")
+
+
+def run_once(floem, size, mode, packets, extra):
+    env = dict(os.environ, ENTRY_BYTES=str(size), PACKETS=str(packets))
+    cmd = [floem, "run", "--report", "--nic-managers", "0", "--timeout", "300"] + MODES[mode] + extra + [APP]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    rate, window, report = RATE.search(p.stdout), WINDOW.search(p.stderr), REPORT.search(p.stderr)
+    if p.returncode != 0 or not (rate and window and report) or rate.group(5) != "0":
+        sys.exit(f"run.py: {' '.join(cmd)} (ENTRY_BYTES={size} PACKETS={packets}) failed "
+                 f"(status {p.returncode}):\n{p.stdout}{p.stderr}")
+    w = [int(x) for x in window.groups()]
+    r = [int(x) for x in report.groups()]
+    return {"pps": float(rate.group(4)),
+            "req": w[0] / packets, "read": w[2] / packets, "written": w[3] / packets,
+            "extra_requests": r[0] - w[0]}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--sizes", default="32,64,128,256")
+    ap.add_argument("--packets-sync", type=int, default=2_000_000)
+    ap.add_argument("--packets-blocking", type=int, default=200_000)
+    ap.add_argument("extra", nargs="*", help="extra floem options (after --)")
+    args = ap.parse_args()
+    floem = floem_command()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    packets = {"sync": args.packets_sync, "blocking": args.packets_blocking}
+    results = {(s, m): [] for s in sizes for m in MODES}
+    start = time.monotonic()
+    for rep in range(args.repeats):
+        for size in sizes:
+            for mode in (MODES if rep % 2 == 0 else reversed(list(MODES))):
+                r = run_once(floem, size, mode, packets[mode], args.extra)
+                results[size, mode].append(r)
+                print(f"run {rep + 1}/{args.repeats}: {size:3d} B {mode:8s} {r['pps'] / 1e6:7.3f} Mpackets/s",
+                      file=sys.stderr, flush=True)
+
+    def med(size, mode, key):
+        return statistics.median(r[key] for r in results[size, mode])
+
+    print(f"Sync layer vs blocking DMA, NIC -> CPU, medians of {args.repeats} alternating runs "
+          f"({args.packets_sync} packets with the sync layer, {args.packets_blocking} blocking; "
+          f"floem run --nic-managers 0{' ' + ' '.join(args.extra) if args.extra else ''}; "
+          f"{os.cpu_count()} CPUs)")
+    print()
+    print("| entry | sync Mpkt/s | blocking Mpkt/s | ratio | DMA req/pkt sync | DMA req/pkt blocking "
+          "| DMA bytes/pkt sync (read + written) | DMA bytes/pkt blocking (read + written) |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for size in sizes:
+        s, b = med(size, "sync", "pps"), med(size, "blocking", "pps")
+        print(f"| {size} B | {s / 1e6:.2f} | {b / 1e6:.3f} | {s / b:.1f}x "
+              f"| {med(size, 'sync', 'req'):.3f} | {med(size, 'blocking', 'req'):.2f} "
+              f"| {med(size, 'sync', 'read'):.0f} + {med(size, 'sync', 'written'):.0f} "
+              f"| {med(size, 'blocking', 'read'):.1f} + {med(size, 'blocking', 'written'):.0f} |")
+    ratios = [r_s["pps"] / r_b["pps"] for size in sizes
+              for r_s, r_b in zip(results[size, "sync"], results[size, "blocking"])]
+    extra = max(r["extra_requests"] for rs in results.values() for r in rs)
+    print()
+    print(f"Per-run ratios (sync run / blocking run of the same repeat): {min(ratios):.1f}x to {max(ratios):.1f}x.")
+    print(f"DMA counts are for the transfer window (go .. done); the whole-run `--report` line "
+          f"counted at most {extra} more requests per run (start-up reads, go/done polls).")
+    print(f"Total time {time.monotonic() - start:.0f} s.")
+
+
+if __name__ == "__main__":
+    main()

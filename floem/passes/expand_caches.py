@@ -1,0 +1,222 @@
+"""Cache expansion: the four points of each `Cache` become its lookup, fill, update and set end.
+
+Before (Floem paper, section 4.3)::
+
+    A >> c.get_start >> [get region] >> c.get_end >> B
+    S >> c.set_start >> [set region] >> c.set_end >> T
+
+After::
+
+    A >> lookup --miss--> [get region] >> fill >> B          (fill caches the result
+              \\--hit---------------------------------> B     unless a set raced it)
+    S >> update --region--> [set region] >> set_end >> T     (set_end stops evictions)
+              \\--done----------------------------------> T
+
+``update`` follows the policy: write-through updates the cache and always
+runs the set region; write-back marks the entry dirty and skips the region
+(with no-write-allocate, a key not in the cache still goes through the
+region). A dirty entry evicted by ``fill`` or ``update`` runs the set region
+on a fresh per-packet state flagged as an eviction, which ``set_end`` drops;
+when the set region starts with a queue, the eviction is only enqueued. Two
+hidden per-packet fields are added to the flow's state: the bucket version
+seen by a miss (so ``fill`` never caches a value older than a set) and the
+eviction flag.
+
+Consistency across devices needs misses and evictions of a key to travel one
+physical queue: both regions must cross the same queue, and if it has several
+instances the lookup and the update steer by a hash of the key (through
+``state->qid``), which no element of the regions may change. Programs that
+break these rules, put the four points on different devices or processes, put
+a callable segment in a region, or let two caches' regions overlap are rejected.
+"""
+from __future__ import annotations
+
+from floem import csrc
+from floem.errors import FloemError
+from floem.ir import CacheIR, EdgeKind, ElementNode, ProgramIR
+from floem.lang.state import Field, State
+from floem.lang.types import Uint
+
+NAME = "expand_caches"
+#: The output port of a start point that leads into its region.
+_INTO_REGION = {"get_start": "miss", "set_start": "region"}
+
+#: Output ports of each expanded point, and the role it takes.
+_EXPANSION = {
+    "get_start": ("cache_lookup", ["hit", "miss"]),
+    "get_end": ("cache_fill", ["out"]),
+    "set_start": ("cache_update", ["region", "done"]),
+    "set_end": ("cache_set_end", ["out"]),
+}
+
+
+def run(ir: ProgramIR) -> ProgramIR:
+    """Expand every cache and check the consistency rules."""
+    for c in ir.caches.values():
+        nodes = [ir.node(n) for n in c.points.values()]
+        state = _check_points(ir, c, nodes)
+        extended = _extend_state(state, c)
+        for n in ir.nodes():
+            if n.state_class is state:
+                n.state_class = extended
+        for seg in ir.segments.values():
+            if seg.state_class is state:
+                seg.state_class = extended
+        ir.options.setdefault("state_overrides", {})[state] = extended
+        _rewire(ir, c)
+        c.get_region = _region(ir, c, "get_start", "get_end")
+        c.set_region = _region(ir, c, "set_start", "set_end")
+        _check_regions(ir, c)
+        for name in c.points.values():
+            ir.node(name).info = _info(ir.node(name), c)
+    _check_overlaps(ir)
+    return ir
+
+
+def version_field(c: CacheIR) -> str:
+    """Hidden per-packet field: the bucket version a miss saw."""
+    return f"_{c.name}_version"
+
+
+def evict_field(c: CacheIR) -> str:
+    """Hidden per-packet field: set on the fresh state of a write-back eviction."""
+    return f"_{c.name}_evict"
+
+
+def _check_points(ir: ProgramIR, c: CacheIR, nodes: list[ElementNode]) -> type[State]:
+    devices = {ir.segments[n.segment].device for n in nodes}
+    if len(devices) > 1:
+        raise c.loc.error(f"cache '{c.name}': its points are on different devices "
+                          f"({', '.join(sorted(devices))}); put get_start, get_end, set_start "
+                          "and set_end on one device")
+    processes = {ir.segments[n.segment].process for n in nodes}
+    if len(processes) > 1:
+        raise c.loc.error(f"cache '{c.name}': its points are in different processes "
+                          f"({', '.join(sorted(processes))})")
+    state = nodes[0].state_class
+    if state is None:
+        raise c.loc.error(f"cache '{c.name}' needs a per-packet state (a Flow's PerPacket) "
+                          "holding its key and value fields")
+    names = {f.name for f in state.fields()}
+    for what in ("key", "keylen", "val", "vallen"):
+        field = getattr(c, what)
+        if field is not None and field not in names:
+            raise c.loc.error(f"cache '{c.name}': {what}={field!r} is not a field of "
+                              f"{state.__name__} (fields: {', '.join(sorted(names))})")
+    return state
+
+
+def _extend_state(state: type[State], c: CacheIR) -> type[State]:
+    """The flow's state plus the cache's hidden fields (same C name, more fields)."""
+    extra = {version_field(c): Field(Uint(32)), evict_field(c): Field(Uint(8))}
+    if state.layout is not None:
+        extra["layout"] = list(state.layout) + list(extra)
+    return type(state.__name__, (state,), extra)
+
+
+def _rewire(ir: ProgramIR, c: CacheIR) -> None:
+    """Give each point its expanded role and ports; add the hit and done shortcuts."""
+    after = {p: [(v, d) for _, v, d in ir.out_edges(n, "out")] for p, n in c.points.items()}
+    for point, name in c.points.items():
+        n = ir.node(name)
+        n.role, ports = _EXPANSION[point]
+        n.outputs = {p: [] for p in ports}
+        for _, _, d in ir.graph.out_edges(name, data=True):
+            if d["kind"] == EdgeKind.DATA:
+                d["out_port"] = _INTO_REGION.get(point, "out")
+    for start, end, port in (("get_start", "get_end", "hit"), ("set_start", "set_end", "done")):
+        if start in c.points:
+            for v, d in after[end]:
+                ir.graph.add_edge(c.points[start], v, **{**d, "out_port": port,
+                                                         "rank": len(ir.graph.edges)})
+
+
+def _info(n: ElementNode, c: CacheIR) -> csrc.BodyInfo:
+    """What an expanded point reads and writes, for liveness and the callable check."""
+    key = {c.key} | ({c.keylen} if c.keylen else set())
+    val = {c.val} | ({c.vallen} if c.vallen else set())
+    qid = {"qid"} if c.steer_instances else set()
+    ports = list(n.outputs)
+    uses, kills, writes = set(key), set(), set()
+    if n.role == "cache_lookup":
+        kills, writes = {version_field(c)}, {version_field(c)} | val | qid
+    elif n.role == "cache_fill":
+        uses |= val | {version_field(c)}
+        writes = set(val)
+    elif n.role == "cache_update":
+        uses |= val
+        kills, writes = {evict_field(c)}, {evict_field(c)} | qid
+    else:
+        uses = {evict_field(c)}
+    # set_end stops only evictions, which never come from the element before it: to the
+    # callable check it always fires.
+    switch = n.role in ("cache_lookup", "cache_update")
+    body = csrc.Body(n.name, "", n.loc.file, n.loc.line, [], [], None, {})
+    return csrc.BodyInfo(
+        element=n.name, reads={}, form="switch" if switch else "block", calls={},
+        always_fires=set() if switch else set(ports), switch_ports=ports if switch else [],
+        switch_has_else=switch, fields=csrc.FieldUse(uses, kills, writes),
+        persistent_used=set(), body=body)
+
+
+def _region(ir: ProgramIR, c: CacheIR, start: str, end: str) -> list[str]:
+    """Elements between a start point and its end, across queues, in discovery order."""
+    if start not in c.points:
+        return []
+    port = "miss" if start == "get_start" else "region"
+    todo = [v for _, v, _ in ir.out_edges(c.points[start], port)]
+    seen: list[str] = []
+    while todo:
+        name = todo.pop(0)
+        if name == c.points[end] or name in seen:
+            continue
+        seen.append(name)
+        n = ir.node(name)
+        todo += [v for _, v, _ in ir.out_edges(name)]
+        todo += [v for _, v, _ in ir.out_edges(name, kind=EdgeKind.ORDER)]
+        if n.role == "enqueue":
+            q = ir.queues[n.queue]
+            todo += [v for _, v, _ in ir.out_edges(q.dequeuer, f"out{n.channel}")]
+    return seen
+
+
+def _queues(ir: ProgramIR, region: list[str]) -> set[str]:
+    return {ir.node(n).queue for n in region if ir.node(n).role == "enqueue"}
+
+
+def _check_regions(ir: ProgramIR, c: CacheIR) -> None:
+    entry_segments = {ir.node(c.points[p]).segment for p in ("get_start", "set_start")
+                      if p in c.points}
+    for name in c.get_region + c.set_region:
+        seg = ir.segments[ir.node(name).segment]
+        if seg.kind == "callable" and seg.name not in entry_segments:
+            raise seg.loc.error(f"callable segment '{seg.name}' is inside the region cached by "
+                                f"'{c.name}'; a cached region runs only as part of the graph")
+    get_queues, set_queues = _queues(ir, c.get_region), _queues(ir, c.set_region)
+    if c.set_region and get_queues != set_queues:
+        raise c.loc.error(f"cache '{c.name}': the get path crosses queue(s) "
+                          f"{sorted(get_queues) or 'none'} but the set path crosses "
+                          f"{sorted(set_queues) or 'none'}; misses and evictions of a key must "
+                          "travel one queue (use one Queue with a channel for each)")
+    wide = [q for q in get_queues if ir.queues[q].instances > 1]
+    if not wide:
+        return
+    state = ir.node(c.points["get_start"]).state_class
+    if not any(f.name == "qid" for f in state.fields()):
+        return
+    c.steer_instances = ir.queues[wide[0]].instances
+    for name in c.get_region + c.set_region:
+        n = ir.node(name)
+        if n.info is not None and "qid" in n.info.fields.writes | n.info.fields.kills:
+            raise n.loc.error(f"'{name}' sets state->qid inside the region cached by "
+                              f"'{c.name}': misses and evictions of a key could then take "
+                              "different queue instances and be reordered")
+
+
+def _check_overlaps(ir: ProgramIR) -> None:
+    owner: dict[str, str] = {}
+    for c in ir.caches.values():
+        for name in set(c.get_region + c.set_region):
+            if owner.setdefault(name, c.name) != c.name:
+                raise FloemError(f"the regions cached by '{owner[name]}' and '{c.name}' overlap "
+                                 f"(both contain '{name}')", c.loc.file, c.loc.line)

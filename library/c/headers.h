@@ -1,0 +1,176 @@
+/* Ethernet / IPv4 / UDP header views for floem.library.headers.
+ *
+ * The structs are packed views laid over frame bytes: multi-byte fields are
+ * in network (big-endian) order, read and written with floem_get16/32 and
+ * floem_put16/32, which work on any host byte order and alignment.
+ * floem_udp_parse() checks a frame before anything else looks at it; the
+ * other functions assume a frame it accepted (or one they build).
+ */
+#ifndef FLOEM_LIBRARY_HEADERS_H
+#define FLOEM_LIBRARY_HEADERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FLOEM_ETHER_LEN 14
+#define FLOEM_IPV4_MIN_LEN 20
+#define FLOEM_UDP_LEN 8
+/* Ethernet + IPv4 without options + UDP: where a built frame's payload starts. */
+#define FLOEM_UDP_FRAME_LEN 42
+#define FLOEM_ETHERTYPE_IPV4 0x0800
+#define FLOEM_IPPROTO_UDP 17
+
+struct floem_ether_hdr {
+    uint8_t dst[6];
+    uint8_t src[6];
+    uint16_t type;
+} __attribute__((packed));
+
+struct floem_ipv4_hdr {
+    uint8_t version_ihl;          /* version (4) << 4 | header length in 32-bit words */
+    uint8_t tos;
+    uint16_t total_len;           /* IPv4 header + UDP header + payload */
+    uint16_t id;
+    uint16_t frag_off;            /* flags (3 bits) and fragment offset */
+    uint8_t ttl;
+    uint8_t protocol;
+    uint16_t checksum;
+    uint32_t src;
+    uint32_t dst;
+} __attribute__((packed));
+
+struct floem_udp_hdr {
+    uint16_t src_port;
+    uint16_t dst_port;
+    uint16_t len;                 /* UDP header + payload */
+    uint16_t checksum;            /* 0: not computed */
+} __attribute__((packed));
+
+/* A UDP frame as built by floem_udp_fill (IPv4 header without options). */
+struct floem_udp_frame {
+    struct floem_ether_hdr eth;
+    struct floem_ipv4_hdr ip;
+    struct floem_udp_hdr udp;
+} __attribute__((packed));
+
+/* Why floem_udp_parse rejected a frame (index of the CheckUDP drop counters). */
+enum floem_udp_verdict {
+    FLOEM_UDP_OK = 0,
+    FLOEM_UDP_TRUNCATED,          /* a header or a length field reaches past the frame */
+    FLOEM_UDP_NOT_IPV4,           /* EtherType is not IPv4 */
+    FLOEM_UDP_BAD_IP_HEADER,      /* version, IHL or total length inconsistent */
+    FLOEM_UDP_FRAGMENT,           /* a fragment: no whole UDP datagram */
+    FLOEM_UDP_NOT_UDP,            /* IP protocol is not UDP */
+    FLOEM_UDP_BAD_UDP_LENGTH,     /* UDP length below 8 or past the IP total length */
+    FLOEM_UDP_BAD_CHECKSUM,       /* IPv4 header or (nonzero) UDP checksum wrong */
+    FLOEM_UDP_VERDICTS
+};
+
+/* Where a parsed frame's parts are. */
+struct floem_udp_view {
+    struct floem_ether_hdr *eth;
+    struct floem_ipv4_hdr *ip;
+    struct floem_udp_hdr *udp;
+    uint8_t *payload;
+    size_t payload_len;           /* from the UDP length, not the frame size */
+};
+
+/* The flow key of a UDP packet, in network byte order, 13 bytes. */
+struct floem_flow_key {
+    uint32_t src_ip;
+    uint32_t dst_ip;
+    uint16_t src_port;
+    uint16_t dst_port;
+    uint8_t protocol;
+} __attribute__((packed));
+
+/* Addresses and ports of a frame to build, in host byte order (MACs as bytes). */
+struct floem_udp_endpoints {
+    uint8_t src_mac[6];
+    uint8_t dst_mac[6];
+    uint32_t src_ip;
+    uint32_t dst_ip;
+    uint16_t src_port;
+    uint16_t dst_port;
+};
+
+static inline uint16_t floem_get16(const void *p)
+{
+    const uint8_t *b = (const uint8_t *)p;
+    return (uint16_t)(b[0] << 8 | b[1]);
+}
+
+static inline uint32_t floem_get32(const void *p)
+{
+    const uint8_t *b = (const uint8_t *)p;
+    return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+}
+
+static inline void floem_put16(void *p, uint16_t v)
+{
+    uint8_t *b = (uint8_t *)p;
+    b[0] = (uint8_t)(v >> 8);
+    b[1] = (uint8_t)v;
+}
+
+static inline void floem_put32(void *p, uint32_t v)
+{
+    uint8_t *b = (uint8_t *)p;
+    b[0] = (uint8_t)(v >> 24);
+    b[1] = (uint8_t)(v >> 16);
+    b[2] = (uint8_t)(v >> 8);
+    b[3] = (uint8_t)v;
+}
+
+static inline unsigned floem_ipv4_header_len(const struct floem_ipv4_hdr *ip)
+{
+    return (unsigned)(ip->version_ihl & 0x0f) * 4;
+}
+
+/* Check that `frame` (`size` bytes) is Ethernet/IPv4/UDP with consistent lengths.
+ * Reads only bytes below `size`. On FLOEM_UDP_OK, fills `view` (when not NULL).
+ * With `verify_checksums`, also checks the IPv4 header checksum and a nonzero UDP checksum. */
+enum floem_udp_verdict floem_udp_parse(void *frame, size_t size, int verify_checksums,
+                                       struct floem_udp_view *view);
+
+/* The one's-complement sum of `len` bytes (big-endian 16-bit words) added to `sum`. */
+uint32_t floem_csum_add(uint32_t sum, const void *data, size_t len);
+/* Fold a sum into a 16-bit checksum (complemented). */
+uint16_t floem_csum_fold(uint32_t sum);
+/* The checksum an IPv4 header must carry (computed with its checksum field as zero). */
+uint16_t floem_ipv4_checksum(const struct floem_ipv4_hdr *ip);
+/* The UDP checksum (pseudo-header included) of a datagram whose length field is set;
+ * never 0 (0 is sent as 0xffff). */
+uint16_t floem_udp_checksum(const struct floem_ipv4_hdr *ip, const struct floem_udp_hdr *udp);
+
+/* Write Ethernet, IPv4 (no options, TTL 64, DF) and UDP headers in front of a payload
+ * of `payload_len` bytes at frame + FLOEM_UDP_FRAME_LEN; the UDP checksum when asked. */
+void floem_udp_fill(void *frame, size_t payload_len, const struct floem_udp_endpoints *ends,
+                    int udp_checksum);
+/* After the payload of a parsed frame changed length: the frame is now `size` bytes.
+ * Sets the IPv4 total length and UDP length, recomputes the IPv4 checksum, and the
+ * UDP checksum when asked (else sets it to 0). */
+void floem_udp_set_length(void *frame, size_t size, int udp_checksum);
+/* Swap source and destination MACs, IPv4 addresses and UDP ports (a reply). */
+void floem_udp_swap(void *frame);
+/* The flow key of a parsed frame. */
+void floem_udp_flow_key(const void *frame, struct floem_flow_key *key);
+
+/* The UDP payload of a frame floem_udp_parse accepted. */
+static inline uint8_t *floem_udp_payload(void *frame)
+{
+    struct floem_ipv4_hdr *ip = (struct floem_ipv4_hdr *)((uint8_t *)frame + FLOEM_ETHER_LEN);
+    return (uint8_t *)ip + floem_ipv4_header_len(ip) + FLOEM_UDP_LEN;
+}
+
+/* Its length, from the UDP length field. */
+static inline size_t floem_udp_payload_len(const void *frame)
+{
+    const struct floem_ipv4_hdr *ip =
+        (const struct floem_ipv4_hdr *)((const uint8_t *)frame + FLOEM_ETHER_LEN);
+    const struct floem_udp_hdr *udp =
+        (const struct floem_udp_hdr *)((const uint8_t *)ip + floem_ipv4_header_len(ip));
+    return (size_t)floem_get16(&udp->len) - FLOEM_UDP_LEN;
+}
+
+#endif

@@ -1,0 +1,70 @@
+/* Floem cache construct: a hash cache of byte-string keys and values.
+ *
+ * `buckets` buckets of at most `entries` entries each (0: an unbounded chain);
+ * a full bucket evicts its least recently used entry. Keys and values are
+ * copied into the cache. Every bucket has a version, bumped by every set and
+ * eviction in it, so a miss can tell at fill time whether the key may have
+ * changed while its value was being fetched (then the fetched value is not
+ * cached). One lock per bucket makes the cache safe for several threads of one
+ * process. Counters: hits, misses, evictions, write-backs (dirty evictions).
+ */
+#ifndef FLOEM_CACHE_H
+#define FLOEM_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct floem_cache floem_cache_t;
+
+typedef struct {
+    uint64_t hits, misses, evictions, writebacks;
+} floem_cache_stats_t;
+
+/* A dirty entry pushed out of the cache: its own copies of key and value (free with
+ * floem_cache_evicted_free). `present` is false when nothing dirty was evicted. */
+typedef struct {
+    bool present;
+    void *key;
+    uint32_t keylen;
+    void *val;
+    uint32_t vallen;
+} floem_cache_evicted_t;
+
+/* The hash of a key (FNV-1a): the cache's bucket choice, and the queue instance it steers to. */
+static inline uint64_t floem_cache_hash(const void *key, uint32_t keylen)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (uint32_t i = 0; i < keylen; i++)
+        h = (h ^ ((const uint8_t *)key)[i]) * 1099511628211ull;
+    return h;
+}
+
+floem_cache_t *floem_cache_new(uint32_t buckets, uint32_t entries);
+void floem_cache_free(floem_cache_t *c);
+
+/* Look `key` up. On a hit, copies at most `cap` bytes of the value to `val` (or, when
+ * `val_ref` is given, points *val_ref at the cached bytes, valid until the entry changes),
+ * sets *vallen and returns true. On a miss returns false. Either way *version is the
+ * bucket's version now (for floem_cache_fill). Counts a hit or a miss. */
+bool floem_cache_get(floem_cache_t *c, const void *key, uint32_t keylen, void *val, uint32_t cap,
+                     const void **val_ref, uint32_t *vallen, uint32_t *version);
+
+/* After a miss: cache the fetched value unless the bucket changed since `version` or the
+ * key is present already. Returns true when the key is present afterwards with a value
+ * other than the one fetched (a set won the race): then *cur_ref and *cur_len name it. */
+bool floem_cache_fill(floem_cache_t *c, const void *key, uint32_t keylen, const void *val,
+                      uint32_t vallen, uint32_t version, const void **cur_ref, uint32_t *cur_len,
+                      floem_cache_evicted_t *evicted);
+
+/* A set: store the value (marking the entry dirty when `dirty`), inserting the key when
+ * absent unless `only_if_present`. Returns true when the key is in the cache afterwards.
+ * A dirty entry evicted to make room is returned in *evicted. Bumps the bucket version. */
+bool floem_cache_set(floem_cache_t *c, const void *key, uint32_t keylen, const void *val,
+                     uint32_t vallen, bool dirty, bool only_if_present,
+                     floem_cache_evicted_t *evicted);
+
+void floem_cache_evicted_free(floem_cache_evicted_t *e);
+void floem_cache_stats(const floem_cache_t *c, floem_cache_stats_t *out);
+
+#endif

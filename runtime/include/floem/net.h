@@ -1,0 +1,56 @@
+/* Floem packet I/O: the runtime under FromNet / ToNet / NetAlloc / NetFree.
+ *
+ * One backend is compiled in, chosen at build time with `--net` (the build
+ * defines FLOEM_NET_UDP, FLOEM_NET_PCAP or FLOEM_NET_DPDK); its run-time
+ * settings come from the environment, which `floem run` fills:
+ *   FLOEM_NET_PORT   udp: the UDP port to serve (default 9000)
+ *   FLOEM_PCAP_IN    pcap: the capture to replay (Ethernet link type)
+ *   FLOEM_PCAP_OUT   pcap: where transmitted frames are written
+ *   FLOEM_DPDK_EAL   dpdk: EAL arguments, split on spaces
+ *
+ * Every backend hands elements whole Ethernet frames (Ethernet + IPv4 + UDP +
+ * payload for the udp backend, which synthesises the headers around each
+ * datagram and, on transmit, sends the payload to the frame's IPv4/UDP
+ * destination), so the same parsing elements run on every backend. The
+ * process that runs the I/O elements owns the port: the host process, or the
+ * NIC process when the elements are in NIC segments.
+ */
+#ifndef FLOEM_NET_H
+#define FLOEM_NET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A frame: where its bytes are, how many, and the backend's buffer that holds them. */
+typedef struct {
+    void *data;
+    uint32_t len;
+    void *buffer;
+} floem_packet_t;
+
+typedef struct {
+    uint64_t rx, tx, rx_dropped, tx_dropped, alloc_failed;
+} floem_net_stats_t;
+
+/* Open the port (called by floem_init of the process running the I/O elements). */
+void floem_net_init(void);
+/* Flush, report (with FLOEM_REPORT set) and close the port. */
+void floem_net_finalize(void);
+/* Receive queues usable by threads (RSS where the port supports it; thread i uses queue i % n). */
+unsigned floem_net_queues(void);
+/* Receive up to `max` frames from `queue` without blocking; returns how many. */
+unsigned floem_net_rx(unsigned queue, floem_packet_t *pkts, unsigned max);
+/* True once a finite input (a pcap file) has been fully delivered. */
+bool floem_net_rx_done(void);
+/* Queue a frame for transmission on `queue`; the frame's buffer is the backend's again. */
+void floem_net_tx(unsigned queue, floem_packet_t *pkt);
+/* Send what floem_net_tx queued on `queue` (FromNet calls it after every receive burst). */
+void floem_net_flush(unsigned queue);
+/* A buffer for a new frame of `len` bytes (NetAlloc); false when none is free (counted). */
+bool floem_net_alloc(uint32_t len, floem_packet_t *pkt);
+/* Give a received or allocated frame back without sending it (NetFree). */
+void floem_net_free(floem_packet_t *pkt);
+void floem_net_stats(floem_net_stats_t *out);
+
+#endif

@@ -1,0 +1,68 @@
+/* Floem packet I/O, runtime-internal: what net.c shares with the backend files.
+ *
+ * Not for element code (elements use floem/net.h). net.c implements the
+ * public API once for every backend: it reads FLOEM_NET_QUEUES, serialises
+ * the threads that share a queue, stages transmitted frames per thread, and
+ * counts and reports. Exactly one backend file (net_udp.c, net_pcap.c or
+ * net_dpdk.c, chosen by FLOEM_NET_UDP / FLOEM_NET_PCAP / FLOEM_NET_DPDK)
+ * implements the floem_backend_* functions below; the others compile to
+ * nothing. net.c calls floem_backend_rx and floem_backend_send with the
+ * queue's lock held, so a backend sees one caller per queue at a time;
+ * floem_backend_alloc and floem_backend_free may be called from any thread.
+ */
+#ifndef FLOEM_NET_BACKEND_H
+#define FLOEM_NET_BACKEND_H
+
+#include "floem/net.h"
+
+#include <stdio.h>
+
+/* Most queues a port may have (FLOEM_NET_QUEUES is clamped to it). */
+#define FLOEM_NET_MAX_QUEUES 64
+/* Frames a thread stages before floem_net_tx sends them without waiting for a flush. */
+#define FLOEM_NET_TX_BURST 32
+/* Frames one backend receive call returns at most (floem_net_rx loops for more). */
+#define FLOEM_NET_RX_BURST 64
+
+/* One queue: its lock and counters (the counters change only with the lock held). */
+typedef struct {
+    _Alignas(64) int lock;
+    uint64_t rx, tx, rx_dropped, tx_dropped;
+} floem_net_queue_t;
+
+extern floem_net_queue_t floem_net_queue[FLOEM_NET_MAX_QUEUES];
+/* Allocations that failed (NetAlloc, or a receive that found no free buffer); atomic. */
+extern uint64_t floem_net_alloc_failed;
+
+/* Open the port with up to `wanted` queues; returns how many it has (>= 1). */
+unsigned floem_backend_init(unsigned wanted);
+void floem_backend_finalize(void);
+/* Receive up to `max` (<= FLOEM_NET_RX_BURST) frames without blocking for long. */
+unsigned floem_backend_rx(unsigned queue, floem_packet_t *pkts, unsigned max);
+bool floem_backend_rx_done(void);
+/* Send `n` frames, each counted as tx or tx_dropped; every buffer is the backend's again. */
+void floem_backend_send(unsigned queue, floem_packet_t *pkts, unsigned n);
+bool floem_backend_alloc(uint32_t len, floem_packet_t *pkt);
+void floem_backend_free(floem_packet_t *pkt);
+/* Backend-specific lines of the FLOEM_REPORT report (may print nothing). */
+void floem_backend_report(FILE *out);
+/* The backend's name in messages: "udp", "pcap" or "dpdk". */
+extern const char floem_backend_name[];
+
+/* Print "floem: net <backend>: <message>" and exit with status 1 (configuration errors). */
+_Noreturn void floem_net_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Fixed-size frame buffers for the udp and pcap backends, shared by all threads. */
+#define FLOEM_NET_BUFFER_BYTES 2048
+#define FLOEM_NET_POOL_BUFFERS 4096
+
+void floem_pool_init(void);
+void floem_pool_destroy(void);
+/* Take up to `n` free buffers into `bufs`; returns how many. */
+unsigned floem_pool_get(void **bufs, unsigned n);
+/* Give buffers back; aborts with a message on a pointer the pool never gave. */
+void floem_pool_put(void *const *bufs, unsigned n);
+/* True when [data, data + len) lies inside pool buffer `buffer`. */
+bool floem_pool_holds(const void *buffer, const void *data, uint32_t len);
+
+#endif

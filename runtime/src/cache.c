@@ -1,0 +1,218 @@
+/* The Floem cache construct's storage: buckets of LRU entries, versions, counters. */
+#include "floem/cache.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct entry {
+    struct entry *next;
+    uint64_t used;          /* the cache clock at the last access: the LRU order */
+    bool dirty;
+    uint32_t keylen, vallen, cap;
+    uint8_t *bytes;         /* key, then value; `cap` bytes */
+};
+
+struct bucket {
+    int lock;
+    uint32_t version;
+    uint32_t count;
+    struct entry *head;
+};
+
+struct floem_cache {
+    uint32_t nbuckets, entries;
+    uint64_t clock;
+    uint64_t hits, misses, evictions, writebacks;
+    struct bucket buckets[];
+};
+
+static void *allocate(size_t bytes)
+{
+    void *p = calloc(1, bytes ? bytes : 1);
+    if (p == NULL) {
+        fprintf(stderr, "floem: cache: out of memory (%zu bytes)\n", bytes);
+        abort();
+    }
+    return p;
+}
+
+floem_cache_t *floem_cache_new(uint32_t buckets, uint32_t entries)
+{
+    floem_cache_t *c = allocate(sizeof *c + (size_t)(buckets ? buckets : 1) * sizeof(struct bucket));
+    c->nbuckets = buckets ? buckets : 1;
+    c->entries = entries;
+    return c;
+}
+
+void floem_cache_free(floem_cache_t *c)
+{
+    for (uint32_t i = 0; i < c->nbuckets; i++)
+        for (struct entry *e = c->buckets[i].head, *next; e != NULL; e = next) {
+            next = e->next;
+            free(e->bytes);
+            free(e);
+        }
+    free(c);
+}
+
+static struct bucket *lock_bucket(floem_cache_t *c, const void *key, uint32_t keylen)
+{
+    struct bucket *b = &c->buckets[floem_cache_hash(key, keylen) % c->nbuckets];
+    while (__atomic_exchange_n(&b->lock, 1, __ATOMIC_ACQUIRE))
+        while (__atomic_load_n(&b->lock, __ATOMIC_RELAXED))
+            ;
+    return b;
+}
+
+static void unlock_bucket(struct bucket *b)
+{
+    __atomic_store_n(&b->lock, 0, __ATOMIC_RELEASE);
+}
+
+static struct entry *find(struct bucket *b, const void *key, uint32_t keylen)
+{
+    for (struct entry *e = b->head; e != NULL; e = e->next)
+        if (e->keylen == keylen && memcmp(e->bytes, key, keylen) == 0)
+            return e;
+    return NULL;
+}
+
+static void count(uint64_t *counter)
+{
+    __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+}
+
+static void touch(floem_cache_t *c, struct entry *e)
+{
+    e->used = __atomic_add_fetch(&c->clock, 1, __ATOMIC_RELAXED);
+}
+
+static void store_value(struct entry *e, const void *val, uint32_t vallen)
+{
+    if (e->keylen + vallen > e->cap) {
+        uint8_t *bytes = allocate(e->keylen + vallen);
+        memcpy(bytes, e->bytes, e->keylen);
+        free(e->bytes);
+        e->bytes = bytes;
+        e->cap = e->keylen + vallen;
+    }
+    memcpy(e->bytes + e->keylen, val, vallen);
+    e->vallen = vallen;
+}
+
+/* Unlink the least recently used entry of a full bucket; hand it over if dirty. */
+static void make_room(floem_cache_t *c, struct bucket *b, floem_cache_evicted_t *evicted)
+{
+    if (c->entries == 0 || b->count < c->entries)
+        return;
+    struct entry **victim = &b->head;
+    for (struct entry **p = &b->head; *p != NULL; p = &(*p)->next)
+        if ((*p)->used < (*victim)->used)
+            victim = p;
+    struct entry *e = *victim;
+    *victim = e->next;
+    b->count--;
+    b->version++;
+    count(&c->evictions);
+    if (e->dirty && evicted != NULL) {
+        count(&c->writebacks);
+        evicted->present = true;
+        evicted->keylen = e->keylen;
+        evicted->vallen = e->vallen;
+        evicted->key = allocate(e->keylen);
+        evicted->val = allocate(e->vallen);
+        memcpy(evicted->key, e->bytes, e->keylen);
+        memcpy(evicted->val, e->bytes + e->keylen, e->vallen);
+    }
+    free(e->bytes);
+    free(e);
+}
+
+static struct entry *insert(floem_cache_t *c, struct bucket *b, const void *key, uint32_t keylen,
+                            floem_cache_evicted_t *evicted)
+{
+    make_room(c, b, evicted);
+    struct entry *e = allocate(sizeof *e);
+    e->keylen = keylen;
+    e->cap = keylen;
+    e->bytes = allocate(keylen);
+    memcpy(e->bytes, key, keylen);
+    e->next = b->head;
+    b->head = e;
+    b->count++;
+    return e;
+}
+
+bool floem_cache_get(floem_cache_t *c, const void *key, uint32_t keylen, void *val, uint32_t cap,
+                     const void **val_ref, uint32_t *vallen, uint32_t *version)
+{
+    struct bucket *b = lock_bucket(c, key, keylen);
+    struct entry *e = find(b, key, keylen);
+    *version = b->version;
+    if (e != NULL) {
+        touch(c, e);
+        *vallen = e->vallen;
+        if (val_ref != NULL)
+            *val_ref = e->bytes + e->keylen;
+        else
+            memcpy(val, e->bytes + e->keylen, e->vallen < cap ? e->vallen : cap);
+    }
+    unlock_bucket(b);
+    count(e != NULL ? &c->hits : &c->misses);
+    return e != NULL;
+}
+
+bool floem_cache_fill(floem_cache_t *c, const void *key, uint32_t keylen, const void *val,
+                      uint32_t vallen, uint32_t version, const void **cur_ref, uint32_t *cur_len,
+                      floem_cache_evicted_t *evicted)
+{
+    struct bucket *b = lock_bucket(c, key, keylen);
+    struct entry *e = find(b, key, keylen);
+    bool newer = false;
+    if (e != NULL) {
+        touch(c, e);
+        newer = true;
+        *cur_ref = e->bytes + e->keylen;
+        *cur_len = e->vallen;
+    } else if (b->version == version) {
+        e = insert(c, b, key, keylen, evicted);
+        store_value(e, val, vallen);
+        touch(c, e);
+    }
+    unlock_bucket(b);
+    return newer;
+}
+
+bool floem_cache_set(floem_cache_t *c, const void *key, uint32_t keylen, const void *val,
+                     uint32_t vallen, bool dirty, bool only_if_present,
+                     floem_cache_evicted_t *evicted)
+{
+    struct bucket *b = lock_bucket(c, key, keylen);
+    struct entry *e = find(b, key, keylen);
+    b->version++;
+    if (e == NULL && !only_if_present)
+        e = insert(c, b, key, keylen, evicted);
+    if (e != NULL) {
+        store_value(e, val, vallen);
+        e->dirty = dirty;
+        touch(c, e);
+    }
+    unlock_bucket(b);
+    return e != NULL;
+}
+
+void floem_cache_evicted_free(floem_cache_evicted_t *e)
+{
+    free(e->key);
+    free(e->val);
+    memset(e, 0, sizeof *e);
+}
+
+void floem_cache_stats(const floem_cache_t *c, floem_cache_stats_t *out)
+{
+    out->hits = __atomic_load_n(&c->hits, __ATOMIC_RELAXED);
+    out->misses = __atomic_load_n(&c->misses, __ATOMIC_RELAXED);
+    out->evictions = __atomic_load_n(&c->evictions, __ATOMIC_RELAXED);
+    out->writebacks = __atomic_load_n(&c->writebacks, __ATOMIC_RELAXED);
+}

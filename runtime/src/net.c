@@ -1,0 +1,292 @@
+/* Packet I/O common to every backend: the floem/net.h API over floem/net_backend.h.
+ *
+ * Compiled only when the build chose a backend (FLOEM_NET_UDP, FLOEM_NET_PCAP or
+ * FLOEM_NET_DPDK). Thread i uses queue i % floem_net_queues(); when threads
+ * outnumber queues, a queue's lock serialises its receive bursts and sends.
+ * Transmitted frames are staged per thread: inside a receive burst (between
+ * floem_net_rx and floem_net_flush, as FromNet does) they go out together at the
+ * flush or every FLOEM_NET_TX_BURST frames; outside one (ToNet in a segment fed
+ * by a queue) each goes out at once, so no frame waits for a flush that never
+ * comes.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#if defined(FLOEM_NET_UDP) + defined(FLOEM_NET_PCAP) + defined(FLOEM_NET_DPDK) > 1
+#error "define at most one of FLOEM_NET_UDP, FLOEM_NET_PCAP, FLOEM_NET_DPDK"
+#endif
+
+#if defined(FLOEM_NET_UDP) || defined(FLOEM_NET_PCAP) || defined(FLOEM_NET_DPDK)
+
+#include "floem/net_backend.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+floem_net_queue_t floem_net_queue[FLOEM_NET_MAX_QUEUES];
+uint64_t floem_net_alloc_failed;
+static uint64_t freed;
+static unsigned n_queues;
+
+/* The calling thread's frames waiting to be sent, all for one queue. */
+static _Thread_local struct {
+    unsigned queue, n;
+    bool in_burst;
+    floem_packet_t pkts[FLOEM_NET_TX_BURST];
+} staged;
+
+static void lock(unsigned q)
+{
+    int *l = &floem_net_queue[q].lock;
+    while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+        while (__atomic_load_n(l, __ATOMIC_RELAXED))
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#else
+            ;
+#endif
+}
+
+static void unlock(unsigned q)
+{
+    __atomic_store_n(&floem_net_queue[q].lock, 0, __ATOMIC_RELEASE);
+}
+
+void floem_net_fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "floem: net %s: ", floem_backend_name);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(1);
+}
+
+static unsigned queues_wanted(void)
+{
+    const char *s = getenv("FLOEM_NET_QUEUES");
+    if (s == NULL || s[0] == '\0')
+        return 1;
+    char *end;
+    long n = strtol(s, &end, 10);
+    if (*end != '\0' || n < 1 || n > FLOEM_NET_MAX_QUEUES)
+        floem_net_fail("FLOEM_NET_QUEUES=%s: need a number from 1 to %d", s, FLOEM_NET_MAX_QUEUES);
+    return (unsigned)n;
+}
+
+void floem_net_init(void)
+{
+    if (n_queues != 0)
+        return;
+    memset(floem_net_queue, 0, sizeof floem_net_queue);
+    floem_net_alloc_failed = 0;
+    freed = 0;
+    n_queues = floem_backend_init(queues_wanted());
+}
+
+static void report(void)
+{
+    floem_net_stats_t st;
+    floem_net_stats(&st);
+    fprintf(stderr, "floem: net %s: queues %u, rx %llu, tx %llu, rx dropped %llu, "
+            "tx dropped %llu, alloc failed %llu, freed %llu\n", floem_backend_name, n_queues,
+            (unsigned long long)st.rx, (unsigned long long)st.tx,
+            (unsigned long long)st.rx_dropped, (unsigned long long)st.tx_dropped,
+            (unsigned long long)st.alloc_failed,
+            (unsigned long long)__atomic_load_n(&freed, __ATOMIC_RELAXED));
+    floem_backend_report(stderr);
+}
+
+void floem_net_finalize(void)
+{
+    if (n_queues == 0)
+        return;
+    if (staged.n > 0)
+        floem_net_flush(staged.queue);
+    if (getenv("FLOEM_REPORT") != NULL)
+        report();
+    floem_backend_finalize();
+    n_queues = 0;
+}
+
+unsigned floem_net_queues(void)
+{
+    return n_queues > 0 ? n_queues : 1;
+}
+
+unsigned floem_net_rx(unsigned queue, floem_packet_t *pkts, unsigned max)
+{
+    staged.in_burst = true;
+    if (n_queues == 0)
+        return 0;
+    queue %= n_queues;
+    unsigned n = 0;
+    lock(queue);
+    while (n < max) {
+        unsigned want = max - n < FLOEM_NET_RX_BURST ? max - n : FLOEM_NET_RX_BURST;
+        unsigned got = floem_backend_rx(queue, pkts + n, want);
+        n += got;
+        if (got < want)
+            break;
+    }
+    floem_net_queue[queue].rx += n;
+    unlock(queue);
+    return n;
+}
+
+bool floem_net_rx_done(void)
+{
+    return n_queues > 0 && floem_backend_rx_done();
+}
+
+static void send_staged(void)
+{
+    unsigned q = staged.queue;
+    lock(q);
+    floem_backend_send(q, staged.pkts, staged.n);
+    unlock(q);
+    staged.n = 0;
+}
+
+void floem_net_tx(unsigned queue, floem_packet_t *pkt)
+{
+    if (n_queues == 0) {
+        floem_net_free(pkt);
+        return;
+    }
+    queue %= n_queues;
+    if (staged.n > 0 && (staged.queue != queue || staged.n == FLOEM_NET_TX_BURST))
+        send_staged();
+    staged.queue = queue;
+    staged.pkts[staged.n++] = *pkt;
+    if (!staged.in_burst)
+        send_staged();
+}
+
+void floem_net_flush(unsigned queue)
+{
+    (void)queue;
+    if (staged.n > 0)
+        send_staged();
+    staged.in_burst = false;
+}
+
+bool floem_net_alloc(uint32_t len, floem_packet_t *pkt)
+{
+    if (n_queues > 0 && floem_backend_alloc(len, pkt))
+        return true;
+    __atomic_fetch_add(&floem_net_alloc_failed, 1, __ATOMIC_RELAXED);
+    return false;
+}
+
+void floem_net_free(floem_packet_t *pkt)
+{
+    if (n_queues == 0)
+        return;
+    __atomic_fetch_add(&freed, 1, __ATOMIC_RELAXED);
+    floem_backend_free(pkt);
+}
+
+void floem_net_stats(floem_net_stats_t *out)
+{
+    memset(out, 0, sizeof *out);
+    for (unsigned q = 0; q < FLOEM_NET_MAX_QUEUES; q++) {
+        lock(q);
+        out->rx += floem_net_queue[q].rx;
+        out->tx += floem_net_queue[q].tx;
+        out->rx_dropped += floem_net_queue[q].rx_dropped;
+        out->tx_dropped += floem_net_queue[q].tx_dropped;
+        unlock(q);
+    }
+    out->alloc_failed = __atomic_load_n(&floem_net_alloc_failed, __ATOMIC_RELAXED);
+}
+
+#if defined(FLOEM_NET_UDP) || defined(FLOEM_NET_PCAP)
+/* The buffer pool of the udp and pcap backends: one mapping, a stack of free buffers. */
+
+static unsigned char *pool_memory;
+static void *pool_free[FLOEM_NET_POOL_BUFFERS];
+static unsigned pool_top;
+static int pool_lock;
+
+static void pool_acquire(void)
+{
+    while (__atomic_exchange_n(&pool_lock, 1, __ATOMIC_ACQUIRE))
+        while (__atomic_load_n(&pool_lock, __ATOMIC_RELAXED))
+            ;
+}
+
+static void pool_release(void)
+{
+    __atomic_store_n(&pool_lock, 0, __ATOMIC_RELEASE);
+}
+
+void floem_pool_init(void)
+{
+    pool_memory = aligned_alloc(64, (size_t)FLOEM_NET_POOL_BUFFERS * FLOEM_NET_BUFFER_BYTES);
+    if (pool_memory == NULL)
+        floem_net_fail("no memory for %d frame buffers", FLOEM_NET_POOL_BUFFERS);
+    for (unsigned i = 0; i < FLOEM_NET_POOL_BUFFERS; i++)
+        pool_free[i] = pool_memory + (size_t)(FLOEM_NET_POOL_BUFFERS - 1 - i) * FLOEM_NET_BUFFER_BYTES;
+    pool_top = FLOEM_NET_POOL_BUFFERS;
+}
+
+void floem_pool_destroy(void)
+{
+    free(pool_memory);
+    pool_memory = NULL;
+    pool_top = 0;
+}
+
+unsigned floem_pool_get(void **bufs, unsigned n)
+{
+    pool_acquire();
+    if (n > pool_top)
+        n = pool_top;
+    for (unsigned i = 0; i < n; i++)
+        bufs[i] = pool_free[--pool_top];
+    pool_release();
+    return n;
+}
+
+static bool pool_buffer(const void *buf)
+{
+    uintptr_t p = (uintptr_t)buf, base = (uintptr_t)pool_memory;
+    return pool_memory != NULL && p >= base &&
+           p < base + (size_t)FLOEM_NET_POOL_BUFFERS * FLOEM_NET_BUFFER_BYTES &&
+           (p - base) % FLOEM_NET_BUFFER_BYTES == 0;
+}
+
+void floem_pool_put(void *const *bufs, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (!pool_buffer(bufs[i])) {
+            fprintf(stderr, "floem: net %s: %p is not a frame buffer the network gave out\n",
+                    floem_backend_name, bufs[i]);
+            abort();
+        }
+    pool_acquire();
+    if (pool_top + n > FLOEM_NET_POOL_BUFFERS) {
+        pool_release();
+        fprintf(stderr, "floem: net %s: a frame buffer was given back twice\n",
+                floem_backend_name);
+        abort();
+    }
+    for (unsigned i = 0; i < n; i++)
+        pool_free[pool_top++] = bufs[i];
+    pool_release();
+}
+
+bool floem_pool_holds(const void *buffer, const void *data, uint32_t len)
+{
+    uintptr_t b = (uintptr_t)buffer, d = (uintptr_t)data;
+    return pool_buffer(buffer) && d >= b && len <= FLOEM_NET_BUFFER_BYTES &&
+           d - b <= FLOEM_NET_BUFFER_BYTES - len;
+}
+#endif
+
+#endif
