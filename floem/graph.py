@@ -32,6 +32,12 @@ def to_dot(ir: ProgramIR) -> str:
                          f'headlabel="{d["in_port"]}", label="{types}"];')
         else:
             lines.append(f'  "{u}" -> "{v}" [style=dashed, label="run_order"];')
+    for q in ir.queues.values():
+        for c, names in enumerate(q.enqueuers):
+            for name in names:
+                if name in ir.graph and q.dequeuer in ir.graph:
+                    lines.append(f'  "{name}" -> "{q.dequeuer}" [style=dotted, '
+                                 f'label="queue {q.name}[{c}]"];')
     lines.append("}")
     return "\n".join(lines) + "\n"
 

@@ -38,8 +38,8 @@ def read_values(port: str, types: Sequence[Type], prefix: str = "v") -> tuple[st
 
 
 def read_frame(port: str = "inp") -> str:
-    """C statement reading a frame port into ``size``, ``data`` and ``buf``."""
-    return f"(size_t size, void *data, void *buf) = {port}();"
+    """C statements reading a frame port into ``size``, ``data`` and ``buf`` (maybe unused)."""
+    return f"(size_t size, void *data, void *buf) = {port}(); (void)size; (void)data; (void)buf;"
 
 
 def c_bytes(data: bytes) -> str:

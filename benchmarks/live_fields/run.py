@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Only live fields vs the whole per-packet state across a NIC -> CPU queue.
 
-Usage: python3 benchmarks/live_fields/run.py [--repeats 3] [--quarters 1,2,3,4] [--packets N]
+Usage: python3 benchmarks/live_fields/run.py [--repeats 5] [--quarters 1,2,3,4] [--packets N]
                                              [-- EXTRA FLOEM OPTIONS, e.g. --dma-gbps 1]
 
 Runs live.py (see README.md) with `floem run --report --nic-managers 0`, once as built
@@ -59,7 +59,7 @@ def run_once(floem, quarters, variant, packets, extra):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--quarters", default="1,2,3,4")
     ap.add_argument("--packets", type=int, default=1_000_000)
     ap.add_argument("extra", nargs="*", help="extra floem options (after --)")
@@ -67,7 +67,7 @@ def main():
     floem = floem_command()
     quarters = [int(q) for q in args.quarters.split(",")]
     results = {(q, v): [] for q in quarters for v in VARIANTS}
-    start = time.monotonic()
+    start, load_before = time.monotonic(), os.getloadavg()[0]
     for rep in range(args.repeats):
         for q in quarters:
             for variant in (VARIANTS if rep % 2 == 0 else reversed(list(VARIANTS))):
@@ -100,7 +100,8 @@ def main():
         print(f"{q}/4 live: per-repeat ratios " + ", ".join(f"{x:.2f}x" for x in ratios) + ".")
     print(f"DMA counts are for the transfer window (go .. done); the whole-run `--report` line "
           f"counted at most {extra} more requests per run (start-up reads, go/done polls).")
-    print(f"Total time {time.monotonic() - start:.0f} s.")
+    print(f"Total time {time.monotonic() - start:.0f} s; 1-minute load average {load_before:.2f} "
+          f"before, {os.getloadavg()[0]:.2f} after (other work on the machine skews the numbers).")
 
 
 if __name__ == "__main__":

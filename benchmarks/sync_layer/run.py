@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Sync layer vs blocking unbatched DMA: NIC -> CPU transfer of 32/64/128/256-byte entries.
 
-Usage: python3 benchmarks/sync_layer/run.py [--repeats 3] [--sizes 32,64,128,256]
+Usage: python3 benchmarks/sync_layer/run.py [--repeats 5] [--sizes 32,64,128,256]
                                             [--packets-sync N] [--packets-blocking N]
                                             [-- EXTRA FLOEM OPTIONS, e.g. --dma-latency-ns 500]
 
@@ -56,7 +56,7 @@ def run_once(floem, size, mode, packets, extra):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--sizes", default="32,64,128,256")
     ap.add_argument("--packets-sync", type=int, default=2_000_000)
     ap.add_argument("--packets-blocking", type=int, default=200_000)
@@ -66,7 +66,7 @@ def main():
     sizes = [int(s) for s in args.sizes.split(",")]
     packets = {"sync": args.packets_sync, "blocking": args.packets_blocking}
     results = {(s, m): [] for s in sizes for m in MODES}
-    start = time.monotonic()
+    start, load_before = time.monotonic(), os.getloadavg()[0]
     for rep in range(args.repeats):
         for size in sizes:
             for mode in (MODES if rep % 2 == 0 else reversed(list(MODES))):
@@ -99,7 +99,8 @@ def main():
     print(f"Per-run ratios (sync run / blocking run of the same repeat): {min(ratios):.1f}x to {max(ratios):.1f}x.")
     print(f"DMA counts are for the transfer window (go .. done); the whole-run `--report` line "
           f"counted at most {extra} more requests per run (start-up reads, go/done polls).")
-    print(f"Total time {time.monotonic() - start:.0f} s.")
+    print(f"Total time {time.monotonic() - start:.0f} s; 1-minute load average {load_before:.2f} "
+          f"before, {os.getloadavg()[0]:.2f} after (other work on the machine skews the numbers).")
 
 
 if __name__ == "__main__":

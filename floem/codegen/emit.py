@@ -224,7 +224,7 @@ class _ProcessEmitter:
 
     def _dispatch_signature(self, n: ElementNode, port: str) -> str:
         params = [f"{self._state_type(n)}state"] + self._values(n.outputs[port], "v")
-        return f"static void {self._port_function(n, port)}({', '.join(params)})"
+        return f"static inline void {self._port_function(n, port)}({', '.join(params)})"
 
     def _join_entry_signature(self, n: ElementNode, port: str) -> str:
         params = [f"{self._state_type(n)}state"] + self._params(n, port)

@@ -47,7 +47,10 @@ def channels(ir: ProgramIR, q: QueueIR) -> list[Channel]:
 
 
 def entry_structs(chans: list[Channel]) -> list[str]:
-    """C definitions of the entry structs of the channels that carry something."""
+    """C definitions of the entry structs of the channels that carry something.
+
+    With a fixed ``entry_size``, a static assertion checks each struct fits.
+    """
     out = []
     for ch in chans:
         if ch.empty:
@@ -55,8 +58,13 @@ def entry_structs(chans: list[Channel]) -> list[str]:
         members = [f"    {f.type.declare(f.name)};" for f in ch.fixed]
         members += [f"    uint32_t {f.name}_len;" for f in ch.variable]
         carries = ", ".join(f.name for f in ch.fixed + ch.variable)
-        out.append(f"/* {ch.queue.name} channel {ch.index} carries {carries}. */\n"
-                   f"struct {ch.struct} {{\n" + "\n".join(members) + "\n} __attribute__((packed));")
+        text = (f"/* {ch.queue.name} channel {ch.index} carries {carries}. */\n"
+                f"struct {ch.struct} {{\n" + "\n".join(members) + "\n} __attribute__((packed));")
+        if ch.queue.entry_size:
+            text += (f"\n_Static_assert(sizeof(struct {ch.struct}) + FLOEM_QUEUE_ENTRY_HEADER_BYTES"
+                     f" <= {ch.queue.entry_size}, \"queue {ch.queue.name}: entry_size="
+                     f"{ch.queue.entry_size} is too small for channel {ch.index}\");")
+        out.append(text)
     return out
 
 
@@ -199,7 +207,7 @@ def save_body(ch: Channel, access: Access) -> list[str]:
     """Statements of a save: fill the per-packet state from the held entry."""
     if ch.empty:
         return []
-    lines = [f"const struct {ch.struct} *e = {ch.queue.name}_held.entry;"]
+    lines = [f"const struct {ch.struct} *e = {ch.queue.name}_held.entry;", "(void)e;"]
     lines += _copies(ch.fixed, "state->", "e->", access.synced)
     offset = f"sizeof(struct {ch.struct})"
     for f in ch.variable:

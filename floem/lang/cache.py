@@ -59,6 +59,8 @@ class Cache:
         self.entries = entries
         self.policy = policy
         self.write_miss = write_miss
+        for generated in (f"{self.name}_evict", f"{self.name}_cache"):
+            self.program.claim_name(generated, generated, self.loc)
         self.ends = {}
         for point in self.POINTS:
             end = CacheEnd(name=f"{self.name}_{point}", configure=[self, point])

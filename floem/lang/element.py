@@ -61,6 +61,7 @@ class Connection:
     src: Port
     dst: Port
     loc: Location
+    segment: str | None = None
 
 
 class Node:
@@ -246,7 +247,10 @@ def connect(src: Any, dst: Any, loc: Location) -> Any:
     out = _source_port(src, loc)
     inp, result = _dest_port(dst, loc)
     check_types(out, inp, loc)
-    current_program().connections.append(Connection(out, inp, loc))
+    from floem.lang.segment import Segment
+    program = current_program()
+    scope = program.innermost(Segment)
+    program.connections.append(Connection(out, inp, loc, scope.name if scope else None))
     return result
 
 

@@ -49,8 +49,10 @@ class Queue:
                 raise self.loc.error(f"Queue {what}= must be a positive integer, not {value!r}")
         if size > 1 << 24:
             raise self.loc.error(f"Queue size={size} is too large (at most {1 << 24} entries)")
-        if entry_size is not None and (not isinstance(entry_size, int) or entry_size < 16):
-            raise self.loc.error(f"Queue entry_size= must be an integer >= 16, not {entry_size!r}")
+        if entry_size is not None and (not isinstance(entry_size, int) or isinstance(
+                entry_size, bool) or not (entry_size == 32 or (entry_size > 0 and entry_size % 64 == 0))):
+            raise self.loc.error(f"Queue entry_size= must be 32 or a multiple of 64 bytes "
+                                 f"(header included), not {entry_size!r}")
         self.channels = channel
         self.instances = inst
         self.size = size
@@ -61,6 +63,8 @@ class Queue:
         self.enqueuers = [Enqueue(name=f"{self.name}_enq{c}", configure=[self, c])
                           for c in range(channel)]
         self.dequeuer = Dequeue(name=f"{self.name}_deq", configure=[self])
+        for generated in [f"{self.name}_release"] + [f"{self.name}_save{c}" for c in range(channel)]:
+            self.program.claim_name(generated, generated, self.loc)
         for end in self.enqueuers + [self.dequeuer]:
             end.segment = None          # each end joins the segment it is connected in
         self.program.queues.append(self)

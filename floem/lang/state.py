@@ -1,7 +1,6 @@
 """State: C structs declared in Python, shared (persistent) or per packet."""
 from __future__ import annotations
 
-import builtins
 import itertools
 from typing import Any, ClassVar
 
@@ -18,7 +17,7 @@ class Field:
 
     def __init__(self, type: TypeLike, size: str | None = None) -> None:
         self.type: Type = as_type(type)
-        self.state_class = type if isinstance(type, builtins.type) and issubclass(type, State) else None
+        self.state_class = self.type.state
         self.size = size
         self.name = ""
         self.order = next(_order)

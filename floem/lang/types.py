@@ -1,8 +1,8 @@
 """Floem types: thin names for C types, compared by their C spelling."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Union
+from dataclasses import dataclass, field
+from typing import Any, Union
 
 from floem.errors import FloemError
 
@@ -13,6 +13,7 @@ class Type:
 
     c: str
     array_len: int | None = None
+    state: Any = field(default=None, compare=False)
 
     def declare(self, name: str) -> str:
         """A C declaration of ``name`` with this type (arrays put ``[n]`` after the name)."""
@@ -56,7 +57,8 @@ def Pointer(t: "TypeLike") -> Type:
 
 def Array(t: "TypeLike", n: int) -> Type:
     """``n`` elements of ``t`` (for state fields)."""
-    return Type(as_type(t).c, n)
+    inner = as_type(t)
+    return Type(inner.c, n, inner.state)
 
 
 TypeLike = Union[Type, str, type]
@@ -70,7 +72,7 @@ def as_type(t: TypeLike) -> Type:
         return Type(_normalise_c(t))
     c_name = getattr(t, "c_type_name", None)
     if callable(c_name):
-        return Type(c_name())
+        return Type(c_name(), state=t)
     raise FloemError(f"{t!r} is not a Floem type")
 
 

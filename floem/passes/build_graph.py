@@ -10,8 +10,10 @@ real element ports (composite ports flattened away), one ``order`` edge per
     Twice(inp) >> Print           Inc0 -> Inc1 -> Print0
     (Twice = inp >> Inc >> Inc)
 
-Elements made outside any segment join the segment of the first element they
-are connected to; the rest form one implicit CPU segment per connected group.
+Elements made outside any segment (queue ends, cache points, shared
+elements) join the segment in whose ``impl`` they are first connected, else
+the segment of the first element they are connected to; the rest form one
+implicit CPU segment per connected group.
 ``ir.includes`` / ``ir.depends`` gather the program's C support code and that
 of the element classes it uses (``c_headers`` / ``c_sources``).
 """
@@ -184,6 +186,10 @@ def _assign_segments(program: Any, ir: ProgramIR, unused: set[str]) -> dict[str,
     """Segment of every element: where it was made, else adopted through connections."""
     seg_of: dict[str, str | None] = {el.name: el.segment.name if el.segment else None
                                      for el in program.elements if el.name not in unused}
+    for c in program.connections:
+        for port in (c.src, c.dst):
+            if c.segment and seg_of.get(port.owner.name, "") is None:
+                seg_of[port.owner.name] = c.segment       # made by a `>>` inside the segment
     pairs = [(s.owner.name, d.owner.name) for s, d, _ in _flatten(program.connections)
              if s.owner.name not in unused and d.owner.name not in unused]
     pairs += [(b.name, o.after.name) for o in program.orders for b in o.before]

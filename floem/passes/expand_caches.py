@@ -28,8 +28,12 @@ instances the lookup and the update steer by a hash of the key (through
 ``state->qid``), which no element of the regions may change. Programs that
 break these rules, put the four points on different devices or processes, put
 a callable segment in a region, or let two caches' regions overlap are rejected.
+The build option ``cache_steering=False`` turns the steering off: it exists
+only to demonstrate the hazard (the paper's Figure 3) in a test.
 """
 from __future__ import annotations
+
+import dataclasses
 
 from floem import csrc
 from floem.errors import FloemError
@@ -125,10 +129,42 @@ def _rewire(ir: ProgramIR, c: CacheIR) -> None:
             if d["kind"] == EdgeKind.DATA:
                 d["out_port"] = _INTO_REGION.get(point, "out")
     for start, end, port in (("get_start", "get_end", "hit"), ("set_start", "set_end", "done")):
-        if start in c.points:
-            for v, d in after[end]:
-                ir.graph.add_edge(c.points[start], v, **{**d, "out_port": port,
-                                                         "rank": len(ir.graph.edges)})
+        if start not in c.points:
+            continue
+        first = [(v, d) for v, d in after[end]]
+        segment = ir.node(c.points[start]).segment
+        if ir.node(c.points[end]).segment != segment:
+            clones = _clone_chain(ir, [v for v, _ in first], segment, port)
+            first = [(clones[v], d) for v, d in first]
+        for v, d in first:
+            ir.graph.add_edge(c.points[start], v, **{**d, "out_port": port,
+                                                     "rank": len(ir.graph.edges)})
+
+
+def _clone_chain(ir: ProgramIR, heads: list[str], segment: str, tag: str) -> dict[str, str]:
+    """Copy the elements after an end point into the start point's segment (for the shortcut).
+
+    The copies run the same bodies; an enqueue copy becomes another enqueuer of its channel.
+    """
+    chain: list[str] = []
+    todo = list(heads)
+    while todo:
+        name = todo.pop(0)
+        if name in chain:
+            continue
+        chain.append(name)
+        todo += [v for _, v, _ in ir.graph.out_edges(name, data=True)]
+    clones = {name: f"{name}_{tag}" for name in chain}
+    for name, clone in clones.items():
+        node = dataclasses.replace(ir.node(name), name=clone, segment=segment)
+        ir.graph.add_node(clone, node=node)
+        ir.segments[segment].elements.append(clone)
+        if node.role == "enqueue":
+            ir.queues[node.queue].enqueuers[node.channel].append(clone)
+    for name, clone in clones.items():
+        for _, v, d in list(ir.graph.out_edges(name, data=True)):
+            ir.graph.add_edge(clone, clones[v], **d)
+    return clones
 
 
 def _info(n: ElementNode, c: CacheIR) -> csrc.BodyInfo:
@@ -199,7 +235,7 @@ def _check_regions(ir: ProgramIR, c: CacheIR) -> None:
                           f"{sorted(set_queues) or 'none'}; misses and evictions of a key must "
                           "travel one queue (use one Queue with a channel for each)")
     wide = [q for q in get_queues if ir.queues[q].instances > 1]
-    if not wide:
+    if not wide or not ir.options.get("cache_steering", True):
         return
     state = ir.node(c.points["get_start"]).state_class
     if not any(f.name == "qid" for f in state.fields()):

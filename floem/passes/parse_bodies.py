@@ -19,6 +19,11 @@ from floem.lang.element import CBody
 
 NAME = "parse_bodies"
 MAIN_BODY = "main"
+#: Runtime types element bodies and main may use (opaque to the parser).
+RUNTIME_TYPES = "".join(f"typedef struct {t} {t};\n" for t in (
+    "floem_queue_t", "floem_queue_stats_t", "floem_cache_t", "floem_cache_stats_t",
+    "floem_dma_stats_t", "floem_dma_req_t", "floem_dma_desc_t", "floem_packet_t",
+    "floem_net_stats_t", "floem_sync_t", "floem_sync_stats_t"))
 PSEUDO_ROLES = ("args", "return", "dequeue", "cache_get_start", "cache_get_end",
                 "cache_set_start", "cache_set_end")
 
@@ -30,7 +35,7 @@ def run(ir: ProgramIR) -> ProgramIR:
               if n.role not in PSEUDO_ROLES]
     if program.main_code is not None:
         bodies.append(main_body(program))
-    prelude = struct_declarations(state_classes(program, _persistent_classes(ir)))
+    prelude = RUNTIME_TYPES + struct_declarations(state_classes(program, _persistent_classes(ir)))
     include_text = "\n".join(c.text for c in ir.includes)
     include_dirs = [os.path.dirname(program.app_file)] if program.app_file else []
     infos = csrc.analyze(bodies, prelude=prelude, include_text=include_text,

@@ -39,8 +39,10 @@ def run(ir: ProgramIR) -> ProgramIR:
     if ir.processes.get(wanted, ProcessIR(wanted)).device != "CPU":
         raise program.main_code.loc.error("main(...) runs on the host; the NIC process has no main")
     main = ir.processes.setdefault(wanted, ProcessIR(wanted))
+    # Threads anywhere (NIC ones included) need the main host process to create the
+    # shared memory and wait for the stop signal, even when it runs none of them.
     main.has_main = program.main_code is not None or any(
-        ir.segments[s].kind == "thread" for s in main.segments)
+        s.kind == "thread" for s in ir.segments.values())
     for proc in ir.processes.values():
         if proc is not main and any(ir.segments[s].kind == "thread" for s in proc.segments):
             proc.has_main = True

@@ -287,6 +287,21 @@ bool floem_pool_holds(const void *buffer, const void *data, uint32_t len)
     return pool_buffer(buffer) && d >= b && len <= FLOEM_NET_BUFFER_BYTES &&
            d - b <= FLOEM_NET_BUFFER_BYTES - len;
 }
+
+/* The udp and pcap backends allocate and free frames in the pool. */
+bool floem_backend_alloc(uint32_t len, floem_packet_t *pkt)
+{
+    void *buf;
+    if (len > FLOEM_NET_BUFFER_BYTES || floem_pool_get(&buf, 1) == 0)
+        return false;
+    *pkt = (floem_packet_t){buf, len, buf};
+    return true;
+}
+
+void floem_backend_free(floem_packet_t *pkt)
+{
+    floem_pool_put(&pkt->buffer, 1);
+}
 #endif
 
 #endif

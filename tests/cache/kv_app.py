@@ -9,7 +9,7 @@ every get prints its value.
 import os
 
 from floem import (Array, CallableSegment, Cache, Element, Field, Flow, Input, Int, Output,
-                   PerPacket, Persistent, State, main)
+                   PerPacket, Persistent, Queue, Segment, State, main, target)
 
 POLICY = os.environ.get("CACHE_POLICY", "write_back")
 WRITE_MISS = os.environ.get("CACHE_WRITE_MISS", "write_alloc")
@@ -80,6 +80,17 @@ class StorePut(Element):
         ''')
 
 
+class ToClient(Element):
+    """Replies go to the client's queue instance 0, whatever instance the store used."""
+
+    def configure(self):
+        self.inp = Input()
+        self.out = Output()
+
+    def impl(self):
+        self.run_c("state->qid = 0; output { out(); }")
+
+
 class Reply(Element):
     def configure(self):
         self.inp = Input()
@@ -94,7 +105,7 @@ kv = Cache("kv", key="key", val="val", buckets=4, entries=2,
            policy=POLICY, write_miss=WRITE_MISS)
 
 
-class KV(Flow):
+class KVOnCPU(Flow):
     state = PerPacket(Request)
 
     def impl(self):
@@ -112,9 +123,82 @@ class KV(Flow):
         request("request")
 
 
-KV()
+class KVOnNIC(Flow):
+    """The cache on the NIC; the store on the host; requests and replies through queues.
 
-main(r'''
+    Misses (channel 0) and evictions (channel 1) share the to_store queue, whose two
+    instances are chosen by a hash of the key, so they cannot overtake each other.
+    """
+
+    state = PerPacket(Request)
+
+    def impl(self):
+        to_nic = Queue("to_nic", channel=2, size=64)
+        to_store = Queue("to_store", channel=2, inst=2, size=64)
+        from_store = Queue("from_store", channel=2, inst=2, size=64)
+        replies = Queue("replies", size=64)
+
+        class send(CallableSegment):
+            def configure(self):
+                self.inp = Input(Int, Int, Int)
+
+            def impl(self):
+                m = Make()
+                self.inp >> m
+                m.get >> to_nic.enq[0]
+                m.set >> to_nic.enq[1]
+
+        class front(Segment):
+            def impl(self):
+                to_nic.deq[0] >> kv.get_start >> to_store.enq[0]
+                to_nic.deq[1] >> kv.set_start >> to_store.enq[1]
+
+        class store(Segment):
+            def impl(self):
+                to_store.deq[0] >> StoreGet(states=[backing]) >> from_store.enq[0]
+                to_store.deq[1] >> StorePut(states=[backing]) >> from_store.enq[1]
+
+        class back(Segment):
+            def impl(self):
+                from_store.deq[0] >> kv.get_end >> ToClient() >> replies
+                from_store.deq[1] >> kv.set_end >> ToClient() >> replies
+
+        class reply(CallableSegment):
+            def configure(self):
+                self.inp = Input(Int)
+                self.out = Output(Int)
+
+            def impl(self):
+                self.inp >> replies.qid
+                replies >> Reply() >> self.out
+
+        send("send")
+        front("front", device=target.NIC)
+        store("store")
+        back("back", device=target.NIC)
+        reply("reply", default_return="-99999")
+
+
+if PLACE == "nic":
+    KVOnNIC()
+    main(r'''
+    FILE *ops = fopen(argv[1], "r");
+    char op;
+    int key, val, got;
+    while (fscanf(ops, " %c %d", &op, &key) == 2) {
+        if (op == 's' && fscanf(ops, " %d", &val) != 1)
+            return 2;
+        send(op == 's', key, op == 's' ? val : 0);
+        while ((got = reply(0)) == -99999)
+            ;
+        if (op == 'g')
+            printf("%d\n", got);
+    }
+    fclose(ops);
+''')
+else:
+    KVOnCPU()
+    main(r'''
     FILE *ops = fopen(argv[1], "r");
     char op;
     int key, val;

@@ -1,0 +1,189 @@
+/* Tests of the udp packet I/O backend (floem/net.h built with FLOEM_NET_UDP).
+ *
+ * Build: cc -std=c11 -Wall -Wextra -Werror -pthread -Iruntime/include -DFLOEM_NET_UDP
+ *        runtime/tests/test_net_udp.c runtime/src/net*.c -o test_net_udp
+ * Run with FLOEM_NET_PORT set to a free port (FLOEM_NET_QUEUES may be > 1). A
+ * client socket on 127.0.0.1 sends datagrams of several sizes to the port; the
+ * test receives them as frames and checks every synthesised header field and
+ * both checksums, answers each with the addresses swapped and checks the client
+ * gets the same payload back from the port. Frames that are not IPv4/UDP, and a
+ * datagram larger than a buffer, are dropped and counted. Prints "ok: N checks".
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "floem/net.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+static unsigned long checks;
+
+#define CHECK(cond)                                                                      \
+    do {                                                                                 \
+        checks++;                                                                        \
+        if (!(cond)) {                                                                   \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);     \
+            abort();                                                                     \
+        }                                                                                \
+    } while (0)
+
+static const size_t sizes[] = {0, 1, 2, 3, 17, 100, 1472, 2006};
+#define N_SIZES (sizeof sizes / sizeof sizes[0])
+#define TOO_BIG 2007
+
+static uint16_t get16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+/* One's-complement sum of `len` bytes folded to 16 bits (0xffff when the data sums to zero). */
+static uint16_t ones_sum(uint32_t sum, const uint8_t *p, size_t len)
+{
+    for (; len >= 2; p += 2, len -= 2)
+        sum += (uint32_t)get16(p);
+    if (len)
+        sum += (uint32_t)p[0] << 8;
+    while (sum >> 16)
+        sum = (sum & 0xffff) + (sum >> 16);
+    return (uint16_t)sum;
+}
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static uint8_t pattern(size_t size, size_t i)
+{
+    return (uint8_t)(size * 31 + i * 7);
+}
+
+/* Check a received frame: Ethernet/IPv4/UDP from `client` to 127.0.0.1:port; returns payload size. */
+static size_t check_frame(const floem_packet_t *p, const struct sockaddr_in *client, uint16_t port)
+{
+    const uint8_t *f = p->data;
+    CHECK(p->len >= 42 && p->buffer != NULL);
+    CHECK(get16(f + 12) == 0x0800);
+    const uint8_t *ip = f + 14, *udp = f + 34;
+    CHECK(ip[0] == 0x45 && ip[9] == 17 && ip[8] == 64);
+    CHECK(get16(ip + 2) == p->len - 14);
+    CHECK(ones_sum(0, ip, 20) == 0xffff);                       /* header checksum */
+    CHECK(memcmp(ip + 12, &client->sin_addr, 4) == 0);
+    CHECK(ip[16] == 127 && ip[17] == 0 && ip[18] == 0 && ip[19] == 1);
+    CHECK(memcmp(udp, &client->sin_port, 2) == 0 && get16(udp + 2) == port);
+    size_t payload = p->len - 42;
+    CHECK(get16(udp + 4) == payload + 8);
+    uint32_t pseudo = ones_sum(0, ip + 12, 8) + 17 + (uint32_t)(payload + 8);
+    CHECK(get16(udp + 6) != 0 && ones_sum(pseudo, udp, payload + 8) == 0xffff);
+    for (size_t i = 0; i < payload; i++)
+        CHECK(udp[8 + i] == pattern(payload, i));
+    return payload;
+}
+
+static void swap(uint8_t *f, size_t a, size_t b, size_t n)
+{
+    uint8_t t[6];
+    memcpy(t, f + a, n);
+    memcpy(f + a, f + b, n);
+    memcpy(f + b, t, n);
+}
+
+int main(void)
+{
+    uint16_t port = (uint16_t)atoi(getenv("FLOEM_NET_PORT") ? getenv("FLOEM_NET_PORT") : "0");
+    CHECK(port != 0);
+    floem_net_init();
+    unsigned queues = floem_net_queues();
+    CHECK(queues >= 1);
+
+    int client = socket(AF_INET, SOCK_DGRAM, 0);
+    struct sockaddr_in self = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    CHECK(bind(client, (struct sockaddr *)&self, sizeof self) == 0);
+    socklen_t self_len = sizeof self;
+    CHECK(getsockname(client, (struct sockaddr *)&self, &self_len) == 0);
+    struct sockaddr_in server = {.sin_family = AF_INET, .sin_port = htons(port),
+                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    static uint8_t buf[4096];
+    for (size_t s = 0; s <= N_SIZES; s++) {
+        size_t size = s < N_SIZES ? sizes[s] : TOO_BIG;
+        for (size_t i = 0; i < size; i++)
+            buf[i] = pattern(size, i);
+        CHECK(sendto(client, buf, size, 0, (struct sockaddr *)&server, sizeof server) ==
+              (ssize_t)size);
+    }
+
+    /* Receive every datagram but the too-big one; answer each with the addresses swapped. */
+    bool seen[N_SIZES] = {false};
+    unsigned got = 0;
+    floem_net_stats_t st = {0};
+    for (double deadline = now() + 5; (got < N_SIZES || st.rx_dropped == 0) && now() < deadline;
+         floem_net_stats(&st)) {
+        for (unsigned q = 0; q < queues; q++) {
+            floem_packet_t pkts[4];
+            unsigned n = floem_net_rx(q, pkts, 4);
+            for (unsigned i = 0; i < n; i++) {
+                size_t payload = check_frame(&pkts[i], &self, port);
+                for (size_t k = 0; k < N_SIZES; k++)
+                    if (sizes[k] == payload && !seen[k]) {
+                        seen[k] = true;
+                        got++;
+                        break;
+                    }
+                uint8_t *f = pkts[i].data;
+                swap(f, 0, 6, 6);
+                swap(f, 26, 30, 4);
+                swap(f, 34, 36, 2);
+                floem_net_tx(q, &pkts[i]);
+            }
+            floem_net_flush(q);
+        }
+    }
+    CHECK(got == N_SIZES);
+    for (size_t k = 0; k < N_SIZES; k++) {
+        struct pollfd pfd = {.fd = client, .events = POLLIN};
+        CHECK(poll(&pfd, 1, 2000) == 1);
+        struct sockaddr_in from;
+        socklen_t from_len = sizeof from;
+        ssize_t n = recvfrom(client, buf, sizeof buf, 0, (struct sockaddr *)&from, &from_len);
+        CHECK(n >= 0 && from.sin_port == htons(port));
+        CHECK(from.sin_addr.s_addr == htonl(INADDR_LOOPBACK));
+        for (ssize_t i = 0; i < n; i++)
+            CHECK(buf[i] == pattern((size_t)n, (size_t)i));
+    }
+
+    /* Frames that are not IPv4/UDP, or whose UDP length overruns them, are dropped. */
+    floem_net_stats_t before, after;
+    floem_net_stats(&before);
+    floem_packet_t bad;
+    CHECK(floem_net_alloc(60, &bad));
+    memset(bad.data, 0, 60);
+    floem_net_tx(0, &bad);                              /* not IPv4 */
+    CHECK(floem_net_alloc(42, &bad));
+    memset(bad.data, 0, 42);
+    uint8_t *f = bad.data;
+    f[12] = 0x08, f[14] = 0x45, f[23] = 17, f[38] = 0x01;   /* UDP length 256 > 8 present */
+    floem_net_tx(0, &bad);
+    floem_net_stats(&after);
+    CHECK(after.tx_dropped == before.tx_dropped + 2 && after.tx == before.tx);
+    CHECK(after.rx == N_SIZES && after.tx == N_SIZES && after.rx_dropped == 1);
+
+    /* Allocation: a buffer holds 2048 bytes. */
+    floem_packet_t p;
+    CHECK(floem_net_alloc(2048, &p));
+    floem_net_free(&p);
+    CHECK(!floem_net_alloc(2049, &p));
+    close(client);
+    floem_net_finalize();
+    printf("ok: %lu checks, %u queues\n", checks, queues);
+    return 0;
+}
