@@ -11,7 +11,10 @@ the bodies of any program using these elements.
 
 Typical reply path::
 
-    FromNet() >> CheckUDP() >> Work() >> SwapUDP() >> SetUDPLength() >> ToNet()
+    check = CheckUDP()
+    FromNet() >> check
+    check.out >> Work() >> SwapUDP() >> SetUDPLength() >> ToNet()
+    check.drop >> NetFree()
 """
 from __future__ import annotations
 
@@ -98,9 +101,9 @@ class FillUDP(Element):
     DF set and a correct checksum; the UDP checksum is computed when
     ``udp_checksum`` is true and 0 otherwise. Addresses are given as text
     (``"02:00:00:00:00:01"``, ``"10.0.0.1"``). A frame shorter than 42 bytes
-    or longer than 65535 + 14 goes to ``drop`` untouched.
+    or longer than 65535 + 14 is passed on untouched (nothing is written).
 
-    Ports: ``inp`` frame; ``out`` frame; ``drop`` frame.
+    Ports: ``inp`` frame; ``out`` frame.
     """
 
     c_headers = HEADERS
@@ -110,7 +113,6 @@ class FillUDP(Element):
                   src_port: int, dst_port: int, udp_checksum: bool = False) -> None:
         self.inp = Input(*FRAME)
         self.out = Output(*FRAME)
-        self.drop = Output(*FRAME)
         try:
             macs = _mac(src_mac), _mac(dst_mac)
             ips = int(ipaddress.IPv4Address(src_ip)), int(ipaddress.IPv4Address(dst_ip))
@@ -127,13 +129,9 @@ class FillUDP(Element):
         self.run_c(f'''
             {read_frame()}
             static const struct floem_udp_endpoints ends = {self.ends};
-            int ok = size >= FLOEM_UDP_FRAME_LEN && size <= 65535 + FLOEM_ETHER_LEN;
-            if (ok)
+            if (size >= FLOEM_UDP_FRAME_LEN && size <= 65535 + FLOEM_ETHER_LEN)
                 floem_udp_fill(data, size - FLOEM_UDP_FRAME_LEN, &ends, {self.udp_checksum});
-            output switch {{
-                case ok: out(size, data, buf);
-                else: drop(size, data, buf);
-            }}
+            output {{ out(size, data, buf); }}
         ''')
 
 
@@ -168,10 +166,10 @@ class SetUDPLength(Element):
     Sets the IPv4 total length and the UDP length from ``size``, recomputes
     the IPv4 header checksum, and the UDP checksum when ``udp_checksum`` is
     true (else writes 0, "no checksum"). The frame must have passed
-    `CheckUDP` before its payload was changed; a ``size`` shorter than its
-    headers or longer than 65535 + 14 bytes goes to ``drop`` untouched.
+    `CheckUDP` before its payload was changed; with a ``size`` shorter than
+    its headers or longer than 65535 + 14 bytes, it is passed on untouched.
 
-    Ports: ``inp`` frame; ``out`` frame; ``drop`` frame.
+    Ports: ``inp`` frame; ``out`` frame.
     """
 
     c_headers = HEADERS
@@ -180,7 +178,6 @@ class SetUDPLength(Element):
     def configure(self, udp_checksum: bool = False) -> None:
         self.inp = Input(*FRAME)
         self.out = Output(*FRAME)
-        self.drop = Output(*FRAME)
         self.udp_checksum = int(bool(udp_checksum))
 
     def impl(self) -> None:
@@ -189,11 +186,7 @@ class SetUDPLength(Element):
             const struct floem_ipv4_hdr *ip =
                 (const struct floem_ipv4_hdr *)((const uint8_t *)data + FLOEM_ETHER_LEN);
             size_t headers = FLOEM_ETHER_LEN + floem_ipv4_header_len(ip) + FLOEM_UDP_LEN;
-            int ok = size >= headers && size <= 65535 + FLOEM_ETHER_LEN;
-            if (ok)
+            if (size >= headers && size <= 65535 + FLOEM_ETHER_LEN)
                 floem_udp_set_length(data, size, {self.udp_checksum});
-            output switch {{
-                case ok: out(size, data, buf);
-                else: drop(size, data, buf);
-            }}
+            output {{ out(size, data, buf); }}
         ''')

@@ -87,3 +87,185 @@ def test_pointer_keys_and_values_of_varying_lengths(tmp_path) -> None:
     result = floem("run", "--timeout", "120", os.path.join(APPS, "kv_bytes_app.py"), "--", str(path))
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == expected
+
+
+def test_figure3_miss_waits_for_the_eviction_of_the_same_key() -> None:
+    result = floem("run", "--timeout", "120", os.path.join(APPS, "figure3_app.py"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "111\n"
+
+
+def test_figure3_goes_wrong_when_misses_and_evictions_take_different_queues(tmp_path) -> None:
+    """The same program with the compiler's steering turned off returns the stale value:
+    the test above would catch a compiler that let misses and evictions part ways."""
+    from floem.builder import run_program
+    from floem.cli import load_app
+
+    program = load_app(os.path.join(APPS, "figure3_app.py"))
+    result = run_program(program, timeout=120, cache_steering=False,
+                         out_dir=str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "35\n"
+
+
+ERROR_APP = '''
+from floem import *
+
+class R(State):
+    key = Field(Int)
+    val = Field(Int)
+    qid = Field(Int)
+
+class Step(Element):
+    def configure(self, code="output { out(); }"):
+        self.inp = Input()
+        self.out = Output()
+        self.code = code
+    def impl(self):
+        self.run_c(self.code)
+
+class Src(Element):
+    def configure(self):
+        self.out = Output()
+    def impl(self):
+        self.run_c("output { out(); }")
+
+class Sink(Element):
+    def configure(self):
+        self.inp = Input()
+
+class Split(Element):
+    def configure(self):
+        self.a = Output()
+        self.b = Output()
+    def impl(self):
+        self.run_c("output switch { case rand() & 1: a(); else: b(); }")
+
+c = Cache("c", key="key", val="val")
+CASE
+'''
+
+ERROR_CASES = {
+    "points_on_two_devices": ('''
+q = Queue("q")
+class F(Flow):
+    state = PerPacket(R)
+    def impl(self):
+        class A(Segment):
+            def impl(self):
+                Src() >> c.get_start >> q
+        class B(Segment):
+            def impl(self):
+                q >> c.get_end >> Sink()
+        A("a", device=target.NIC)
+        B("b")
+F()
+''', "its points are on different devices", 'c = Cache('),
+    "get_and_set_cross_different_queues": ('''
+q1 = Queue("q1", size=8)
+r1 = Queue("r1", size=8)
+q2 = Queue("q2", size=8)
+r2 = Queue("r2", size=8)
+class F(Flow):
+    state = PerPacket(R)
+    def impl(self):
+        class A(Segment):
+            def impl(self):
+                Src() >> c.get_start >> q1
+        class A2(Segment):
+            def impl(self):
+                Src() >> c.set_start >> q2
+        class H(Segment):
+            def impl(self):
+                q1 >> Step() >> r1
+        class H2(Segment):
+            def impl(self):
+                q2 >> Step() >> r2
+        class B(Segment):
+            def impl(self):
+                r1 >> c.get_end >> Sink()
+        class B2(Segment):
+            def impl(self):
+                r2 >> c.set_end >> Sink()
+        A("a"); A2("a2"); H("h"); H2("h2"); B("b"); B2("b2")
+F()
+''', "misses and evictions of a key must travel one queue", 'c = Cache('),
+    "callable_inside_region": ('''
+q = Queue("q", size=8)
+class F(Flow):
+    state = PerPacket(R)
+    def impl(self):
+        class A(Segment):
+            def impl(self):
+                Src() >> c.get_start >> q
+        class pull(CallableSegment):
+            def configure(self):
+                self.inp = Input(Int)
+            def impl(self):
+                self.inp >> q.qid
+                q >> c.get_end >> Sink()
+        A("a")
+        pull("pull")   # <-- error
+F()
+''', "is inside the region cached by 'c'", '<-- error'),
+    "overlapping_regions": ('''
+d = Cache("d", key="key", val="val")
+class F(Flow):
+    state = PerPacket(R)
+    def impl(self):
+        class A(Segment):
+            def impl(self):
+                shared, split = Step(), Split()
+                split.a >> c.get_start >> shared >> c.get_end >> Sink()
+                split.b >> d.get_start >> shared
+                shared >> d.get_end >> Sink()
+        A("a")
+F()
+''', "overlap", 'd = Cache('),
+    "qid_written_in_region": ('''
+q = Queue("q", channel=2, inst=2, size=8)
+r = Queue("r", channel=2, inst=2, size=8)
+class F(Flow):
+    state = PerPacket(R)
+    def impl(self):
+        class A(Segment):
+            def impl(self):
+                split = Split()
+                split.a >> c.get_start >> q.enq[0]
+                split.b >> c.set_start >> q.enq[1]
+        class H(Segment):
+            def impl(self):
+                q.deq[0] >> Step(code="state->qid = 1; output { out(); }") >> r.enq[0]   # <-- error
+                q.deq[1] >> Step() >> r.enq[1]
+        class B(Segment):
+            def impl(self):
+                r.deq[0] >> c.get_end >> Sink()
+                r.deq[1] >> c.set_end >> Sink()
+        A("a"); H("h"); B("b")
+F()
+''', "could then take different queue instances", '<-- error'),
+    "get_start_without_get_end": ('''
+class F(Flow):
+    state = PerPacket(R)
+    def impl(self):
+        class A(Segment):
+            def impl(self):
+                Src() >> c.get_start >> Sink()
+        A("a")
+F()
+''', "get_end is not connected", 'c = Cache('),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ERROR_CASES))
+def test_cache_compile_errors(tmp_path, case: str) -> None:
+    body, message, marker = ERROR_CASES[case]
+    text = ERROR_APP.replace("CASE", body)
+    app = tmp_path / "app.py"
+    app.write_text(text)
+    line = next(i for i, l in enumerate(text.splitlines(), 1) if marker in l)
+    result = floem("check", str(app))
+    assert result.returncode == 1, result.stdout
+    assert f"{app}:{line}:" in result.stderr, result.stderr
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr

@@ -23,6 +23,19 @@ def report(ir: ProgramIR) -> str:
     lines += ["", "queues:" + ("" if ir.queues else " (none)")]
     for q in ir.queues.values():
         lines += _queue(ir, q)
+    if ir.caches:
+        lines += ["", "caches:"]
+    for c in ir.caches.values():
+        key = f"{c.key} ({c.keylen} bytes)" if c.keylen else c.key
+        val = f"{c.val} ({c.vallen} bytes)" if c.vallen else c.val
+        lines.append(f"  {c.name}: {key} -> {val}, {c.buckets} buckets of "
+                     f"{c.entries or 'unbounded'} entries, {c.policy.replace('_', '-')}, "
+                     f"{c.write_miss.replace('_', '-')}")
+        lines.append(f"    get region: {', '.join(c.get_region) or '(none)'}")
+        lines.append(f"    set region: {', '.join(c.set_region) or '(none)'}")
+        if c.steer_instances:
+            lines.append(f"    misses and evictions steered by key over {c.steer_instances} "
+                         "queue instances")
     if ir.warnings:
         lines += ["", "warnings:"] + [f"  {w}" for w in ir.warnings]
     return "\n".join(lines) + "\n"

@@ -212,6 +212,8 @@ def _region(ir: ProgramIR, c: CacheIR, start: str, end: str) -> list[str]:
         todo += [v for _, v, _ in ir.out_edges(name, kind=EdgeKind.ORDER)]
         if n.role == "enqueue":
             q = ir.queues[n.queue]
+            if q.dequeuer not in seen:
+                seen.append(q.dequeuer)
             todo += [v for _, v, _ in ir.out_edges(q.dequeuer, f"out{n.channel}")]
     return seen
 

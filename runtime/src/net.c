@@ -208,6 +208,15 @@ void floem_net_stats(floem_net_stats_t *out)
 #if defined(FLOEM_NET_UDP) || defined(FLOEM_NET_PCAP)
 /* The buffer pool of the udp and pcap backends: one mapping, a stack of free buffers. */
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define ADDRESSABLE(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#define UNADDRESSABLE(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#else
+#define ADDRESSABLE(p, n) ((void)(p), (void)(n))
+#define UNADDRESSABLE(p, n) ((void)(p), (void)(n))
+#endif
+
 static unsigned char *pool_memory;
 static void *pool_free[FLOEM_NET_POOL_BUFFERS];
 static unsigned pool_top;
@@ -250,7 +259,14 @@ unsigned floem_pool_get(void **bufs, unsigned n)
     for (unsigned i = 0; i < n; i++)
         bufs[i] = pool_free[--pool_top];
     pool_release();
+    for (unsigned i = 0; i < n; i++)
+        ADDRESSABLE(bufs[i], FLOEM_NET_BUFFER_BYTES);
     return n;
+}
+
+void floem_pool_frame(void *buffer, uint32_t len)
+{
+    UNADDRESSABLE((unsigned char *)buffer + len, FLOEM_NET_BUFFER_BYTES - len);
 }
 
 static bool pool_buffer(const void *buf)
@@ -269,6 +285,8 @@ void floem_pool_put(void *const *bufs, unsigned n)
                     floem_backend_name, bufs[i]);
             abort();
         }
+    for (unsigned i = 0; i < n; i++)
+        ADDRESSABLE(bufs[i], FLOEM_NET_BUFFER_BYTES);
     pool_acquire();
     if (pool_top + n > FLOEM_NET_POOL_BUFFERS) {
         pool_release();
@@ -294,6 +312,7 @@ bool floem_backend_alloc(uint32_t len, floem_packet_t *pkt)
     void *buf;
     if (len > FLOEM_NET_BUFFER_BYTES || floem_pool_get(&buf, 1) == 0)
         return false;
+    floem_pool_frame(buf, len);
     *pkt = (floem_packet_t){buf, len, buf};
     return true;
 }

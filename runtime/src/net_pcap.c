@@ -60,8 +60,10 @@ static void open_input(const char *path)
         big_endian_in = false;
     else if (magic == 0xd4c3b2a1 || magic == 0x4d3cb2a1)
         big_endian_in = true;
+    else if (magic == 0x0a0d0d0a)
+        floem_net_fail("%s: pcapng is not supported (save it as classic pcap)", path);
     else
-        floem_net_fail("%s: not a pcap file (magic %08x; pcapng is not supported)", path, magic);
+        floem_net_fail("%s: not a pcap file (magic %08x)", path, magic);
     uint32_t linktype = get32(h + 20, big_endian_in) & 0x0fffffff;
     if (linktype != LINKTYPE_ETHERNET)
         floem_net_fail("%s: link type %u, not Ethernet (1)", path, linktype);
@@ -153,6 +155,7 @@ unsigned floem_backend_rx(unsigned q, floem_packet_t *pkts, unsigned max)
             finish_input(true);
             break;
         }
+        floem_pool_frame(buf, caplen);
         pkts[n++] = (floem_packet_t){buf, caplen, buf};
     }
     return n;

@@ -234,6 +234,7 @@ unsigned floem_backend_rx(unsigned q, floem_packet_t *pkts, unsigned max)
         }
         uint8_t *frame = spare[i];
         synthesise(frame, msgs[i].msg_len, &from[i], to, queues[q].ip_id++);
+        floem_pool_frame(frame, HEADERS + msgs[i].msg_len);
         pkts[n++] = (floem_packet_t){frame, HEADERS + msgs[i].msg_len, frame};
         spare[i] = NULL;
     }

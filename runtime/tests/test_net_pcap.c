@@ -7,6 +7,8 @@
  * frame unchanged (so the output should hold the input's frames), and checks
  * allocation limits and counters. Prints one line per received frame
  * ("frame I LEN FIRSTBYTE") and "ok: N checks", then the stats line.
+ * `test_net_pcap read-past-end` reads one byte past the first frame, which an
+ * AddressSanitizer build must report.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -54,9 +56,21 @@ static void test_alloc(void)
     floem_net_free(&held[0]);
 }
 
-int main(void)
+/* Read one byte past a received frame: AddressSanitizer builds must stop here. */
+static int read_past_end(void)
+{
+    floem_packet_t p;
+    CHECK(floem_net_rx(0, &p, 1) == 1);
+    volatile uint8_t *data = p.data;
+    printf("byte past the end: %d\n", data[p.len]);
+    return 0;
+}
+
+int main(int argc, char **argv)
 {
     floem_net_init();
+    if (argc == 2 && strcmp(argv[1], "read-past-end") == 0)
+        return read_past_end();
     CHECK(floem_net_queues() == 1);
     test_alloc();
     unsigned frames = 0;

@@ -64,5 +64,9 @@ unsigned floem_pool_get(void **bufs, unsigned n);
 void floem_pool_put(void *const *bufs, unsigned n);
 /* True when [data, data + len) lies inside pool buffer `buffer`. */
 bool floem_pool_holds(const void *buffer, const void *data, uint32_t len);
+/* Buffer `buffer` now holds a frame of `len` bytes at its start: under AddressSanitizer the
+ * bytes past it become unaddressable until the buffer goes back to the pool, so an
+ * element reading past a frame's end is caught. */
+void floem_pool_frame(void *buffer, uint32_t len);
 
 #endif

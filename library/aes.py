@@ -1,0 +1,93 @@
+"""AES-128-CBC encryption and decryption of buffers or UDP payloads, in place.
+
+The result is byte for byte OpenSSL's ``aes-128-cbc`` without padding (so
+lengths must be multiples of 16). On x86 CPUs with AES-NI the elements use
+it; elsewhere (and on NIC cores: Arm, MIPS) they use portable table-based
+C. ``portable=True``, or the environment variable ``FLOEM_AES_PORTABLE=1``
+when the program runs, forces the portable code. ``library/c/aes.h``
+(``floem_aes128_init``, ``floem_aes128_cbc_encrypt`` / ``_decrypt``) is
+visible to bodies.
+
+Each element holds one key and IV, given as 16 bytes or 32 hex digits; the
+key is expanded once, by the first packet, and shared by the segment's
+threads.
+"""
+from __future__ import annotations
+
+from floem import Element, Input, Output, Pointer, SizeT, Uint
+
+from ._support import FRAME, c_bytes, c_file, fixed_bytes, read_frame
+from .headers import HEADERS as _UDP_HEADERS, SOURCES as _UDP_SOURCES
+
+HEADERS = (c_file("aes.h"),)
+SOURCES = (c_file("aes.c"),)
+
+BUFFER = (Pointer(Uint(8)), SizeT)
+
+
+class _AESCBC(Element):
+    """Shared by `AESEncrypt` and `AESDecrypt`: ``direction`` is ``encrypt`` or ``decrypt``."""
+
+    c_headers = _UDP_HEADERS + HEADERS
+    c_sources = _UDP_SOURCES + SOURCES
+    direction = ""
+
+    def configure(self, key: bytes | str, iv: bytes | str, portable: bool = False,
+                  frame: bool = False) -> None:
+        try:
+            self.key = fixed_bytes(key, 16, "key")
+            self.iv = fixed_bytes(iv, 16, "iv")
+        except ValueError as e:
+            raise self.loc.error(f"{type(self).__name__}: {e}") from None
+        self.allow_aesni = 0 if portable else 1
+        self.frame = frame
+        types = FRAME if frame else BUFFER
+        self.inp = Input(*types)
+        self.out = Output(*types)
+        self.drop = Output(*types)
+
+    def impl(self) -> None:
+        if self.frame:
+            read = read_frame()
+            where = "floem_udp_payload(data), floem_udp_payload(data), floem_udp_payload_len(data)"
+            values = "size, data, buf"
+        else:
+            read = "(uint8_t *p, size_t len) = inp();"
+            where = "p, p, len"
+            values = "p, len"
+        self.run_c(f'''
+            static const uint8_t key[16] = {c_bytes(self.key)};
+            static const uint8_t iv[16] = {c_bytes(self.iv)};
+            static struct floem_aes128 ctx;
+            static int ready;
+            {read}
+            floem_aes128_init_once(&ctx, &ready, key, {self.allow_aesni});
+            int ok = floem_aes128_cbc_{self.direction}(&ctx, iv, {where}) == 0;
+            output switch {{
+                case ok: out({values});
+                else: drop({values});
+            }}
+        ''')
+
+
+class AESEncrypt(_AESCBC):
+    """Encrypt with AES-128-CBC in place: a buffer, or with ``frame=True`` a UDP payload.
+
+    ``AESEncrypt(key=..., iv=...)``: ``inp`` carries ``(uint8_t *p, size_t
+    len)``. With ``frame=True`` ports carry frames and the UDP payload of
+    each (which must have passed `CheckUDP`) is encrypted. A length that is
+    not a multiple of 16 sends the packet, untouched, to ``drop``.
+
+    Ports: ``inp``; ``out``; ``drop`` (all the same: buffer or frame).
+    """
+
+    direction = "encrypt"
+
+
+class AESDecrypt(_AESCBC):
+    """Decrypt AES-128-CBC in place; the inverse of `AESEncrypt` with the same key and IV.
+
+    Ports: ``inp``; ``out``; ``drop`` (all the same: buffer or frame).
+    """
+
+    direction = "decrypt"
