@@ -47,9 +47,10 @@ def runtime_dir() -> str:
 
 
 def check_program(program: Any, **opts: Any) -> ProgramIR:
-    """Run the front end and every pass (no C compiler); returns the final IR."""
+    """Run the front end and every pass (or up to ``stop_after``; no C compiler)."""
+    stop_after = opts.pop("stop_after", None)
     _check_options(opts)
-    return run_pipeline(program, opts)
+    return run_pipeline(program, opts, stop_after=stop_after)
 
 
 def build_program(program: Any, out_dir: str | None = None, dump_after: str | None = None,

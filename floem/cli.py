@@ -5,6 +5,7 @@ import argparse
 import os
 import runpy
 import sys
+import traceback
 from typing import Any
 
 from floem.builder import (NET_BACKENDS, NIC_PLATFORMS, build_program, check_program,
@@ -24,6 +25,16 @@ def load_app(path: str) -> Program:
     sys.path.insert(0, os.path.dirname(app))
     try:
         runpy.run_path(app, run_name="__floem_app__")
+    except SyntaxError as e:
+        raise FloemError(f"Python syntax error: {e.msg}", e.filename or app, e.lineno) from None
+    except FloemError:
+        raise
+    except Exception as e:
+        frames = [f for f in traceback.extract_tb(e.__traceback__)
+                  if not f.filename.startswith(os.path.dirname(os.path.abspath(__file__)))]
+        where = frames[-1] if frames else None
+        raise FloemError(f"the app raised {type(e).__name__}: {e}",
+                         where.filename if where else app, where.lineno if where else None) from None
     finally:
         sys.path.remove(os.path.dirname(app))
     program = loaded_program()
@@ -76,6 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     graph = sub.add_parser("graph", help="draw the program (DOT; SVG/PNG with Graphviz)")
     graph.add_argument("app")
     graph.add_argument("-o", "--out", metavar="FILE", help=".dot, .svg or .png (default: stdout)")
+    graph.add_argument("--after", metavar="PASS", help="draw the IR after PASS (default: all passes)")
     return parser
 
 
@@ -100,7 +112,7 @@ def _command(args: argparse.Namespace) -> int:
         print(f"{args.app}: ok ({len(ir.segments)} segments, {len(ir.nodes())} elements)")
         return 0
     if args.command == "graph":
-        ir = check_program(program)
+        ir = check_program(program, stop_after=args.after)
         if args.out:
             write_graph(ir, args.out)
         else:

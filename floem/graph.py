@@ -28,6 +28,10 @@ def to_dot(ir: ProgramIR) -> str:
     for u, v, d in ir.graph.edges(data=True):
         if d["kind"] == EdgeKind.DATA:
             types = ", ".join(d["types"])
+            if ir.node(u).role == "cache_update" and d["out_port"] == "region" and \
+                    ir.caches[ir.node(u).cache].policy == "write_back":
+                types = "write-back: evictions" + (", misses" if ir.caches[ir.node(u).cache]
+                                                   .write_miss == "no_write_alloc" else "")
             lines.append(f'  "{u}" -> "{v}" [taillabel="{d["out_port"]}", '
                          f'headlabel="{d["in_port"]}", label="{types}"];')
         else:

@@ -4,12 +4,13 @@ from __future__ import annotations
 import os
 from typing import Any, Sequence
 
-from floem.lang.types import Pointer, SizeT, Type, TypeLike, Void, as_type
+from floem.lang.types import Type, TypeLike, as_type
+
+from .net import FRAME
+
+__all__ = ["FRAME", "c_file", "type_list", "read_values", "read_frame", "c_bytes", "fixed_bytes"]
 
 C_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "c")
-
-#: A frame as packet I/O elements carry it: size in bytes, data pointer, buffer handle.
-FRAME: tuple[Type, ...] = (SizeT, Pointer(Void), Pointer(Void))
 
 
 def c_file(name: str) -> str:
@@ -39,7 +40,8 @@ def read_values(port: str, types: Sequence[Type], prefix: str = "v") -> tuple[st
 
 def read_frame(port: str = "inp") -> str:
     """C statements reading a frame port into ``size``, ``data`` and ``buf`` (maybe unused)."""
-    return f"(size_t size, void *data, void *buf) = {port}(); (void)size; (void)data; (void)buf;"
+    return (f"(size_t size, uint8_t *data, void *buf) = {port}(); "
+            "(void)size; (void)data; (void)buf;")
 
 
 def c_bytes(data: bytes) -> str:

@@ -3,6 +3,12 @@
 Elements that pass values through take ``ty``: one type (``Int``), a list of
 types (``[SizeT, Pointer(Void)]``: a port carrying several values) or, where
 it makes sense, ``None`` (a port carrying no value, accepting any output).
+
+Elements keeping persistent state (`Counter`, `Probe`, and the counters of
+other library elements) work on both devices, with one rule on the NIC: a
+state that only NIC elements use lives in NIC memory, but one that ``main``
+also reads lives in host memory, which NIC code reaches only by DMA (the
+NIC process faults on it). Read such results on the CPU side of a queue.
 """
 from __future__ import annotations
 
@@ -14,7 +20,7 @@ from floem.lang.types import Type, TypeLike
 
 from ._support import c_file, read_values, type_list
 
-_INT_FORMATS = {"int": "%d", "unsigned": "%u", "unsigned int": "%u", "long": "%ld",
+_FORMATS = {"int": "%d", "unsigned": "%u", "unsigned int": "%u", "long": "%ld",
                 "unsigned long": "%lu", "long long": "%lld", "unsigned long long": "%llu",
                 "short": "%hd", "unsigned short": "%hu", "char": "%c", "signed char": "%hhd",
                 "unsigned char": "%hhu", "bool": "%d", "size_t": "%zu", "ssize_t": "%zd",
@@ -23,8 +29,8 @@ _INT_FORMATS = {"int": "%d", "unsigned": "%u", "unsigned int": "%u", "long": "%l
 
 def printf_format(t: Type) -> str:
     """The printf conversion for a value of type ``t``; ValueError when there is none."""
-    if t.c in _INT_FORMATS:
-        return _INT_FORMATS[t.c]
+    if t.c in _FORMATS:
+        return _FORMATS[t.c]
     m = re.fullmatch(r"(u?)int(8|16|32|64)_t", t.c)
     if m:
         return f'%" PRI{"u" if m.group(1) else "d"}{m.group(2)} "'
@@ -34,9 +40,11 @@ def printf_format(t: Type) -> str:
 
 
 def _print_call(types: Sequence[Type], names: Sequence[str], label: str, fmt: str | None) -> str:
+    """One ``printf`` of the values ``names`` (of ``types``) after ``label``, ending the line."""
     if fmt is None:
         fmt = " ".join(printf_format(t) for t in types)
-    args = [f"(void *){n}" if t.c.endswith("*") and "char" not in t.c else n
+    strings = ("char *", "const char *")
+    args = [f"(void *){n}" if t.c.endswith("*") and t.c not in strings else n
             for t, n in zip(types, names)]
     prefix = label.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%") + " " \
         if label else ""

@@ -46,6 +46,7 @@ class _KeyHash(Element):
         self.out = Output(*(in_types if into is not None else [Uint(32)]))
 
     def _call(self, data: str, length: str) -> str:
+        """The C expression hashing ``length`` bytes at ``data`` (defined by each hash)."""
         raise NotImplementedError
 
     def _prelude(self) -> str:

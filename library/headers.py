@@ -1,7 +1,7 @@
 """Ethernet / IPv4 / UDP: check received frames, build and address frames to send.
 
 Every element here carries a frame the way packet I/O does, as three values
-``(size_t size, void *data, void *buf)``: the frame's length, its first byte
+``(size_t size, uint8_t *data, void *buf)``: the frame's length, its first byte
 (the Ethernet header) and the buffer handle that ``ToNet`` / ``NetFree``
 need. The C views (``struct floem_ether_hdr``, ``floem_ipv4_hdr``,
 ``floem_udp_hdr``), byte-order helpers (``floem_get16/32``,

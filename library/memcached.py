@@ -9,7 +9,7 @@ vbucket/status, total body length, opaque, cas), then extras, key and value.
 and status constants, and ``floem_mc_parse`` / ``floem_mc_build`` with bounds
 checks; bodies of programs using these elements may call them.
 
-Both elements carry frames ``(size_t size, void *data, void *buf)`` (see
+Both elements carry frames ``(size_t size, uint8_t *data, void *buf)`` (see
 `floem.library.headers`). A server path::
 
     FromNet() >> ParseMemcached(key="state->key", ...) >> Lookup() >> MemcachedReply(...)

@@ -88,7 +88,7 @@ class ToNet(Element):
 
 
 class NetAlloc(Element):
-    """A buffer for a new frame of ``size`` bytes: ``out`` with the frame, or ``oom`` if none is free.
+    """A new frame of ``size`` bytes on ``out``, or nothing on ``oom`` when no buffer is free.
 
     The frame's bytes are uninitialised; failures are counted (``alloc failed``
     in the ``--report`` line of the network).

@@ -5,13 +5,15 @@ this process (several sizes, then a burst of 200) must come back unchanged from
 the echo port. pcap: a capture made with dpkt, valid frames mixed with
 malformed and cut-short ones, is replayed; the output must hold exactly the
 valid frames with MAC, IPv4 and UDP endpoints swapped (checksums still valid),
-and the others must be counted as freed. dpdk (when libdpdk is installed, no
-hugepages): the same capture through a net_pcap vdev, net_ring and net_null
-smoke runs, and net_memif between the echo and a C client in another process.
+and the others must be counted as freed (also on the big-endian LiquidIO NIC).
+dpdk (when libdpdk is installed, no hugepages): the same capture through a
+net_pcap vdev, net_ring and net_null smoke runs, and net_memif between the echo
+and a C client in another process.
 """
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import struct
@@ -85,9 +87,10 @@ def replies(s: socket.socket, count: int, timeout: float = 10) -> list[tuple[byt
 @pytest.mark.parametrize("device", DEVICES)
 def test_udp_echo(device: str) -> None:
     port = free_udp_port()
-    proc = subprocess.Popen(floem_command() + ["run", ECHO, "--port", str(port), "--duration", "120"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **echo_env(device)})
+    proc = subprocess.Popen(
+        floem_command() + ["run", ECHO, "--port", str(port), "--duration", "120"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, **echo_env(device)})
     try:
         with client_socket() as s:
             wait_until_serving(s, port, proc)
@@ -143,7 +146,8 @@ def capture() -> tuple[list[bytes], list[bytes]]:
     malformed = [
         bytes(dpkt.ethernet.Ethernet(src=MAC_A, dst=MAC_B, type=dpkt.ethernet.ETH_TYPE_ARP,
                                      data=bytes(28))),
-        bytes(dpkt.ethernet.Ethernet(src=MAC_A, dst=MAC_B, type=dpkt.ethernet.ETH_TYPE_IP, data=tcp)),
+        bytes(dpkt.ethernet.Ethernet(src=MAC_A, dst=MAC_B, type=dpkt.ethernet.ETH_TYPE_IP,
+                                     data=tcp)),
         udp_frame(b"cut in the UDP header")[:14 + 20 + 4],
         udp_frame(b"cut in the payload" * 10)[:-10],
         bytes(10),
@@ -207,12 +211,17 @@ def check_replay(result: subprocess.CompletedProcess, out: str, frames: list[byt
     assert counts["freed"] == len(frames) - len(valid)
 
 
-@pytest.mark.parametrize("device", DEVICES)
-def test_pcap_replay(device: str, tmp_path) -> None:
+@pytest.mark.parametrize("device,nic", [
+    ("cpu", "emu"), ("nic", "emu"),
+    pytest.param("nic", "liquidio", marks=pytest.mark.skipif(
+        shutil.which("mips64-linux-gnuabi64-gcc") is None, reason="no mips64 cross compiler")),
+])
+def test_pcap_replay(device: str, nic: str, tmp_path) -> None:
+    """On the big-endian LiquidIO NIC too: the capture's byte order is not the host's."""
     frames, valid = capture()
     src, out = str(tmp_path / "in.pcap"), str(tmp_path / "out.pcap")
     write_capture(src, frames)
-    result = floem("run", ECHO, "--net", "pcap", "--pcap-in", src, "--pcap-out", out,
+    result = floem("run", ECHO, "--nic", nic, "--net", "pcap", "--pcap-in", src, "--pcap-out", out,
                    "--duration", "1", env=echo_env(device))
     check_replay(result, out, frames, valid)
 
@@ -222,9 +231,10 @@ def test_echo_element_never_reads_past_the_frame(tmp_path) -> None:
     frame = udp_frame(b"0123456789" * 3, opts=b"\x01\x01\x01\x00")
     src, out = str(tmp_path / "in.pcap"), str(tmp_path / "out.pcap")
     write_capture(src, [frame[:n] for n in range(len(frame) + 1)])
+    cflags = (os.environ.get("FLOEM_CFLAGS", "")
+              + " -fsanitize=address,undefined -fno-sanitize-recover=all")
     result = floem("run", ECHO, "--net", "pcap", "--pcap-in", src, "--pcap-out", out,
-                   "--duration", "1", env={**echo_env("cpu"), "FLOEM_CFLAGS": os.environ.get(
-                       "FLOEM_CFLAGS", "") + " -fsanitize=address,undefined -fno-sanitize-recover=all"})
+                   "--duration", "1", env={**echo_env("cpu"), "FLOEM_CFLAGS": cflags})
     assert result.returncode == 0, result.stderr
     assert read_capture(out) == [swapped(frame)]
     assert "Sanitizer" not in result.stderr
@@ -263,9 +273,10 @@ def test_dpdk_ring_and_null_smoke() -> None:
 def test_dpdk_memif_between_processes(tmp_path) -> None:
     client = build(tmp_path, "test_net_dpdk", "dpdk")
     sock = str(tmp_path / "memif.sock")
+    memif = f"--vdev=net_memif0,role=server,socket={sock}"
     server = subprocess.Popen(
         floem_command() + ["run", ECHO, "--net", "dpdk", "--duration", "120", "--eal",
-                           f"{DPDK_EAL} --file-prefix=echo --vdev=net_memif0,role=server,socket={sock}"],
+                           f"{DPDK_EAL} --file-prefix=echo {memif}"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, **echo_env("cpu")})
     try:

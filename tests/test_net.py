@@ -6,7 +6,9 @@ frames synthesised around real datagrams (every header field, both checksums)
 and replies to the sender, on one and on several SO_REUSEPORT queues. dpdk (when
 libdpdk is installed): a net_ring port looping frames back on one and several
 queues, no hugepages, nothing left under /var/run/dpdk. Each runs optimised and
-under ASan+UBSan (dpdk: optimised only).
+under ASan+UBSan (dpdk: optimised only); threads sharing udp queues run under TSan.
+Then the elements in a program: NetAlloc/ToNet/NetFree outside a receive burst,
+and FromNet's parameter check. (The echo example's tests are in test_echo.py.)
 """
 from __future__ import annotations
 
@@ -18,15 +20,17 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, floem
 
 RUNTIME = os.path.join(ROOT, "runtime")
-NET_SOURCES = sorted(os.path.join(RUNTIME, "src", f) for f in os.listdir(os.path.join(RUNTIME, "src"))
+NET_SOURCES = sorted(os.path.join(RUNTIME, "src", f)
+                     for f in os.listdir(os.path.join(RUNTIME, "src"))
                      if f.startswith("net") and f.endswith(".c"))
 CFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-g", "-pthread",
           "-I" + os.path.join(RUNTIME, "include")]
 SANITIZERS = {"address,undefined": ["-O1", "-fsanitize=address,undefined",
                                     "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"],
+              "thread": ["-O1", "-fsanitize=thread"],
               "none": ["-O2"]}
 DPDK_EAL = "--no-huge --no-pci -m 256"
 BUFFER_BYTES = 2048
@@ -168,7 +172,17 @@ def test_udp_frames(tmp_path, sanitizer: str, queues: int) -> None:
     result = run(exe, env={"FLOEM_NET_PORT": str(free_udp_port()),
                            "FLOEM_NET_QUEUES": str(queues), "FLOEM_REPORT": "1"})
     assert result.stdout.startswith("ok: ") and result.stdout.rstrip().endswith(f"{queues} queues")
-    assert f"floem: net udp: queues {queues}, rx 8, tx 8, rx dropped 1, tx dropped 2" in result.stderr
+    assert (f"floem: net udp: queues {queues}, rx 8, tx 8, rx dropped 1, tx dropped 2"
+            in result.stderr)
+
+
+@pytest.mark.parametrize("queues", [1, 2])
+def test_udp_threads_share_queues(tmp_path, queues: int) -> None:
+    exe = build(tmp_path, "test_net_udp", "udp", "thread")
+    result = run(exe, "threads", env={"FLOEM_NET_PORT": str(free_udp_port()),
+                                      "FLOEM_NET_QUEUES": str(queues),
+                                      "TSAN_OPTIONS": "halt_on_error=1"})
+    assert result.stdout.startswith("ok: ") and f"{queues} queues, 4 threads" in result.stdout
 
 
 def test_udp_port_in_use(tmp_path) -> None:
@@ -191,7 +205,8 @@ def test_dpdk_ring_loop(tmp_path, queues: int) -> None:
                                    "FLOEM_NET_QUEUES": str(queues), "FLOEM_REPORT": "1"})
     assert result.stdout.startswith("ok: ") and result.stdout.rstrip().endswith(f"{queues} queues")
     n = 40 * queues
-    assert f"floem: net dpdk: queues {queues}, rx {n}, tx {n}, rx dropped 0, tx dropped 2" in result.stderr
+    assert (f"floem: net dpdk: queues {queues}, rx {n}, tx {n}, rx dropped 0, tx dropped 2"
+            in result.stderr)
     assert "port 0 (net_ring0)" in result.stderr
     assert runtime_dir_existed or not os.path.exists("/var/run/dpdk")
 
@@ -213,3 +228,78 @@ def test_no_backend_compiles_to_nothing(tmp_path) -> None:
         subprocess.run([os.environ.get("CC", "gcc"), *CFLAGS, "-c", source, "-o", obj], check=True)
         symbols = subprocess.run(["nm", obj], capture_output=True, text=True, check=True).stdout
         assert symbols.strip() == "", (source, symbols)
+
+
+# -- the elements -----------------------------------------------------------
+
+GENERATOR_APP = r'''
+from floem import Element, Input, Output, SizeT, Segment
+from floem.library import FRAME, NetAlloc, NetFree, ToNet
+
+class Sizes(Element):
+    """Source: frame sizes 60, 61, ... for 10 frames, one huge size, then nothing."""
+    def configure(self):
+        self.out = Output(SizeT)
+    def impl(self):
+        self.run_c(r"""
+            static int next;
+            int k = next < 11 ? next++ : -1;
+            if (k < 0)
+                floem_idle = 1;
+            output switch { case k == 10: out(100000); case k >= 0: out(60 + k); }
+        """)
+
+class Fill(Element):
+    """Number the frame: every byte is its size modulo 256; frames of 65+ bytes are freed."""
+    def configure(self):
+        self.inp = Input(*FRAME)
+        self.out = Output(*FRAME)
+        self.free = Output(*FRAME)
+    def impl(self):
+        self.run_c(r"""
+            (size_t size, uint8_t *data, void *buffer) = inp();
+            memset(data, (int)(size % 256), size);
+            output switch { case size < 65: out(size, data, buffer); else: free(size, data, buffer); }
+        """)
+
+class Oom(Element):
+    def configure(self):
+        self.inp = Input()
+    def impl(self):
+        self.run_c('fprintf(stderr, "oom\\n");')
+
+class gen(Segment):
+    def impl(self):
+        alloc = NetAlloc()
+        fill = Fill()
+        Sizes() >> alloc
+        alloc.out >> fill
+        alloc.oom >> Oom()
+        fill.out >> ToNet()
+        fill.free >> NetFree()
+
+gen("gen")
+'''
+
+
+def test_alloc_to_net_outside_a_receive_burst(tmp_path) -> None:
+    """NetAlloc frames sent by ToNet in a segment with no FromNet go out at once."""
+    app, out = tmp_path / "gen.py", tmp_path / "out.pcap"
+    app.write_text(GENERATOR_APP)
+    result = floem("run", str(app), "--net", "pcap", "--pcap-out", str(out), "--duration", "0.5",
+                   env={"FLOEM_REPORT": "1"})
+    assert result.returncode == 0, result.stderr
+    assert read_pcap(out)[1] == [bytes([n]) * n for n in range(60, 65)]
+    assert result.stderr.count("oom") == 1
+    assert ("floem: net pcap: queues 1, rx 0, tx 5, rx dropped 0, tx dropped 0, "
+            "alloc failed 1, freed 5") in result.stderr
+
+
+def test_from_net_batch_is_checked(tmp_path) -> None:
+    app = tmp_path / "bad.py"
+    app.write_text("from floem import Segment\nfrom floem.library import FromNet, NetFree\n"
+                   "class s(Segment):\n    def impl(self):\n"
+                   "        FromNet(batch=0) >> NetFree()\ns('s')\n")
+    result = floem("check", str(app))
+    assert result.returncode == 1
+    assert f"{app}:5: FromNet: batch must be an integer from 1 to 1024, not 0" in result.stderr

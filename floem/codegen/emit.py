@@ -62,6 +62,8 @@ def _makefile(ir: ProgramIR, cflags: list[str], runtime_sources: list[str], nic_
         nic_cflags=" ".join(nic_cflags), ldlibs=" ".join(libs),
         runtime_sources=" ".join(runtime_sources),
         depends=" ".join(ir.depends),
+        depend_files=[{"path": d, "name": os.path.splitext(os.path.basename(d))[0]}
+                      for d in ir.depends if d.endswith(".c")],
         processes=[{"name": p.name, "executable": p.has_main, "library": bool(p.callables),
                     "cc": "$(NIC_CC)" if p.device == "NIC" else "$(CC)",
                     "cflags": "$(NIC_CFLAGS)" if p.device == "NIC" else "$(CFLAGS)"}

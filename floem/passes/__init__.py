@@ -33,14 +33,16 @@ def pass_names() -> list[str]:
 
 
 def run_pipeline(program: Any, options: dict[str, Any] | None = None,
-                 dump_after: str | None = None, dump_dir: str | None = None) -> ProgramIR:
-    """Run every pass over a fresh IR of ``program``; dump the IR after ``dump_after``.
+                 dump_after: str | None = None, dump_dir: str | None = None,
+                 stop_after: str | None = None) -> ProgramIR:
+    """Run every pass (up to ``stop_after``) over a fresh IR of ``program``.
 
     ``dump_after`` is a pass name or ``all``; dumps go to ``dump_dir/ir-<NN>-<pass>.txt``.
     """
-    if dump_after not in (None, "all") and dump_after not in pass_names():
-        raise FloemError(f"--dump-after: no pass named {dump_after!r} "
-                         f"(passes: {', '.join(pass_names())}, all)")
+    for option, value in (("--dump-after", dump_after), ("--after", stop_after)):
+        if value not in (None, "all") and value not in pass_names():
+            raise FloemError(f"{option}: no pass named {value!r} "
+                             f"(passes: {', '.join(pass_names())}, all)")
     ir = ProgramIR(program, options=dict(options or {}))
     for index, stage in enumerate(PIPELINE):
         ir = stage.run(ir)
@@ -49,4 +51,6 @@ def run_pipeline(program: Any, options: dict[str, Any] | None = None,
             path = os.path.join(dump_dir, f"ir-{index + 1:02d}-{stage.NAME}.txt")
             with open(path, "w") as f:
                 f.write(f"# IR after pass {stage.NAME}\n" + ir.dump())
+        if stage.NAME == stop_after:
+            break
     return ir

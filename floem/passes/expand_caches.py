@@ -124,12 +124,14 @@ def _rewire(ir: ProgramIR, c: CacheIR) -> None:
     for point, name in c.points.items():
         n = ir.node(name)
         n.role, ports = _EXPANSION[point]
+        if point == "set_start" and c.policy == "write_through":
+            ports = ["region"]                  # write-through always runs the set region
         n.outputs = {p: [] for p in ports}
         for _, _, d in ir.graph.out_edges(name, data=True):
             if d["kind"] == EdgeKind.DATA:
                 d["out_port"] = _INTO_REGION.get(point, "out")
     for start, end, port in (("get_start", "get_end", "hit"), ("set_start", "set_end", "done")):
-        if start not in c.points:
+        if start not in c.points or port not in ir.node(c.points[start]).outputs:
             continue
         first = [(v, d) for v, d in after[end]]
         segment = ir.node(c.points[start]).segment
@@ -186,7 +188,7 @@ def _info(n: ElementNode, c: CacheIR) -> csrc.BodyInfo:
         uses = {evict_field(c)}
     # set_end stops only evictions, which never come from the element before it: to the
     # callable check it always fires.
-    switch = n.role in ("cache_lookup", "cache_update")
+    switch = len(ports) > 1 and n.role in ("cache_lookup", "cache_update")
     body = csrc.Body(n.name, "", n.loc.file, n.loc.line, [], [], None, {})
     return csrc.BodyInfo(
         element=n.name, reads={}, form="switch" if switch else "block", calls={},

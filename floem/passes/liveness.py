@@ -49,7 +49,10 @@ def run(ir: ProgramIR) -> ProgramIR:
         for field in sorted((f.writes | f.kills) - f.uses - live_out[n.name]):
             ir.warnings.append(f"{n.loc}: per-packet field {n.state_class.__name__}.{field} is "
                                f"written by '{n.name}' but never read afterwards")
-        for field in sorted(f.uses - f.kills - f.writes - defined[n.name]):
+        unwritten = f.uses - f.kills - f.writes - defined[n.name]
+        if n.role == "enqueue":
+            unwritten.discard("qid")          # an unwritten qid is instance 0, by design
+        for field in sorted(unwritten):
             ir.warnings.append(f"{n.loc}: per-packet field {n.state_class.__name__}.{field} is "
                                f"read by '{n.name}' on a path where it was never written")
     return ir

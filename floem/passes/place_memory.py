@@ -15,6 +15,7 @@ instance::
 """
 from __future__ import annotations
 
+from floem.csrc.tokens import tokenize
 from floem.ir import ProgramIR, QueueIR
 
 NAME = "place_memory"
@@ -31,9 +32,25 @@ def run(ir: ProgramIR) -> ProgramIR:
         used_by_main = main_info is not None and state.name in main_info.persistent_used
         only_nic = devices[state.name] == {"NIC"} and not used_by_main
         ir.state_homes[state.name] = "nic" if only_nic else "host"
+    for n in ir.nodes():
+        if ir.segments[n.segment].device != "NIC":
+            continue
+        for attr, state in n.persistent.items():
+            if ir.state_homes[state.name] == "host" and n.info and _dereferences(n, attr):
+                ir.warnings.append(
+                    f"{n.loc}: NIC element '{n.name}' uses '{state.name}', which lives in host "
+                    f"memory (the host uses it too): on the NIC '{attr}' is a host address, "
+                    "reachable only with dma_read/dma_write")
     for q in ir.queues.values():
         _place_queue(ir, q)
     return ir
+
+
+def _dereferences(n: object, name: str) -> bool:
+    """True when the body follows pointer ``name`` itself (``name->f`` or ``name[i]``)."""
+    tokens = [t for t in tokenize(n.info.body.code) if t.kind not in ("ws", "comment")]
+    return any(t.kind == "ident" and t.text == name and after.text in ("->", "[")
+               for t, after in zip(tokens, tokens[1:]))
 
 
 def _place_queue(ir: ProgramIR, q: QueueIR) -> None:

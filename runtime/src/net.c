@@ -239,8 +239,9 @@ void floem_pool_init(void)
     pool_memory = aligned_alloc(64, (size_t)FLOEM_NET_POOL_BUFFERS * FLOEM_NET_BUFFER_BYTES);
     if (pool_memory == NULL)
         floem_net_fail("no memory for %d frame buffers", FLOEM_NET_POOL_BUFFERS);
-    for (unsigned i = 0; i < FLOEM_NET_POOL_BUFFERS; i++)
-        pool_free[i] = pool_memory + (size_t)(FLOEM_NET_POOL_BUFFERS - 1 - i) * FLOEM_NET_BUFFER_BYTES;
+    for (unsigned i = 0; i < FLOEM_NET_POOL_BUFFERS; i++)    /* the first buffer on top */
+        pool_free[i] = pool_memory + (size_t)(FLOEM_NET_POOL_BUFFERS - 1 - i) *
+                                         FLOEM_NET_BUFFER_BYTES;
     pool_top = FLOEM_NET_POOL_BUFFERS;
 }
 

@@ -7,7 +7,10 @@
  * test receives them as frames and checks every synthesised header field and
  * both checksums, answers each with the addresses swapped and checks the client
  * gets the same payload back from the port. Frames that are not IPv4/UDP, and a
- * datagram larger than a buffer, are dropped and counted. Prints "ok: N checks".
+ * datagram larger than a buffer, are dropped and counted. `test_net_udp threads`
+ * instead runs 4 echo threads over the queues (sharing them when there are
+ * fewer), some replies in freshly allocated frames, against 4 clients sending
+ * 250 datagrams each: every datagram is answered. Prints "ok: N checks".
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -17,6 +20,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +32,7 @@ static unsigned long checks;
 
 #define CHECK(cond)                                                                      \
     do {                                                                                 \
-        checks++;                                                                        \
+        __atomic_fetch_add(&checks, 1, __ATOMIC_RELAXED);                                \
         if (!(cond)) {                                                                   \
             fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);     \
             abort();                                                                     \
@@ -68,7 +72,7 @@ static uint8_t pattern(size_t size, size_t i)
     return (uint8_t)(size * 31 + i * 7);
 }
 
-/* Check a received frame: Ethernet/IPv4/UDP from `client` to 127.0.0.1:port; returns payload size. */
+/* Check a frame received from `client` (to 127.0.0.1:port); returns its payload size. */
 static size_t check_frame(const floem_packet_t *p, const struct sockaddr_in *client, uint16_t port)
 {
     const uint8_t *f = p->data;
@@ -98,11 +102,90 @@ static void swap(uint8_t *f, size_t a, size_t b, size_t n)
     memcpy(f + b, t, n);
 }
 
-int main(void)
+/* `threads`: THREADS echo threads share the queues (thread i polls queue i % queues). */
+#define THREADS 4
+#define CLIENTS 4
+#define PER_CLIENT 250
+static volatile int stop_threads;
+
+static void *echo_thread(void *arg)
+{
+    unsigned q = (unsigned)(uintptr_t)arg % floem_net_queues();
+    while (!__atomic_load_n(&stop_threads, __ATOMIC_ACQUIRE)) {
+        floem_packet_t pkts[8];
+        unsigned n = floem_net_rx(q, pkts, 8);
+        for (unsigned i = 0; i < n; i++) {
+            uint8_t *f = pkts[i].data;
+            swap(f, 0, 6, 6);
+            swap(f, 26, 30, 4);
+            swap(f, 34, 36, 2);
+            if (i % 5 == 4) {       /* every fifth: a fresh frame instead of the received one */
+                floem_packet_t copy;
+                CHECK(floem_net_alloc(pkts[i].len, &copy));
+                memcpy(copy.data, f, pkts[i].len);
+                floem_net_free(&pkts[i]);
+                pkts[i] = copy;
+            }
+            floem_net_tx(q, &pkts[i]);
+        }
+        floem_net_flush(q);
+    }
+    return NULL;
+}
+
+static int test_threads(uint16_t port)
+{
+    pthread_t threads[THREADS];
+    for (uintptr_t i = 0; i < THREADS; i++)
+        CHECK(pthread_create(&threads[i], NULL, echo_thread, (void *)i) == 0);
+    struct sockaddr_in server = {.sin_family = AF_INET, .sin_port = htons(port),
+                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int clients[CLIENTS];
+    unsigned answered = 0;
+    for (int c = 0; c < CLIENTS; c++) {
+        clients[c] = socket(AF_INET, SOCK_DGRAM, 0);
+        int bytes = 4 << 20;
+        setsockopt(clients[c], SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof bytes);
+    }
+    for (int k = 0; k < PER_CLIENT; k++)
+        for (int c = 0; c < CLIENTS; c++) {
+            uint8_t msg[64];
+            memset(msg, c * PER_CLIENT + k, sizeof msg);
+            CHECK(sendto(clients[c], msg, 1 + (size_t)k % 64, 0, (struct sockaddr *)&server,
+                         sizeof server) > 0);
+        }
+    for (int c = 0; c < CLIENTS; c++)
+        for (int k = 0; k < PER_CLIENT; k++) {
+            struct pollfd pfd = {.fd = clients[c], .events = POLLIN};
+            if (poll(&pfd, 1, 3000) != 1)
+                break;
+            uint8_t msg[64];
+            ssize_t n = recv(clients[c], msg, sizeof msg, 0);
+            CHECK(n >= 1 && n <= 64);
+            answered++;
+        }
+    __atomic_store_n(&stop_threads, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(threads[i], NULL);
+    floem_net_stats_t st;
+    floem_net_stats(&st);
+    CHECK(answered == CLIENTS * PER_CLIENT);
+    CHECK(st.rx == CLIENTS * PER_CLIENT && st.tx == st.rx && st.tx_dropped == 0);
+    for (int c = 0; c < CLIENTS; c++)
+        close(clients[c]);
+    unsigned queues = floem_net_queues();
+    floem_net_finalize();
+    printf("ok: %lu checks, %u queues, %d threads\n", checks, queues, THREADS);
+    return 0;
+}
+
+int main(int argc, char **argv)
 {
     uint16_t port = (uint16_t)atoi(getenv("FLOEM_NET_PORT") ? getenv("FLOEM_NET_PORT") : "0");
     CHECK(port != 0);
     floem_net_init();
+    if (argc == 2 && strcmp(argv[1], "threads") == 0)
+        return test_threads(port);
     unsigned queues = floem_net_queues();
     CHECK(queues >= 1);
 

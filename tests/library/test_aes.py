@@ -12,6 +12,7 @@ from .netref import READ_RECORDS, frame, records
 
 APP = r'''
 from floem import CallableSegment, Input, Int, Output, Pointer, SizeT, Uint, include, main
+from floem.library import FRAME
 from floem.library.aes import AESDecrypt, AESEncrypt
 from floem.library.basic import Constant
 from floem.library.headers import CheckUDP
@@ -34,7 +35,7 @@ static inline void print_hex(const char *tag, int ret, const void *p, size_t n)
 def crypt(name, make, frame=False):
     class seg(CallableSegment):
         def configure(self):
-            self.inp = Input(SizeT, "void *", "void *") if frame else Input(Pointer(Uint(8)), SizeT)
+            self.inp = Input(*FRAME) if frame else Input(Pointer(Uint(8)), SizeT)
             self.out = Output(Int)
 
         def impl(self):

@@ -12,6 +12,7 @@ from .netref import READ_RECORDS, frame, records
 APP = r'''
 from floem import (CallableSegment, Element, Field, Flow, Input, Output, PerPacket, Pointer,
                    Queue, SizeT, State, Uint, Void, main)
+from floem.library import FRAME
 from floem.library.hash import CRC32CHash, JenkinsHash, RSSHash, Steer, ToeplitzHash
 
 KEY = (Pointer(Void), SizeT)
@@ -37,17 +38,17 @@ hasher("toeplitz", lambda: ToeplitzHash())
 
 class LastValue(Element):
     def configure(self):
-        self.inp = Input(SizeT, "void *", "void *", Uint(32))
+        self.inp = Input(*FRAME, Uint(32))
         self.out = Output(Uint(32))
 
     def impl(self):
-        self.run_c("(size_t n, void *d, void *b, uint32_t h) = inp(); (void)n; (void)d; (void)b; "
+        self.run_c("(size_t n, uint8_t *d, void *b, uint32_t h) = inp(); (void)n; (void)d; (void)b; "
                    "output { out(h); }")
 
 
 class rss(CallableSegment):
     def configure(self):
-        self.inp = Input(SizeT, "void *", "void *")
+        self.inp = Input(*FRAME)
         self.out = Output(Uint(32))
 
     def impl(self):

@@ -8,7 +8,7 @@ from .helpers import asan_env, run_app
 from .netref import READ_RECORDS, REASONS, check, csum, frame, records
 
 APP = r'''
-from floem import CallableSegment, Element, Input, Int, Output, SizeT, include, main
+from floem import CallableSegment, Element, Input, Int, Output, include, main
 from floem.library.basic import Constant
 from floem.library.headers import (CheckUDP, FillUDP, SetUDPLength, SwapUDP, UDPCheckStats)
 
@@ -23,7 +23,7 @@ static inline void print_hex(const char *tag, int ret, const void *p, size_t n)
 }
 """)
 
-FRAME = (SizeT, "void *", "void *")
+from floem.library import FRAME
 
 
 class PayloadLen(Element):
@@ -32,7 +32,7 @@ class PayloadLen(Element):
         self.out = Output(Int)
 
     def impl(self):
-        self.run_c("(size_t size, void *data, void *buf) = inp(); (void)size; (void)buf; "
+        self.run_c("(size_t size, uint8_t *data, void *buf) = inp(); (void)size; (void)buf; "
                    "output { out((int)floem_udp_payload_len(data)); }")
 
 
@@ -44,7 +44,7 @@ class Shorten(Element):
         self.out = Output(*FRAME)
 
     def impl(self):
-        self.run_c("(size_t size, void *data, void *buf) = inp(); "
+        self.run_c("(size_t size, uint8_t *data, void *buf) = inp(); "
                    "size_t n = floem_udp_payload_len(data) >= 2 ? size - 2 : size + 3; "
                    "output { out(n, data, buf); }")
 
@@ -55,7 +55,7 @@ class FrameSize(Element):
         self.out = Output(Int)
 
     def impl(self):
-        self.run_c("(size_t size, void *data, void *buf) = inp(); (void)data; (void)buf; "
+        self.run_c("(size_t size, uint8_t *data, void *buf) = inp(); (void)data; (void)buf; "
                    "output { out((int)size); }")
 
 

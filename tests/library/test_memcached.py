@@ -8,7 +8,7 @@ from .netref import READ_RECORDS, frame, records
 
 APP = r'''
 from floem import (CallableSegment, Element, Field, Flow, Input, Int, Output, PerPacket, Pointer,
-                   SizeT, State, Uint, include, main)
+                   State, Uint, include, main)
 from floem.library.basic import Constant
 from floem.library.headers import SetUDPLength, SwapUDP
 from floem.library.memcached import MemcachedReply, MemcachedStats, ParseMemcached
@@ -25,7 +25,7 @@ static inline void print_hex(const void *p, size_t n)
 }
 """)
 
-FRAME = (SizeT, "void *", "void *")
+from floem.library import FRAME
 
 
 class Request(State):
@@ -67,7 +67,7 @@ class FrameSize(Element):
         self.out = Output(Int)
 
     def impl(self):
-        self.run_c("(size_t size, void *data, void *buf) = inp(); (void)data; (void)buf; "
+        self.run_c("(size_t size, uint8_t *data, void *buf) = inp(); (void)data; (void)buf; "
                    "output { out((int)size); }")
 
 

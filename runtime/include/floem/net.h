@@ -7,6 +7,9 @@
  *   FLOEM_PCAP_IN    pcap: the capture to replay (Ethernet link type)
  *   FLOEM_PCAP_OUT   pcap: where transmitted frames are written
  *   FLOEM_DPDK_EAL   dpdk: EAL arguments, split on spaces
+ *   FLOEM_NET_QUEUES receive/transmit queues to open (default 1; at most the
+ *                    number of threads polling them, see floem_net_queues)
+ *   FLOEM_REPORT     print the counters at finalize
  *
  * Every backend hands elements whole Ethernet frames (Ethernet + IPv4 + UDP +
  * payload for the udp backend, which synthesises the headers around each
@@ -14,6 +17,12 @@
  * destination), so the same parsing elements run on every backend. The
  * process that runs the I/O elements owns the port: the host process, or the
  * NIC process when the elements are in NIC segments.
+ *
+ * The backends live in runtime/src/net.c (what all share) and net_udp.c,
+ * net_pcap.c, net_dpdk.c (each compiled to nothing unless chosen); their
+ * header comments give each backend's details. The udp and pcap backends keep
+ * frames in 2048-byte buffers: larger datagrams or records are dropped and
+ * counted. Every function may be called from any segment thread.
  */
 #ifndef FLOEM_NET_H
 #define FLOEM_NET_H
