@@ -1,12 +1,13 @@
 #!/bin/bash
 # Install what Floem needs on a Debian machine (idempotent) and print the venv's bin dir.
-# System packages: a C toolchain, make, Graphviz, Python venv support, and the cross
-# compilers and qemu-user for the NIC platforms (BlueField: aarch64, LiquidIO: mips64).
+# System packages: a C toolchain, make, Graphviz, Python venv support, OpenSSL (the AES
+# reference), valgrind (benchmarks), the cross compilers and qemu-user for the NIC
+# platforms (BlueField: aarch64, LiquidIO: mips64) and DPDK 22.11 (--net dpdk).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(gcc make graphviz python3-venv python3-dev libffi-dev
-          gcc-aarch64-linux-gnu gcc-mips64-linux-gnuabi64 qemu-user)
+packages=(gcc make graphviz python3-venv python3-dev libffi-dev pkg-config openssl valgrind
+          gcc-aarch64-linux-gnu gcc-mips64-linux-gnuabi64 qemu-user libdpdk-dev dpdk-dev)
 missing=()
 for p in "${packages[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

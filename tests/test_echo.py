@@ -291,11 +291,11 @@ def test_dpdk_memif_between_processes(tmp_path) -> None:
                 break
             assert "rte_eth_dev_start" in result.stderr, result.stderr
             time.sleep(0.3)
-        assert result.returncode == 0, result.stderr
-        assert result.stdout.startswith("ok: ")
     finally:
         server.send_signal(signal.SIGINT)
         _, err = server.communicate(timeout=30)
+    assert result.returncode == 0, result.stderr + err
+    assert result.stdout.startswith("ok: ")
     assert server.returncode == 0, err
     assert report_counts(err)["tx"] >= 300
     assert not os.path.exists("/var/run/dpdk/echo") and not os.path.exists("/var/run/dpdk/client")

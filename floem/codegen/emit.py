@@ -140,6 +140,8 @@ class _ProcessEmitter:
             process=self.process, app_file=program.app_file, c_file=c_file,
             nic=self.nic, managers=self.managers,
             network=any(n.uses_network for n in self.nodes),
+            net_queues=max([len(s.cores) for s in self.segments
+                            if any(self.ir.node(e).uses_network for e in s.elements)] or [1]),
             dma_defaults=[(DMA_ENVIRONMENT[k], f"{v:g}")
                           for k, v in sorted(self.ir.options.get("dma_model", {}).items())],
             states=[self._state(s) for s in program.states if homes[s.name] == "host"],
@@ -286,6 +288,12 @@ class _ProcessEmitter:
                 [f"{n.name}_out(state);"]
         return qgen.release_body(q, access)
 
+    def _emits_packets(self, n: ElementNode) -> bool:
+        """True for a thread's source that emits many packets per call (``output multiple``)."""
+        seg = self.ir.segments[n.segment]
+        return seg.kind == "thread" and seg.source == n.name and \
+            n.info is not None and n.info.form == "multiple"
+
     def _dispatchers(self, n: ElementNode) -> list[dict[str, Any]]:
         result = []
         for port, types in n.outputs.items():
@@ -295,6 +303,9 @@ class _ProcessEmitter:
                 values = [f"v{i}" for i in range(len(target.inputs[d["in_port"]]))]
                 fn = f"{v}_in_{d['in_port']}" if target.join else v
                 lines.append(f"{fn}({', '.join(['state'] + values)});")
+            if self._emits_packets(n):
+                lines += ["/* the next value emitted is a new packet */", "floem_packet_seq++;"]
+                lines += ["memset(state, 0, sizeof *state);"] if n.state_class else []
             result.append({"signature": self._dispatch_signature(n, port), "lines": lines,
                            "owner": n.name, "port": port})
         if n.join:

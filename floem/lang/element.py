@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 from floem.errors import Location
 from floem.lang.location import caller_location, string_location
@@ -147,7 +147,6 @@ class Element(Node):
         from floem.lang.segment import Flow, Segment
         self.segment: Segment | None = self.program.innermost(Segment)
         self.flow: Flow | None = self.program.innermost(Flow)
-        self.composite: Composite | None = self.program.innermost(Composite)
         self._configure(configure, kwargs)
         self._bind_states(states)
         self.program.elements.append(self)
@@ -231,9 +230,6 @@ class Composite(Node):
 
     def impl(self) -> None:
         """Wire the inner elements: ``self.inp >> A() >> B() >> self.out``."""
-
-
-Endpoint = Union[Node, Port]
 
 
 def connect(src: Any, dst: Any, loc: Location) -> Any:

@@ -5,7 +5,7 @@ import keyword
 import os
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 from floem.errors import Location
 from floem.lang.location import caller_location, string_location
@@ -107,10 +107,6 @@ class Program:
             if isinstance(owner, kind):
                 return owner
         return None
-
-    def open_scopes(self) -> Iterator[Any]:
-        """The open scopes, innermost first."""
-        return reversed(self._scopes)
 
     # -- build configuration -----------------------------------------------
 

@@ -162,6 +162,8 @@ static void test_client(unsigned frames)
         if (n == 0)
             usleep(1000);
     }
+    if (distinct != frames)
+        fprintf(stderr, "answered: %u of %u frames\n", distinct, frames);
     CHECK(distinct == frames);
 }
 
