@@ -258,11 +258,12 @@ def _compile_error(output: str, out_dir: str, files: list[GeneratedFile], ir: Pr
         return FloemError(f"C build failed in {out_dir}:\n{output.strip()}", ir.program.app_file)
     path, line, msg = m.group("file"), int(m.group("line")), m.group("msg")
     for n in ir.nodes():
-        code = n.code
-        if code and os.path.abspath(path) == code.loc.file:
-            first = code.loc.line
-            if first <= line < first + code.text.count("\n") + 1:
-                return FloemError(f"C compiler: {msg}", code.loc.file, line, n.name, line - first + 1)
+        for code in (n.code, n.nic_code):
+            if code and os.path.abspath(path) == code.loc.file:
+                first = code.loc.line
+                if first <= line < first + code.text.count("\n") + 1:
+                    return FloemError(f"C compiler: {msg}", code.loc.file, line, n.name,
+                                      line - first + 1)
     main = ir.program.main_code
     if main and os.path.abspath(path) == main.loc.file and main.loc.line <= line:
         return FloemError(f"C compiler: {msg}", main.loc.file, line, "main",

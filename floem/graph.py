@@ -22,7 +22,8 @@ def to_dot(ir: ProgramIR) -> str:
                   f'    style=filled; fillcolor="{colour}";']
         for name in seg.elements:
             n = ir.node(name)
-            label = f"{n.name}\\n{n.cls_name}" + ("\\n[join]" if n.join else "")
+            kind = n.role.replace("_", " ") if n.role.startswith("cache") else n.cls_name
+            label = f"{n.name}\\n{kind}" + ("\\n[join]" if n.join else "")
             lines.append(f'    "{n.name}" [label="{label}"];')
         lines.append("  }")
     for u, v, d in ir.graph.edges(data=True):

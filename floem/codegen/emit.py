@@ -138,11 +138,11 @@ class _ProcessEmitter:
         used = [q for q in queues if q.name in self.enqueued | self.dequeued]
         text = _TEMPLATES.get_template("process.c.j2").render(
             process=self.process, app_file=program.app_file, c_file=c_file,
-            nic=self.nic, managers=self.managers,
+            nic=self.nic, managers=self.managers if any(self._access(q).synced for q in used) else 0,
             network=any(n.uses_network for n in self.nodes),
             net_queues=max([len(s.cores) for s in self.segments
                             if any(self.ir.node(e).uses_network for e in s.elements)] or [1]),
-            dma_defaults=[(DMA_ENVIRONMENT[k], f"{v:g}")
+            dma_defaults=[(DMA_ENVIRONMENT[k], f"{v:g}" if k == "gbps" else str(int(v)))
                           for k, v in sorted(self.ir.options.get("dma_model", {}).items())],
             states=[self._state(s) for s in program.states if homes[s.name] == "host"],
             nic_states=[self._state(s) for s in program.states

@@ -86,6 +86,7 @@ class QueueIR:
     multi_producer: bool = False
     multi_consumer: bool = False
     home: str = "host"
+    extra_producers: set[str] = field(default_factory=set)
     enq_device: str = "CPU"
     deq_device: str = "CPU"
 

@@ -238,7 +238,16 @@ def _check_regions(ir: ProgramIR, c: CacheIR) -> None:
                           f"{sorted(get_queues) or 'none'} but the set path crosses "
                           f"{sorted(set_queues) or 'none'}; misses and evictions of a key must "
                           "travel one queue (use one Queue with a channel for each)")
-    wide = [q for q in get_queues if ir.queues[q].instances > 1]
+    counts = {ir.queues[q].instances for q in get_queues}
+    if len(counts) > 1:
+        raise c.loc.error(f"cache '{c.name}': the queues its regions cross have different "
+                          f"numbers of instances ({', '.join(map(str, sorted(counts)))}); misses "
+                          "and evictions are steered by key, so give them the same inst=")
+    for name in c.set_region:
+        if ir.node(name).role == "enqueue" and "get_end" in c.points:
+            # a fill's eviction enqueues into the set region from get_end's thread
+            ir.queues[ir.node(name).queue].extra_producers.add(ir.node(c.points["get_end"]).segment)
+    wide = sorted(q for q in get_queues if ir.queues[q].instances > 1)
     if not wide or not ir.options.get("cache_steering", True):
         return
     state = ir.node(c.points["get_start"]).state_class
