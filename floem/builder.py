@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from floem.codegen.emit import GeneratedFile, generate
+from floem.codegen.emit import GeneratedFile, generate, launcher
 from floem.codegen.report import report
 from floem.errors import FloemError
 from floem.ir import ProgramIR
@@ -80,7 +80,12 @@ def build_program(program: Any, out_dir: str | None = None, dump_after: str | No
         if dump_after:
             shutil.copytree(staging, out_dir, dirs_exist_ok=True)
     os.makedirs(out_dir, exist_ok=True)
+    script = launcher(ir, list(platform.emulator))
+    if script is not None:
+        files.append(script)
     written = [_write(out_dir, f.name, f.text) for f in files]
+    if script is not None:
+        os.chmod(os.path.join(out_dir, "run"), 0o755)
     written += _copy_runtime(out_dir, runtime_sources)
     result = _result(ir, out_dir, written, platform)
     if report_file:

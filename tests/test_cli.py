@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import time
 
 import pytest
@@ -152,3 +153,13 @@ def test_graph_rendered(tmp_path, fmt: str, magic: bytes) -> None:
     out = tmp_path / f"g.{fmt}"
     assert floem("graph", INC2, "-o", str(out)).returncode == 0
     assert magic in out.read_bytes()[:400]
+
+
+def test_build_writes_a_launcher_for_multi_process_programs(tmp_path) -> None:
+    out = tmp_path / "out"
+    assert floem("build", os.path.join(PROGRAMS, "queue_processes.py"), "-o", str(out)).returncode == 0
+    before = set(os.listdir("/dev/shm"))
+    result = subprocess.run([str(out / "run")], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "received 1000 packets, sum 500500\n"
+    assert set(os.listdir("/dev/shm")) - before == set()

@@ -75,3 +75,18 @@ B("b", cores=[0, 1, 2])
     result = floem("check", str(app))
     assert result.returncode == 0, result.stderr
     assert "3 threads but queue 'q' only 2 instances" in result.stderr
+
+
+def test_queue_counters_are_readable_from_main(tmp_path) -> None:
+    app = tmp_path / "app.py"
+    with open(os.path.join(PROGRAMS, "queue_lossy.py")) as f:
+        text = f.read()
+    text = text.replace("""    printf("after draining: %d\\n", pop(0));""", """    printf("after draining: %d\\n", pop(0));
+    floem_queue_stats_t stats;
+    floem_queue_stats(floem_queue_instance("small", 0), &stats);
+    printf("enqueued %llu dropped %llu missing %d\\n", (unsigned long long)stats.enqueued,
+           (unsigned long long)stats.dropped, floem_queue_instance("small", 1) == NULL);""")
+    app.write_text(text)
+    result = floem("run", str(app))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.endswith("enqueued 5 dropped 6 missing 1\n")

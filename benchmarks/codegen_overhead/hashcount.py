@@ -11,7 +11,9 @@ the frame is given back. The hand-written equivalent is ``hashcount_hand.c``.
 """
 from floem import Array, Element, Field, Flow, Input, Output, PerPacket, Persistent, Segment, State
 from floem import Pointer, SizeT, Uint, Void
-from floem.library import FRAME, CheckUDP, FromNet, JenkinsHash, NetFree
+from floem.library import FRAME, CheckUDP, FromNet, JenkinsHash, NetFree, UDPCheckStats
+
+from replay import stop_when_replayed
 
 BUCKETS = 1024
 
@@ -67,6 +69,7 @@ class Count(Element):
 
 
 buckets = Buckets("buckets")
+checks = UDPCheckStats("checks")
 
 
 class HashCount(Flow):
@@ -75,7 +78,7 @@ class HashCount(Flow):
     def impl(self):
         class hashcount(Segment):
             def impl(self):
-                check = CheckUDP()
+                check = CheckUDP(states=[checks])
                 FromNet() >> check
                 check.drop >> NetFree()
                 check.out >> Key() >> JenkinsHash(
@@ -87,3 +90,12 @@ class HashCount(Flow):
 
 
 HashCount()
+
+# With --net pcap: stop when the capture is replayed and print what hashcount_hand.c prints.
+stop_when_replayed(r'''
+    uint64_t sum = 0;
+    for (unsigned i = 0; i < %d; i++)
+        sum += buckets->count[i] * (i + 1);
+    printf("hashcount: passed %%" PRIu64 ", dropped %%" PRIu64 ", buckets checksum %%" PRIu64 "\n",
+           checks->passed, checks->dropped, sum);
+''' % BUCKETS)

@@ -1,17 +1,20 @@
 /* Floem host queue vs DPDK rte_ring: two threads moving 64-byte entries.
  *
- * Usage: queue_bench [ENTRIES [REPEATS]]   (defaults: 10000000 entries per run, 5 repeats)
+ * Usage: queue_bench [ENTRIES [REPEATS [SIZE [PAUSES]]]]
+ *        (defaults: 10000000 entries per run, 5 repeats, 1024 entries, 1 pause)
  * Built and run by run.sh. A producer thread sends ENTRIES entries to a consumer
  * thread, each pinned to its own CPU (the first two the process may use), through
- *   - one Floem queue instance, single producer / single consumer, 1024 entries of
+ *   - one Floem queue instance, single producer / single consumer, SIZE entries of
  *     64 bytes (8-byte header + 56-byte payload), and
- *   - an rte_ring made with rte_ring_create_elem(count 1024, esize 64,
- *     RING_F_SP_ENQ | RING_F_SC_DEQ), used through its SP/SC _elem functions,
+ *   - an rte_ring made with rte_ring_create_elem(count SIZE, esize 64,
+ *     RING_F_SP_ENQ | RING_F_SC_DEQ) (SIZE - 1 usable), used through its SP/SC _elem
+ *     functions,
  * one entry per call ("single") and 32 per call ("burst": for Floem, up to 32
  * reserve/commit or acquire/release in a row). Both sides copy each entry from or to
  * a local buffer, as generated code does with per-packet state, and the consumer
- * checks every sequence number. The four variants run alternately REPEATS times;
- * the table shows the median (min-max) in millions of entries per second.
+ * checks every sequence number. A side that finds the queue full or empty pauses
+ * PAUSES times (rte_pause) before it tries again. The four variants run alternately
+ * REPEATS times; the table shows the median (min-max) in millions of entries per second.
  */
 #define _GNU_SOURCE
 #include "floem/queue.h"
@@ -30,7 +33,6 @@
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 
-#define RING_SIZE 1024
 #define ENTRY_BYTES 64
 #define BURST 32
 #define MAX_REPEATS 99
@@ -86,6 +88,15 @@ static void wait_for_go(struct run *r)
         rte_pause();
 }
 
+/* Pauses after a failed reserve, acquire, enqueue or dequeue (the same for both queues). */
+static unsigned backoff_pauses = 1;
+
+static void back_off(void)
+{
+    for (unsigned i = 0; i < backoff_pauses; i++)
+        rte_pause();
+}
+
 static void fill(struct elem *e, uint64_t seq)
 {
     e->seq = seq;
@@ -113,7 +124,7 @@ static void *floem_single_producer(void *arg)
         void *p;
         fill(&e, i);
         while ((p = floem_enq_reserve(r->floem, false)) == NULL)
-            rte_pause();
+            back_off();
         memcpy(p, &e, FLOEM_PAYLOAD);
         floem_enq_commit(r->floem, p, 0);
     }
@@ -130,7 +141,7 @@ static void *floem_single_consumer(void *arg)
     for (uint64_t i = 0; i < r->entries; i++) {
         void *p;
         while ((p = floem_deq_acquire(r->floem, false, NULL)) == NULL)
-            rte_pause();
+            back_off();
         memcpy(&e, p, FLOEM_PAYLOAD);
         floem_deq_release(r->floem, p);
         check(&e, i, &sum);
@@ -153,7 +164,7 @@ static void *floem_burst_producer(void *arg)
         while (sent < n) {
             void *p = floem_enq_reserve(r->floem, false);
             if (p == NULL) {
-                rte_pause();
+                back_off();
                 continue;
             }
             memcpy(p, &buf[sent++], FLOEM_PAYLOAD);
@@ -179,7 +190,7 @@ static void *floem_burst_consumer(void *arg)
             floem_deq_release(r->floem, p);
         }
         if (n == 0) {
-            rte_pause();
+            back_off();
             continue;
         }
         for (unsigned k = 0; k < n; k++)
@@ -199,7 +210,7 @@ static void *ring_single_producer(void *arg)
     for (uint64_t i = 0; i < r->entries; i++) {
         fill(&e, i);
         while (rte_ring_sp_enqueue_elem(r->ring, &e, ENTRY_BYTES) != 0)
-            rte_pause();
+            back_off();
     }
     return NULL;
 }
@@ -213,7 +224,7 @@ static void *ring_single_consumer(void *arg)
     wait_for_go(r);
     for (uint64_t i = 0; i < r->entries; i++) {
         while (rte_ring_sc_dequeue_elem(r->ring, &e, ENTRY_BYTES) != 0)
-            rte_pause();
+            back_off();
         check(&e, i, &sum);
     }
     r->checksum = sum;
@@ -235,7 +246,7 @@ static void *ring_burst_producer(void *arg)
             unsigned m = rte_ring_sp_enqueue_burst_elem(r->ring, &buf[sent], ENTRY_BYTES,
                                                         n - sent, NULL);
             if (m == 0)
-                rte_pause();
+                back_off();
             sent += m;
         }
         i += n;
@@ -253,7 +264,7 @@ static void *ring_burst_consumer(void *arg)
     for (uint64_t i = 0; i < r->entries;) {
         unsigned n = rte_ring_sc_dequeue_burst_elem(r->ring, buf, ENTRY_BYTES, BURST, NULL);
         if (n == 0) {
-            rte_pause();
+            back_off();
             continue;
         }
         for (unsigned k = 0; k < n; k++)
@@ -298,7 +309,8 @@ static double measure(struct variant *v, floem_queue_t *q, struct rte_ring *ring
     double secs = now() - t0;
     uint64_t expected = entries * (entries - 1) / 2 + 2 * entries;
     if (r.checksum != expected) {
-        fprintf(stderr, "queue_bench: %s %s: bad checksum\n", v->ring ? "rte_ring" : "floem", v->mode);
+        fprintf(stderr, "queue_bench: %s %s: bad checksum\n", v->ring ? "rte_ring" : "floem",
+                v->mode);
         exit(1);
     }
     return (double)entries / secs / 1e6;
@@ -338,8 +350,12 @@ int main(int argc, char **argv)
 {
     uint64_t entries = argc > 1 ? strtoull(argv[1], NULL, 10) : 10000000;
     int repeats = argc > 2 ? atoi(argv[2]) : 5;
-    if (argc > 3 || entries == 0 || repeats < 1 || repeats > MAX_REPEATS) {
-        fprintf(stderr, "usage: %s [ENTRIES [REPEATS <= %d]]\n", argv[0], MAX_REPEATS);
+    long size = argc > 3 ? atol(argv[3]) : 1024;
+    backoff_pauses = argc > 4 ? (unsigned)atoi(argv[4]) : 1;
+    if (argc > 5 || entries == 0 || repeats < 1 || repeats > MAX_REPEATS || size < 2 ||
+        size > (1 << 20) || (size & (size - 1)) != 0 || backoff_pauses < 1) {
+        fprintf(stderr, "usage: %s [ENTRIES [REPEATS <= %d [SIZE (power of two) [PAUSES >= 1]]]]\n",
+                argv[0], MAX_REPEATS);
         return 2;
     }
     choose_cpus();
@@ -349,21 +365,21 @@ int main(int argc, char **argv)
         fprintf(stderr, "queue_bench: rte_eal_init: %s\n", rte_strerror(rte_errno));
         return 1;
     }
-    struct rte_ring *ring = rte_ring_create_elem("bench", ENTRY_BYTES, RING_SIZE, SOCKET_ID_ANY,
-                                                 RING_F_SP_ENQ | RING_F_SC_DEQ);
+    struct rte_ring *ring = rte_ring_create_elem("bench", ENTRY_BYTES, (unsigned)size,
+                                                 SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
     if (ring == NULL) {
         fprintf(stderr, "queue_bench: rte_ring_create_elem: %s\n", rte_strerror(rte_errno));
         return 1;
     }
     uint32_t entry_size = floem_queue_entry_size(FLOEM_PAYLOAD);
-    size_t bytes = floem_queue_bytes(RING_SIZE, entry_size);
+    size_t bytes = floem_queue_bytes((uint32_t)size, entry_size);
     floem_queue_t *q = aligned_alloc(64, bytes);
     if (q == NULL || entry_size != ENTRY_BYTES) {
         fprintf(stderr, "queue_bench: cannot set up the Floem queue\n");
         return 1;
     }
     memset(q, 0, bytes);
-    floem_queue_init(q, RING_SIZE, entry_size);
+    floem_queue_init(q, (uint32_t)size, entry_size);
 
     struct variant variants[] = {
         {"single", false, floem_single_producer, floem_single_consumer, {0}},
@@ -372,8 +388,9 @@ int main(int argc, char **argv)
         {"burst 32", true, ring_burst_producer, ring_burst_consumer, {0}},
     };
     const int n_variants = (int)(sizeof variants / sizeof variants[0]);
-    printf("%llu entries of %d bytes per run, queue size %d, %d repeats, ",
-           (unsigned long long)entries, ENTRY_BYTES, RING_SIZE, repeats);
+    printf("%llu entries of %d bytes per run, queue size %ld, %d repeats, %u pause%s per failed "
+           "poll, ", (unsigned long long)entries, ENTRY_BYTES, size, repeats, backoff_pauses,
+           backoff_pauses == 1 ? "" : "s");
     if (cpus[0] >= 0)
         printf("producer on CPU %d, consumer on CPU %d\n", cpus[0], cpus[1]);
     else

@@ -54,6 +54,19 @@ def generate(ir: ProgramIR, cflags: list[str], runtime_sources: list[str],
     return files
 
 
+def launcher(ir: ProgramIR, emulator: list[str]) -> GeneratedFile | None:
+    """``run``: a shell script starting the program's processes the way ``floem run`` does."""
+    main = ir.options.get("main_process")
+    if main not in ir.processes or not ir.processes[main].has_main:
+        return None
+    others = [" ".join(emulator + [f'"$here/{p.name}"']) if p.device == "NIC"
+              else f'"$here/{p.name}"' for p in ir.processes.values()
+              if p.has_main and p.name != main]
+    text = _TEMPLATES.get_template("run.sh.j2").render(app_file=ir.program.app_file, main=main,
+                                                       others=others)
+    return GeneratedFile("run", text)
+
+
 def _makefile(ir: ProgramIR, cflags: list[str], runtime_sources: list[str], nic_cc: str,
               nic_cflags: list[str], libs: list[str]) -> GeneratedFile:
     program = ir.program

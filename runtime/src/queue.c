@@ -33,9 +33,10 @@ void floem_queue_init(floem_queue_t *q, uint32_t size, uint32_t entry_size)
     }
     uint32_t old_size = __atomic_load_n(&q->size, __ATOMIC_RELAXED);
     uint32_t old_entry_size = __atomic_load_n(&q->entry_size, __ATOMIC_RELAXED);
-    if ((old_size != 0 && old_size != size) || (old_entry_size != 0 && old_entry_size != entry_size)) {
-        fprintf(stderr, "floem: queue already initialised with %u entries of %u bytes, not %u of %u\n",
-                old_size, old_entry_size, size, entry_size);
+    if ((old_size != 0 && old_size != size) ||
+        (old_entry_size != 0 && old_entry_size != entry_size)) {
+        fprintf(stderr, "floem: queue already initialised with %u entries of %u bytes, "
+                "not %u of %u\n", old_size, old_entry_size, size, entry_size);
         abort();
     }
     __atomic_store_n(&q->size, size, __ATOMIC_RELAXED);

@@ -267,6 +267,23 @@ static void test_turn_wraparound(uint32_t size)
     free(q);
 }
 
+/* Cursor arithmetic (white box): (lap << 32) | index, wrapping to index 0 of the next lap. */
+static void test_cursor_arithmetic(void)
+{
+    const uint64_t lap = 5ull << 32;
+    CHECK(floem_queue_next_(lap | 0, 3) == (lap | 1));
+    CHECK(floem_queue_next_(lap | 2, 3) == (6ull << 32));
+    CHECK(floem_queue_next_(lap | 0, 1) == (6ull << 32));
+    CHECK(floem_queue_next_(0xffffffffull << 32 | 6, 7) == 0);
+    CHECK(floem_queue_ahead_(lap | 2, 10, 7) == (lap | 9));
+    CHECK(floem_queue_ahead_(lap | 3, 10, 7) == (6ull << 32 | 0));
+    CHECK(floem_queue_ahead_(lap | 9, 10, 9) == (6ull << 32 | 8));
+    CHECK(floem_queue_ahead_(lap | 4, 1000, 0) == (lap | 4));
+    CHECK(floem_queue_ahead_(0xffffffffull << 32 | 900, 1000, 200) == 100);
+    CHECK(floem_queue_free_turn_(lap | 3) == 10);
+    CHECK(floem_queue_free_turn_(0xffffffffull << 32) == 0xfffffffe);
+}
+
 /* Initialisation: idempotent with the same shape, refuses a different or bad one. */
 static bool init_aborts(floem_queue_t *q, uint32_t size, uint32_t entry_size)
 {
@@ -363,6 +380,7 @@ static void test_processes(void)
 int main(void)
 {
     test_sizes();
+    test_cursor_arithmetic();
     for (int variant = 0; variant < 4; variant++) {
         cur_mp = variant & 1;
         cur_mc = variant & 2;

@@ -1,0 +1,287 @@
+#!/usr/bin/env python3
+"""Echo over DPDK: packets/s of the generated echo vs `dpdk-testpmd --forward-mode=io`.
+
+Usage: python3 benchmarks/echo/run.py [--rounds 5] [--duration 2] [--frames 1024] [--cpu 1]
+
+Every program gets the same virtual port, with no hugepages and no PCI device:
+`--vdev=net_pcap0,rx_pcap=CAPTURE,infinite_rx=1`, where CAPTURE holds --frames
+74-byte Ethernet/IPv4/UDP frames (../codegen_overhead/capture.py). net_pcap
+loads the capture into mbufs at start and replays it forever (each receive copies
+a stored frame into a fresh mbuf); without a tx_pcap/tx_iface its transmit queue
+counts and frees what it is given. Programs:
+
+  testpmd io        dpdk-testpmd --forward-mode=io: forwards mbufs, never reads a frame
+  testpmd macswap   swaps the Ethernet addresses of every frame
+  testpmd 5tswap    swaps MAC, IPv4 addresses and UDP ports (the echo's rewrite, no checks)
+  echo              floem build examples/echo/echo.py --net dpdk, run as built
+  echo, hand        ../codegen_overhead/echo_hand.c (the same checks and swap, inlined)
+                    on the same Floem runtime (floem/net.h, net_dpdk.c)
+  echo -flto        the echo built with FLOEM_CFLAGS=-flto
+  echo, tx fix      experiment: the echo with one runtime line changed in a copy of its
+                    build directory: floem_net_tx copies the frame field by field instead
+                    of as a struct (see README.md: store forwarding)
+  ... + glue        experiment: also CheckUDP's `passed` counter as a plain increment
+                    instead of a relaxed atomic (lock add), and ToNet sending on queue 0
+                    instead of floem_core_id % floem_net_queues() (a call and a division)
+
+testpmd runs io/macswap/5tswap forwarding on that one port (--port-topology=loop),
+one forwarding core, the echo's burst (32), descriptors (1024/1024), mbuf count
+(10240) and mempool cache (256); Floem programs run with FLOEM_DPDK_EAL and
+FLOEM_REPORT=1. The forwarding thread of each runs on CPU --cpu (testpmd: -l
+OTHER,CPU; Floem programs: taskset -c CPU).
+
+Each round runs every program once, each for --duration seconds, the order
+rotating from round to round. Packets/s = packets transmitted (each program's own
+counter: testpmd's TX-packets at exit, the `floem: net dpdk: ... tx N` report of
+the Floem programs) divided by the CPU time of the forwarding thread (from /proc,
+read just before stopping it), so start-up, the capture load and time taken by
+other processes on this shared machine do not count. Prints a Markdown table of
+medians and ratios to testpmd io. Nothing is left in /var/run/dpdk (EAL's runtime
+directories of our file prefixes are removed, and the parent when this script
+created it). About 2.5 minutes with the defaults.
+"""
+import argparse
+import os
+import re
+import shlex
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks", "codegen_overhead"))
+import capture  # noqa: E402
+
+ECHO = os.path.join(ROOT, "examples", "echo", "echo.py")
+MBUFS = 10240           # the echo's pool: 1 queue * (1024 + 1024 descriptors) + 8192 spare
+FLOEM_TX = re.compile(r"^floem: net dpdk: queues \d+, rx (\d+), tx (\d+), rx dropped (\d+), "
+                      r"tx dropped (\d+), alloc failed (\d+), freed (\d+)$", re.M)
+TESTPMD_TOTALS = re.compile(r"Accumulated forward statistics.*?RX-packets:\s+(\d+)\s+RX-dropped:"
+                            r"\s+(\d+).*?TX-packets:\s+(\d+)\s+TX-dropped:\s+(\d+)", re.S)
+
+
+def floem_command():
+    found = shutil.which("floem")
+    if found:
+        return found
+    venv = os.path.join(ROOT, ".venv", "bin", "floem")
+    if os.path.exists(venv):
+        return venv
+    sys.exit("run.py: no `floem` on PATH (export PATH=/path/to/floem/.venv/bin:$PATH)")
+
+
+def runtime_parent():
+    """Where EAL makes its runtime directories (<parent>/<file prefix>)."""
+    if os.geteuid() == 0:
+        return "/var/run/dpdk"
+    return os.path.join(os.environ.get("XDG_RUNTIME_DIR", "/tmp"), "dpdk")
+
+
+def clean_runtime_dir(prefix, parent_existed):
+    parent = runtime_parent()
+    path = os.path.join(parent, prefix)
+    if os.path.isdir(path):
+        shutil.rmtree(path)     # ours: a file prefix only this script uses
+    if not parent_existed and os.path.isdir(parent) and not os.listdir(parent):
+        os.rmdir(parent)
+
+
+def thread_cpu_seconds(pid):
+    """CPU time (user + system) of the busiest thread of `pid`: the forwarding loop."""
+    tick = os.sysconf("SC_CLK_TCK")
+    best = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        best = max(best, int(fields[11]) + int(fields[12]))    # utime, stime
+    return best / tick
+
+
+def run_echo(exe, eal, cpu, duration):
+    env = dict(os.environ, FLOEM_DPDK_EAL=eal, FLOEM_REPORT="1")
+    env.pop("FLOEM_SHM", None)
+    p = subprocess.Popen(["taskset", "-c", str(cpu), exe], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    time.sleep(duration)
+    cpu_s = thread_cpu_seconds(p.pid)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    m = FLOEM_TX.search(err)
+    if p.returncode != 0 or not m:
+        sys.exit(f"run.py: the echo failed (status {p.returncode}):\n{out}{err}")
+    rx, tx, rx_drop, tx_drop, _, freed = map(int, m.groups())
+    if tx == 0 or freed != 0 or rx != tx:
+        sys.exit(f"run.py: the echo did not send back every frame it received:\n{err}")
+    return tx, cpu_s
+
+
+def run_testpmd(mode, eal, cpu, duration):
+    other = 1 - cpu if cpu in (0, 1) else 0
+    cmd = ["dpdk-testpmd", *eal.split(), "-l", f"{other},{cpu}", "--",
+           f"--forward-mode={mode}", "--port-topology=loop", "--nb-cores=1", "--burst=32",
+           "--rxd=1024", "--txd=1024", f"--total-num-mbufs={MBUFS}", "--mbcache=256"]
+    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    time.sleep(duration)
+    cpu_s = thread_cpu_seconds(p.pid)
+    out, err = p.communicate(input="\n", timeout=60)     # "Press enter to exit"
+    m = TESTPMD_TOTALS.search(out)
+    if p.returncode != 0 or not m:
+        sys.exit(f"run.py: testpmd failed (status {p.returncode}):\n{out}{err}")
+    rx, _, tx, _ = map(int, m.groups())
+    if tx == 0:
+        sys.exit(f"run.py: testpmd forwarded nothing:\n{out}{err}")
+    return tx, cpu_s
+
+
+def make_hand(work, gen_dir):
+    """echo_hand.c on the Floem DPDK runtime, compiled like the generated echo."""
+    text = open(os.path.join(gen_dir, "Makefile")).read()
+    cflags = shlex.split(re.search(r"^CFLAGS = (.*)$", text, re.M).group(1))
+    ldlibs = shlex.split(re.search(r"^LDLIBS = (.*)$", text, re.M).group(1))
+    exe = os.path.join(work, "echo_hand")
+    src = os.path.join(gen_dir, "runtime", "src")
+    cmd = [os.environ.get("CC", "cc"), *cflags, "-I" + os.path.join(gen_dir, "runtime", "include"),
+           "-I" + os.path.join(ROOT, "library", "c"), "-o", exe,
+           os.path.join(ROOT, "benchmarks", "codegen_overhead", "echo_hand.c"),
+           os.path.join(src, "net.c"), os.path.join(src, "net_dpdk.c"), *ldlibs]
+    check_run(cmd)
+    return exe
+
+
+TX_COPY = "    staged.pkts[staged.n++] = *pkt;\n"
+TX_FIELDS = ("    floem_packet_t *slot = &staged.pkts[staged.n++];\n"
+             "    slot->data = pkt->data;\n    slot->len = pkt->len;\n"
+             "    slot->buffer = pkt->buffer;\n")
+STAT = "__atomic_fetch_add(&stats->passed, 1, __ATOMIC_RELAXED);"
+TO_NET = "floem_net_tx((unsigned)floem_core_id % floem_net_queues(), &pkt);"
+
+
+def patch(path, old, new):
+    text = open(path).read()
+    if old not in text:
+        return False
+    with open(path, "w") as f:
+        f.write(text.replace(old, new))
+    return True
+
+
+def make_patched(work, gen_dir, name, glue):
+    """An experiment, in a copy of the echo's build directory (floem/ is not touched):
+    the runtime's floem_net_tx copies the staged frame field by field; with `glue`, also
+    CheckUDP counts with a plain increment and ToNet uses queue 0 without dividing."""
+    out = os.path.join(work, name)
+    shutil.copytree(gen_dir, out)
+    ok = patch(os.path.join(out, "runtime", "src", "net.c"), TX_COPY, TX_FIELDS)
+    if glue:
+        ok = ok and patch(os.path.join(out, "echo.c"), STAT, "stats->passed++;")
+        ok = ok and patch(os.path.join(out, "echo.c"), TO_NET, "floem_net_tx(0, &pkt);")
+    if not ok:
+        return None     # the generated code or runtime changed: nothing to patch
+    check_run(["make", "-B", "-C", out])
+    return os.path.join(out, "echo")
+
+
+def check_run(cmd, **kw):
+    p = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if p.returncode != 0:
+        sys.exit(f"run.py: {' '.join(map(shlex.quote, cmd))} failed (status {p.returncode}):\n"
+                 f"{p.stdout}{p.stderr}")
+    return p
+
+
+PROGRAMS = [
+    ("testpmd io", "dpdk-testpmd --forward-mode=io (no frame is read)"),
+    ("testpmd macswap", "dpdk-testpmd --forward-mode=macswap (swaps MACs)"),
+    ("testpmd 5tswap", "dpdk-testpmd --forward-mode=5tswap (swaps MAC, IP, ports)"),
+    ("echo", "**generated echo** (CheckUDP + SwapUDP)"),
+    ("echo, hand", "hand-written echo, same Floem runtime (echo_hand.c)"),
+    ("echo -flto", "generated echo, FLOEM_CFLAGS=-flto"),
+    ("echo, tx fix", "generated echo, floem_net_tx copying field by field (experiment)"),
+    ("echo, tx fix + glue", "... and plain stats increment, no per-packet queue division "
+                            "(experiment)"),
+]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--duration", type=float, default=2.0, help="seconds per run")
+    ap.add_argument("--frames", type=int, default=1024, help="frames in the replayed capture")
+    ap.add_argument("--cpu", type=int, default=1, help="CPU of the forwarding threads")
+    args = ap.parse_args()
+    for tool in ("dpdk-testpmd", "taskset", "pkg-config", "make"):
+        if shutil.which(tool) is None:
+            sys.exit(f"run.py: {tool} is not installed (DPDK: Debian dpdk and dpdk-dev)")
+    floem = floem_command()
+    start = time.monotonic()
+    parent_existed = os.path.isdir(runtime_parent())
+    work = tempfile.mkdtemp(prefix="floem-echo-bench-")
+    try:
+        cap = os.path.join(work, "frames.pcap")
+        capture.write(cap, args.frames)
+        gen_dir = os.path.join(work, "echo")
+        check_run([floem, "build", ECHO, "--net", "dpdk", "-o", gen_dir])
+        check_run([floem, "build", ECHO, "--net", "dpdk", "-o", os.path.join(work, "echo-lto")],
+                  env=dict(os.environ, FLOEM_CFLAGS="-flto"))
+        exes = {"echo": os.path.join(gen_dir, "echo"), "echo, hand": make_hand(work, gen_dir),
+                "echo -flto": os.path.join(work, "echo-lto", "echo"),
+                "echo, tx fix": make_patched(work, gen_dir, "echo-txfix", False),
+                "echo, tx fix + glue": make_patched(work, gen_dir, "echo-txfix-glue", True)}
+        programs = [(name, label) for name, label in PROGRAMS
+                    if not name.startswith("echo") or exes[name] is not None]
+        vdev = f"--vdev=net_pcap0,rx_pcap={cap},infinite_rx=1"
+        rates = {name: [] for name, _ in programs}
+        for r in range(args.rounds):
+            order = programs[r % len(programs):] + programs[:r % len(programs)]
+            for name, _ in order:
+                prefix = f"floem-bench-{re.sub(r'[^a-z0-9]+', '-', name)}-{os.getpid()}"
+                eal = f"--no-huge --no-pci -m 256 --file-prefix={prefix} {vdev}"
+                try:
+                    if name.startswith("testpmd"):
+                        packets, cpu_s = run_testpmd(
+                            name.split()[1], eal + " --no-shconf --no-telemetry --log-level=notice",
+                            args.cpu, args.duration)
+                    else:
+                        packets, cpu_s = run_echo(exes[name], eal, args.cpu, args.duration)
+                finally:
+                    clean_runtime_dir(prefix, parent_existed)
+                rates[name].append(packets / cpu_s / 1e6)
+        io = statistics.median(rates["testpmd io"])
+        print(f"Echo over DPDK: net_pcap vdev replaying {args.frames} x 74-byte UDP frames "
+              f"(infinite_rx=1), transmit counted and freed; {args.rounds} rounds of "
+              f"{args.duration:g} s per program, rotating order; Mpps = packets sent / CPU s of "
+              f"the forwarding thread (CPU {args.cpu})\n")
+        print("| program | Mpps (median) | per round | vs testpmd io | vs testpmd 5tswap |")
+        print("| --- | ---: | --- | ---: | ---: |")
+        swap = statistics.median(rates["testpmd 5tswap"])
+        for name, label in programs:
+            med = statistics.median(rates[name])
+            print(f"| {label} | {med:.2f} | {', '.join('%.2f' % x for x in rates[name])} | "
+                  f"{med / io:.2f}x | {med / swap:.2f}x |")
+        echo = statistics.median(rates["echo"])
+        ratios = [e / t for e, t in zip(rates["echo"], rates["testpmd io"])]
+        print(f"\ngenerated echo / testpmd io: {echo / io:.2f}x (per round: "
+              f"{', '.join('%.2f' % x for x in ratios)}; target at least 0.9x). testpmd's io "
+              "mode forwards mbufs without reading them; the echo checks every frame's "
+              "Ethernet/IPv4/UDP headers and swaps its addresses, as 5tswap does without "
+              "the checks.")
+        dpdk = check_run(["pkg-config", "--modversion", "libdpdk"]).stdout.strip()
+        print(f"({time.monotonic() - start:.0f} s; DPDK {dpdk})")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        if not parent_existed and os.path.isdir(runtime_parent()) \
+                and not os.listdir(runtime_parent()):
+            os.rmdir(runtime_parent())
+
+
+if __name__ == "__main__":
+    main()
