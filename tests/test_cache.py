@@ -35,16 +35,20 @@ def operations(count: int, seed: int) -> tuple[str, list[str]]:
 
 
 def run_kv(tmp_path, policy: str, write_miss: str, place: str, count: int,
-           nic: str = "emu") -> None:
+           nic: str = "emu", entries: str = "2") -> None:
     ops, expected = operations(count, seed=hash((policy, write_miss, place)) & 0xffff)
     path = tmp_path / "ops.txt"
     path.write_text(ops)
-    env = {"CACHE_POLICY": policy, "CACHE_WRITE_MISS": write_miss, "CACHE_PLACE": place}
+    env = {"CACHE_POLICY": policy, "CACHE_WRITE_MISS": write_miss, "CACHE_PLACE": place,
+           "CACHE_ENTRIES": entries}
     result = floem("run", "--nic", nic, "--report", "--timeout", "240",
                    os.path.join(APPS, "kv_app.py"), "--", str(path), env=env, timeout=400)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == expected
     stats = next(line for line in result.stderr.splitlines() if line.startswith("floem: cache kv:"))
+    if entries == "unbounded":
+        assert ", evictions 0," in stats          # chains grow instead
+        return
     assert ", evictions 0," not in stats          # a tiny cache evicts all the time
     if policy == "write_back" and write_miss == "write_alloc":
         assert "write-backs 0" not in stats
@@ -53,6 +57,78 @@ def run_kv(tmp_path, policy: str, write_miss: str, place: str, count: int,
 @pytest.mark.parametrize("policy,write_miss", POLICIES)
 def test_cache_on_cpu_matches_a_dict(tmp_path, policy: str, write_miss: str) -> None:
     run_kv(tmp_path, policy, write_miss, "cpu", 3000)
+
+
+def test_unbounded_chains_never_evict(tmp_path) -> None:
+    run_kv(tmp_path, "write_back", "write_alloc", "cpu", 2000, entries="unbounded")
+
+
+GET_ONLY = r'''
+from floem import *
+
+class Q(State):
+    key = Field(Int)
+    val = Field(Int)
+
+class Calls(State):
+    n = Field(Int)
+
+class Square(Element):
+    """The expensive region: counts how often it runs."""
+    calls = Persistent(Calls)
+    def states(self, calls):
+        self.calls = calls
+    def configure(self):
+        self.inp = Input()
+        self.out = Output()
+    def impl(self):
+        self.run_c("calls->n++; state->val = state->key * state->key; output { out(); }")
+
+class Start(Element):
+    def configure(self):
+        self.inp = Input(Int)
+        self.out = Output()
+    def impl(self):
+        self.run_c("state->key = inp(); output { out(); }")
+
+class Val(Element):
+    def configure(self):
+        self.inp = Input()
+        self.out = Output(Int)
+    def impl(self):
+        self.run_c("output { out(state->val); }")
+
+calls = Calls("calls")
+memo = Cache("memo", key="key", val="val", buckets=64, entries=None)
+
+class F(Flow):
+    state = PerPacket(Q)
+    def impl(self):
+        class square(CallableSegment):
+            def configure(self):
+                self.inp = Input(Int)
+                self.out = Output(Int)
+            def impl(self):
+                self.inp >> Start() >> memo.get_start >> Square(states=[calls]) >> memo.get_end >> Val() >> self.out
+        square("square")
+F()
+main(r"""
+    int total = 0;
+    for (int round = 0; round < 3; round++)
+        for (int k = 0; k < 10; k++)
+            total += square(k);
+    printf("%d %d\n", total, calls->n);
+""")
+'''
+
+
+def test_get_only_cache_memoises_its_region(tmp_path) -> None:
+    app = tmp_path / "memo.py"
+    app.write_text(GET_ONLY)
+    result = floem("run", "--report", str(app))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"{3 * sum(k * k for k in range(10))} 10\n"
+    assert "floem: cache memo: hits 20, misses 10, evictions 0, write-backs 0" in result.stderr
 
 
 @pytest.mark.parametrize("policy,write_miss", POLICIES)

@@ -1,12 +1,15 @@
-"""The C runtime's own tests (runtime/tests/), compiled and run here.
+"""The C runtime's queue tests (runtime/tests/), compiled and run here.
 
 Queue unit tests run optimised and under ASan+UBSan; the queue stress test (several
 producer and consumer threads, millions of entries) runs optimised and under TSan.
+Both also run for the NIC platforms' CPUs (Arm64, big-endian MIPS64) under qemu when
+the cross compilers are installed.
 """
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 
 import pytest
@@ -25,23 +28,29 @@ SANITIZERS = {
 SANITIZER_ENV = {"TSAN_OPTIONS": "halt_on_error=1", "UBSAN_OPTIONS": "halt_on_error=1"}
 # Entries per stress scenario relative to the default run (about 10 million in all).
 STRESS_SCALE = {"thread": "0.25", "none": "1"}
+# Cross compiler (with flags) and emulator for each foreign CPU.
+FOREIGN = {
+    "aarch64": (["aarch64-linux-gnu-gcc"], "qemu-aarch64"),
+    "mips64": (["mips64-linux-gnuabi64-gcc", "-march=mips64r2"], "qemu-mips64"),
+}
 
 
-def build(tmp_path, program: str, sanitizer: str) -> str:
+def build(tmp_path, program: str, sanitizer: str, compiler: list[str] | None = None) -> str:
     """Compile runtime/tests/PROGRAM.c with the queue runtime; returns the executable."""
     exe = str(tmp_path / f"{program}-{sanitizer.replace(',', '-')}")
     sources = [os.path.join(RUNTIME, "tests", program + ".c"),
                os.path.join(RUNTIME, "src", "queue.c")]
-    cmd = [os.environ.get("CC", "gcc"), *CFLAGS, *SANITIZERS[sanitizer], *sources, "-o", exe]
+    cmd = [*(compiler or [os.environ.get("CC", "gcc")]), *CFLAGS, *SANITIZERS[sanitizer],
+           *sources, "-o", exe]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     return exe
 
 
-def run(exe: str, *args: str) -> str:
+def run(exe: str, *args: str, emulator: str | None = None) -> str:
     """Run a test program; it must exit 0 with no sanitizer report. Returns its stdout."""
-    result = subprocess.run([exe, *args], capture_output=True, text=True, timeout=120,
-                            env={**os.environ, **SANITIZER_ENV})
+    result = subprocess.run([*([emulator] if emulator else []), exe, *args], capture_output=True,
+                            text=True, timeout=120, env={**os.environ, **SANITIZER_ENV})
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Sanitizer" not in result.stderr, result.stderr
     return result.stdout
@@ -58,3 +67,14 @@ def test_queue_stress(sanitizer: str, tmp_path) -> None:
     out = run(build(tmp_path, "stress_queue", sanitizer), STRESS_SCALE[sanitizer])
     assert out.splitlines()[-1] == "ok"
     assert sum(int(n) for n in re.findall(r"(\d+) entries", out)) >= 2_000_000
+
+
+@pytest.mark.parametrize("cpu", sorted(FOREIGN))
+def test_queue_foreign_cpu(cpu: str, tmp_path) -> None:
+    compiler, emulator = FOREIGN[cpu]
+    if shutil.which(compiler[0]) is None or shutil.which(emulator) is None:
+        pytest.skip(f"{compiler[0]} or {emulator} is not installed")
+    static = [*compiler, "-static"]
+    assert run(build(tmp_path, "test_queue", "none", static), emulator=emulator).startswith("ok: ")
+    out = run(build(tmp_path, "stress_queue", "none", static), "0.1", emulator=emulator)
+    assert out.splitlines()[-1] == "ok"

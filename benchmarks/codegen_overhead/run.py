@@ -243,6 +243,7 @@ def main():
                     f = results[(app, name)][args.packets]["file"]
                     text = check_run(["callgrind_annotate", "--auto=no", "--threshold=99", f]).stdout
                     body = text.split("file:function", 1)[-1].strip("-\n")
+                    body = body.replace(work.rstrip("/") + "/", "").replace(ROOT + "/", "")
                     print(f"\n### {app}, {name}: self cost by function ({args.packets} packets)\n")
                     print("```\n" + "\n".join(body.splitlines()[:30]) + "\n```")
         print(f"\n({time.monotonic() - start:.0f} s; valgrind "

@@ -14,6 +14,7 @@ from floem import (Array, CallableSegment, Cache, Element, Field, Flow, Input, I
 POLICY = os.environ.get("CACHE_POLICY", "write_back")
 WRITE_MISS = os.environ.get("CACHE_WRITE_MISS", "write_alloc")
 PLACE = os.environ.get("CACHE_PLACE", "cpu")
+ENTRIES = None if os.environ.get("CACHE_ENTRIES") == "unbounded" else 2
 KEYS = 64
 
 
@@ -101,7 +102,7 @@ class Reply(Element):
 
 
 backing = Backing("backing")
-kv = Cache("kv", key="key", val="val", buckets=4, entries=2,
+kv = Cache("kv", key="key", val="val", buckets=4, entries=ENTRIES,
            policy=POLICY, write_miss=WRITE_MISS)
 
 
