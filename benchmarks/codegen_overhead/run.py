@@ -22,11 +22,13 @@ again with -flto (FLOEM_CFLAGS=-flto for floem build).
 Each variant runs under `valgrind --tool=callgrind` on the capture of --base and of
 --packets frames; instructions per packet are the slope, (Ir(N) - Ir(base)) / (N -
 base), so start-up and shutdown cancel. Only the packet loop's thread is counted:
---toggle-collect=<segment>_thread for generated programs, =main for hand-written ones.
+--toggle-collect=<segment>_thread for generated programs, =main for hand-written ones,
+and --fair-sched=yes so that the segment thread's few idle polls at the end of the
+capture are the same in every run (the counts are deterministic).
 "I/O" is the inclusive cost of floem_net_rx/tx/flush/free (the runtime and the pcap
 backend; identical code in all variants), "rest" the remainder. Outputs are checked
 equal across variants (echo: the frames of the output capture; hashcount: its counts).
-Prints Markdown tables. About 40 s on 2 cores.
+Prints Markdown tables. About 20 s on 2 cores.
 """
 import argparse
 import os

@@ -105,17 +105,33 @@ def thread_cpu_seconds(pid):
     return best / tick
 
 
+def measure(p, duration):
+    """Let `p` run for `duration` s; the CPU seconds of its forwarding thread, or None if it
+    ended early. Kills it if anything goes wrong here."""
+    try:
+        deadline = time.monotonic() + duration
+        while time.monotonic() < deadline:
+            if p.poll() is not None:
+                return None
+            time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+        return thread_cpu_seconds(p.pid)
+    except BaseException:
+        p.kill()
+        p.wait()
+        raise
+
+
 def run_echo(exe, eal, cpu, duration):
     env = dict(os.environ, FLOEM_DPDK_EAL=eal, FLOEM_REPORT="1")
     env.pop("FLOEM_SHM", None)
     p = subprocess.Popen(["taskset", "-c", str(cpu), exe], env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
-    time.sleep(duration)
-    cpu_s = thread_cpu_seconds(p.pid)
-    p.send_signal(signal.SIGINT)
+    cpu_s = measure(p, duration)
+    if cpu_s is not None:
+        p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=60)
     m = FLOEM_TX.search(err)
-    if p.returncode != 0 or not m:
+    if p.returncode != 0 or not m or cpu_s is None:
         sys.exit(f"run.py: the echo failed (status {p.returncode}):\n{out}{err}")
     rx, tx, rx_drop, tx_drop, _, freed = map(int, m.groups())
     if tx == 0 or freed != 0 or rx != tx:
@@ -130,11 +146,10 @@ def run_testpmd(mode, eal, cpu, duration):
            "--rxd=1024", "--txd=1024", f"--total-num-mbufs={MBUFS}", "--mbcache=256"]
     p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
-    time.sleep(duration)
-    cpu_s = thread_cpu_seconds(p.pid)
+    cpu_s = measure(p, duration)
     out, err = p.communicate(input="\n", timeout=60)     # "Press enter to exit"
     m = TESTPMD_TOTALS.search(out)
-    if p.returncode != 0 or not m:
+    if p.returncode != 0 or not m or cpu_s is None:
         sys.exit(f"run.py: testpmd failed (status {p.returncode}):\n{out}{err}")
     rx, _, tx, _ = map(int, m.groups())
     if tx == 0:

@@ -317,7 +317,8 @@ class _ProcessEmitter:
                 fn = f"{v}_in_{d['in_port']}" if target.join else v
                 lines.append(f"{fn}({', '.join(['state'] + values)});")
             if self._emits_packets(n):
-                lines += ["/* the next value emitted is a new packet */", "floem_packet_seq++;"]
+                lines.append("/* the next value emitted is a new packet */")
+                lines += ["floem_packet_seq++;"] if any(m.join for m in self.nodes) else []
                 lines += ["memset(state, 0, sizeof *state);"] if n.state_class else []
             result.append({"signature": self._dispatch_signature(n, port), "lines": lines,
                            "owner": n.name, "port": port})

@@ -162,7 +162,11 @@ void floem_net_tx(unsigned queue, floem_packet_t *pkt)
     if (staged.n > 0 && (staged.queue != queue || staged.n == FLOEM_NET_TX_BURST))
         send_staged();
     staged.queue = queue;
-    staged.pkts[staged.n++] = *pkt;
+    /* Field by field: a whole-struct copy of a just-built struct stalls store forwarding. */
+    floem_packet_t *slot = &staged.pkts[staged.n++];
+    slot->data = pkt->data;
+    slot->len = pkt->len;
+    slot->buffer = pkt->buffer;
     if (!staged.in_burst)
         send_staged();
 }
