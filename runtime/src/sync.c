@@ -282,45 +282,11 @@ static struct floem_queue_entry *take_next(floem_sync_t *s)
     return slot_at(s, p);
 }
 
-void *floem_sync_enq_reserve(floem_sync_t *s)
+/* A worker is done with an entry: it becomes modified, ready to be written back. */
+static void complete(floem_sync_t *s, struct floem_queue_entry *e)
 {
-    check_dir(s, FLOEM_SYNC_TO_HOST);
-    lock_workers(s);
-    struct floem_queue_entry *e = take_next(s);
-    unlock_workers(s);
-    return e == NULL ? NULL : e + 1;
-}
-
-void floem_sync_enq_commit(floem_sync_t *s, void *payload, uint16_t channel)
-{
-    struct floem_queue_entry *e = entry_of(s, payload);
-    lock_workers(s);
-    e->channel = floem_wire16(channel);
     finish(s, e);
     advance_valid(s);
-    unlock_workers(s);
-}
-
-void *floem_sync_deq_acquire(floem_sync_t *s, uint16_t *channel)
-{
-    check_dir(s, FLOEM_SYNC_FROM_HOST);
-    lock_workers(s);
-    struct floem_queue_entry *e = take_next(s);
-    unlock_workers(s);
-    if (e == NULL)
-        return NULL;
-    if (channel != NULL)
-        *channel = floem_wire16(e->channel);
-    return e + 1;
-}
-
-void floem_sync_deq_release(floem_sync_t *s, void *payload)
-{
-    struct floem_queue_entry *e = entry_of(s, payload);
-    lock_workers(s);
-    finish(s, e);
-    advance_valid(s);
-    unlock_workers(s);
 }
 
 /* ---- Manager ---------------------------------------------------------------------- */
@@ -526,6 +492,25 @@ static struct floem_queue_entry *take_next(floem_sync_t *s)
     return e;
 }
 
+/* A worker is done with an entry: write it back at once. */
+static void complete(floem_sync_t *s, struct floem_queue_entry *e)
+{
+    write_through(s, e);
+}
+
+/* Nothing is ever pending: every step above finished its DMA before returning. */
+void floem_sync_manage(floem_sync_t *s)
+{
+    (void)s;
+}
+
+void floem_sync_flush(floem_sync_t *s)
+{
+    (void)s;
+}
+
+#endif
+
 void *floem_sync_enq_reserve(floem_sync_t *s)
 {
     check_dir(s, FLOEM_SYNC_TO_HOST);
@@ -540,7 +525,7 @@ void floem_sync_enq_commit(floem_sync_t *s, void *payload, uint16_t channel)
     struct floem_queue_entry *e = entry_of(s, payload);
     lock_workers(s);
     e->channel = floem_wire16(channel);
-    write_through(s, e);
+    complete(s, e);
     unlock_workers(s);
 }
 
@@ -561,19 +546,6 @@ void floem_sync_deq_release(floem_sync_t *s, void *payload)
 {
     struct floem_queue_entry *e = entry_of(s, payload);
     lock_workers(s);
-    write_through(s, e);
+    complete(s, e);
     unlock_workers(s);
 }
-
-/* Nothing is ever pending: every step above finished its DMA before returning. */
-void floem_sync_manage(floem_sync_t *s)
-{
-    (void)s;
-}
-
-void floem_sync_flush(floem_sync_t *s)
-{
-    (void)s;
-}
-
-#endif
