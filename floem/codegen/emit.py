@@ -151,7 +151,7 @@ class _ProcessEmitter:
         used = [q for q in queues if q.name in self.enqueued | self.dequeued]
         text = _TEMPLATES.get_template("process.c.j2").render(
             process=self.process, app_file=program.app_file, c_file=c_file,
-            nic=self.nic, managers=self.managers if any(self._access(q).synced for q in used) else 0,
+            nic=self.nic, managers=self.managers if self._syncs_with_managers(used) else 0,
             network=any(n.uses_network for n in self.nodes),
             net_queues=max([len(s.cores) for s in self.segments
                             if any(self.ir.node(e).uses_network for e in s.elements)] or [1]),
@@ -189,6 +189,10 @@ class _ProcessEmitter:
     def _state(s: Any) -> dict[str, str]:
         return {"type": type(s).c_type_name(), "pointer": f"{s.name}_state",
                 "init": state_initializer(s)}
+
+    def _syncs_with_managers(self, used: list[QueueIR]) -> bool:
+        """True when manager cores have work: synced queues and the (batched) sync layer."""
+        return self.ir.options.get("sync_layer", True) and any(self._access(q).synced for q in used)
 
     def _access(self, q: QueueIR) -> qgen.Access:
         synced = self.nic and q.home == "host"
