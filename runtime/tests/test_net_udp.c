@@ -106,6 +106,7 @@ static void swap(uint8_t *f, size_t a, size_t b, size_t n)
 #define THREADS 4
 #define CLIENTS 4
 #define PER_CLIENT 250
+#define WINDOW 25
 static volatile int stop_threads;
 
 static void *echo_thread(void *arg)
@@ -147,23 +148,27 @@ static int test_threads(uint16_t port)
         int bytes = 4 << 20;
         setsockopt(clients[c], SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof bytes);
     }
-    for (int k = 0; k < PER_CLIENT; k++)
-        for (int c = 0; c < CLIENTS; c++) {
-            uint8_t msg[64];
-            memset(msg, c * PER_CLIENT + k, sizeof msg);
-            CHECK(sendto(clients[c], msg, 1 + (size_t)k % 64, 0, (struct sockaddr *)&server,
-                         sizeof server) > 0);
-        }
-    for (int c = 0; c < CLIENTS; c++)
-        for (int k = 0; k < PER_CLIENT; k++) {
-            struct pollfd pfd = {.fd = clients[c], .events = POLLIN};
-            if (poll(&pfd, 1, 3000) != 1)
-                break;
-            uint8_t msg[64];
-            ssize_t n = recv(clients[c], msg, sizeof msg, 0);
-            CHECK(n >= 1 && n <= 64);
-            answered++;
-        }
+    /* Windows of WINDOW datagrams per client, each answered before the next is sent: a
+     * slow (sanitised, loaded) run must not overflow socket buffers, which UDP may do. */
+    for (int first = 0; first < PER_CLIENT; first += WINDOW) {
+        for (int k = first; k < first + WINDOW && k < PER_CLIENT; k++)
+            for (int c = 0; c < CLIENTS; c++) {
+                uint8_t msg[64];
+                memset(msg, c * PER_CLIENT + k, sizeof msg);
+                CHECK(sendto(clients[c], msg, 1 + (size_t)k % 64, 0, (struct sockaddr *)&server,
+                             sizeof server) > 0);
+            }
+        for (int c = 0; c < CLIENTS; c++)
+            for (int k = first; k < first + WINDOW && k < PER_CLIENT; k++) {
+                struct pollfd pfd = {.fd = clients[c], .events = POLLIN};
+                if (poll(&pfd, 1, 10000) != 1)
+                    break;
+                uint8_t msg[64];
+                ssize_t n = recv(clients[c], msg, sizeof msg, 0);
+                CHECK(n >= 1 && n <= 64);
+                answered++;
+            }
+    }
     __atomic_store_n(&stop_threads, 1, __ATOMIC_RELEASE);
     for (int i = 0; i < THREADS; i++)
         pthread_join(threads[i], NULL);
