@@ -249,7 +249,8 @@ def _make(out_dir: str, files: list[GeneratedFile], ir: ProgramIR) -> list[str]:
     proc = subprocess.run(["make", "-s", "-C", out_dir, "-j2"], capture_output=True, text=True)
     if proc.returncode != 0:
         raise _compile_error(proc.stderr + proc.stdout, out_dir, files, ir)
-    return [f"C compiler: {line}" for line in proc.stderr.splitlines() if "warning:" in line]
+    warnings = [f"C compiler: {line}" for line in proc.stderr.splitlines() if "warning:" in line]
+    return list(dict.fromkeys(warnings))      # a file built for an executable and a library
 
 
 _GCC_ERROR = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:\d+:)? (?:fatal )?error: (?P<msg>.*)$",
