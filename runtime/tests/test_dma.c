@@ -22,16 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static unsigned long checks;
-
-#define CHECK(cond)                                                                      \
-    do {                                                                                 \
-        __atomic_fetch_add(&checks, 1, __ATOMIC_RELAXED);                                \
-        if (!(cond)) {                                                                   \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);     \
-            abort();                                                                     \
-        }                                                                                \
-    } while (0)
+#include "check.h"
 
 /* Host memory of the tests: the engine's "bus" mapping of it. */
 #define HOST_BYTES (1u << 20)
@@ -57,36 +48,6 @@ static void start(uint64_t latency_ns, double bytes_per_ns, uint32_t descriptors
     memset(host_mem, 0, HOST_BYTES);
     floem_dma_model_t m = {latency_ns, bytes_per_ns, descriptors, outstanding};
     floem_dma_init(host_mem, HOST_BYTES, &m);
-}
-
-/* Run fn in a child process; it must die of SIGABRT with `message` in its stderr. */
-static void expect_abort(void (*fn)(void), const char *message)
-{
-    int fds[2];
-    CHECK(pipe(fds) == 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) {
-        dup2(fds[1], 2);
-        close(fds[0]);
-        fn();
-        _exit(0);
-    }
-    close(fds[1]);
-    char err[4096];
-    size_t n = 0;
-    ssize_t got;
-    while (n < sizeof err - 1 && (got = read(fds[0], err + n, sizeof err - 1 - n)) > 0)
-        n += (size_t)got;
-    err[n] = '\0';
-    close(fds[0]);
-    int status;
-    CHECK(waitpid(pid, &status, 0) == pid);
-    if (!(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT && strstr(err, message) != NULL))
-        fprintf(stderr, "child stderr: %s\n", err);
-    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
-    CHECK(strstr(err, message) != NULL);
 }
 
 static void transfer_before_init(void)

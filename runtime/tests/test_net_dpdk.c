@@ -24,16 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static unsigned long checks;
-
-#define CHECK(cond)                                                                      \
-    do {                                                                                 \
-        checks++;                                                                        \
-        if (!(cond)) {                                                                   \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);     \
-            exit(2);    /* not abort: EAL's runtime directory is removed at exit */      \
-        }                                                                                \
-    } while (0)
+#include "check.h"
 
 static double now(void)
 {

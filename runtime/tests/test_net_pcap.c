@@ -19,16 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static unsigned long checks;
-
-#define CHECK(cond)                                                                      \
-    do {                                                                                 \
-        checks++;                                                                        \
-        if (!(cond)) {                                                                   \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);     \
-            abort();                                                                     \
-        }                                                                                \
-    } while (0)
+#include "check.h"
 
 #define POOL 4096
 

@@ -28,16 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static unsigned long checks;
-
-#define CHECK(cond)                                                                      \
-    do {                                                                                 \
-        __atomic_fetch_add(&checks, 1, __ATOMIC_RELAXED);                                \
-        if (!(cond)) {                                                                   \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);     \
-            abort();                                                                     \
-        }                                                                                \
-    } while (0)
+#include "check.h"
 
 static const size_t sizes[] = {0, 1, 2, 3, 17, 100, 1472, 2006};
 #define N_SIZES (sizeof sizes / sizeof sizes[0])
