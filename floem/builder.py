@@ -1,6 +1,7 @@
 """Building and running a program: passes, code generation, make, and the launcher."""
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -222,7 +223,9 @@ def _content_key(files: list[GeneratedFile], cflags: list[str], depends: list[st
     return h.hexdigest()
 
 
+@functools.lru_cache(maxsize=8)
 def _compiler_id(cc: str) -> str:
+    """``cc --version``, asked once per compiler per process (it keys the build cache)."""
     try:
         return subprocess.run([cc, "--version"], capture_output=True, text=True).stdout
     except OSError:

@@ -106,20 +106,25 @@ class Access:
         return f"{q.name}_sync" if self.synced else f"{q.name}_inst"
 
     def reserve(self, multi: bool) -> str:
+        """C expression: a free entry of instance handle ``q``, or NULL."""
         return "floem_sync_enq_reserve(q)" if self.synced else \
             f"floem_enq_reserve(q, {'true' if multi else 'false'})"
 
     def commit(self, channel: int) -> str:
+        """C statement publishing ``entry`` on ``channel``."""
         return f"floem_{'sync_' if self.synced else ''}enq_commit(q, entry, {channel});"
 
     def drop(self) -> str:
+        """C statement counting a dropped packet."""
         return f"floem_{'sync_' if self.synced else ''}enq_drop(q);"
 
     def acquire(self, multi: bool) -> str:
+        """C expression: the oldest entry of ``q`` (its channel into ``channel``), or NULL."""
         return "floem_sync_deq_acquire(q, &channel)" if self.synced else \
             f"floem_deq_acquire(q, {'true' if multi else 'false'}, &channel)"
 
     def release(self, q: QueueIR) -> str:
+        """C statement handing the held entry of ``q`` back to the producer."""
         return (f"floem_{'sync_' if self.synced else ''}deq_release("
                 f"{q.name}_held.q, {q.name}_held.entry);")
 
