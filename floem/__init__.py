@@ -6,8 +6,10 @@ them on the CPU or the NIC; ``floem build`` emits C. See ``docs/guide.md``.
 from floem.errors import FloemError
 from floem.lang.element import Composite, Element, Input, Output
 from floem.lang.cache import Cache
+from floem.lang.params import param
 from floem.lang.queue import Queue
-from floem.lang.program import Program, build, cflags, depend, include, main, run
+from floem.lang.program import (Program, build, cflags, depend, external_main, include, main,
+                                run)
 from floem.lang.segment import CallableSegment, Flow, Segment, run_order, target
 from floem.lang.state import Field, MemoryRegion, PerPacket, Persistent, State
 from floem.lang.types import (Array, Bool, Double, Float, Int, Pointer, SizeT, Sint, Type, Uint,
@@ -15,7 +17,7 @@ from floem.lang.types import (Array, Bool, Double, Float, Int, Pointer, SizeT, S
 
 __all__ = [
     "FloemError", "Cache", "Queue", "Composite", "Element", "Input", "Output", "Program", "build", "cflags",
-    "depend", "include", "main", "run", "CallableSegment", "Flow", "Segment", "run_order",
+    "depend", "external_main", "include", "main", "param", "run", "CallableSegment", "Flow", "Segment", "run_order",
     "target", "Field", "MemoryRegion", "PerPacket", "Persistent", "State", "Array", "Bool",
     "Double", "Float", "Int", "Pointer", "SizeT", "Sint", "Type", "Uint", "Void",
 ]

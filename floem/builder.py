@@ -74,8 +74,9 @@ def build_program(program: Any, out_dir: str | None = None, dump_after: str | No
     files = generate(ir, cflags, [f"runtime/src/{s}" for s in runtime_sources],
                      platform.compiler(), nic_cflags, net_libs)
     headers = [c.text.split('"')[1] for c in ir.includes if c.text.startswith('#include "/')]
-    key = _content_key(files, cflags + nic_cflags, ir.depends + headers,
-                       [platform.compiler()] if has_nic else [])
+    external = [f for p in ir.processes.values() for f in p.external_main]
+    key = _content_key(files, cflags + nic_cflags, ir.depends + headers + external,
+                       [platform.compiler()] if has_nic else [], program.params)
     if out_dir is None:
         out_dir = os.path.join(cache_root(), key[:24])
         if dump_after:
@@ -207,8 +208,8 @@ def _copy_runtime(out_dir: str, sources: list[str]) -> list[str]:
 
 
 def _content_key(files: list[GeneratedFile], cflags: list[str], depends: list[str],
-                 compilers: list[str]) -> str:
-    h = hashlib.sha256()
+                 compilers: list[str], params: dict[str, Any]) -> str:
+    h = hashlib.sha256(repr(sorted(params.items())).encode())
     for f in files:
         h.update(f.name.encode() + b"\0" + f.text.encode() + b"\0")
     root = runtime_dir()

@@ -12,24 +12,28 @@ from floem.builder import (NET_BACKENDS, NIC_PLATFORMS, build_program, check_pro
                            network_environment, run_built)
 from floem.errors import FloemError
 from floem.graph import to_dot, write_graph
+from floem.lang import params
 from floem.lang.program import Program, loaded_program, reset_default_program
 from floem.platforms import DMA_OPTIONS
 
 
-def load_app(path: str) -> Program:
-    """Execute an app file and return the program it built."""
+def load_app(path: str, given: dict[str, str] | None = None) -> Program:
+    """Execute an app file with the ``-D`` parameter values ``given``; return the program it built."""
     if not os.path.exists(path):
         raise FloemError(f"no such app file: {path}")
     app = os.path.abspath(path)
     reset_default_program()
+    params.set_given(given or {})
     sys.path.insert(0, os.path.dirname(app))
     try:
         runpy.run_path(app, run_name="__floem_app__")
     except SyntaxError as e:
         raise FloemError(f"Python syntax error: {e.msg}", e.filename or app, e.lineno) from None
     except FloemError:
+        params.check_values()
         raise
     except Exception as e:
+        params.check_values()
         frames = [f for f in traceback.extract_tb(e.__traceback__)
                   if not f.filename.startswith(os.path.dirname(os.path.abspath(__file__)))]
         where = frames[-1] if frames else None
@@ -37,8 +41,10 @@ def load_app(path: str) -> Program:
                          where.filename if where else app, where.lineno if where else None) from None
     finally:
         sys.path.remove(os.path.dirname(app))
+    params.check_given(app)
     program = loaded_program()
     program.app_file = program.app_file or app
+    program.params = {p.name: p.value for p in params.declared()}
     return program
 
 
@@ -46,8 +52,13 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="floem", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def target_options(p: argparse.ArgumentParser) -> None:
+    def app_argument(p: argparse.ArgumentParser) -> None:
         p.add_argument("app", help="the app file (Python)")
+        p.add_argument("-D", dest="define", action="append", default=[], metavar="NAME=VALUE",
+                       help="set app parameter NAME (floem.param); see `floem params APP`")
+
+    def target_options(p: argparse.ArgumentParser) -> None:
+        app_argument(p)
         p.add_argument("--nic", choices=NIC_PLATFORMS, default="emu", help="NIC platform")
         p.add_argument("--nic-managers", type=int, default=1, metavar="N",
                        help="NIC cores running the queue synchronization layer (0: inline)")
@@ -79,15 +90,18 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("args", nargs="*", help="arguments for the host main (after --)")
 
     check = sub.add_parser("check", help="front end and all passes, no C compiler")
-    check.add_argument("app")
+    app_argument(check)
     check.add_argument("--nic", choices=NIC_PLATFORMS, default="emu", help="NIC platform")
     check.add_argument("--nic-managers", type=int, default=1, metavar="N",
                        help="NIC cores running the queue synchronization layer (0: inline)")
 
     graph = sub.add_parser("graph", help="draw the program (DOT; SVG/PNG with Graphviz)")
-    graph.add_argument("app")
+    app_argument(graph)
     graph.add_argument("-o", "--out", metavar="FILE", help=".dot, .svg or .png (default: stdout)")
     graph.add_argument("--after", metavar="PASS", help="draw the IR after PASS (default: all passes)")
+
+    listing = sub.add_parser("params", help="list the app's parameters (-D NAME=VALUE)")
+    app_argument(listing)
     return parser
 
 
@@ -105,7 +119,10 @@ def _warn(warnings: list[str]) -> None:
 
 
 def _command(args: argparse.Namespace) -> int:
-    program = load_app(args.app)
+    program = load_app(args.app, params.parse_definitions(args.define))
+    if args.command == "params":
+        sys.stdout.write(params.describe(params.declared()))
+        return 0
     if args.command == "check":
         ir = check_program(program, nic=args.nic, nic_managers=args.nic_managers)
         _warn(ir.warnings)

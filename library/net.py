@@ -30,7 +30,9 @@ from floem.lang.types import Pointer, SizeT, Uint, Void
 #: The values of a frame on a port: ``Input(*FRAME)`` / ``Output(*FRAME)``.
 FRAME = (SizeT, Pointer(Uint(8)), Pointer(Void))
 
-_NET_H = os.path.join(runtime_dir(), "include", "floem", "net.h")
+#: The C header of packet I/O (``floem_net_alloc``, ``floem_net_tx``, ...), for elements that
+#: call it from their bodies (``c_headers = HEADERS``, with ``uses_network = True``).
+HEADERS = (os.path.join(runtime_dir(), "include", "floem", "net.h"),)
 
 
 class FromNet(Element):
@@ -42,7 +44,7 @@ class FromNet(Element):
     An empty poll marks the thread idle, so it backs off.
     """
 
-    c_headers = (_NET_H,)
+    c_headers = HEADERS
     uses_network = True
 
     def configure(self, batch: int = 32) -> None:
@@ -73,7 +75,7 @@ class ToNet(Element):
     sends the UDP payload to the frame's IPv4/UDP destination.
     """
 
-    c_headers = (_NET_H,)
+    c_headers = HEADERS
     uses_network = True
 
     def configure(self) -> None:
@@ -97,7 +99,7 @@ class NetAlloc(Element):
     in the ``--report`` line of the network).
     """
 
-    c_headers = (_NET_H,)
+    c_headers = HEADERS
     uses_network = True
 
     def configure(self) -> None:
@@ -120,7 +122,7 @@ class NetAlloc(Element):
 class NetFree(Element):
     """Leaf: give a frame back without sending it (a dropped request, a malformed frame)."""
 
-    c_headers = (_NET_H,)
+    c_headers = HEADERS
     uses_network = True
 
     def configure(self) -> None:

@@ -366,6 +366,16 @@ S("s", device="GPU")  # <-- error
     ("queue instances as a string", queue_app("Src() >> q", "q >> Drop()",
                                               queue="q = Queue('q', inst='2')  # <-- error"),
      "Queue inst= must be a positive integer, not '2'"),
+    ("external_main and main both given", callable_app("self.inp >> Inc() >> self.out",
+                                                       marked=False)
+     + "external_main('app.py')  # <-- error\n",
+     "external_main(...) and main(...) (at APP:"),
+    ("external_main of a missing file", segment("Src() >> Sink()")
+     + "external_main('nowhere.c')  # <-- error\n",
+     "external_main: no such file: "),
+    ("external_main of a file that is not C", segment("Src() >> Sink()")
+     + "external_main('app.py')  # <-- error\n",
+     "external_main: give the program's C sources (.c files)"),
     ("edge beside a queue between its two segments", '''\
 q = Queue("q")
 

@@ -35,11 +35,12 @@ FOREIGN = {
 }
 
 
-def build(tmp_path, program: str, sanitizer: str, compiler: list[str] | None = None) -> str:
-    """Compile runtime/tests/PROGRAM.c with the queue runtime; returns the executable."""
+def build(tmp_path, program: str, sanitizer: str, compiler: list[str] | None = None,
+          runtime: str = "queue.c") -> str:
+    """Compile runtime/tests/PROGRAM.c with a runtime source (the queue's); returns the executable."""
     exe = str(tmp_path / f"{program}-{sanitizer.replace(',', '-')}")
     sources = [os.path.join(RUNTIME, "tests", program + ".c"),
-               os.path.join(RUNTIME, "src", "queue.c")]
+               os.path.join(RUNTIME, "src", runtime)]
     cmd = [*(compiler or [os.environ.get("CC", "gcc")]), *CFLAGS, *SANITIZERS[sanitizer],
            *sources, "-o", exe]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
@@ -78,3 +79,10 @@ def test_queue_foreign_cpu(cpu: str, tmp_path) -> None:
     assert run(build(tmp_path, "test_queue", "none", static), emulator=emulator).startswith("ok: ")
     out = run(build(tmp_path, "stress_queue", "none", static), "0.1", emulator=emulator)
     assert out.splitlines()[-1] == "ok"
+
+
+@pytest.mark.parametrize("sanitizer", ["address,undefined", "thread", "none"])
+def test_cache_forget_and_values_by_reference_under_concurrent_sets(sanitizer: str,
+                                                                    tmp_path) -> None:
+    out = run(build(tmp_path, "test_cache", sanitizer, runtime="cache.c"), "0.5")
+    assert out.splitlines()[-1].startswith("ok: ")

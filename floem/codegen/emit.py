@@ -19,7 +19,8 @@ from floem import csrc
 from floem.codegen import caches as cgen
 from floem.codegen import queues as qgen
 from floem.platforms import DMA_ENVIRONMENT
-from floem.codegen.structs import state_classes, state_initializer, struct_declarations
+from floem.codegen.structs import (report_statement, state_classes, state_initializer,
+                                   struct_declarations)
 from floem.ir import EdgeKind, ElementNode, ProgramIR, QueueIR, SegmentIR
 
 _TEMPLATES = jinja2.Environment(
@@ -78,6 +79,7 @@ def _makefile(ir: ProgramIR, cflags: list[str], runtime_sources: list[str], nic_
         depend_files=[{"path": d, "name": os.path.splitext(os.path.basename(d))[0]}
                       for d in ir.depends if d.endswith(".c")],
         processes=[{"name": p.name, "executable": p.has_main, "library": bool(p.callables),
+                    "external": " ".join(p.external_main),
                     "cc": "$(NIC_CC)" if p.device == "NIC" else "$(CC)",
                     "cflags": "$(NIC_CFLAGS)" if p.device == "NIC" else "$(CFLAGS)"}
                    for p in ir.processes.values()],
@@ -178,12 +180,20 @@ class _ProcessEmitter:
             dispatchers=[d for n in self.nodes for d in self._dispatchers(n)],
             threads=[self._thread(s) for s in self.segments if s.kind == "thread"],
             callables=[self._callable(s) for s in self.segments if s.kind == "callable"],
-            main=self._main() if self.proc.has_main else None,
+            main=self._main() if self.proc.has_main and not self.proc.external_main else None,
+            reported_states=self._reported_states(),
         )
         text = _resolve_line_markers(text, c_file)
         marks = [(i + 1, m.group(1)) for i, line in enumerate(text.split("\n"))
                  if (m := re.match(_OWNER_MARK, line))]
         return GeneratedFile(c_file, text, marks)
+
+    def _reported_states(self) -> list[str]:
+        """Statements printing the ``report = True`` states this process's elements use and reach."""
+        home = "nic" if self.nic else "host"
+        used = {s.name: s for n in self.nodes for s in n.persistent.values()}
+        return [report_statement(s, f"{s.name}_state") for s in self.ir.program.states
+                if s.name in used and type(s).report and self.ir.state_homes[s.name] == home]
 
     @staticmethod
     def _state(s: Any) -> dict[str, str]:

@@ -2,7 +2,9 @@
 
 An entry of channel ``c`` of queue ``q`` is ``struct q_entry<c>``: the
 channel's live fixed-size fields, a ``<f>_len`` for each live variable-size
-field, then the variable-size bytes, one field after the other.
+field, then the variable-size bytes, one field after the other, each starting
+at a multiple of 8 bytes from the payload (so a pointer to a struct that is
+not packed can point at them).
 """
 from __future__ import annotations
 
@@ -68,13 +70,18 @@ def entry_structs(chans: list[Channel]) -> list[str]:
     return out
 
 
+def variable_room(ch: Channel) -> int:
+    """Bytes an entry of ``ch`` keeps after its fixed part: variable bytes and their alignment."""
+    return DEFAULT_VARIABLE_BYTES + 8 * len(ch.variable) if ch.variable else 0
+
+
 def payload_expr(chans: list[Channel]) -> str:
     """C expression: payload bytes one entry needs (largest channel, with variable room)."""
     sizes = []
     for ch in chans:
         if ch.empty:
             continue
-        extra = f" + {DEFAULT_VARIABLE_BYTES}" if ch.variable else ""
+        extra = f" + {variable_room(ch)}" if ch.variable else ""
         sizes.append(f"sizeof(struct {ch.struct}){extra}")
     if not sizes:
         return "0"
@@ -139,11 +146,13 @@ def enqueue_body(n: ElementNode, ch: Channel, access: Access) -> list[str]:
              "    return;",
              "}",
              f"{access.handle} *q = {access.table(q)}[qid];"]
+    end = f"sizeof(struct {ch.struct})"
     for f in ch.variable:
-        lines.append(f"size_t {f.name}_len = (size_t)({f.size});")
+        lines += [f"size_t {f.name}_len = (size_t)({f.size});",
+                  f"size_t {f.name}_at = FLOEM_ALIGN8({end});"]
+        end = f"{f.name}_at + {f.name}_len"
     if ch.variable:
-        total = " + ".join(f"{f.name}_len" for f in ch.variable)
-        lines += [f"if (sizeof(struct {ch.struct}) + {total} > {q.name}_payload) {{",
+        lines += [f"if ({end} > {q.name}_payload) {{",
                   f"    {access.drop()}",
                   "    return;",
                   "}"]
@@ -164,12 +173,10 @@ def enqueue_body(n: ElementNode, ch: Channel, access: Access) -> list[str]:
     if not ch.empty:
         lines.append(f"struct {ch.struct} *e = entry;")
         lines += _copies(ch.fixed, "e->", "state->", access.synced)
-        offset = f"sizeof(struct {ch.struct})"
         for f in ch.variable:
             length = f"(uint32_t){f.name}_len"
             lines += [f"e->{f.name}_len = {_wire(length, access.synced)};",
-                      f"memcpy((char *)entry + {offset}, state->{f.name}, {f.name}_len);"]
-            offset += f" + {f.name}_len"
+                      f"memcpy((char *)entry + {f.name}_at, state->{f.name}, {f.name}_len);"]
     lines.append(access.commit(ch.index))
     return lines
 
@@ -214,10 +221,11 @@ def save_body(ch: Channel, access: Access) -> list[str]:
         return []
     lines = [f"const struct {ch.struct} *e = {ch.queue.name}_held.entry;", "(void)e;"]
     lines += _copies(ch.fixed, "state->", "e->", access.synced)
-    offset = f"sizeof(struct {ch.struct})"
+    end = f"sizeof(struct {ch.struct})"
     for f in ch.variable:
-        lines.append(f"state->{f.name} = (void *)((char *){ch.queue.name}_held.entry + {offset});")
-        offset += f" + {_wire(f'e->{f.name}_len', access.synced)}"
+        lines.append(f"state->{f.name} = (void *)((char *){ch.queue.name}_held.entry + "
+                     f"FLOEM_ALIGN8({end}));")
+        end = f"FLOEM_ALIGN8({end}) + {_wire(f'e->{f.name}_len', access.synced)}"
     return lines
 
 
@@ -243,8 +251,8 @@ def _copies(fields: list[Field], dst: str, src: str, wire: bool) -> list[str]:
                              f"{d}[i] = floem_wire({s}[i]);")
             else:
                 lines.append(f"memcpy({d}, {s}, sizeof({d}));")
-        else:
-            lines.append(f"{d} = {_wire(s, wire)};")
+        else:                               # a pointer means nothing elsewhere: not converted
+            lines.append(f"{d} = {_wire(s, wire and not f.type.c.endswith('*'))};")
     return lines
 
 

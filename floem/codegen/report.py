@@ -1,7 +1,7 @@
 """The ``--report`` text: segments, devices, cores, per-packet state and what each segment uses."""
 from __future__ import annotations
 
-from floem.codegen.queues import DEFAULT_VARIABLE_BYTES, channels
+from floem.codegen.queues import DEFAULT_VARIABLE_BYTES, channels, variable_room
 from floem.codegen.sizes import entry_size, state_size, type_size
 from floem.ir import ProgramIR
 
@@ -54,14 +54,16 @@ def _queue(ir: ProgramIR, q: object) -> list[str]:
         fixed = None if None in sizes else sum(sizes) + 4 * len(ch.variable)
         payloads.append(fixed)
         sent = ", ".join(f.name + (" (variable)" if f.size else "") for f in ch.fixed + ch.variable)
-        extra = f" + up to {DEFAULT_VARIABLE_BYTES} variable" if ch.variable else ""
+        room = DEFAULT_VARIABLE_BYTES
+        if q.entry_size and fixed is not None:
+            room = q.entry_size - 8 - fixed - 7 * len(ch.variable)
+        extra = f" + up to {room} variable" if ch.variable else ""
         lines.append(f"    channel {ch.index}: sends {sent or '(nothing)'}: "
                      f"{_bytes(fixed)}{extra} bytes of {_bytes(whole)} per-packet state bytes")
     if q.entry_size:
         lines.append(f"    entry: {q.entry_size} bytes (fixed by entry_size=)")
     elif None not in payloads:
-        largest = max(p + (DEFAULT_VARIABLE_BYTES if ch.variable else 0)
-                      for p, ch in zip(payloads, channels(ir, q)))
+        largest = max(p + variable_room(ch) for p, ch in zip(payloads, channels(ir, q)))
         lines.append(f"    entry: {entry_size(largest)} bytes (8-byte header, rounded)")
     return lines
 

@@ -1,6 +1,7 @@
 """C declarations of `State` classes, shared by the front end (parsing) and code generation."""
 from __future__ import annotations
 
+import re
 from typing import Any, Iterable
 
 from floem.lang.state import State
@@ -64,3 +65,30 @@ def state_initializer(instance: State) -> str:
     """``{ .field = value, ... }`` from the values ``init`` assigned (others are zero)."""
     parts = [f".{k} = {c_initializer(v)}" for k, v in instance.values.items()]
     return "{ " + ", ".join(parts) + " }" if parts else "{ 0 }"
+
+
+_UNSIGNED = re.compile(r"(uint(8|16|32|64)_t|size_t|bool|unsigned( char| short| int| long| long long)?)\Z")
+_SIGNED = re.compile(r"(int(8|16|32|64)_t|(signed )?(char|short|int|long|long long))\Z")
+
+
+def report_statement(instance: State, pointer: str) -> str:
+    """C printing ``floem: state NAME (Class): field value, ...`` for a ``report = True`` state.
+
+    Numeric scalar fields only; ``pointer`` is the C expression of the instance's address.
+    """
+    formats, args = [], []
+    for f in type(instance).fields():
+        c = f.type.c
+        if f.type.array_len is not None or f.state_class is not None:
+            continue
+        if _UNSIGNED.match(c):
+            formats.append(f"{f.name} %llu")
+            args.append(f"(unsigned long long){pointer}->{f.name}")
+        elif _SIGNED.match(c):
+            formats.append(f"{f.name} %lld")
+            args.append(f"(long long){pointer}->{f.name}")
+        elif c in ("float", "double"):
+            formats.append(f"{f.name} %g")
+            args.append(f"(double){pointer}->{f.name}")
+    text = f"floem: state {instance.name} ({type(instance).__name__}): {', '.join(formats)}\\n"
+    return f'fprintf(stderr, "{text}"{"".join(", " + a for a in args)});'

@@ -120,6 +120,7 @@ class ProcessIR:
     has_main: bool = False
     callables: list[str] = field(default_factory=list)
     device: str = "CPU"
+    external_main: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -133,6 +134,7 @@ class ProgramIR:
     queues: dict[str, QueueIR] = field(default_factory=dict)
     caches: dict[str, CacheIR] = field(default_factory=dict)
     state_homes: dict[str, str] = field(default_factory=dict)
+    size_uses: dict[str, dict[str, set[str]]] = field(default_factory=dict)
     includes: list[Any] = field(default_factory=list)
     depends: list[str] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
@@ -178,8 +180,9 @@ class ProgramIR:
             for c, fields in enumerate(q.fields):
                 lines.append(f"  channel {c} carries {', '.join(fields) or '(nothing)'}")
         for proc in self.processes.values():
+            main = "external" if proc.external_main else "yes" if proc.has_main else "no"
             lines.append(f"process {proc.name} ({proc.device}): segments={proc.segments} "
-                         f"callables={proc.callables} main={'yes' if proc.has_main else 'no'}")
+                         f"callables={proc.callables} main={main}")
         for state, home in self.state_homes.items():
             lines.append(f"state {state} in {home} memory")
         return "\n".join(lines) + "\n"

@@ -33,6 +33,14 @@ class CodeText:
 
 
 @dataclass
+class ExternalMain:
+    """C sources of an existing program, with its own ``main()``, that make a process's executable."""
+
+    sources: list[str]
+    loc: Location
+
+
+@dataclass
 class Program:
     """One Floem program: elements, connections, segments, states and build options.
 
@@ -52,9 +60,11 @@ class Program:
     caches: list[Any] = field(default_factory=list)
     main_code: CodeText | None = None
     main_process: str | None = None
+    external: ExternalMain | None = None
     includes: list[CodeText] = field(default_factory=list)
     depends: list[str] = field(default_factory=list)
     extra_cflags: list[str] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)
     app_file: str | None = None
     _scopes: list[Any] = field(default_factory=list)
     _names: dict[str, Location] = field(default_factory=dict)
@@ -112,8 +122,42 @@ class Program:
 
     def main(self, c_code: str, process: str | None = None) -> None:
         """Body of the generated ``main()`` of the host process (``process`` by default the main one)."""
-        self.main_code = CodeText(c_code, string_location(caller_location(), c_code))
+        loc = caller_location()
+        if self.external is not None:
+            raise loc.error(f"main(...) and external_main(...) (at {self.external.loc}) both "
+                            "give the program's main; keep one")
+        self.main_code = CodeText(c_code, string_location(loc, c_code))
         self.main_process = process
+
+    def external_main(self, *c_files: str, process: str | None = None) -> None:
+        """An existing C program (its own ``main()``) is ``process``'s executable.
+
+        The sources (relative to the calling file) are compiled with the
+        process's generated code and header (``#include "<process>.h"``) into
+        its executable instead of a generated ``main``; they call the callable
+        segments and the lifecycle functions as any program linking the
+        library would. ``floem run`` runs it as the main process.
+        """
+        loc = caller_location()
+        if self.main_code is not None:
+            raise loc.error(f"external_main(...) and main(...) (at {self.main_code.loc}) both "
+                            "give the program's main; keep one")
+        base = os.path.dirname(loc.file)
+        paths = [os.path.normpath(os.path.join(base, f)) for f in c_files]
+        if not paths or not all(isinstance(f, str) and f.endswith(".c") for f in c_files):
+            raise loc.error("external_main: give the program's C sources (.c files)")
+        missing = [p for p in paths if not os.path.exists(p)]
+        if missing:
+            raise loc.error(f"external_main: no such file: {', '.join(missing)}")
+        self.external = ExternalMain(paths, loc)
+        self.main_process = process
+
+    @property
+    def main_location(self) -> Location | None:
+        """Where the program's main was given (``main`` or ``external_main``), if it was."""
+        if self.main_code is not None:
+            return self.main_code.loc
+        return self.external.loc if self.external is not None else None
 
     def include(self, c_text: str) -> None:
         """C text (usually ``#include`` lines) placed before the element code."""
@@ -190,6 +234,11 @@ def loaded_program() -> Program:
 def main(c_code: str, process: str | None = None) -> None:
     """Body of the generated ``main()`` of the current program."""
     current_program().main(c_code, process)
+
+
+def external_main(*c_files: str, process: str | None = None) -> None:
+    """An existing C program with its own ``main()`` as a process's executable; see `Program.external_main`."""
+    current_program().external_main(*c_files, process=process)
 
 
 def include(c_text: str) -> None:

@@ -19,6 +19,7 @@ class Field:
         self.type: Type = as_type(type)
         self.state_class = self.type.state
         self.size = size
+        self.loc = caller_location()
         self.name = ""
         self.order = next(_order)
 
@@ -34,13 +35,16 @@ class State:
 
     Class options: ``layout = [...]`` (field order, names or fields),
     ``packed`` (default True), ``declare`` (default True; False when the struct
-    is defined in an included header). An instance is a persistent state:
-    ``Tracker()`` or ``Tracker(init=[5, 0])`` overriding ``init``'s arguments.
+    is defined in an included header), ``report`` (default False; True: with
+    ``--report``, each process whose elements use an instance prints its numeric
+    fields when it ends). An instance is a persistent state: ``Tracker()`` or
+    ``Tracker(init=[5, 0])`` overriding ``init``'s arguments.
     """
 
     layout: ClassVar[list[Any] | None] = None
     packed: ClassVar[bool] = True
     declare: ClassVar[bool] = True
+    report: ClassVar[bool] = False
     class_loc: ClassVar[Location]
 
     def __init_subclass__(cls, **kw: Any) -> None:

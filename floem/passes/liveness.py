@@ -40,16 +40,18 @@ def run(ir: ProgramIR) -> ProgramIR:
     for seg in ir.segments.values():
         seg.uses = set()
         for name in seg.elements:
-            seg.uses |= _uses(ir.node(name)) | (live_out[name] if ir.node(name).role == "enqueue"
-                                                else set())
+            n = ir.node(name)
+            seg.uses |= _uses(ir, n, live_out[name]) | (live_out[name] if n.role == "enqueue"
+                                                        else set())
     for n in ir.nodes():
         if n.info is None or n.state_class is None:
             continue
         f = n.info.fields
-        for field in sorted((f.writes | f.kills) - f.uses - live_out[n.name]):
+        uses = _uses(ir, n, live_out[n.name])
+        for field in sorted((f.writes | f.kills) - uses - live_out[n.name]):
             ir.warnings.append(f"{n.loc}: per-packet field {n.state_class.__name__}.{field} is "
                                f"written by '{n.name}' but never read afterwards")
-        unwritten = f.uses - f.kills - f.writes - defined[n.name]
+        unwritten = uses - f.kills - f.writes - defined[n.name]
         if n.role == "enqueue":
             unwritten.discard("qid")          # an unwritten qid is instance 0, by design
         for field in sorted(unwritten):
@@ -70,8 +72,17 @@ def _successors(ir: ProgramIR) -> dict[str, list[str]]:
     return succ
 
 
-def _uses(n: ElementNode) -> set[str]:
-    return set(n.info.fields.uses) if n.info is not None else set()
+def _uses(ir: ProgramIR, n: ElementNode, live_out: set[str]) -> set[str]:
+    """Fields ``n`` reads; an enqueue also reads the size expressions of the variable-size
+    fields it sends, i.e. of those live after it."""
+    uses = set(n.info.fields.uses) if n.info is not None else set()
+    if n.role != "enqueue" or n.state_class is None:
+        return uses
+    send_all = ir.options.get("send_all_fields", False)
+    for field, size_uses in ir.size_uses.get(n.state_class.__name__, {}).items():
+        if send_all or field in live_out:
+            uses |= size_uses
+    return uses
 
 
 def _kills(n: ElementNode) -> set[str]:
@@ -87,7 +98,7 @@ def _live(ir: ProgramIR, succ: dict[str, list[str]]) -> tuple[dict[str, set[str]
         for name in reversed(list(succ)):
             n = ir.node(name)
             out = set().union(*(live_in[s] for s in succ[name]))
-            new_in = _uses(n) | (out - _kills(n))
+            new_in = _uses(ir, n, out) | (out - _kills(n))
             if n.role == "dequeue":
                 new_in = set()
             if out != live_out[name] or new_in != live_in[name]:

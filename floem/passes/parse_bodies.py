@@ -4,7 +4,10 @@ Before: IR nodes whose ``code`` is C text with the Floem forms.
 
 After: every node but a callable's arguments and return has ``info`` (a `floem.csrc.BodyInfo`: ports read, output
 form and calls, per-packet fields used/written, persistent states touched);
-``ir.options["main_info"]`` holds the analysis of the main code. Mistakes in
+``ir.options["main_info"]`` holds the analysis of the main code;
+``ir.size_uses[S][f]`` names the fields the size expression of variable-size
+field ``f`` of state class ``S`` (by name) reads (an enqueue reads them when it sends
+``f``). Mistakes in
 bodies (syntax, ports read twice, output calls outside the output forms,
 unknown per-packet fields) stop here with the element and body line.
 """
@@ -35,6 +38,8 @@ def run(ir: ProgramIR) -> ProgramIR:
               if n.role not in PSEUDO_ROLES]
     if program.main_code is not None:
         bodies.append(main_body(program))
+    sizes = _size_bodies(ir)
+    bodies += [body for _, _, body in sizes.values()]
     prelude = RUNTIME_TYPES + struct_declarations(state_classes(program, _persistent_classes(ir)))
     include_text = "\n".join(c.text for c in ir.includes)
     include_dirs = [os.path.dirname(program.app_file)] if program.app_file else []
@@ -43,7 +48,25 @@ def run(ir: ProgramIR) -> ProgramIR:
     for n in ir.nodes():
         n.info = infos.get(n.name)
     ir.options["main_info"] = infos.get(MAIN_BODY)
+    for name, (cls, field, _) in sizes.items():
+        ir.size_uses.setdefault(cls.__name__, {})[field] = set(infos[name].fields.uses)
     return ir
+
+
+def _size_bodies(ir: ProgramIR) -> dict[str, tuple[type, str, csrc.Body]]:
+    """A body ``(void)(SIZE);`` per variable-size field of the states queues carry."""
+    classes = {n.state_class for n in ir.nodes() if n.role == "enqueue" and n.state_class}
+    bodies = {}
+    for cls in sorted(classes, key=lambda c: c.__name__):
+        fields = {f.name: str(f.type) for f in cls.fields()}
+        for f in cls.fields():
+            if f.size:
+                name = f"_size_{cls.__name__}_{f.name}"
+                bodies[name] = (cls, f.name, csrc.Body(
+                    element=name, code=f"(void)({f.size});", app_file=f.loc.file,
+                    app_line=f.loc.line, inputs=[], outputs=[], state_fields=fields,
+                    persistent={}))
+    return bodies
 
 
 def _persistent_classes(ir: ProgramIR) -> list[type]:
@@ -66,17 +89,11 @@ def _body(n: ElementNode, nic: bool) -> csrc.Body:
 
 
 def enqueue_reads(state_class: type | None) -> str:
-    """What an enqueue reads besides the fields it sends: ``state->qid`` and variable sizes.
-
-    Written as a C body so the front end finds the fields these expressions use.
-    """
-    if state_class is None:
+    """What an enqueue reads besides the fields it sends: ``state->qid`` (and the size
+    expressions of the variable-size fields it sends: see ``ProgramIR.size_uses``)."""
+    if state_class is None or not any(f.name == "qid" for f in state_class.fields()):
         return ""
-    fields = state_class.fields()
-    reads = [f"(void)({f.size});" for f in fields if f.size]
-    if any(f.name == "qid" for f in fields):
-        reads.append("(void)state->qid;")
-    return " ".join(reads)
+    return "(void)state->qid;"
 
 
 def main_body(program: object) -> csrc.Body:

@@ -5,7 +5,8 @@ segments are all in the ``nic`` process).
 
 After: ``ir.processes`` maps each process to its device, thread and callable
 segments; exactly one host process holds ``main`` (the one ``floem.main``
-names, else the default process); the NIC's threads plus its manager cores
+or ``floem.external_main`` names, else the default process; with
+``external_main`` that process's executable is the user's program); the NIC's threads plus its manager cores
 fit the platform (``--nic``), else an error at the segment that overflows::
 
     seg rx (NIC, 2 cores), inc2 (process=math)  =>  process nic (NIC) [rx], 2 + 1 cores
@@ -28,21 +29,25 @@ def run(ir: ProgramIR) -> ProgramIR:
         proc.segments.append(seg.name)
         if seg.kind == "callable":
             proc.callables.append(seg.name)
+    what = "external_main" if program.external is not None else "main"
     if program.main_process is not None and program.main_process not in ir.processes:
-        raise program.main_code.loc.error(
-            f"main(process={program.main_process!r}): no segment is in that process "
+        raise program.main_location.error(
+            f"{what}(process={program.main_process!r}): no segment is in that process "
             f"(processes: {', '.join(ir.processes) or 'none'})")
     hosts = [p for p in ir.processes.values() if p.device == "CPU"]
     wanted = program.main_process or default
     if program.main_process is None and default not in ir.processes and len(hosts) == 1:
         wanted = hosts[0].name
     if ir.processes.get(wanted, ProcessIR(wanted)).device != "CPU":
-        raise program.main_code.loc.error("main(...) runs on the host; the NIC process has no main")
+        raise program.main_location.error(f"{what}(...) runs on the host; the NIC process "
+                                          "has no main")
     main = ir.processes.setdefault(wanted, ProcessIR(wanted))
     # Threads anywhere (NIC ones included) need the main host process to create the
     # shared memory and wait for the stop signal, even when it runs none of them.
-    main.has_main = program.main_code is not None or any(
+    main.has_main = program.main_location is not None or any(
         s.kind == "thread" for s in ir.segments.values())
+    if program.external is not None:
+        main.external_main = list(program.external.sources)
     for proc in ir.processes.values():
         if proc is not main and any(ir.segments[s].kind == "thread" for s in proc.segments):
             proc.has_main = True

@@ -1,6 +1,7 @@
 /* The Floem cache construct's storage: buckets of LRU entries, versions, counters. */
 #include "floem/cache.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,39 @@ void floem_cache_free(floem_cache_t *c)
             free(e);
         }
     free(c);
+}
+
+/* Values handed out by reference are copied, under the bucket lock, into a buffer of the
+ * calling thread: another thread's set or eviction cannot change or free them. */
+struct scratch {
+    uint32_t cap;
+    uint8_t bytes[];
+};
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+static void make_scratch_key(void)
+{
+    if (pthread_key_create(&scratch_key, free) != 0) {
+        fprintf(stderr, "floem: cache: cannot create a thread key\n");
+        abort();
+    }
+}
+
+/* A copy of `len` bytes at `from` in the calling thread's buffer (valid until its next copy). */
+static const void *thread_copy(const void *from, uint32_t len)
+{
+    pthread_once(&scratch_once, make_scratch_key);
+    struct scratch *s = pthread_getspecific(scratch_key);
+    if (s == NULL || s->cap < len) {
+        free(s);
+        s = allocate(sizeof *s + len);
+        s->cap = len;
+        pthread_setspecific(scratch_key, s);
+    }
+    memcpy(s->bytes, from, len);
+    return s->bytes;
 }
 
 static struct bucket *lock_bucket(floem_cache_t *c, const void *key, uint32_t keylen)
@@ -154,7 +188,7 @@ bool floem_cache_get(floem_cache_t *c, const void *key, uint32_t keylen, void *v
         touch(c, e);
         *vallen = e->vallen;
         if (val_ref != NULL)
-            *val_ref = e->bytes + e->keylen;
+            *val_ref = thread_copy(e->bytes + e->keylen, e->vallen);
         else
             memcpy(val, e->bytes + e->keylen, e->vallen < cap ? e->vallen : cap);
     }
@@ -173,7 +207,7 @@ bool floem_cache_fill(floem_cache_t *c, const void *key, uint32_t keylen, const 
     if (e != NULL) {
         touch(c, e);
         newer = true;
-        *cur_ref = e->bytes + e->keylen;
+        *cur_ref = thread_copy(e->bytes + e->keylen, e->vallen);
         *cur_len = e->vallen;
     } else if (b->version == version) {
         e = insert(c, b, key, keylen, evicted);
@@ -200,6 +234,30 @@ bool floem_cache_set(floem_cache_t *c, const void *key, uint32_t keylen, const v
     }
     unlock_bucket(b);
     return e != NULL;
+}
+
+bool floem_cache_forget(floem_cache_t *c, const void *key, uint32_t keylen, const void **val_ref,
+                       uint32_t *vallen, bool *dirty)
+{
+    struct bucket *b = lock_bucket(c, key, keylen);
+    b->version++;
+    struct entry **p = &b->head;
+    while (*p != NULL && !((*p)->keylen == keylen && memcmp((*p)->bytes, key, keylen) == 0))
+        p = &(*p)->next;
+    struct entry *e = *p;
+    if (e != NULL) {
+        *p = e->next;
+        b->count--;
+        *val_ref = thread_copy(e->bytes + e->keylen, e->vallen);
+        *vallen = e->vallen;
+        *dirty = e->dirty;
+    }
+    unlock_bucket(b);
+    if (e == NULL)
+        return false;
+    free(e->bytes);
+    free(e);
+    return true;
 }
 
 void floem_cache_evicted_free(floem_cache_evicted_t *e)

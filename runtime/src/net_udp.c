@@ -21,6 +21,7 @@
 #ifdef FLOEM_NET_UDP
 
 #include "floem/net_backend.h"
+#include "floem/runtime.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -100,6 +101,8 @@ unsigned floem_backend_init(unsigned wanted)
         memset(&queues[q], 0, sizeof queues[q]);
         queues[q].fd = open_socket(n_queues > 1);
     }
+    /* Datagrams sent from now on are queued by the kernel until a thread receives them. */
+    fprintf(stderr, "floem: net udp: ready on UDP port %u\n", (unsigned)port);
     return n_queues;
 }
 
@@ -183,7 +186,9 @@ static void idle(unsigned q)
         return;
     queues[q].empty_calls = 0;
     struct pollfd pfd = {.fd = queues[q].fd, .events = POLLIN};
+    uint64_t start = floem_now_ns();
     (void)poll(&pfd, 1, IDLE_WAIT_MS);
+    floem_thread_slept(floem_now_ns() - start);
 }
 
 unsigned floem_backend_rx(unsigned q, floem_packet_t *pkts, unsigned max)

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define FLOEM_MAX_THREADS 256
 
@@ -16,8 +17,43 @@ _Thread_local int floem_core_id;
 _Thread_local uint64_t floem_packet_seq;
 volatile int floem_run_flag;
 
-static pthread_t threads[FLOEM_MAX_THREADS];
-static int n_threads;
+/* A started thread: what it runs, and its statistics (written only by itself). */
+struct thread {
+    pthread_t id;
+    void *(*fn)(void *);
+    floem_thread_stats_t stats;
+};
+
+static struct thread threads[FLOEM_MAX_THREADS];
+static int n_threads, n_reported;
+static _Thread_local floem_thread_stats_t *self;
+static _Thread_local uint64_t turn_start;
+
+uint64_t floem_now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void *run_thread(void *arg)
+{
+    struct thread *t = arg;
+    self = &t->stats;
+    uint64_t cpu = thread_cpu_ns(), start = floem_now_ns();
+    turn_start = start;
+    void *result = t->fn((void *)(intptr_t)t->stats.index);
+    self->cpu_ns = thread_cpu_ns() - cpu;
+    self->wall_ns = floem_now_ns() - start;
+    return result;
+}
 
 void floem_thread_spawn(const char *segment, void *(*fn)(void *), int index)
 {
@@ -25,12 +61,64 @@ void floem_thread_spawn(const char *segment, void *(*fn)(void *), int index)
         fprintf(stderr, "floem: segment %s: more than %d threads\n", segment, FLOEM_MAX_THREADS);
         abort();
     }
-    int err = pthread_create(&threads[n_threads], NULL, fn, (void *)(intptr_t)index);
+    if (n_threads == 0)
+        n_reported = 0;             /* a new set of threads: forget the last set's statistics */
+    struct thread *t = &threads[n_threads];
+    memset(t, 0, sizeof *t);
+    t->fn = fn;
+    snprintf(t->stats.segment, sizeof t->stats.segment, "%s", segment);
+    t->stats.index = index;
+    int err = pthread_create(&t->id, NULL, run_thread, t);
     if (err != 0) {
         fprintf(stderr, "floem: segment %s: cannot start thread: %s\n", segment, strerror(err));
         abort();
     }
     n_threads++;
+}
+
+void floem_iteration_end(void)
+{
+    uint64_t now = floem_now_ns();
+    if (self == NULL) {             /* not a thread floem_thread_spawn started */
+        if (floem_idle)
+            floem_idle_wait();
+        return;
+    }
+    if (!floem_idle) {
+        self->runs++;
+        self->busy_ns += now - turn_start;
+        turn_start = now;
+        return;
+    }
+    floem_idle_wait();
+    uint64_t after = floem_now_ns();
+    self->idle_ns += after - turn_start;
+    turn_start = after;
+}
+
+void floem_thread_slept(uint64_t ns)
+{
+    if (self != NULL)
+        self->slept_ns += ns;
+}
+
+bool floem_thread_stats(int i, floem_thread_stats_t *out)
+{
+    if (i < 0 || i >= n_reported)
+        return false;
+    *out = threads[i].stats;
+    return true;
+}
+
+void floem_threads_report(FILE *out, const char *process)
+{
+    floem_thread_stats_t s;
+    for (int i = 0; floem_thread_stats(i, &s); i++)
+        fprintf(out, "floem: thread %s[%d] (process %s): runs %llu, busy %llu ns, idle %llu ns, "
+                     "slept %llu ns, cpu %llu ns, wall %llu ns\n", s.segment, s.index, process,
+                (unsigned long long)s.runs, (unsigned long long)s.busy_ns,
+                (unsigned long long)s.idle_ns, (unsigned long long)s.slept_ns,
+                (unsigned long long)s.cpu_ns, (unsigned long long)s.wall_ns);
 }
 
 void floem_threads_begin(void)
@@ -42,7 +130,8 @@ void floem_threads_stop(void)
 {
     __atomic_store_n(&floem_run_flag, 0, __ATOMIC_RELEASE);
     for (int i = 0; i < n_threads; i++)
-        pthread_join(threads[i], NULL);
+        pthread_join(threads[i].id, NULL);
+    n_reported = n_threads;
     n_threads = 0;
 }
 

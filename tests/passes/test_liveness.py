@@ -314,13 +314,24 @@ def test_qid_and_variable_size_lengths_are_used_by_the_enqueue():
     p = across(lambda q: Gen() >> C(text=write, name="write") >> q, lambda q: q >> Leaf(text=read),
                state_class=Message)
     ir = run_until(p, "liveness")
-    assert ir.node("q_enq0").info.fields.uses == {"qid", "len"}
+    assert ir.node("q_enq0").info.fields.uses == {"qid"}
+    assert ir.size_uses["Message"] == {"data": {"len"}}     # read when data is sent
     assert ir.queues["q"].fields == [["data"]]
     assert ir.segments["tx"].uses == {"qid", "len", "data"}
     assert ir.segments["rx"].uses == {"data"}
     assert [w for w in ir.warnings if "written by 'write'" in w] == [
         f"{__file__}:{ir.node('write').loc.line}: per-packet field Message.spare is written by "
         "'write' but never read afterwards"]
+
+
+def test_a_size_expression_is_read_only_where_its_field_is_sent():
+    write = "state->qid = 0; output { out(); }"        # len and data never written here
+    p = across(lambda q: Gen() >> C(text=write, name="write") >> q,
+               lambda q: q >> Leaf(text='printf("%d\\n", state->qid);'), state_class=Message)
+    ir = run_until(p, "liveness")
+    assert ir.queues["q"].fields == [["qid"]]
+    assert ir.segments["tx"].uses == {"qid"}
+    assert not [w for w in ir.warnings if "Message.len" in w]
 
 
 def test_per_segment_uses_on_both_sides_of_a_queue():

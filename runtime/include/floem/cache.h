@@ -7,6 +7,10 @@
  * changed while its value was being fetched (then the fetched value is not
  * cached). One lock per bucket makes the cache safe for several threads of one
  * process. Counters: hits, misses, evictions, write-backs (dirty evictions).
+ *
+ * A value handed out by reference (`val_ref`, `cur_ref`) is a copy, made under the
+ * bucket lock into a buffer of the calling thread: it stays valid, whatever other
+ * threads do to the cache, until the same thread's next call that hands one out.
  */
 #ifndef FLOEM_CACHE_H
 #define FLOEM_CACHE_H
@@ -44,7 +48,7 @@ floem_cache_t *floem_cache_new(uint32_t buckets, uint32_t entries);
 void floem_cache_free(floem_cache_t *c);
 
 /* Look `key` up. On a hit, copies at most `cap` bytes of the value to `val` (or, when
- * `val_ref` is given, points *val_ref at the cached bytes, valid until the entry changes),
+ * `val_ref` is given, points *val_ref at the calling thread's copy of it),
  * sets *vallen and returns true. On a miss returns false. Either way *version is the
  * bucket's version now (for floem_cache_fill). Counts a hit or a miss. */
 bool floem_cache_get(floem_cache_t *c, const void *key, uint32_t keylen, void *val, uint32_t cap,
@@ -63,6 +67,14 @@ bool floem_cache_fill(floem_cache_t *c, const void *key, uint32_t keylen, const 
 bool floem_cache_set(floem_cache_t *c, const void *key, uint32_t keylen, const void *val,
                      uint32_t vallen, bool dirty, bool only_if_present,
                      floem_cache_evicted_t *evicted);
+
+/* Remove `key` from the cache without writing it back, dirty or not (its set region will
+ * not run for it): for a delete that goes to the store itself. Bumps the bucket version,
+ * so a miss being fetched meanwhile is not cached. Returns true when the key was cached;
+ * then *val_ref and *vallen name (the calling thread's copy of) its value and *dirty says
+ * whether it had not been written back. */
+bool floem_cache_forget(floem_cache_t *c, const void *key, uint32_t keylen, const void **val_ref,
+                        uint32_t *vallen, bool *dirty);
 
 void floem_cache_evicted_free(floem_cache_evicted_t *e);
 void floem_cache_stats(const floem_cache_t *c, floem_cache_stats_t *out);

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Index of the segment thread running the caller (0 on the main thread). */
 extern _Thread_local int floem_core_id;
@@ -37,6 +38,34 @@ void floem_threads_begin(void);
 extern _Thread_local int floem_idle;
 /* Back off after an idle packet (spins a little, then yields the core). */
 void floem_idle_wait(void);
+
+/* What a segment thread did, measured as it ran (cheap enough to be always on).
+ *
+ * Each turn of a thread's loop either found work (a *run*: busy time) or did not
+ * (idle time, back-off included), timed with the monotonic clock. `slept_ns` is the
+ * part of the idle time the thread spent blocked (not runnable), e.g. in poll() in
+ * the udp backend. The thread's CPU time and lifetime are read once, at its end.
+ * When threads share cores, busy time includes moments the thread was preempted;
+ * scaled by the share of its runnable time it was on a core, it estimates the CPU
+ * time the runs took: busy_ns * cpu_ns / (wall_ns - slept_ns).
+ */
+typedef struct {
+    char segment[48];
+    int index;
+    uint64_t runs, busy_ns, idle_ns, slept_ns, cpu_ns, wall_ns;
+} floem_thread_stats_t;
+
+/* End of one turn of a segment thread's loop: account it as busy or idle (floem_idle),
+ * and back off when idle. */
+void floem_iteration_end(void);
+/* A backend blocked the calling thread for `ns` nanoseconds (counted as slept). */
+void floem_thread_slept(uint64_t ns);
+/* Statistics of the i-th thread started (false past the last); final after floem_threads_stop. */
+bool floem_thread_stats(int i, floem_thread_stats_t *out);
+/* Print every thread's statistics, one line each, naming `process`. */
+void floem_threads_report(FILE *out, const char *process);
+/* The monotonic clock, in nanoseconds. */
+uint64_t floem_now_ns(void);
 
 /* The memory every process of a program shares (queues, persistent state, regions).
  *

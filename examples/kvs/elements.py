@@ -1,0 +1,367 @@
+"""The key-value store's elements (Floem paper, sections 3-4): parse, hash, classify, the
+store's get/put/delete, and the reply. kvs.py wires them into each design.
+
+Every element works on the per-packet state `Request`. A request frame stays where it
+arrived (the NIC in the offload designs): its reply is written into it, so only the
+pointers ``pkt`` and ``buf`` travel with the request, while the key and the record are
+variable-size fields whose bytes cross a queue when something after it reads them.
+"""
+from __future__ import annotations
+
+import os
+
+from floem import Element, Field, Input, Int, Output, Persistent, Pointer, State, Uint, Void
+from floem.builder import runtime_dir
+from floem.library import FRAME
+from floem.library import memcached, net
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+#: Where the library's C headers are (proto.h includes headers.h and memcached.h).
+LIBRARY_C = os.path.dirname(memcached.HEADERS[-1])
+PROTO_HEADERS = memcached.HEADERS + (os.path.join(HERE, "proto.h"),)
+PROTO_SOURCES = memcached.SOURCES + (os.path.join(HERE, "proto.c"),)
+STORE_HEADERS = PROTO_HEADERS + (os.path.join(HERE, "store.h"),)
+STORE_SOURCES = PROTO_SOURCES + (os.path.join(HERE, "store.c"),)
+CACHE_HEADERS = PROTO_HEADERS + (os.path.join(runtime_dir(), "include", "floem", "cache.h"),)
+TASK_HEADERS = PROTO_HEADERS + (os.path.join(HERE, "task.h"),)
+
+#: The largest value a SET can carry (proto.h's KVS_VALUE_LIMIT): a datagram of 2006 bytes.
+VALUE_LIMIT = 2006 - 8 - 24 - 8 - 1
+KEY_MAX = 250
+#: What a record adds to a value: flags and expiry time.
+RECORD_HEADER = 8
+
+
+class Request(State):
+    """The per-packet state of the store.
+
+    ``pkt`` and ``buf`` are the request's frame, on the device that received it
+    (elsewhere they are only carried along); ``key`` points at the key and ``val`` at a
+    record (flags, expiry, value; proto.h), both sized, so their bytes cross queues.
+    """
+
+    pkt = Field("struct kvs_packet *")
+    buf = Field(Pointer(Void))
+    opcode = Field(Uint(8))
+    status = Field(Uint(16))
+    key = Field(Pointer(Uint(8)), size="state->keylen")
+    keylen = Field(Uint(16))
+    hash = Field(Uint(32))
+    qid = Field(Int)
+    val = Field(Pointer(Uint(8)), size="state->vallen")
+    vallen = Field(Uint(32))
+    cached = Field(Uint(8))
+
+
+class RequestDrops(State):
+    """Datagrams `ParseRequest` dropped, by reason (proto.h's ``enum kvs_drop``)."""
+
+    not_udp = Field(Uint(64))
+    ip_options = Field(Uint(64))
+    too_short = Field(Uint(64))
+    multi_datagram = Field(Uint(64))
+    bad_magic = Field(Uint(64))
+    bad_length = Field(Uint(64))
+    packed = False
+    report = True
+
+
+class Table(State):
+    """The store (store.h), made by the first element that uses it."""
+
+    store = Field("struct kvs_store *")
+    memory = Field(Uint(64))
+    buckets = Field(Uint(32))
+    packed = False
+
+    def init(self, memory: int = 64 << 20, buckets: int = 1 << 17) -> None:
+        self.memory = memory
+        self.buckets = buckets
+
+
+class ParseRequest(Element):
+    """Accept whole single-datagram requests (``out``); drop and count the rest (``drop``).
+
+    Sets ``pkt``, ``buf``, ``opcode``, ``key``/``keylen`` and ``status``: what the
+    request is answered if it never reaches the store (invalid arguments, unknown
+    command, a value longer than ``value_max``), else OK.
+    """
+
+    c_headers = PROTO_HEADERS
+    c_sources = PROTO_SOURCES
+    drops = Persistent(RequestDrops)
+
+    def configure(self, value_max: int = VALUE_LIMIT) -> None:
+        self.inp = Input(*FRAME)
+        self.out = Output()
+        self.drop = Output(*FRAME)
+        self.value_max = value_max
+
+    def impl(self) -> None:
+        self.run_c(r'''
+            (size_t size, uint8_t *data, void *buf) = inp();
+            int why = kvs_check(data, size);
+            if (why < 0) {
+                struct kvs_packet *p = (struct kvs_packet *)data;
+                state->pkt = p;
+                state->buf = buf;
+                state->opcode = p->mc.opcode;
+                state->status = kvs_validate(p, %d);
+                state->key = kvs_key(p);
+                state->keylen = kvs_keylen(p);
+            } else {
+                uint64_t *count = why == KVS_DROP_NOT_UDP ? &drops->not_udp
+                                : why == KVS_DROP_IP_OPTIONS ? &drops->ip_options
+                                : why == KVS_DROP_TOO_SHORT ? &drops->too_short
+                                : why == KVS_DROP_MULTI_DATAGRAM ? &drops->multi_datagram
+                                : why == KVS_DROP_BAD_MAGIC ? &drops->bad_magic
+                                : &drops->bad_length;
+                __atomic_fetch_add(count, 1, __ATOMIC_RELAXED);
+            }
+            output switch {
+                case why < 0: out();
+                else: drop(size, data, buf);
+            }
+        ''' % self.value_max)
+
+
+class HashKey(Element):
+    """``state->hash``: the key's hash, which picks its bucket in the store."""
+
+    c_headers = PROTO_HEADERS
+
+    def configure(self) -> None:
+        self.inp = Input()
+        self.out = Output()
+
+    def impl(self) -> None:
+        self.run_c("state->hash = kvs_hash(state->key, state->keylen); output { out(); }")
+
+
+class Classify(Element):
+    """GET and GETK to ``get``, SET to ``set``, DELETE to ``delete``; NOOP and refused
+    requests to ``other``. A SET too large also goes to ``delete``: like memcached, it
+    removes the key's old value."""
+
+    c_headers = PROTO_HEADERS
+
+    def configure(self) -> None:
+        self.inp = Input()
+        self.get = Output()
+        self.set = Output()
+        self.delete = Output()
+        self.other = Output()
+
+    def impl(self) -> None:
+        self.run_c(r'''
+            bool ok = state->status == FLOEM_MC_OK;
+            uint8_t op = state->opcode;
+            output switch {
+                case ok && (op == FLOEM_MC_GET || op == FLOEM_MC_GETK): get();
+                case ok && op == FLOEM_MC_SET: set();
+                case (ok && op == FLOEM_MC_DELETE) || state->status == FLOEM_MC_VALUE_TOO_LARGE:
+                    delete();
+                else: other();
+            }
+        ''')
+
+
+class MakeRecord(Element):
+    """A SET's record (flags, absolute expiry, value) in ``val``: what the store keeps."""
+
+    c_headers = PROTO_HEADERS
+
+    def configure(self) -> None:
+        self.inp = Input()
+        self.out = Output()
+
+    def impl(self) -> None:
+        self.run_c(r'''
+            static _Thread_local uint8_t record[KVS_RECORD_HEADER + KVS_VALUE_LIMIT];
+            state->vallen = kvs_record_make(record, state->pkt, kvs_now());
+            state->val = record;
+            output { out(); }
+        ''')
+
+
+class StoreElement(Element):
+    """An element of the store: one input, one output, the `Table` it works on."""
+
+    c_headers = STORE_HEADERS
+    c_sources = STORE_SOURCES
+    table = Persistent(Table)
+
+    def configure(self) -> None:
+        self.inp = Input()
+        self.out = Output()
+
+    def store(self, body: str) -> None:
+        """Run ``body`` with ``s`` (the store) and ``hash`` (the key's) declared."""
+        self.run_c(r'''
+            kvs_store_t *s = kvs_store_once(&table->store, table->memory, table->buckets);
+            if (s == NULL) {
+                fprintf(stderr, "kvs: cannot reserve %%llu bytes for the store\n",
+                        (unsigned long long)table->memory);
+                abort();
+            }
+            /* an eviction from a NIC cache comes with its key and record only */
+            uint32_t hash = state->hash ? state->hash : kvs_hash(state->key, state->keylen);
+            %s
+            output { out(); }
+        ''' % body)
+
+
+class HashtGet(StoreElement):
+    """The key's record into ``val`` (``vallen`` 0 when the store has none)."""
+
+    def impl(self) -> None:
+        self.store(r'''
+            static _Thread_local uint8_t record[KVS_RECORD_HEADER + KVS_VALUE_LIMIT];
+            long n = kvs_store_get(s, state->key, state->keylen, hash, kvs_now(), record,
+                                   sizeof record);
+            state->val = record;
+            state->vallen = n < 0 || (size_t)n > sizeof record ? 0 : (uint32_t)n;
+        ''')
+
+
+class HashtPut(StoreElement):
+    """Store the record in ``val`` under the key; ``status`` OK, or out of memory."""
+
+    def impl(self) -> None:
+        self.store(r'''
+            int failed = kvs_store_set(s, state->key, state->keylen, hash,
+                                       kvs_record_expiry(state->val), state->val, state->vallen);
+            state->status = failed ? FLOEM_MC_OUT_OF_MEMORY : FLOEM_MC_OK;
+        ''')
+
+
+class HashtDelete(StoreElement):
+    """Delete the key; a DELETE's ``status`` says whether it held a live value.
+
+    With ``cached=True`` (a NIC cache in front, see `Forget`), what the cache knew wins:
+    it held the latest value whenever it held the key.
+    """
+
+    def configure(self, cached: bool = False) -> None:
+        super().configure()
+        self.cached = cached
+
+    def impl(self) -> None:
+        knew = "if (state->cached) found = state->cached == KVS_CACHED_LIVE;" if self.cached else ""
+        self.store(r'''
+            int found = kvs_store_delete(s, state->key, state->keylen, hash, kvs_now());
+            %s
+            if (state->opcode == FLOEM_MC_DELETE)      /* a SET too large keeps its status */
+                state->status = found ? FLOEM_MC_OK : FLOEM_MC_KEY_NOT_FOUND;
+        ''' % knew)
+
+
+class Forget(Element):
+    """A DELETE in front of cache ``cache``: take the key out of it, note what it held
+    (``cached``), and steer the request the way the cache steers misses and evictions
+    (over ``instances`` queue instances), so the store sees them in order."""
+
+    c_headers = CACHE_HEADERS
+
+    def configure(self, cache: object, instances: int) -> None:
+        self.inp = Input()
+        self.out = Output()
+        self.cache = cache.name
+        self.instances = instances
+
+    def impl(self) -> None:
+        self.run_c(r'''
+            const void *held;
+            uint32_t len;
+            bool dirty;
+            if (floem_cache_forget(%(cache)s_cache, state->key, state->keylen, &held, &len, &dirty))
+                state->cached = kvs_record_live(held, len, kvs_now()) ? KVS_CACHED_LIVE
+                                                                      : KVS_CACHED_DEAD;
+            state->qid = (int)(floem_cache_hash(state->key, state->keylen) %% %(n)du);
+            output { out(); }
+        ''' % {"cache": self.cache, "n": self.instances})
+
+
+class Respond(Element):
+    """memcached's reply to the request, written into its frame; a reply longer than a
+    datagram (1400 bytes) continues in new frames. Every frame goes to ``out``.
+
+    ``record=True`` for GET and GETK, answered from the record in ``val``; the others are
+    answered by ``status``.
+    """
+
+    c_headers = PROTO_HEADERS + net.HEADERS
+    c_sources = PROTO_SOURCES
+    uses_network = True
+
+    def configure(self, record: bool = False) -> None:
+        self.inp = Input()
+        self.out = Output(*FRAME)
+        self.record = "state->val, state->vallen" if record else "NULL, 0"
+
+    def impl(self) -> None:
+        self.run_c(r'''
+            struct kvs_packet *p = state->pkt;
+            struct kvs_reply r = kvs_reply_to(p, state->status, %s, kvs_now());
+            unsigned n = kvs_reply_datagrams(&r);
+            output multiple;
+            /* the other datagrams first: they copy the request's headers */
+            for (unsigned seq = 1; seq < n; seq++) {
+                floem_packet_t more;
+                if (!floem_net_alloc(FLOEM_UDP_FRAME_LEN + KVS_REPLY_DATAGRAM, &more))
+                    break;
+                size_t len = kvs_reply_write(more.data, p, &r, seq);
+                out(len, (uint8_t *)more.data, more.buffer);
+            }
+            out(kvs_reply_write((uint8_t *)p, p, &r, 0), (uint8_t *)p, state->buf);
+        ''' % self.record)
+
+
+class Retrieve(Element):
+    """External design: hand a request to the external program (a `struct kvs_task`, the
+    calling thread's, valid until its next call)."""
+
+    c_headers = TASK_HEADERS
+
+    def configure(self) -> None:
+        self.inp = Input()
+        self.out = Output("struct kvs_task *")
+
+    def impl(self) -> None:
+        self.run_c(r'''
+            static _Thread_local struct kvs_task task;
+            task.opcode = state->opcode;
+            task.keylen = state->keylen;
+            memcpy(task.key, state->key, state->keylen);
+            task.hash = state->hash;
+            task.reclen = state->vallen;
+            if (state->vallen)
+                memcpy(task.record, state->val, state->vallen);
+            task.status = state->status;
+            task.reply.pkt = state->pkt;
+            task.reply.buf = state->buf;
+            task.reply.qid = state->qid;
+            output { out(&task); }
+        ''')
+
+
+class Restore(Element):
+    """External design: take back a task the program answered, as the request's state."""
+
+    c_headers = TASK_HEADERS
+
+    def configure(self) -> None:
+        self.inp = Input("struct kvs_task *")
+        self.out = Output()
+
+    def impl(self) -> None:
+        self.run_c(r'''
+            struct kvs_task *task = inp();
+            state->pkt = task->reply.pkt;
+            state->buf = task->reply.buf;
+            state->qid = task->reply.qid;
+            state->status = task->status;
+            state->val = task->record;
+            state->vallen = task->reclen;
+            output { out(); }
+        ''')

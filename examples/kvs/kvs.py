@@ -1,0 +1,263 @@
+"""The key-value store of the Floem paper (sections 3-4, Figures 1-2, section 7.1), in every
+design the paper explores, serving the memcached binary protocol over UDP.
+
+    floem run examples/kvs/kvs.py --port 11211                          # design cpu
+    floem run examples/kvs/kvs.py -D design=cache-wb --nic emu --port 11211
+    floem params examples/kvs/kvs.py                                    # every parameter
+
+A design is a parameter, ``-D design=...``:
+
+* ``cpu`` (Figure 1a): one segment on the CPU parses, hashes, serves and replies.
+* ``split`` (Figures 1b and 2): the NIC parses, hashes and steers each request by key
+  to one of ``cores`` host queue instances; the host serves; replies go back through
+  NIC queues and the NIC writes them. ``-D share_queues=false`` gives GET, SET and
+  DELETE physical queues of their own (the paper's H2).
+* ``cache-wt`` / ``cache-wb`` (Figure 1c): ``split`` with a `Cache` on the NIC in front
+  of the host's store, write-through or write-back.
+* ``external`` (Figure 1d): the NIC half of ``split``; the store stays in a plain C
+  program (external/server.c, its own ``main`` and threads) that calls the generated
+  ``obtain_pkt`` and ``send_reply``.
+
+docs/kvs.md walks through the designs as diffs of each other.
+"""
+from floem import (Cache, CallableSegment, Flow, Input, Int, Output, PerPacket, Queue, Segment,
+                   cflags, external_main, param, target)
+from floem.library import FromNet, NetFree, Steer, ToNet
+
+from elements import (KEY_MAX, LIBRARY_C, RECORD_HEADER, VALUE_LIMIT, Classify, Forget, HashKey, HashtDelete,
+                      HashtGet, HashtPut, MakeRecord, ParseRequest, Request, RequestDrops, Respond,
+                      Restore, Retrieve, Table)
+
+DESIGNS = ("cpu", "split", "cache-wt", "cache-wb", "external")
+design = param("design", "cpu", choices=DESIGNS, help="the offload design (Floem paper, Figure 1)")
+cores = param("cores", 1, help="host threads serving the store")
+nic_cores = param("nic_cores", 1, help="NIC threads of each NIC segment")
+share_queues = param("share_queues", True,
+                     help="split: GET, SET and DELETE share each physical queue (false: one each)")
+buckets = param("buckets", 2 ** 15, help="cache designs: buckets of the NIC cache")
+entries = param("entries", 5, help="cache designs: entries per bucket (0: unbounded)")
+write_alloc = param("write_alloc", True, help="cache designs: a SET of an uncached key caches it")
+memory = param("memory", 64, help="MiB of memory for the store's items")
+store_buckets = param("store_buckets", 2 ** 17, help="hash buckets of the store")
+value_max = param("value_max", VALUE_LIMIT, help="longest value a SET may store (longer: 'Too large.')")
+queue_size = param("queue_size", 256, help="entries of each physical queue instance")
+
+KINDS = ("get", "set", "delete")
+cflags(f"-I{LIBRARY_C}")
+table = Table("table", init={"memory": memory << 20, "buckets": store_buckets})
+drops = RequestDrops("drops")
+
+
+def entry_bytes(*variable: int) -> int:
+    """Entry size for a channel whose variable-size fields hold at most these many bytes."""
+    header_and_fixed = 8 + 64
+    return -(-(header_and_fixed + sum(n + 8 for n in variable)) // 64) * 64
+
+
+KEY, RECORD = KEY_MAX, RECORD_HEADER + value_max
+REQUEST_ENTRY = {"get": entry_bytes(KEY), "set": entry_bytes(KEY, RECORD), "delete": entry_bytes(KEY)}
+REPLY_ENTRY = {"get": entry_bytes(RECORD), "set": entry_bytes(), "delete": entry_bytes()}
+
+
+class LogicalQueues:
+    """GET, SET and DELETE as channels of one `Queue` of ``cores`` instances, or, with
+    ``share=False``, a `Queue` each: one logical-to-physical mapping or the other."""
+
+    def __init__(self, name: str, entry: dict[str, int], share: bool = True) -> None:
+        #: The kinds one dequeuing segment serves: all three, or each alone (a segment
+        #: starts at one queue).
+        self.groups = [KINDS] if share else [(k,) for k in KINDS]
+        if share:
+            self.queue = Queue(name, channel=len(KINDS), inst=cores, size=queue_size,
+                               entry_size=max(entry.values()))
+            self.ends = {k: (self.queue.enq[i], self.queue.deq[i]) for i, k in enumerate(KINDS)}
+        else:
+            queues = {k: Queue(f"{name}_{k}", inst=cores, size=queue_size, entry_size=entry[k])
+                      for k in KINDS}
+            self.ends = {k: (q.enq, q.deq) for k, q in queues.items()}
+
+    def enq(self, kind: str):
+        """The enqueue port of ``kind``'s logical queue."""
+        return self.ends[kind][0]
+
+    def deq(self, kind: str):
+        """The dequeue port of ``kind``'s logical queue."""
+        return self.ends[kind][1]
+
+
+def receive(steer: bool) -> Classify:
+    """``FromNet >> ParseRequest >> HashKey [>> Steer] >> Classify`` (malformed frames to
+    NetFree); returns the classifier, whose ports get, set, delete and other the design wires."""
+    parse, classify = ParseRequest(value_max=value_max, states=[drops]), Classify()
+    FromNet() >> parse
+    hashed = parse.out >> HashKey()
+    if steer:                                   # state->qid = hash % cores: the key's instance
+        hashed = hashed >> Steer(n=cores, hash="state->hash")
+    hashed >> classify
+    parse.drop >> NetFree()
+    return classify
+
+
+def reply(record: bool = False) -> Respond:
+    """``Respond >> ToNet``; ``record``: the reply of a GET, from the record in ``val``."""
+    respond = Respond(record=record)
+    respond >> ToNet()
+    return respond
+
+
+def cpu() -> None:
+    """Figure 1a: one segment on the CPU."""
+    class kvs(Segment):
+        def impl(self):
+            classify = receive(steer=False)
+            classify.get >> HashtGet(states=[table]) >> reply(record=True)
+            classify.set >> MakeRecord() >> HashtPut(states=[table]) >> reply()
+            classify.delete >> HashtDelete(states=[table]) >> reply()
+            classify.other >> reply()
+
+    kvs("kvs", cores=list(range(cores)))
+
+
+def serve(requests: LogicalQueues, replies: LogicalQueues, cached: bool = False) -> None:
+    """The host's half of the offload designs: the store, between request and reply queues
+    (one segment, or one per kind when the kinds have queues of their own)."""
+    work = {"get": lambda: HashtGet(states=[table]), "set": lambda: HashtPut(states=[table]),
+            "delete": lambda: HashtDelete(cached=cached, states=[table])}
+
+    class store(Segment):
+        def setup(self, kinds):
+            self.kinds = kinds
+
+        def impl(self):
+            for kind in self.kinds:
+                requests.deq(kind) >> work[kind]() >> replies.enq(kind)
+
+    for kinds in requests.groups:
+        store("store" if len(kinds) > 1 else f"store_{kinds[0]}", cores=list(range(cores)),
+              kinds=kinds)
+
+
+def respond_on_nic(replies: LogicalQueues, before: dict | None = None) -> None:
+    """The NIC writes each reply into the request's frame and sends it (``before``: an
+    element per kind to pass first, e.g. a cache's end points)."""
+    class nic_tx(Segment):
+        def setup(self, kinds):
+            self.kinds = kinds
+
+        def impl(self):
+            for kind in self.kinds:
+                end = replies.deq(kind)
+                if before and kind in before:
+                    end = end >> before[kind]
+                end >> reply(record=kind == "get")
+
+    for kinds in replies.groups:
+        nic_tx("nic_tx" if len(kinds) > 1 else f"nic_tx_{kinds[0]}", device=target.NIC,
+               cores=list(range(nic_cores)), kinds=kinds)
+
+
+def split() -> None:
+    """Figures 1b and 2: the NIC parses and steers, the host serves, the NIC replies."""
+    requests = LogicalQueues("requests", REQUEST_ENTRY, share_queues)
+    replies = LogicalQueues("replies", REPLY_ENTRY, share_queues)
+
+    class nic_rx(Segment):
+        def impl(self):
+            classify = receive(steer=True)
+            classify.get >> requests.enq("get")
+            classify.set >> MakeRecord() >> requests.enq("set")
+            classify.delete >> requests.enq("delete")
+            classify.other >> reply()
+
+    nic_rx("nic_rx", device=target.NIC, cores=list(range(nic_cores)))
+    serve(requests, replies)
+    respond_on_nic(replies)
+
+
+def cache(policy: str) -> None:
+    """Figure 1c: split, with a cache of the store on the NIC (misses, evictions and
+    deletes of a key share one queue instance, so the store sees them in order)."""
+    kv = Cache("kv", key="key", keylen="keylen", val="val", vallen="vallen",
+               buckets=buckets, entries=entries or None, policy=policy,
+               write_miss=Cache.WRITE_ALLOC if write_alloc else Cache.NO_WRITE_ALLOC)
+    requests = LogicalQueues("requests", REQUEST_ENTRY)
+    replies = LogicalQueues("replies", REPLY_ENTRY)
+
+    class nic_rx(Segment):
+        def impl(self):
+            classify = receive(steer=False)     # the cache steers by key
+            classify.get >> kv.get_start >> requests.enq("get")
+            classify.set >> MakeRecord() >> kv.set_start >> requests.enq("set")
+            classify.delete >> Forget(cache=kv, instances=cores) >> requests.enq("delete")
+            classify.other >> reply()
+
+    nic_rx("nic_rx", device=target.NIC, cores=list(range(nic_cores)))
+    serve(requests, replies, cached=True)
+    respond_on_nic(replies, before={"get": kv.get_end, "set": kv.set_end})
+
+
+def external() -> None:
+    """Figure 1d: the NIC half of split; the store is external/server.c, a C program
+    that takes requests with obtain_pkt(qid) and answers with send_reply(task)."""
+    requests = LogicalQueues("requests", REQUEST_ENTRY)
+    replies = Queue("replies", inst=cores, size=queue_size, entry_size=max(REPLY_ENTRY.values()))
+
+    class nic_rx(Segment):
+        def impl(self):
+            classify = receive(steer=True)
+            classify.get >> requests.enq("get")
+            classify.set >> MakeRecord() >> requests.enq("set")
+            classify.delete >> requests.enq("delete")
+            classify.other >> reply()
+
+    class obtain_pkt(CallableSegment):
+        """struct kvs_task *obtain_pkt(int qid): the next request of instance qid, or NULL."""
+
+        def configure(self):
+            self.inp = Input(Int)
+            self.out = Output("struct kvs_task *")
+
+        def impl(self):
+            retrieve = Retrieve()
+            self.inp >> requests.queue.qid
+            for kind in KINDS:
+                requests.deq(kind) >> retrieve
+            retrieve >> self.out
+
+    class send_reply(CallableSegment):
+        """void send_reply(struct kvs_task *task): the program's answer to the NIC."""
+
+        def configure(self):
+            self.inp = Input("struct kvs_task *")
+
+        def impl(self):
+            self.inp >> Restore() >> replies
+
+    class nic_tx(Segment):
+        def impl(self):
+            replies >> reply(record=True)
+
+    nic_rx("nic_rx", device=target.NIC, cores=list(range(nic_cores)))
+    obtain_pkt("obtain_pkt", default_return="NULL")
+    send_reply("send_reply")
+    nic_tx("nic_tx", device=target.NIC, cores=list(range(nic_cores)))
+    external_main("external/server.c", "store.c")
+    cflags(f"-DKVS_WORKERS={cores}", f"-DKVS_MEMORY={memory << 20}",
+           f"-DKVS_BUCKETS={store_buckets}")
+
+
+class KVS(Flow):
+    state = PerPacket(Request)
+
+    def impl(self):
+        if design == "cpu":
+            cpu()
+        elif design == "split":
+            split()
+        elif design == "external":
+            external()
+        else:
+            cache(Cache.WRITE_THROUGH if design == "cache-wt" else Cache.WRITE_BACK)
+
+
+KVS()

@@ -1,0 +1,184 @@
+"""App parameters: one app file, several designs, chosen on the command line with ``-D``.
+
+``floem.param(name, default, choices=None, help="")`` in an app file returns the
+value given as ``-D name=value`` (on any ``floem`` subcommand), converted to
+the type of the default, or the default. The command line sets the given
+values before the app file runs (`set_given`) and checks afterwards that each
+named a parameter the app declared (`check_given`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from floem.errors import FloemError, Location
+from floem.lang.location import caller_location
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_TRUE = {"true", "yes", "on", "1"}
+_FALSE = {"false", "no", "off", "0"}
+
+
+@dataclass(frozen=True)
+class Param:
+    """A declared parameter: its default, allowed values, help, and the value in use."""
+
+    name: str
+    default: Any
+    choices: tuple[Any, ...] | None
+    help: str
+    loc: Location
+    value: Any
+
+    @property
+    def type_name(self) -> str:
+        """``int``, ``float``, ``bool`` or ``str``: the type values are converted to."""
+        return type(self.default).__name__
+
+
+_given: dict[str, str] = {}
+_declared: dict[str, Param] = {}
+#: Bad ``-D`` values met while the app ran (the default was used meanwhile); `check_given`
+#: reports the first once every parameter is known, so the message can list them all.
+_errors: list[tuple[Location, str]] = []
+
+
+def set_given(values: dict[str, str]) -> None:
+    """Start a fresh app run with these ``-D`` values (name -> text); forgets declarations."""
+    _given.clear()
+    _given.update(values)
+    _declared.clear()
+    _errors.clear()
+
+
+def declared() -> list[Param]:
+    """The parameters the app declared, in declaration order."""
+    return list(_declared.values())
+
+
+def param(name: str, default: Any, choices: Any = None, help: str = "") -> Any:
+    """The value of app parameter ``name``: ``-D name=value`` converted like ``default``, else it.
+
+    ``default`` is an int, float, bool or str; ``choices``, when given, lists
+    the allowed values (the default among them). A value that does not parse
+    or is not a choice is a `FloemError` at this call, listing the parameters.
+    """
+    loc = caller_location()
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise loc.error(f"param: the name must be an identifier, not {name!r}")
+    if not isinstance(default, (bool, int, float, str)):
+        raise loc.error(f"param {name!r}: the default must be an int, float, bool or str "
+                        f"(its type is the parameter's), not {default!r}")
+    allowed = None if choices is None else tuple(choices)
+    if allowed is not None:
+        if not allowed or any(type(c) is not type(default) for c in allowed):
+            raise loc.error(f"param {name!r}: choices must be a non-empty list of "
+                            f"{type(default).__name__} values like the default")
+        if default not in allowed:
+            raise loc.error(f"param {name!r}: the default {default!r} is not one of the choices "
+                            f"({_show(allowed)})")
+    previous = _declared.get(name)
+    if previous is not None:
+        if (previous.default, previous.choices) != (default, allowed):
+            raise loc.error(f"param {name!r} is already declared differently (at {previous.loc})")
+        return previous.value
+    _declared[name] = Param(name, default, allowed, help, loc, default)
+    if name not in _given:
+        return default
+    text = _given[name]
+    value = _convert(text, default)
+    if value is None:
+        _errors.append((loc, f"-D {name}={text}: not {_KINDS[type(default)]}"))
+        return default
+    if allowed is not None and value not in allowed:
+        _errors.append((loc, f"-D {name}={text}: not one of {_show(allowed)}"))
+        return default
+    _declared[name] = dataclasses.replace(_declared[name], value=value)
+    return value
+
+
+def check_values() -> None:
+    """Raise the first bad ``-D`` value met so far (if the app stopped early, too)."""
+    if _errors:
+        loc, message = _errors[0]
+        raise loc.error(message + _listing(declared()))
+
+
+def check_given(app_file: str) -> None:
+    """After the app ran: every ``-D`` value was usable and named a parameter it declared."""
+    check_values()
+    unknown = sorted(set(_given) - set(_declared))
+    if not unknown:
+        return
+    names = ", ".join(unknown)
+    if not _declared:
+        raise FloemError(f"-D {names}: this app declares no parameters (floem.param)", app_file)
+    raise FloemError(f"-D {names}: no such parameter{'s' if len(unknown) > 1 else ''}"
+                     f"{_listing(declared())}", app_file)
+
+
+def parse_definitions(definitions: list[str]) -> dict[str, str]:
+    """``["a=1", "b=x"]`` (the ``-D`` arguments) as a dict; a malformed one is a `FloemError`."""
+    values: dict[str, str] = {}
+    for d in definitions:
+        name, eq, text = d.partition("=")
+        if not eq or not _NAME.match(name):
+            raise FloemError(f"-D {d}: expected NAME=VALUE")
+        values[name] = text
+    return values
+
+
+def describe(params: list[Param]) -> str:
+    """A table of parameters: name, type, value (and default), choices, help."""
+    if not params:
+        return "no parameters\n"
+    rows = [("name", "type", "value", "default", "choices", "help")]
+    for p in params:
+        rows.append((p.name, p.type_name, _text(p.value), _text(p.default),
+                     _show(p.choices) if p.choices else "-", p.help))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    return "".join(("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[5]).rstrip() + "\n"
+                   for r in rows)
+
+
+_KINDS = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+
+
+def _convert(text: str, default: Any) -> Any:
+    """``text`` as a value of the default's type, or None when it does not parse."""
+    if isinstance(default, bool):
+        lowered = text.lower()
+        return lowered in _TRUE if lowered in _TRUE | _FALSE else None
+    try:
+        if isinstance(default, int):
+            try:
+                return int(text, 10)
+            except ValueError:
+                return int(text, 0)
+        if isinstance(default, float):
+            return float(text)
+    except ValueError:
+        return None
+    return text
+
+
+def _text(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _show(values: tuple[Any, ...] | None) -> str:
+    return ", ".join(_text(v) for v in values or ())
+
+
+def _listing(params: list[Param]) -> str:
+    """The app's parameters, for error messages."""
+    if not params:
+        return ""
+    lines = []
+    for p in params:
+        choices = f" ({_show(p.choices)})" if p.choices else ""
+        lines.append(f"  {p.name}={_text(p.default)}{choices}: {p.type_name}"
+                     + (f", {p.help}" if p.help else ""))
+    return "\nparameters of the app:\n" + "\n".join(lines)
