@@ -319,13 +319,15 @@ class Respond(Element):
 
 class Retrieve(Element):
     """External design: hand a request to the external program (a `struct kvs_task`, the
-    calling thread's, valid until its next call)."""
+    calling thread's, valid until its next call); ``record=True`` for a SET's record."""
 
     c_headers = TASK_HEADERS
 
-    def configure(self) -> None:
+    def configure(self, record: bool = False) -> None:
         self.inp = Input()
         self.out = Output("struct kvs_task *")
+        self.copy = "memcpy(task.record, state->val, state->vallen);" if record else ""
+        self.length = "state->vallen" if record else "0"
 
     def impl(self) -> None:
         self.run_c(r'''
@@ -334,15 +336,14 @@ class Retrieve(Element):
             task.keylen = state->keylen;
             memcpy(task.key, state->key, state->keylen);
             task.hash = state->hash;
-            task.reclen = state->vallen;
-            if (state->vallen)
-                memcpy(task.record, state->val, state->vallen);
+            task.reclen = %s;
+            %s
             task.status = state->status;
             task.reply.pkt = state->pkt;
             task.reply.buf = state->buf;
             task.reply.qid = state->qid;
             output { out(&task); }
-        ''')
+        ''' % (self.length, self.copy))
 
 
 class Restore(Element):

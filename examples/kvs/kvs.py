@@ -218,11 +218,9 @@ def external() -> None:
             self.out = Output("struct kvs_task *")
 
         def impl(self):
-            retrieve = Retrieve()
             self.inp >> requests.queue.qid
             for kind in KINDS:
-                requests.deq(kind) >> retrieve
-            retrieve >> self.out
+                requests.deq(kind) >> Retrieve(record=kind == "set") >> self.out
 
     class send_reply(CallableSegment):
         """void send_reply(struct kvs_task *task): the program's answer to the NIC."""

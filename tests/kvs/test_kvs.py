@@ -1,0 +1,233 @@
+"""The key-value store (examples/kvs/kvs.py) in every design, checked against real memcached.
+
+Each design serves a free UDP port (``floem run``, NIC designs on the emulated NIC) beside a
+memcached 1.6 (``-U PORT -B binary``). Both get the same randomized sequence of requests, one
+at a time: GET, GETK, SET, DELETE and NOOP over a small key set (hits, misses, overwrites),
+keys of 1 to 250 bytes, values from empty to the largest a datagram carries (replies split
+over two datagrams), flags, expiry times, unknown opcodes and invalid arguments. Every
+response must equal memcached's apart from the CAS. Malformed datagrams are interleaved (sent
+to the design only: memcached's UDP path swallows or misparses some of them); none may be
+answered, every request after them must still be answered like memcached, and each is
+counted by reason (the store's ``--report``). Then the workload generator drives the design.
+"""
+from __future__ import annotations
+
+import collections
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import dpkt
+import pytest
+
+from conftest import ROOT, floem, floem_command
+from kvs_server import (KVS, Client, free_udp_port, kvs_server, malformed_datagrams,
+                        oracle_requests, phased_requests)
+from test_net import DPDK_EAL, have_dpdk
+from test_protocol import memcached
+
+sys.path.insert(0, os.path.join(ROOT, "examples", "kvs"))
+import load  # noqa: E402
+import protocol as kvp  # noqa: E402
+
+assert shutil.which("memcached"), "install memcached (scripts/setup.sh does)"
+
+DESIGNS = {
+    "cpu": ["design=cpu"],
+    "cpu-2-threads": ["design=cpu", "cores=2"],
+    "split": ["design=split", "cores=2"],
+    "split-own-queues": ["design=split", "share_queues=false"],
+    "cache-wt": ["design=cache-wt", "cores=2"],
+    "cache-wb": ["design=cache-wb", "buckets=4", "entries=2"],   # tiny: evictions all along
+    "cache-wb-unbounded": ["design=cache-wb", "entries=0", "write_alloc=false"],
+    "external": ["design=external", "cores=2"],
+}
+
+
+def check_against_memcached(mc: Client, kvs: Client, requests: list[bytes],
+                            malformed: list[tuple[str, bytes]]) -> collections.Counter:
+    """Send ``requests`` to both, ``malformed`` spread among them to ``kvs`` only; return how
+    many malformed datagrams of each reason were sent."""
+    sent: collections.Counter = collections.Counter()
+    every = max(1, len(requests) // (len(malformed) + 1))
+    pending = list(malformed)
+    for i, request in enumerate(requests):
+        if pending and i % every == every - 1:
+            reason, datagram = pending.pop(0)
+            kvs.send(datagram)
+            sent[reason] += 1
+        expected = mc.ask(request).without_cas()
+        got = kvs.ask(request).without_cas()
+        assert got == expected, (f"request {i}: {kvp.decode_request(request)}\n"
+                                 f"memcached: {expected}\nkvs:       {got}")
+    assert kvs.silent(), "a malformed datagram was answered"
+    return sent
+
+
+@pytest.mark.parametrize("design", DESIGNS)
+def test_every_design_answers_like_memcached(design: str) -> None:
+    with memcached() as mc_port, kvs_server(*DESIGNS[design]) as server:
+        mc, kvs = Client(mc_port), Client(server.port)
+        sent = check_against_memcached(mc, kvs, oracle_requests(seed=len(design), count=500),
+                                       malformed_datagrams(seed=1))
+        summary = load.run_live(load.Workload(keys=1000, seed=3), [load.Server("127.0.0.1",
+                                                                                server.port)],
+                                requests=3000, window=16)
+        assert summary.errors == 0 and summary.timeouts == 0, summary.format()
+        assert summary.hits == summary.gets > 0
+        mc.close()
+        kvs.close()
+    drops = server.report("state drops")
+    assert drops == {**{r: 0 for r in drops}, **sent}, server.stderr
+
+
+@pytest.mark.slow
+def test_big_endian_liquidio_nic_answers_like_memcached() -> None:
+    with memcached() as mc_port, kvs_server("design=cache-wb", "entries=2", nic="liquidio",
+                                            start_timeout=600) as server:
+        check_against_memcached(Client(mc_port), Client(server.port, timeout=20),
+                                oracle_requests(seed=7, count=120), malformed_datagrams(seed=2))
+
+
+@pytest.mark.parametrize("design", ["cpu", "cache-wb"])
+def test_relative_expiry_is_honoured_like_memcached(design: str) -> None:
+    with memcached() as mc_port, kvs_server(f"design={design}") as server:
+        mc, kvs = Client(mc_port), Client(server.port)
+        both = lambda datagram: (mc.ask(datagram).without_cas(), kvs.ask(datagram).without_cas())
+        set_, get = kvp.encode_set(1, b"soon", b"gone in 2 s", flags=5, expiration=2), \
+            kvp.encode_get(2, b"soon")
+        for answer in (both(set_), both(get)):
+            assert answer[0] == answer[1] and answer[0].status == kvp.OK
+        time.sleep(3.2)
+        memcached_answer, kvs_answer = both(get)
+        assert memcached_answer == kvs_answer and kvs_answer.status == kvp.KEY_NOT_FOUND
+
+
+def test_a_value_longer_than_value_max_is_too_large_and_removes_the_old_one() -> None:
+    with kvs_server("design=cache-wb", "value_max=100") as server:
+        kvs = Client(server.port)
+        assert kvs.ask(kvp.encode_set(1, b"k", b"old")).status == kvp.OK
+        too_large = kvs.ask(kvp.encode_set(2, b"k", b"x" * 101))
+        assert (too_large.status, too_large.value) == (3, b"Too large.")
+        assert kvs.ask(kvp.encode_get(3, b"k")).status == kvp.KEY_NOT_FOUND
+        assert kvs.ask(kvp.encode_set(4, b"k", b"y" * 100)).status == kvp.OK
+
+
+def test_the_store_evicts_within_its_memory_budget() -> None:
+    with kvs_server("design=cpu", "memory=1") as server:
+        kvs = Client(server.port)
+        for i in range(3000):                       # 3000 x ~1 KiB items in a 1 MiB store
+            assert kvs.ask(kvp.encode_set(i % 65536, b"key%d" % i, b"v" * 1000)).status == kvp.OK
+        assert kvs.ask(kvp.encode_get(1, b"key2999")).value == b"v" * 1000
+        assert kvs.ask(kvp.encode_get(2, b"key0")).status == kvp.KEY_NOT_FOUND
+
+
+def test_usable_as_soon_as_it_says_it_is_ready() -> None:
+    port = free_udp_port()
+    proc = subprocess.Popen(floem_command() + ["run", KVS, "-D", "design=cache-wb", "--port",
+                                               str(port), "--timeout", "300"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in proc.stderr:
+            if line.startswith("floem: net udp: ready"):
+                break
+        assert line.strip() == f"floem: net udp: ready on UDP port {port}"
+        kvs = Client(port, timeout=10)
+        assert kvs.ask(kvp.encode_set(1, b"first", b"request")).status == kvp.OK
+        assert kvs.ask(kvp.encode_get(2, b"first")).value == b"request"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+    assert proc.returncode == 0
+
+
+# -- captures: --net pcap and --net dpdk ------------------------------------
+
+CLIENT = dict(src_mac=kvp.mac_address("02:00:00:00:00:02"), dst_mac=kvp.mac_address("02:00:00:00:00:01"),
+              src_ip=kvp.ipv4_address("10.0.0.2"), dst_ip=kvp.ipv4_address("10.0.0.1"),
+              src_port=40000, dst_port=11211)
+
+
+def frames_not_for_memcached() -> list[tuple[str, bytes]]:
+    """Frames only a capture can hold: IP options, other protocols, cut-short headers."""
+    good = kvp.build_frame(kvp.encode_noop(0x7100), **CLIENT)
+    options = dpkt.ethernet.Ethernet(good)
+    options.data.opts = b"\x01\x01\x01\x00"             # NOP, NOP, NOP, end of options
+    options.data.hl = 6
+    options.data.len += 4
+    options.data.sum = 0
+    tcp = bytearray(good)
+    tcp[23] = 6                                         # IPv4 protocol: TCP
+    return [("ip_options", bytes(options)), ("not_udp", bytes(tcp)), ("not_udp", good[:30]),
+            ("not_udp", good[:14])]
+
+
+def write_capture(path: str, requests: list[bytes], extra: list[tuple[str, bytes]]) -> None:
+    frames = [kvp.build_frame(r, **CLIENT, ip_id=i) for i, r in enumerate(requests)]
+    for i, (_, frame) in enumerate(extra):
+        frames.insert(1 + i * len(frames) // (len(extra) + 1), frame)
+    with open(path, "wb") as f:
+        writer = dpkt.pcap.Writer(f, snaplen=65535)
+        for i, frame in enumerate(frames):
+            writer.writepkt(frame, ts=i * 1e-6)
+
+
+def replies_in(path: str) -> dict[int, kvp.Response]:
+    """The responses in a capture of reply frames (addressed back to the client), by request id."""
+    assembler, replies = kvp.Reassembler(), {}
+    with open(path, "rb") as f:
+        for _, buf in dpkt.pcap.Reader(f):
+            ip = dpkt.ethernet.Ethernet(buf).data
+            assert (ip.src, ip.dst, ip.data.sport, ip.data.dport) == (
+                CLIENT["dst_ip"], CLIENT["src_ip"], CLIENT["dst_port"], CLIENT["src_port"])
+            response = assembler.feed(bytes(ip.data.data))
+            if response is not None:
+                replies[response.request_id] = response.without_cas()
+    return replies
+
+
+def check_capture(tmp_path, run) -> None:
+    """Replay a phased capture through ``run(in, out) -> Server-like stderr``; compare with memcached."""
+    requests, extra = phased_requests(seed=11), frames_not_for_memcached()
+    src, out = str(tmp_path / "requests.pcap"), str(tmp_path / "replies.pcap")
+    write_capture(src, requests, extra)
+    stderr = run(src, out)
+    with memcached() as mc_port:
+        mc = Client(mc_port)
+        expected = {kvp.FRAME_HEADER.unpack_from(r)[0]: mc.ask(r).without_cas() for r in requests}
+    got = replies_in(out)
+    assert sorted(got) == sorted(expected), stderr
+    for rid in expected:
+        assert got[rid] == expected[rid], f"request {rid}"
+    drops = collections.Counter(reason for reason, _ in extra)
+    line = next(ln for ln in stderr.splitlines() if ln.startswith("floem: state drops"))
+    for reason, count in drops.items():
+        assert f"{reason} {count}" in line, stderr
+
+
+CAPTURE_DESIGNS = ["cpu", "split", "cache-wt", "cache-wb", "external"]
+
+
+@pytest.mark.parametrize("design", CAPTURE_DESIGNS)
+def test_pcap_replay_answers_like_memcached(design: str, tmp_path) -> None:
+    def run(src: str, out: str) -> str:
+        result = floem("run", KVS, "-D", f"design={design}", "--net", "pcap", "--pcap-in", src,
+                       "--pcap-out", out, "--duration", "3", "--report", timeout=300)
+        assert result.returncode == 0, result.stderr
+        return result.stderr
+    check_capture(tmp_path, run)
+
+
+@pytest.mark.skipif(not have_dpdk(), reason="libdpdk-dev is not installed")
+@pytest.mark.parametrize("design", ["cpu", "cache-wb"])
+def test_dpdk_pcap_vdev_answers_like_memcached(design: str, tmp_path) -> None:
+    def run(src: str, out: str) -> str:
+        result = floem("run", KVS, "-D", f"design={design}", "--net", "dpdk", "--duration", "3",
+                       "--eal", f"{DPDK_EAL} --vdev=net_pcap0,rx_pcap={src},tx_pcap={out}",
+                       "--report", timeout=300)
+        assert result.returncode == 0, result.stderr
+        return result.stderr
+    check_capture(tmp_path, run)
