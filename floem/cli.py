@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import os
 import runpy
+import signal
 import sys
 import traceback
 from typing import Any
@@ -162,6 +163,8 @@ def _command(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``floem`` console script."""
+    # SIGUSR1 asks `floem run`'s processes for their counters; before they run, ignore it.
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)
     args = _parser().parse_args(argv)
     try:
         return _command(args)

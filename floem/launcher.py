@@ -123,10 +123,11 @@ def _unlink_shared(name: str) -> None:
 
 
 def _forward_signals(procs: list[_Proc]) -> dict[int, object]:
-    """Pass SIGINT/SIGTERM on to the children (only possible on the main thread)."""
+    """Pass SIGINT/SIGTERM (stop) and SIGUSR1 (report now) on to the children (only
+    possible on the main thread)."""
     if threading.current_thread() is not threading.main_thread():
         return {}
-    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)}
     for s in previous:
         signal.signal(s, lambda sig, _frame: [p.signal(sig) for p in procs])
     return previous

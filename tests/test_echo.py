@@ -38,8 +38,12 @@ def report_counts(stderr: str) -> dict[str, int]:
     return {f.rsplit(" ", 1)[0]: int(f.rsplit(" ", 1)[1]) for f in fields}
 
 
-def echo_env(device: str) -> dict[str, str]:
-    return {"ECHO_DEVICE": device, "FLOEM_REPORT": "1"}
+REPORT = {"FLOEM_REPORT": "1"}
+
+
+def on(device: str) -> list[str]:
+    """The echo's command-line parameter placing its segment."""
+    return ["-D", f"device={device}"]
 
 
 # -- udp --------------------------------------------------------------------
@@ -88,9 +92,8 @@ def replies(s: socket.socket, count: int, timeout: float = 10) -> list[tuple[byt
 def test_udp_echo(device: str) -> None:
     port = free_udp_port()
     proc = subprocess.Popen(
-        floem_command() + ["run", ECHO, "--port", str(port), "--duration", "120"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, **echo_env(device)})
+        floem_command() + ["run", ECHO, *on(device), "--port", str(port), "--duration", "120"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **REPORT})
     try:
         with client_socket() as s:
             wait_until_serving(s, port, proc)
@@ -221,8 +224,8 @@ def test_pcap_replay(device: str, nic: str, tmp_path) -> None:
     frames, valid = capture()
     src, out = str(tmp_path / "in.pcap"), str(tmp_path / "out.pcap")
     write_capture(src, frames)
-    result = floem("run", ECHO, "--nic", nic, "--net", "pcap", "--pcap-in", src, "--pcap-out", out,
-                   "--duration", "1", env=echo_env(device))
+    result = floem("run", ECHO, *on(device), "--nic", nic, "--net", "pcap", "--pcap-in", src,
+                   "--pcap-out", out, "--duration", "1", env=REPORT)
     check_replay(result, out, frames, valid)
 
 
@@ -234,7 +237,7 @@ def test_echo_element_never_reads_past_the_frame(tmp_path) -> None:
     cflags = (os.environ.get("FLOEM_CFLAGS", "")
               + " -fsanitize=address,undefined -fno-sanitize-recover=all")
     result = floem("run", ECHO, "--net", "pcap", "--pcap-in", src, "--pcap-out", out,
-                   "--duration", "1", env={**echo_env("cpu"), "FLOEM_CFLAGS": cflags})
+                   "--duration", "1", env={**REPORT, "FLOEM_CFLAGS": cflags})
     assert result.returncode == 0, result.stderr
     assert read_capture(out) == [swapped(frame)]
     assert "Sanitizer" not in result.stderr
@@ -244,8 +247,8 @@ def test_echo_element_never_reads_past_the_frame(tmp_path) -> None:
 
 def dpdk_run(eal: str, device: str = "cpu") -> subprocess.CompletedProcess:
     runtime_dir_existed = os.path.exists("/var/run/dpdk")
-    result = floem("run", ECHO, "--net", "dpdk", "--eal", f"{DPDK_EAL} {eal}", "--duration", "1",
-                   env=echo_env(device))
+    result = floem("run", ECHO, *on(device), "--net", "dpdk", "--eal", f"{DPDK_EAL} {eal}",
+                   "--duration", "1", env=REPORT)
     assert result.returncode == 0, result.stderr
     assert runtime_dir_existed or not os.path.exists("/var/run/dpdk")
     return result
@@ -277,8 +280,7 @@ def test_dpdk_memif_between_processes(tmp_path) -> None:
     server = subprocess.Popen(
         floem_command() + ["run", ECHO, "--net", "dpdk", "--duration", "120", "--eal",
                            f"{DPDK_EAL} --file-prefix=echo {memif}"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, **echo_env("cpu")})
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **REPORT})
     try:
         env = {**os.environ, "FLOEM_DPDK_EAL":
                f"{DPDK_EAL} --file-prefix=client --vdev=net_memif0,role=client,socket={sock}"}

@@ -1,19 +1,17 @@
 """Echo: send every UDP packet back to where it came from.
 
-    segment echo (ECHO_DEVICE):  FromNet -> Echo -+-> ToNet    (addresses swapped)
+    segment echo (-D device):  FromNet -> Echo -+-> ToNet    (addresses swapped)
                                                   +-> NetFree  (not whole Ethernet/IPv4/UDP)
     Echo = CheckUDP -> SwapUDP (floem.library.headers)
 
 The segment runs on the CPU or on the NIC by changing only its device:
-``ECHO_DEVICE=cpu`` (default) or ``ECHO_DEVICE=nic``. Run it (see README.md):
+``-D device=cpu`` (default) or ``-D device=nic``. Run it (see README.md):
 
     floem run examples/echo/echo.py --port 9000                    # kernel UDP
-    ECHO_DEVICE=nic floem run examples/echo/echo.py --nic emu      # on the emulated NIC
+    floem run examples/echo/echo.py -D device=nic --nic emu        # on the emulated NIC
     floem run examples/echo/echo.py --net pcap --pcap-in in.pcap --pcap-out out.pcap --duration 1
 """
-import os
-
-from floem import Composite, Input, Output, Segment, target
+from floem import Composite, Input, Output, Segment, param, target
 from floem.library import FRAME, CheckUDP, FromNet, NetFree, SwapUDP, ToNet
 
 DEVICES = {"cpu": target.CPU, "nic": target.NIC}
@@ -48,7 +46,5 @@ class echo(Segment):
         swap.drop >> NetFree()
 
 
-device = os.environ.get("ECHO_DEVICE", "cpu")
-if device not in DEVICES:
-    raise SystemExit(f"ECHO_DEVICE must be cpu or nic, not {device!r}")
+device = param("device", "cpu", choices=list(DEVICES), help="where the echo segment runs")
 echo("echo", device=DEVICES[device])

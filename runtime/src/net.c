@@ -88,7 +88,7 @@ void floem_net_init(void)
     n_queues = floem_backend_init(queues_wanted());
 }
 
-static void report(void)
+void floem_net_report(void)
 {
     floem_net_stats_t st;
     floem_net_stats(&st);
@@ -108,7 +108,7 @@ void floem_net_finalize(void)
     if (staged.n > 0)
         floem_net_flush(staged.queue);
     if (getenv("FLOEM_REPORT") != NULL)
-        report();
+        floem_net_report();
     floem_backend_finalize();
     n_queues = 0;
 }

@@ -8,7 +8,8 @@
  * cut short by the end of the file. Output (FLOEM_PCAP_OUT, optional): a
  * little-endian file, microsecond timestamps, link type Ethernet, one record per
  * frame sent, flushed at finalize; without it sent frames are counted and
- * discarded.
+ * discarded. The report gives the replay's span: from the first frame received
+ * to the last one sent (a replay's throughput is frames over it).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -17,6 +18,7 @@
 #ifdef FLOEM_NET_PCAP
 
 #include "floem/net_backend.h"
+#include "floem/runtime.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -32,6 +34,7 @@ static FILE *in, *out;
 static const char *in_path;
 static bool big_endian_in;
 static bool done;
+static uint64_t first_rx_ns, last_tx_ns;
 
 static uint32_t get32(const uint8_t *p, bool big)
 {
@@ -93,6 +96,7 @@ unsigned floem_backend_init(unsigned wanted)
     floem_pool_init();
     const char *in_name = getenv("FLOEM_PCAP_IN"), *out_name = getenv("FLOEM_PCAP_OUT");
     done = false;
+    first_rx_ns = last_tx_ns = 0;
     if (in_name != NULL && in_name[0] != '\0')
         open_input(in_name);
     else
@@ -158,6 +162,10 @@ unsigned floem_backend_rx(unsigned q, floem_packet_t *pkts, unsigned max)
         floem_pool_frame(buf, caplen);
         pkts[n++] = (floem_packet_t){buf, caplen, buf};
     }
+    uint64_t none = 0;
+    if (n > 0)
+        __atomic_compare_exchange_n(&first_rx_ns, &none, floem_now_ns(), false, __ATOMIC_RELAXED,
+                                    __ATOMIC_RELAXED);
     return n;
 }
 
@@ -187,11 +195,15 @@ void floem_backend_send(unsigned q, floem_packet_t *pkts, unsigned n)
         floem_net_queue[q].tx++;
     }
     floem_pool_put(buffers, n);     /* aborts on a buffer the network never gave */
+    __atomic_store_n(&last_tx_ns, floem_now_ns(), __ATOMIC_RELAXED);
 }
 
 void floem_backend_report(FILE *report)
 {
-    (void)report;
+    uint64_t first = __atomic_load_n(&first_rx_ns, __ATOMIC_RELAXED);
+    uint64_t last = __atomic_load_n(&last_tx_ns, __ATOMIC_RELAXED);
+    fprintf(report, "floem: net pcap: replay span %llu ns (first frame received to last sent)\n",
+            (unsigned long long)(first && last > first ? last - first : 0));
 }
 
 #endif

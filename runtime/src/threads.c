@@ -17,10 +17,13 @@ _Thread_local int floem_core_id;
 _Thread_local uint64_t floem_packet_seq;
 volatile int floem_run_flag;
 
-/* A started thread: what it runs, and its statistics (written only by itself). */
+/* A started thread: what it runs, when it started, and its statistics (the counters are
+ * written only by the thread itself, with relaxed atomic stores, so others may read them). */
 struct thread {
     pthread_t id;
     void *(*fn)(void *);
+    uint64_t start_ns, start_cpu_ns;
+    bool ended;
     floem_thread_stats_t stats;
 };
 
@@ -36,22 +39,30 @@ uint64_t floem_now_ns(void)
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-static uint64_t thread_cpu_ns(void)
+static uint64_t cpu_ns(clockid_t clock)
 {
     struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    if (clock_gettime(clock, &t) != 0)
+        return 0;
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void add(uint64_t *counter, uint64_t n)
+{
+    __atomic_store_n(counter, *counter + n, __ATOMIC_RELAXED);
 }
 
 static void *run_thread(void *arg)
 {
     struct thread *t = arg;
     self = &t->stats;
-    uint64_t cpu = thread_cpu_ns(), start = floem_now_ns();
-    turn_start = start;
+    t->start_cpu_ns = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+    t->start_ns = turn_start = floem_now_ns();
     void *result = t->fn((void *)(intptr_t)t->stats.index);
-    self->cpu_ns = thread_cpu_ns() - cpu;
-    self->wall_ns = floem_now_ns() - start;
+    __atomic_store_n(&self->cpu_ns, cpu_ns(CLOCK_THREAD_CPUTIME_ID) - t->start_cpu_ns,
+                     __ATOMIC_RELAXED);
+    __atomic_store_n(&self->wall_ns, floem_now_ns() - t->start_ns, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->ended, true, __ATOMIC_RELEASE);
     return result;
 }
 
@@ -74,6 +85,7 @@ void floem_thread_spawn(const char *segment, void *(*fn)(void *), int index)
         abort();
     }
     n_threads++;
+    n_reported = n_threads;
 }
 
 void floem_iteration_end(void)
@@ -85,28 +97,44 @@ void floem_iteration_end(void)
         return;
     }
     if (!floem_idle) {
-        self->runs++;
-        self->busy_ns += now - turn_start;
+        add(&self->runs, 1);
+        add(&self->busy_ns, now - turn_start);
         turn_start = now;
         return;
     }
     floem_idle_wait();
     uint64_t after = floem_now_ns();
-    self->idle_ns += after - turn_start;
+    add(&self->idle_ns, after - turn_start);
     turn_start = after;
 }
 
 void floem_thread_slept(uint64_t ns)
 {
     if (self != NULL)
-        self->slept_ns += ns;
+        add(&self->slept_ns, ns);
 }
 
 bool floem_thread_stats(int i, floem_thread_stats_t *out)
 {
     if (i < 0 || i >= n_reported)
         return false;
-    *out = threads[i].stats;
+    struct thread *t = &threads[i];
+    floem_thread_stats_t *s = &t->stats;
+    memcpy(out->segment, s->segment, sizeof out->segment);
+    out->index = s->index;
+    out->runs = __atomic_load_n(&s->runs, __ATOMIC_RELAXED);
+    out->busy_ns = __atomic_load_n(&s->busy_ns, __ATOMIC_RELAXED);
+    out->idle_ns = __atomic_load_n(&s->idle_ns, __ATOMIC_RELAXED);
+    out->slept_ns = __atomic_load_n(&s->slept_ns, __ATOMIC_RELAXED);
+    if (__atomic_load_n(&t->ended, __ATOMIC_ACQUIRE)) {
+        out->cpu_ns = s->cpu_ns;
+        out->wall_ns = s->wall_ns;
+    } else {                        /* still running: its clocks so far */
+        clockid_t clock;
+        out->cpu_ns = pthread_getcpuclockid(t->id, &clock) == 0
+                      ? cpu_ns(clock) - __atomic_load_n(&t->start_cpu_ns, __ATOMIC_RELAXED) : 0;
+        out->wall_ns = floem_now_ns() - __atomic_load_n(&t->start_ns, __ATOMIC_RELAXED);
+    }
     return true;
 }
 
@@ -131,28 +159,36 @@ void floem_threads_stop(void)
     __atomic_store_n(&floem_run_flag, 0, __ATOMIC_RELEASE);
     for (int i = 0; i < n_threads; i++)
         pthread_join(threads[i].id, NULL);
-    n_reported = n_threads;
     n_threads = 0;
 }
 
-static sigset_t stop_signals(void)
+static sigset_t control_signals(void)
 {
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGUSR1);
     return set;
 }
 
 void floem_block_stop_signals(void)
 {
-    sigset_t set = stop_signals();
+    sigset_t set = control_signals();
     pthread_sigmask(SIG_BLOCK, &set, NULL);
 }
 
-void floem_wait_for_stop_signal(void)
+void floem_wait_for_stop_signal(void (*report)(void))
 {
-    sigset_t set = stop_signals();
+    sigset_t set = control_signals();
     int sig;
-    sigwait(&set, &sig);
+    while (sigwait(&set, &sig) == 0 && sig == SIGUSR1)
+        report();
+}
+
+void floem_ignore_report_signal(void)
+{
+    struct sigaction ignore = {.sa_handler = SIG_IGN};
+    sigemptyset(&ignore.sa_mask);
+    sigaction(SIGUSR1, &ignore, NULL);
 }

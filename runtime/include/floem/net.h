@@ -61,5 +61,7 @@ bool floem_net_alloc(uint32_t len, floem_packet_t *pkt);
 /* Give a received or allocated frame back without sending it (NetFree). */
 void floem_net_free(floem_packet_t *pkt);
 void floem_net_stats(floem_net_stats_t *out);
+/* Print the port's counters on stderr (floem_net_finalize does with FLOEM_REPORT set). */
+void floem_net_report(void);
 
 #endif

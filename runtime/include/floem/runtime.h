@@ -28,10 +28,13 @@ static inline bool floem_running(void)
 void floem_thread_spawn(const char *segment, void *(*fn)(void *), int index);
 /* Ask every segment thread to stop and wait for all of them. */
 void floem_threads_stop(void);
-/* Block SIGINT and SIGTERM in the caller (and threads it starts later). */
+/* Block SIGINT, SIGTERM and SIGUSR1 in the caller (and threads it starts later). */
 void floem_block_stop_signals(void);
-/* Wait for SIGINT or SIGTERM (blocked beforehand with floem_block_stop_signals). */
-void floem_wait_for_stop_signal(void);
+/* Wait for SIGINT or SIGTERM (blocked beforehand with floem_block_stop_signals); each
+ * SIGUSR1 meanwhile calls `report` (the process prints its counters and goes on). */
+void floem_wait_for_stop_signal(void (*report)(void));
+/* SIGUSR1 asks a program to report; one that does not wait for it must not die of it. */
+void floem_ignore_report_signal(void);
 /* Mark segment threads as running (floem_run_threads calls it even with no threads). */
 void floem_threads_begin(void);
 /* Nonzero for the thread's current packet when its source found nothing to do. */
@@ -60,7 +63,8 @@ typedef struct {
 void floem_iteration_end(void);
 /* A backend blocked the calling thread for `ns` nanoseconds (counted as slept). */
 void floem_thread_slept(uint64_t ns);
-/* Statistics of the i-th thread started (false past the last); final after floem_threads_stop. */
+/* Statistics of the i-th thread started (false past the last): so far while it runs, final
+ * once it has ended. */
 bool floem_thread_stats(int i, floem_thread_stats_t *out);
 /* Print every thread's statistics, one line each, naming `process`. */
 void floem_threads_report(FILE *out, const char *process);

@@ -1,0 +1,395 @@
+#!/usr/bin/env python3
+"""The key-value store's designs side by side: host CPU per request, throughput, hit rate, DMA.
+
+Usage: python3 benchmarks/kvs/run.py [--net pcap,udp] [--requests N] [--keys N]
+                                     [--only NAME,...] [--value-max N] [--json FILE]
+                                     [--loc-only]
+
+Every configuration (CONFIGS below: the Floem paper's Figure 8 designs, Table 2's cache
+sizes, and its H2/H3/H4 comparisons) serves the paper's workload, made by the KVS's own
+driver (examples/kvs/load.py: 100,000 keys of 32 bytes, 64-byte values, Zipf 0.9, 90% GET,
+every key SET first), NIC designs on the emulated NIC, in two ways:
+
+* ``pcap``: the workload as a capture, replayed through ``floem run --net pcap`` as fast as
+  the pipeline goes (deterministic input, no client on the measured path, network I/O as
+  cheap as DPDK's); twice, the preload alone and then the preload and N requests, each
+  number the difference over N so the preload cancels. While a replay runs, SIGUSR1 makes
+  every process print its counters; the snapshot taken once the last reply has gone out is
+  the measurement (the sync layer keeps polling by DMA when idle).
+* ``udp``: live, over kernel UDP: load.py preloads, the counters are snapshot (SIGUSR1),
+  load.py sends N requests (closed loop, 32 outstanding), and the counters again.
+
+Host CPU per request is the busy time of every host thread (turns of its loop that found
+work) scaled to CPU time by the share of its runnable time the thread was on a core, over
+the requests. Also: requests/s (pcap: the extra requests over the extra replay time; udp:
+what the client saw), NIC cache hit rate, and for pcap DMA requests and bytes and NIC work
+(busy NIC worker threads) per request. Prints Markdown tables and the lines of code per
+design; --json writes the raw numbers.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import difflib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+KVS_DIR = os.path.join(ROOT, "examples", "kvs")
+KVS = os.path.join(KVS_DIR, "kvs.py")
+sys.path.insert(0, KVS_DIR)
+
+#: name -> (-D definitions, extra floem options). Table 2 (Floem paper): bucket counts and
+#: entries per bucket (0: an unbounded chain) of the NIC cache configurations #1-#6.
+TABLE2 = {1: (2 ** 15, 0), 2: (2 ** 15, 5), 3: (2 ** 14, 5), 4: (2 ** 13, 5), 5: (2 ** 12, 5),
+          6: (2 ** 11, 5)}
+CONFIGS = {
+    "cpu": (["design=cpu"], []),
+    "split": (["design=split"], []),
+    "split, own queues (H2)": (["design=split", "share_queues=false"], []),
+    "split, all fields (H3)": (["design=split"], ["--send-all-fields"]),
+    "cache-wt #2": (["design=cache-wt", f"buckets={2 ** 15}", "entries=5"], []),
+    **{f"cache-wb #{n}": (["design=cache-wb", f"buckets={b}", f"entries={e}"], [])
+       for n, (b, e) in TABLE2.items()},
+    "cache-wb #2, no sync layer (H4)": (["design=cache-wb", f"buckets={2 ** 15}", "entries=5"],
+                                        ["--no-sync-layer"]),
+    "external": (["design=external"], []),
+}
+THREAD = re.compile(r"^floem: thread (\S+) \(process (\S+)\): runs (\d+), busy (\d+) ns, "
+                    r"idle (\d+) ns, slept (\d+) ns, cpu (\d+) ns, wall (\d+) ns$")
+NET = re.compile(r"^floem: net pcap: queues \d+, rx (\d+), tx (\d+)")
+SPAN = re.compile(r"^floem: net pcap: replay span (\d+) ns")
+CACHE = re.compile(r"^floem: cache kv: hits (\d+), misses (\d+)")
+DMA = re.compile(r"^floem: nic dma: requests (\d+), descriptors \d+, bytes read (\d+), "
+                 r"bytes written (\d+)")
+
+
+def floem_command() -> str:
+    found = shutil.which("floem") or os.path.join(ROOT, ".venv", "bin", "floem")
+    if not os.path.exists(found):
+        sys.exit("run.py: no `floem` on PATH (export PATH=/path/to/floem/.venv/bin:$PATH)")
+    return found
+
+
+@dataclass
+class Snapshot:
+    """The counters of one replay, when its last reply had gone out."""
+
+    host_cpu_ns: float = 0.0
+    nic_cpu_ns: float = 0.0
+    rx: int = 0
+    tx: int = 0
+    span_ns: int = 0
+    hits: int = 0
+    misses: int = 0
+    dma_requests: int = 0
+    dma_bytes: int = 0
+
+    def minus(self, other: "Snapshot") -> "Snapshot":
+        return Snapshot(*(a - b for a, b in zip(vars(self).values(), vars(other).values())))
+
+
+def busy_cpu_ns(busy: int, slept: int, cpu: int, wall: int) -> float:
+    """Busy time as CPU time: scaled by the share of runnable time the thread had a core."""
+    runnable = max(wall - slept, 1)
+    return busy * min(1.0, cpu / runnable)
+
+
+def snapshot(lines: list[str]) -> Snapshot:
+    """The latest value of every counter line (each SIGUSR1 prints a fresh set)."""
+    latest: dict[str, str] = {}
+    for line in lines:
+        m = THREAD.match(line)
+        key = f"thread {m.group(1)} {m.group(2)}" if m else re.sub(r"\d+", "N", line)
+        latest[key] = line
+    s = Snapshot()
+    for line in latest.values():
+        if m := THREAD.match(line):
+            name, process = m.group(1), m.group(2)
+            runs, busy, idle, slept, cpu, wall = (int(x) for x in m.groups()[2:])
+            if process == "nic":
+                if not name.startswith("manager"):
+                    s.nic_cpu_ns += busy_cpu_ns(busy, slept, cpu, wall)
+            else:
+                s.host_cpu_ns += busy_cpu_ns(busy, slept, cpu, wall)
+        elif m := NET.match(line):
+            s.rx, s.tx = int(m.group(1)), int(m.group(2))
+        elif m := SPAN.match(line):
+            s.span_ns = int(m.group(1))
+        elif m := CACHE.match(line):
+            s.hits, s.misses = int(m.group(1)), int(m.group(2))
+        elif m := DMA.match(line):
+            s.dma_requests, s.dma_bytes = int(m.group(1)), int(m.group(2)) + int(m.group(3))
+    return s
+
+
+def replay(floem: str, defines: list[str], options: list[str], pcap: str, frames: int) -> Snapshot:
+    """Replay ``pcap`` through one configuration; the counters when every reply is out."""
+    command = [floem, "run", KVS, "--net", "pcap", "--pcap-in", pcap, "--report",
+               "--duration", "1800", *options]
+    for d in defines:
+        command += ["-D", d]
+    with tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err, text=True)
+        try:
+            last_tx, stable, deadline = -1, 0, time.monotonic() + 900
+            while stable < 2:
+                time.sleep(0.5)
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    err.seek(0)
+                    sys.exit(f"run.py: {' '.join(command)} failed:\n{err.read()[-4000:]}")
+                proc.send_signal(signal.SIGUSR1)
+                time.sleep(0.3)
+                err.seek(0)
+                s = snapshot(err.read().splitlines())
+                done = s.rx == frames and s.tx >= frames and s.tx == last_tx
+                stable = stable + 1 if done else 0
+                last_tx = s.tx
+            return s
+        finally:
+            proc.send_signal(signal.SIGINT)
+            proc.wait()
+
+
+def measure_pcap(floem: str, name: str, pcaps: dict[str, tuple[str, int]], requests: int,
+                 value_max: int) -> dict[str, float]:
+    defines, options = CONFIGS[name]
+    defines = defines + [f"value_max={value_max}"]
+    runs = {phase: replay(floem, defines, options, pcap, frames)
+            for phase, (pcap, frames) in pcaps.items()}
+    d = runs["workload"].minus(runs["preload"])
+    lookups = d.hits + d.misses
+    return {"host_us": d.host_cpu_ns / requests / 1e3,
+            "requests_per_s": requests / (d.span_ns / 1e9) if d.span_ns > 0 else 0.0,
+            "hit_rate": d.hits / lookups if lookups else float("nan"),
+            "dma_requests": d.dma_requests / requests, "dma_bytes": d.dma_bytes / requests,
+            "nic_us": d.nic_cpu_ns / requests / 1e3}
+
+
+def repeated(names: list[str], repeats: int, measure, mode: str) -> dict[str, dict[str, float]]:
+    """Each configuration ``repeats`` times, the order reversed every other round; medians."""
+    runs: dict[str, list[dict[str, float]]] = {n: [] for n in names}
+    for r in range(repeats):
+        for name in (names if r % 2 == 0 else reversed(names)):
+            runs[name].append(measure(name))
+            print(f"  {mode} {r + 1}/{repeats}: {name}: {runs[name][-1]['host_us']:.3f} µs/request "
+                  "of host CPU", file=sys.stderr, flush=True)
+    return {n: {k: statistics.median(run[k] for run in runs[n]) for k in runs[n][0]}
+            for n in names}
+
+
+def free_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def answers_noop(port: int) -> bool:
+    """True when the store on ``port`` answers a NOOP within 0.2 s."""
+    import protocol
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.settimeout(0.2)
+        s.sendto(protocol.encode_noop(1), ("127.0.0.1", port))
+        try:
+            return protocol.decode_response(s.recvfrom(65536)[0]).opcode == protocol.NOOP
+        except (socket.timeout, ConnectionRefusedError):
+            return False
+
+
+def measure_udp(floem: str, name: str, keys: int, requests: int,
+                value_max: int) -> dict[str, float]:
+    """Serve a free UDP port; snapshot after load.py's preload and after its N requests."""
+    import load
+    defines, options = CONFIGS[name]
+    port = free_udp_port()
+    command = [floem, "run", KVS, "--port", str(port), "--report", "--timeout", "1800", *options]
+    for d in defines + [f"value_max={value_max}"]:
+        command += ["-D", d]
+    server = [load.Server("127.0.0.1", port)]
+    with tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err, text=True)
+
+        def counters() -> Snapshot:
+            proc.send_signal(signal.SIGUSR1)
+            time.sleep(0.5)
+            err.seek(0)
+            return snapshot(err.read().splitlines())
+        try:
+            deadline = time.monotonic() + 300
+            while not answers_noop(port):
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    err.seek(0)
+                    sys.exit(f"run.py: {' '.join(command)} failed:\n{err.read()[-4000:]}")
+                time.sleep(0.5)
+            load.run_live(load.Workload(keys=keys, seed=1), server, requests=1)
+            before = counters()
+            summary = load.run_live(load.Workload(keys=keys, seed=1, preload=False), server,
+                                    requests=requests)
+            d = counters().minus(before)
+        finally:
+            proc.send_signal(signal.SIGINT)
+            proc.wait()
+    if summary.errors or summary.timeouts:
+        sys.exit(f"run.py: {name} over udp: {summary.format()}")
+    lookups = d.hits + d.misses
+    return {"host_us": d.host_cpu_ns / requests / 1e3,
+            "requests_per_s": summary.requests_per_second,
+            "hit_rate": d.hits / lookups if lookups else float("nan"),
+            "p50_us": summary.latency_us["p50"], "p99_us": summary.latency_us["p99"],
+            "nic_us": d.nic_cpu_ns / requests / 1e3}
+
+
+# -- lines of code ------------------------------------------------------------
+
+def design_lines() -> dict[str, list[str]]:
+    """Each design's code in kvs.py: its function and the helpers it calls, without blank
+    lines, comments and docstrings."""
+    with open(KVS) as f:
+        source = f.read()
+    tree = ast.parse(source)
+    defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+
+    def used(name: str, seen: set[str]) -> list[str]:
+        if name in seen:
+            return []
+        seen.add(name)
+        node = defs[name]
+        names = [n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in defs]
+        return [name] + [x for n in names for x in used(n, seen)]
+
+    def code(name: str) -> list[str]:
+        node = defs[name]
+        doc_lines = set()
+        for d in ast.walk(node):
+            if isinstance(d, ast.Expr) and isinstance(d.value, ast.Constant) \
+                    and isinstance(d.value.value, str):
+                doc_lines |= set(range(d.lineno, d.end_lineno + 1))
+        lines = source.splitlines()[node.lineno - 1:node.end_lineno]
+        return [ln.strip() for i, ln in enumerate(lines, node.lineno)
+                if ln.strip() and not ln.strip().startswith("#") and i not in doc_lines]
+
+    designs = {"cpu": "cpu", "split": "split", "cache-wt / cache-wb": "cache",
+               "external": "external"}
+    return {d: [ln for n in used(fn, set()) for ln in code(n)] for d, fn in designs.items()}
+
+
+def loc_table() -> str:
+    lines = design_lines()
+    cpu = lines["cpu"]
+    rows = ["| design | lines (kvs.py, with the helpers it uses) | lines added or changed vs cpu |",
+            "| --- | --- | --- |"]
+    for design, code in lines.items():
+        diff = [d for d in difflib.ndiff(cpu, code) if d[:2] in ("+ ", "- ")]
+        added = sum(1 for d in diff if d.startswith("+ "))
+        rows.append(f"| {design} | {len(code)} | {added if design != 'cpu' else '-'} |")
+    with open(os.path.join(KVS_DIR, "elements.py")) as f:
+        elements = sum(1 for ln in f if ln.strip() and not ln.strip().startswith("#"))
+    with open(os.path.join(KVS_DIR, "external", "server.c")) as f:
+        server = sum(1 for ln in f if ln.strip() and not ln.strip().startswith(("/*", "*", "//")))
+    rows.append(f"\nShared by every design: elements.py ({elements} lines), proto.c/h and "
+                f"store.c/h (C). The external design adds external/server.c ({server} lines "
+                "of C).")
+    return "\n".join(rows)
+
+
+def pcap_table(results: dict[str, dict[str, float]]) -> str:
+    base = results.get("cpu", {}).get("host_us")
+    rows = ["| configuration | host CPU µs/request | host CPU saved vs cpu | requests/s | "
+            "NIC cache hit rate | DMA requests/request | DMA bytes/request | NIC work µs/request |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for name, r in results.items():
+        rows.append(f"| {name} | {r['host_us']:.3f} | {_saving(base, r)} | "
+                    f"{r['requests_per_s']:,.0f} | {_rate(r)} | {r['dma_requests']:.2f} | "
+                    f"{r['dma_bytes']:,.0f} | {r['nic_us']:.3f} |")
+    return "\n".join(rows)
+
+
+def udp_table(results: dict[str, dict[str, float]]) -> str:
+    base = results.get("cpu", {}).get("host_us")
+    rows = ["| configuration | host CPU µs/request | host CPU saved vs cpu | requests/s (client) | "
+            "latency p50 / p99 µs | NIC cache hit rate | NIC work µs/request |",
+            "| --- | --- | --- | --- | --- | --- | --- |"]
+    for name, r in results.items():
+        rows.append(f"| {name} | {r['host_us']:.3f} | {_saving(base, r)} | "
+                    f"{r['requests_per_s']:,.0f} | {r['p50_us']:.0f} / {r['p99_us']:.0f} | "
+                    f"{_rate(r)} | {r['nic_us']:.3f} |")
+    return "\n".join(rows)
+
+
+def _saving(base: float | None, r: dict[str, float]) -> str:
+    if not base:
+        return "-"
+    return f"{base / r['host_us']:.1f}x" if r["host_us"] > 0 else "all"
+
+
+def _rate(r: dict[str, float]) -> str:
+    return "-" if r["hit_rate"] != r["hit_rate"] else f"{100 * r['hit_rate']:.1f}%"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--net", default="pcap,udp", help="pcap, udp or both (default)")
+    ap.add_argument("--requests", type=int, default=200_000, help="requests after the preload")
+    ap.add_argument("--keys", type=int, default=100_000)
+    ap.add_argument("--value-max", type=int, default=64,
+                    help="-D value_max for every design (sizes queue entries; default: the "
+                         "workload's 64-byte values)")
+    ap.add_argument("--only", help="comma-separated configuration names (default: all)")
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="runs of every configuration, in alternating order; medians reported")
+    ap.add_argument("--json", help="write the raw numbers here")
+    ap.add_argument("--loc-only", action="store_true", help="print the lines-of-code table only")
+    args = ap.parse_args()
+    if args.loc_only:
+        print(loc_table())
+        return
+    import load
+    names = [n.strip() for n in args.only.split(",")] if args.only else list(CONFIGS)
+    unknown = [n for n in names if n not in CONFIGS]
+    modes = args.net.split(",")
+    if unknown or not set(modes) <= {"pcap", "udp"}:
+        sys.exit(f"run.py: unknown configuration(s) {unknown} or --net {args.net}; "
+                 f"configurations: {list(CONFIGS)}")
+    floem = floem_command()
+    start = time.monotonic()
+    results: dict[str, dict[str, dict[str, float]]] = {}
+    if "pcap" in modes:
+        workdir = tempfile.mkdtemp(prefix="kvs-bench-")
+        workload = load.Workload(keys=args.keys, seed=1)
+        pcaps = {}
+        for phase, requests in (("preload", 0), ("workload", args.requests)):
+            path = os.path.join(workdir, f"{phase}.pcap")
+            pcaps[phase] = (path, load.write_pcap(workload, path, requests=requests))
+        results["pcap"] = repeated(names, args.repeats, lambda name: measure_pcap(
+            floem, name, pcaps, args.requests, args.value_max), "pcap")
+        shutil.rmtree(workdir)
+    if "udp" in modes:
+        results["udp"] = repeated(names, args.repeats, lambda name: measure_udp(
+            floem, name, args.keys, args.requests, args.value_max), "udp")
+    print(f"\n{len(names)} configurations, {args.requests:,} requests after a preload of "
+          f"{args.keys:,} SETs, -D value_max={args.value_max}, {time.monotonic() - start:.0f} s, "
+          f"load average {os.getloadavg()[0]:.1f}")
+    if "pcap" in results:
+        print("\nReplayed captures (--net pcap):\n\n" + pcap_table(results["pcap"]))
+    if "udp" in results:
+        print("\nLive over kernel UDP (--net udp, load.py):\n\n" + udp_table(results["udp"]))
+    print("\n" + loc_table())
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
