@@ -3,6 +3,10 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
+
+import pytest
 
 from conftest import ROOT, floem
 
@@ -30,10 +34,17 @@ def test_readme_names_exactly_the_two_setup_commands() -> None:
         assert "scripts/test.sh" in f.read()
 
 
-def test_demo_runs() -> None:
-    result = floem("run", "--timeout", "60", os.path.join(ROOT, "examples", "demo", "counters.py"))
+@pytest.mark.slow
+def test_demo_compares_three_designs_of_the_key_value_store() -> None:
+    """What scripts/demo.sh runs after the set-up."""
+    result = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "kvs", "run.py"),
+                             "--demo"], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
-    sizes = [64 + (i * 7919) % 1437 for i in range(1, 1001)]   # the demo's packet sizes
-    small = sum(size < 512 for size in sizes)
-    assert result.stdout == (f"small packets: {small}\nlarge packets: {len(sizes) - small}\n"
-                             f"bytes: {sum(sizes)}\n")
+    rows = {cells[0]: cells[1:] for line in result.stdout.splitlines()
+            if line.startswith("| ") and not line.startswith("| ---")
+            for cells in [[c.strip() for c in line.strip("|").split("|")]]}
+    assert list(rows) == ["configuration", "cpu", "split", "cache-wb #2"]
+    for design in ("cpu", "split", "cache-wb #2"):
+        host_us, saved, rate = rows[design][:3]
+        assert float(host_us) >= 0 and float(rate.replace(",", "")) > 1000
+    assert rows["cpu"][4] == "-" and float(rows["cache-wb #2"][4].rstrip("%")) > 50

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """The key-value store's designs side by side: host CPU per request, throughput, hit rate, DMA.
 
-Usage: python3 benchmarks/kvs/run.py [--net pcap,udp] [--requests N] [--keys N]
+Usage: python3 benchmarks/kvs/run.py [--net pcap,udp] [--pcap-requests N] [--udp-requests N] [--keys N]
                                      [--only NAME,...] [--value-max N] [--json FILE]
-                                     [--loc-only]
+                                     [--loc-only] [--demo]
 
 Every configuration (CONFIGS below: the Floem paper's Figure 8 designs, Table 2's cache
 sizes, and its H2/H3/H4 comparisons) serves the paper's workload, made by the KVS's own
@@ -19,12 +19,13 @@ every key SET first), NIC designs on the emulated NIC, in two ways:
 * ``udp``: live, over kernel UDP: load.py preloads, the counters are snapshot (SIGUSR1),
   load.py sends N requests (closed loop, 32 outstanding), and the counters again.
 
-Host CPU per request is the busy time of every host thread (turns of its loop that found
-work) scaled to CPU time by the share of its runnable time the thread was on a core, over
-the requests. Also: requests/s (pcap: the extra requests over the extra replay time; udp:
+Host CPU per request is the work of every host thread (the turns of its loop that found
+work, less their waits for room in a full queue) scaled to CPU time by the share of its
+runnable time the thread was on a core, over the requests. Also: requests/s (pcap: the extra requests over the extra replay time; udp:
 what the client saw), NIC cache hit rate, and for pcap DMA requests and bytes and NIC work
 (busy NIC worker threads) per request. Prints Markdown tables and the lines of code per
-design; --json writes the raw numbers.
+design; --json writes the raw numbers. --demo is the README's demo: three designs, live,
+a smaller workload, in about a minute.
 """
 from __future__ import annotations
 
@@ -67,7 +68,7 @@ CONFIGS = {
     "external": (["design=external"], []),
 }
 THREAD = re.compile(r"^floem: thread (\S+) \(process (\S+)\): runs (\d+), busy (\d+) ns, "
-                    r"idle (\d+) ns, slept (\d+) ns, cpu (\d+) ns, wall (\d+) ns$")
+                    r"waited (\d+) ns, idle (\d+) ns, slept (\d+) ns, cpu (\d+) ns, wall (\d+) ns$")
 NET = re.compile(r"^floem: net pcap: queues \d+, rx (\d+), tx (\d+)")
 SPAN = re.compile(r"^floem: net pcap: replay span (\d+) ns")
 CACHE = re.compile(r"^floem: cache kv: hits (\d+), misses (\d+)")
@@ -100,10 +101,11 @@ class Snapshot:
         return Snapshot(*(a - b for a, b in zip(vars(self).values(), vars(other).values())))
 
 
-def busy_cpu_ns(busy: int, slept: int, cpu: int, wall: int) -> float:
-    """Busy time as CPU time: scaled by the share of runnable time the thread had a core."""
+def busy_cpu_ns(busy: int, waited: int, slept: int, cpu: int, wall: int) -> float:
+    """Work as CPU time: busy time less waits for room in full queues (back-pressure),
+    scaled by the share of its runnable time the thread had a core."""
     runnable = max(wall - slept, 1)
-    return busy * min(1.0, cpu / runnable)
+    return (busy - waited) * min(1.0, cpu / runnable)
 
 
 def snapshot(lines: list[str]) -> Snapshot:
@@ -117,12 +119,12 @@ def snapshot(lines: list[str]) -> Snapshot:
     for line in latest.values():
         if m := THREAD.match(line):
             name, process = m.group(1), m.group(2)
-            runs, busy, idle, slept, cpu, wall = (int(x) for x in m.groups()[2:])
-            if process == "nic":
-                if not name.startswith("manager"):
-                    s.nic_cpu_ns += busy_cpu_ns(busy, slept, cpu, wall)
-            else:
-                s.host_cpu_ns += busy_cpu_ns(busy, slept, cpu, wall)
+            runs, busy, waited, idle, slept, cpu, wall = (int(x) for x in m.groups()[2:])
+            work = busy_cpu_ns(busy, waited, slept, cpu, wall)
+            if process != "nic":
+                s.host_cpu_ns += work
+            elif not name.startswith("manager"):
+                s.nic_cpu_ns += work
         elif m := NET.match(line):
             s.rx, s.tx = int(m.group(1)), int(m.group(2))
         elif m := SPAN.match(line):
@@ -337,11 +339,39 @@ def _rate(r: dict[str, float]) -> str:
     return "-" if r["hit_rate"] != r["hit_rate"] else f"{100 * r['hit_rate']:.1f}%"
 
 
+DEMO = {"cpu": "Figure 1a: one CPU segment parses, serves and replies",
+        "split": "Figure 1b: the NIC parses and steers, the host serves, the NIC replies",
+        "cache-wb #2": "Figure 1c: a write-back cache on the NIC in front of the host's store"}
+
+
+def demo(floem: str) -> None:
+    """Three designs of the paper's key-value store, each serving load.py over UDP."""
+    print("The Floem paper's key-value store in three designs, one `-D design=` apart "
+          "(docs/kvs.md):\n")
+    for name, what in DEMO.items():
+        print(f"  {name:12s} {what}")
+    print("\nEach is built (floem run), preloaded and then sent 30,000 requests of the "
+          "paper's workload\n(10,000 keys, Zipf 0.9, 90% GET) by examples/kvs/load.py over "
+          "UDP; the NIC is emulated.\n", flush=True)
+    results = {}
+    for name in DEMO:
+        print(f"  {name}: building and serving ...", file=sys.stderr, flush=True)
+        results[name] = measure_udp(floem, name, keys=10_000, requests=30_000, value_max=64)
+    print(udp_table(results))
+    print("\nHost CPU per request counts the host threads' work (busy turns, scaled to CPU "
+          "time); the NIC\ndesigns move packet I/O and, with the cache, most requests off the "
+          "host. The full comparison:\npython3 benchmarks/kvs/run.py (docs/benchmarks.md).")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--net", default="pcap,udp", help="pcap, udp or both (default)")
-    ap.add_argument("--requests", type=int, default=200_000, help="requests after the preload")
+    ap.add_argument("--pcap-requests", type=int, default=1_000_000,
+                    help="replayed requests after the preload (ten times it: the difference "
+                         "of two replays must dwarf the preload's noise)")
+    ap.add_argument("--udp-requests", type=int, default=200_000,
+                    help="live requests after the preload")
     ap.add_argument("--keys", type=int, default=100_000)
     ap.add_argument("--value-max", type=int, default=64,
                     help="-D value_max for every design (sizes queue entries; default: the "
@@ -351,9 +381,14 @@ def main() -> None:
                     help="runs of every configuration, in alternating order; medians reported")
     ap.add_argument("--json", help="write the raw numbers here")
     ap.add_argument("--loc-only", action="store_true", help="print the lines-of-code table only")
+    ap.add_argument("--demo", action="store_true", help="cpu, split and cache-wb side by side, "
+                    "live over UDP, 10,000 keys, 30,000 requests (scripts/demo.sh)")
     args = ap.parse_args()
     if args.loc_only:
         print(loc_table())
+        return
+    if args.demo:
+        demo(floem_command())
         return
     import load
     names = [n.strip() for n in args.only.split(",")] if args.only else list(CONFIGS)
@@ -369,17 +404,18 @@ def main() -> None:
         workdir = tempfile.mkdtemp(prefix="kvs-bench-")
         workload = load.Workload(keys=args.keys, seed=1)
         pcaps = {}
-        for phase, requests in (("preload", 0), ("workload", args.requests)):
+        for phase, requests in (("preload", 0), ("workload", args.pcap_requests)):
             path = os.path.join(workdir, f"{phase}.pcap")
             pcaps[phase] = (path, load.write_pcap(workload, path, requests=requests))
         results["pcap"] = repeated(names, args.repeats, lambda name: measure_pcap(
-            floem, name, pcaps, args.requests, args.value_max), "pcap")
+            floem, name, pcaps, args.pcap_requests, args.value_max), "pcap")
         shutil.rmtree(workdir)
     if "udp" in modes:
         results["udp"] = repeated(names, args.repeats, lambda name: measure_udp(
-            floem, name, args.keys, args.requests, args.value_max), "udp")
-    print(f"\n{len(names)} configurations, {args.requests:,} requests after a preload of "
-          f"{args.keys:,} SETs, -D value_max={args.value_max}, {time.monotonic() - start:.0f} s, "
+            floem, name, args.keys, args.udp_requests, args.value_max), "udp")
+    print(f"\n{len(names)} configurations, {args.repeats} runs each (medians), a preload of "
+          f"{args.keys:,} SETs then {args.pcap_requests:,} replayed / {args.udp_requests:,} live "
+          f"requests, -D value_max={args.value_max}, {time.monotonic() - start:.0f} s, "
           f"load average {os.getloadavg()[0]:.1f}")
     if "pcap" in results:
         print("\nReplayed captures (--net pcap):\n\n" + pcap_table(results["pcap"]))

@@ -347,13 +347,15 @@ class Retrieve(Element):
 
 
 class Restore(Element):
-    """External design: take back a task the program answered, as the request's state."""
+    """External design: take back a task the program answered, as the request's state;
+    ``record=True`` for a GET's, which carries the record found."""
 
     c_headers = TASK_HEADERS
 
-    def configure(self) -> None:
+    def configure(self, record: bool = False) -> None:
         self.inp = Input("struct kvs_task *")
         self.out = Output()
+        self.record = "state->val = task->record; state->vallen = task->reclen;" if record else ""
 
     def impl(self) -> None:
         self.run_c(r'''
@@ -362,7 +364,6 @@ class Restore(Element):
             state->buf = task->reply.buf;
             state->qid = task->reply.qid;
             state->status = task->status;
-            state->val = task->record;
-            state->vallen = task->reclen;
+            %s
             output { out(); }
-        ''')
+        ''' % self.record)

@@ -14,9 +14,9 @@ A design is a parameter, ``-D design=...``:
   DELETE physical queues of their own (the paper's H2).
 * ``cache-wt`` / ``cache-wb`` (Figure 1c): ``split`` with a `Cache` on the NIC in front
   of the host's store, write-through or write-back.
-* ``external`` (Figure 1d): the NIC half of ``split``; the store stays in a plain C
-  program (external/server.c, its own ``main`` and threads) that calls the generated
-  ``obtain_pkt`` and ``send_reply``.
+* ``external`` (Figure 1d): ``split`` whose host half is a plain C program
+  (external/server.c, its own ``main`` and threads) that keeps the store and calls the
+  generated ``obtain_pkt``, ``get_send``, ``set_send`` and ``delete_send``.
 
 docs/kvs.md walks through the designs as diffs of each other.
 """
@@ -156,10 +156,12 @@ def respond_on_nic(replies: LogicalQueues, before: dict | None = None) -> None:
                cores=list(range(nic_cores)), kinds=kinds)
 
 
-def split() -> None:
-    """Figures 1b and 2: the NIC parses and steers, the host serves, the NIC replies."""
-    requests = LogicalQueues("requests", REQUEST_ENTRY, share_queues)
-    replies = LogicalQueues("replies", REPLY_ENTRY, share_queues)
+def split(host=serve) -> None:
+    """Figures 1b and 2: the NIC parses and steers, the host serves (``host``), the NIC
+    replies."""
+    share = share_queues or host is not serve       # an external program dequeues one queue
+    requests = LogicalQueues("requests", REQUEST_ENTRY, share)
+    replies = LogicalQueues("replies", REPLY_ENTRY, share)
 
     class nic_rx(Segment):
         def impl(self):
@@ -170,7 +172,7 @@ def split() -> None:
             classify.other >> reply()
 
     nic_rx("nic_rx", device=target.NIC, cores=list(range(nic_cores)))
-    serve(requests, replies)
+    host(requests, replies)
     respond_on_nic(replies)
 
 
@@ -196,20 +198,10 @@ def cache(policy: str) -> None:
     respond_on_nic(replies, before={"get": kv.get_end, "set": kv.set_end})
 
 
-def external() -> None:
-    """Figure 1d: the NIC half of split; the store is external/server.c, a C program
-    that takes requests with obtain_pkt(qid) and answers with send_reply(task)."""
-    requests = LogicalQueues("requests", REQUEST_ENTRY)
-    replies = Queue("replies", inst=cores, size=queue_size, entry_size=max(REPLY_ENTRY.values()))
-
-    class nic_rx(Segment):
-        def impl(self):
-            classify = receive(steer=True)
-            classify.get >> requests.enq("get")
-            classify.set >> MakeRecord() >> requests.enq("set")
-            classify.delete >> requests.enq("delete")
-            classify.other >> reply()
-
+def external_store(requests: LogicalQueues, replies: LogicalQueues) -> None:
+    """Figure 1d: the host's half of split is external/server.c, a plain C program with
+    its own main and threads, which takes requests with ``obtain_pkt(qid)`` and answers
+    with ``get_send``, ``set_send`` and ``delete_send``."""
     class obtain_pkt(CallableSegment):
         """struct kvs_task *obtain_pkt(int qid): the next request of instance qid, or NULL."""
 
@@ -222,23 +214,21 @@ def external() -> None:
             for kind in KINDS:
                 requests.deq(kind) >> Retrieve(record=kind == "set") >> self.out
 
-    class send_reply(CallableSegment):
-        """void send_reply(struct kvs_task *task): the program's answer to the NIC."""
+    def sender(kind: str) -> None:
+        class send(CallableSegment):
+            """void KIND_send(struct kvs_task *task): the program's answer, to the NIC."""
 
-        def configure(self):
-            self.inp = Input("struct kvs_task *")
+            def configure(self):
+                self.inp = Input("struct kvs_task *")
 
-        def impl(self):
-            self.inp >> Restore() >> replies
+            def impl(self):
+                self.inp >> Restore(record=kind == "get") >> replies.enq(kind)
 
-    class nic_tx(Segment):
-        def impl(self):
-            replies >> reply(record=True)
+        send(f"{kind}_send")
 
-    nic_rx("nic_rx", device=target.NIC, cores=list(range(nic_cores)))
     obtain_pkt("obtain_pkt", default_return="NULL")
-    send_reply("send_reply")
-    nic_tx("nic_tx", device=target.NIC, cores=list(range(nic_cores)))
+    for kind in KINDS:
+        sender(kind)
     external_main("external/server.c", "store.c")
     cflags(f"-DKVS_WORKERS={cores}", f"-DKVS_MEMORY={memory << 20}",
            f"-DKVS_BUCKETS={store_buckets}")
@@ -253,7 +243,7 @@ class KVS(Flow):
         elif design == "split":
             split()
         elif design == "external":
-            external()
+            split(host=external_store)
         else:
             cache(Cache.WRITE_THROUGH if design == "cache-wt" else Cache.WRITE_BACK)
 

@@ -38,8 +38,12 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Sequence
 
-import dpkt
-import numpy as np
+try:
+    import dpkt
+    import numpy as np
+except ImportError as missing:          # e.g. the system python instead of the project's venv
+    sys.exit(f"load.py: {missing.name} is missing: run it with the project's Python "
+             "(scripts/setup.sh makes .venv; then .venv/bin/python examples/kvs/load.py)")
 
 import protocol as kvp
 

@@ -1,5 +1,6 @@
 /* The external design's interface (Floem paper, Figure 1d): a request handed to the
- * external program by obtain_pkt() and answered through send_reply().
+ * external program by obtain_pkt() and answered through get_send(), set_send() or
+ * delete_send() (by its opcode; a SET too large is answered with delete_send()).
  *
  * For a GET or GETK the program puts the record it found (flags, expiry, value; see
  * proto.h) into `record` and its length into `reclen` (0: no such key); for a SET it

@@ -68,10 +68,15 @@ class CacheView:
         return [f"{s}qid = (int)(floem_cache_hash({self.key_args(s)}) % {n});"]
 
 
+def drain_call(v: CacheView) -> list[str]:
+    """Send the write-backs fills left to this segment first (see `drain_function`)."""
+    return [f"{v.cache.name}_drain();"] if v.cache.defer_fill_evictions else []
+
+
 def lookup_body(v: CacheView, n: ElementNode) -> list[str]:
     """get_start: a hit skips the get region with the cached value; a miss enters it."""
     scalar = v.cache.vallen is None
-    lines = v.locals(values=False) + ["uint32_t version, vallen;"]
+    lines = drain_call(v) + v.locals(values=False) + ["uint32_t version, vallen;"]
     lines += [f"char found[sizeof state->{v.cache.val}];"] if scalar else ["const void *ref;"]
     lines += [f"bool hit = floem_cache_get({v.handle}, {v.key_args()}, "
               + ("found, sizeof found, NULL" if scalar else "NULL, 0, &ref")
@@ -91,7 +96,9 @@ def fill_body(v: CacheView, n: ElementNode) -> list[str]:
                           f"if (floem_cache_fill({v.handle}, {v.key_args()}, {v.val_args()}, "
                           f"state->{version_field(v.cache)}, &cur, &curlen, &evicted)) {{"]
     lines += ["    " + x for x in v.take_value("cur", "curlen")]
-    lines += ["}", f"{v.cache.name}_evict(&evicted);", f"{n.name}_out(state);"]
+    evict = (f"floem_cache_defer({v.handle}, &evicted);" if v.cache.defer_fill_evictions
+             else f"{v.cache.name}_evict(&evicted);")
+    lines += ["}", evict, f"{n.name}_out(state);"]
     return lines
 
 
@@ -100,8 +107,8 @@ def update_body(v: CacheView, n: ElementNode) -> list[str]:
     c = v.cache
     write_back = c.policy == "write_back"
     only_if_present = c.write_miss == "no_write_alloc"
-    lines = v.locals() + ["floem_cache_evicted_t evicted = { 0 };",
-                          f"bool present = floem_cache_set({v.handle}, {v.key_args()}, "
+    lines = drain_call(v) + v.locals() + ["floem_cache_evicted_t evicted = { 0 };",
+                                          f"bool present = floem_cache_set({v.handle}, {v.key_args()}, "
                           f"{v.val_args()}, {str(write_back).lower()}, "
                           f"{str(only_if_present).lower()}, &evicted);",
                           f"state->{evict_field(c)} = 0;"]
@@ -140,3 +147,20 @@ def evict_function(v: CacheView) -> str:
         lines.append(f"    {c.points['set_start']}_region(&fresh);")
     lines += ["    floem_cache_evicted_free(evicted);", "}"]
     return "\n".join(lines)
+
+
+def drain_function(v: CacheView) -> str:
+    """``<cache>_drain``: run the write-backs fills on another segment deferred, oldest first.
+
+    Only set_start's segment calls it (before its lookups and updates), holding the
+    cache's drain lock until each is sent, so a later miss of the key follows its write-back.
+    """
+    c = v.cache
+    return "\n".join([
+        f"static void {c.name}_drain(void)", "{",
+        f"    if (!floem_cache_has_deferred({v.handle}))", "        return;",
+        "    floem_cache_evicted_t evicted;", "    uint64_t taken = 0;",
+        f"    floem_cache_drain_begin({v.handle});",
+        f"    while (floem_cache_take_deferred({v.handle}, &evicted)) {{",
+        f"        {c.name}_evict(&evicted);", "        taken++;", "    }",
+        f"    floem_cache_drain_end({v.handle}, taken);", "}"])

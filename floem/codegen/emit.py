@@ -170,7 +170,8 @@ class _ProcessEmitter:
             entry_structs=[s for q in used for s in qgen.entry_structs(self.channels[q.name])],
             wire_functions=[qgen.wire_function(c) for c in state_classes(program) if self.nic],
             caches=[{"name": v.cache.name, "buckets": v.cache.buckets,
-                     "entries": v.cache.entries or 0, "evict": cgen.evict_function(v)}
+                     "entries": v.cache.entries or 0, "evict": cgen.evict_function(v),
+                     "drain": cgen.drain_function(v) if v.cache.defer_fill_evictions else ""}
                     for v in self.caches],
             prototypes=self._prototypes(),
             joins=[self._join(n) for n in self.nodes if n.join],

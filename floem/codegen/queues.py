@@ -164,7 +164,7 @@ def enqueue_body(n: ElementNode, ch: Channel, access: Access) -> list[str]:
                   "        return;",
                   "    }"]
         lines += ["    floem_sync_manage(q);"] if access.manage else []
-        lines += ["    floem_idle_wait();", "}"]
+        lines += ["    floem_full_wait();", "}"]
     else:
         lines += [f"if ((entry = {access.reserve(q.multi_producer)}) == NULL) {{",
                   f"    {access.drop()}",

@@ -86,7 +86,6 @@ class QueueIR:
     multi_producer: bool = False
     multi_consumer: bool = False
     home: str = "host"
-    extra_producers: set[str] = field(default_factory=set)
     enq_device: str = "CPU"
     deq_device: str = "CPU"
 
@@ -109,6 +108,7 @@ class CacheIR:
     get_region: list[str] = field(default_factory=list)
     set_region: list[str] = field(default_factory=list)
     steer_instances: int = 0
+    defer_fill_evictions: bool = False
 
 
 @dataclass
@@ -179,6 +179,13 @@ class ProgramIR:
                          f"{q.enq_device}->{q.deq_device} in {q.home} memory")
             for c, fields in enumerate(q.fields):
                 lines.append(f"  channel {c} carries {', '.join(fields) or '(nothing)'}")
+        for c in self.caches.values():
+            steering = f"steers over {c.steer_instances} instances" if c.steer_instances \
+                else "no steering"
+            deferred = ", fills defer their write-backs to set_start's segment" \
+                if c.defer_fill_evictions else ""
+            lines.append(f"cache {c.name}: {c.policy}, {c.write_miss}, {c.buckets} buckets of "
+                         f"{c.entries or 'unbounded'} entries, {steering}{deferred}")
         for proc in self.processes.values():
             main = "external" if proc.external_main else "yes" if proc.has_main else "no"
             lines.append(f"process {proc.name} ({proc.device}): segments={proc.segments} "

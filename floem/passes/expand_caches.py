@@ -30,6 +30,13 @@ break these rules, put the four points on different devices or processes, put
 a callable segment in a region, or let two caches' regions overlap are rejected.
 The build option ``cache_steering=False`` turns the steering off: it exists
 only to demonstrate the hazard (the paper's Figure 3) in a test.
+
+A fill evicting a dirty entry on another segment than ``set_start``'s would
+run the set region there; when that region starts with a queue, that thread
+(often the one draining the replies the region's queue waits on) could wait
+forever for room. So such a fill hands the eviction to the cache
+(``defer_fill_evictions``) and ``set_start``'s segment sends it before its
+next lookup or update, still ahead of any later miss of the key.
 """
 from __future__ import annotations
 
@@ -71,6 +78,7 @@ def run(ir: ProgramIR) -> ProgramIR:
         c.get_region = _region(ir, c, "get_start", "get_end")
         c.set_region = _region(ir, c, "set_start", "set_end")
         _check_regions(ir, c)
+        c.defer_fill_evictions = _defers_fill_evictions(ir, c)
         for name in c.points.values():
             ir.node(name).info = _info(ir.node(name), c)
     _check_overlaps(ir)
@@ -220,6 +228,13 @@ def _region(ir: ProgramIR, c: CacheIR, start: str, end: str) -> list[str]:
     return seen
 
 
+def _defers_fill_evictions(ir: ProgramIR, c: CacheIR) -> bool:
+    """True when fills (get_end) may evict dirty entries on another segment than set_start's."""
+    if c.policy != "write_back" or c.entries is None or not {"get_end", "set_start"} <= set(c.points):
+        return False
+    return ir.node(c.points["get_end"]).segment != ir.node(c.points["set_start"]).segment
+
+
 def _queues(ir: ProgramIR, region: list[str]) -> set[str]:
     return {ir.node(n).queue for n in region if ir.node(n).role == "enqueue"}
 
@@ -243,10 +258,6 @@ def _check_regions(ir: ProgramIR, c: CacheIR) -> None:
         raise c.loc.error(f"cache '{c.name}': the queues its regions cross have different "
                           f"numbers of instances ({', '.join(map(str, sorted(counts)))}); misses "
                           "and evictions are steered by key, so give them the same inst=")
-    for name in c.set_region:
-        if ir.node(name).role == "enqueue" and "get_end" in c.points:
-            # a fill's eviction enqueues into the set region from get_end's thread
-            ir.queues[ir.node(name).queue].extra_producers.add(ir.node(c.points["get_end"]).segment)
     wide = sorted(q for q in get_queues if ir.queues[q].instances > 1)
     if not wide or not ir.options.get("cache_steering", True):
         return

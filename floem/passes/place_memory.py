@@ -79,7 +79,6 @@ def _queue_threads(ir: ProgramIR, q: QueueIR) -> None:
     Callable segments may be called from any number of threads.
     """
     segments = {ir.node(e).segment for names in q.enqueuers for e in names if e in ir.graph}
-    segments |= q.extra_producers
     producers = sum(2 if ir.segments[s].kind == "callable" else len(ir.segments[s].cores)
                     for s in segments)
     consumer = ir.segments[ir.node(q.dequeuer).segment]

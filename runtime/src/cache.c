@@ -21,10 +21,20 @@ struct bucket {
     struct entry *head;
 };
 
+/* A write-back handed over by a thread that must not run it (floem_cache_defer). */
+struct deferred {
+    struct deferred *next;
+    floem_cache_evicted_t evicted;
+};
+
 struct floem_cache {
     uint32_t nbuckets, entries;
     uint64_t clock;
     uint64_t hits, misses, evictions, writebacks;
+    int deferred_lock;              /* guards the list below */
+    struct deferred *deferred_head, **deferred_tail;
+    uint64_t pending;               /* deferred, or taken by a drain that has not ended */
+    pthread_mutex_t drain;
     struct bucket buckets[];
 };
 
@@ -43,11 +53,19 @@ floem_cache_t *floem_cache_new(uint32_t buckets, uint32_t entries)
     floem_cache_t *c = allocate(sizeof *c + (size_t)(buckets ? buckets : 1) * sizeof(struct bucket));
     c->nbuckets = buckets ? buckets : 1;
     c->entries = entries;
+    c->deferred_tail = &c->deferred_head;
+    pthread_mutex_init(&c->drain, NULL);
     return c;
 }
 
 void floem_cache_free(floem_cache_t *c)
 {
+    for (struct deferred *d = c->deferred_head, *next; d != NULL; d = next) {
+        next = d->next;
+        floem_cache_evicted_free(&d->evicted);
+        free(d);
+    }
+    pthread_mutex_destroy(&c->drain);
     for (uint32_t i = 0; i < c->nbuckets; i++)
         for (struct entry *e = c->buckets[i].head, *next; e != NULL; e = next) {
             next = e->next;
@@ -90,18 +108,28 @@ static const void *thread_copy(const void *from, uint32_t len)
     return s->bytes;
 }
 
+static void spin_lock(int *lock)
+{
+    while (__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE))
+        while (__atomic_load_n(lock, __ATOMIC_RELAXED))
+            ;
+}
+
+static void spin_unlock(int *lock)
+{
+    __atomic_store_n(lock, 0, __ATOMIC_RELEASE);
+}
+
 static struct bucket *lock_bucket(floem_cache_t *c, const void *key, uint32_t keylen)
 {
     struct bucket *b = &c->buckets[floem_cache_hash(key, keylen) % c->nbuckets];
-    while (__atomic_exchange_n(&b->lock, 1, __ATOMIC_ACQUIRE))
-        while (__atomic_load_n(&b->lock, __ATOMIC_RELAXED))
-            ;
+    spin_lock(&b->lock);
     return b;
 }
 
 static void unlock_bucket(struct bucket *b)
 {
-    __atomic_store_n(&b->lock, 0, __ATOMIC_RELEASE);
+    spin_unlock(&b->lock);
 }
 
 static struct entry *find(struct bucket *b, const void *key, uint32_t keylen)
@@ -236,9 +264,37 @@ bool floem_cache_set(floem_cache_t *c, const void *key, uint32_t keylen, const v
     return e != NULL;
 }
 
+/* Unlink the newest deferred write-back of `key` (and free the older ones): the latest value
+ * of a key the cache no longer holds but the store has not got yet. */
+static struct deferred *take_deferred_key(floem_cache_t *c, const void *key, uint32_t keylen)
+{
+    struct deferred *newest = NULL;
+    spin_lock(&c->deferred_lock);
+    for (struct deferred **p = &c->deferred_head; *p != NULL;) {
+        struct deferred *d = *p;
+        if (d->evicted.keylen == keylen && memcmp(d->evicted.key, key, keylen) == 0) {
+            *p = d->next;
+            if (newest != NULL) {
+                floem_cache_evicted_free(&newest->evicted);
+                free(newest);
+            }
+            newest = d;
+            __atomic_fetch_sub(&c->pending, 1, __ATOMIC_RELAXED);
+        } else {
+            p = &d->next;
+        }
+    }
+    c->deferred_tail = &c->deferred_head;
+    while (*c->deferred_tail != NULL)
+        c->deferred_tail = &(*c->deferred_tail)->next;
+    spin_unlock(&c->deferred_lock);
+    return newest;
+}
+
 bool floem_cache_forget(floem_cache_t *c, const void *key, uint32_t keylen, const void **val_ref,
                        uint32_t *vallen, bool *dirty)
 {
+    pthread_mutex_lock(&c->drain);      /* no write-back of the key is half-way sent */
     struct bucket *b = lock_bucket(c, key, keylen);
     b->version++;
     struct entry **p = &b->head;
@@ -253,11 +309,70 @@ bool floem_cache_forget(floem_cache_t *c, const void *key, uint32_t keylen, cons
         *dirty = e->dirty;
     }
     unlock_bucket(b);
-    if (e == NULL)
+    struct deferred *d = take_deferred_key(c, key, keylen);
+    if (e == NULL && d != NULL) {
+        *val_ref = thread_copy(d->evicted.val, d->evicted.vallen);
+        *vallen = d->evicted.vallen;
+        *dirty = true;
+    }
+    pthread_mutex_unlock(&c->drain);
+    bool held = e != NULL || d != NULL;
+    if (d != NULL) {
+        floem_cache_evicted_free(&d->evicted);
+        free(d);
+    }
+    if (e != NULL) {
+        free(e->bytes);
+        free(e);
+    }
+    return held;
+}
+
+void floem_cache_defer(floem_cache_t *c, floem_cache_evicted_t *evicted)
+{
+    if (!evicted->present)
+        return;
+    struct deferred *d = allocate(sizeof *d);
+    d->evicted = *evicted;
+    memset(evicted, 0, sizeof *evicted);
+    spin_lock(&c->deferred_lock);
+    *c->deferred_tail = d;
+    c->deferred_tail = &d->next;
+    __atomic_fetch_add(&c->pending, 1, __ATOMIC_RELAXED);
+    spin_unlock(&c->deferred_lock);
+}
+
+bool floem_cache_has_deferred(const floem_cache_t *c)
+{
+    return __atomic_load_n(&c->pending, __ATOMIC_ACQUIRE) != 0;
+}
+
+void floem_cache_drain_begin(floem_cache_t *c)
+{
+    pthread_mutex_lock(&c->drain);
+}
+
+bool floem_cache_take_deferred(floem_cache_t *c, floem_cache_evicted_t *out)
+{
+    spin_lock(&c->deferred_lock);
+    struct deferred *d = c->deferred_head;
+    if (d != NULL) {
+        c->deferred_head = d->next;
+        if (c->deferred_head == NULL)
+            c->deferred_tail = &c->deferred_head;
+    }
+    spin_unlock(&c->deferred_lock);
+    if (d == NULL)
         return false;
-    free(e->bytes);
-    free(e);
+    *out = d->evicted;
+    free(d);
     return true;
+}
+
+void floem_cache_drain_end(floem_cache_t *c, uint64_t taken)
+{
+    __atomic_fetch_sub(&c->pending, taken, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&c->drain);
 }
 
 void floem_cache_evicted_free(floem_cache_evicted_t *e)

@@ -108,6 +108,14 @@ void floem_iteration_end(void)
     turn_start = after;
 }
 
+void floem_full_wait(void)
+{
+    uint64_t start = floem_now_ns();
+    floem_idle_wait();
+    if (self != NULL)
+        add(&self->waited_ns, floem_now_ns() - start);
+}
+
 void floem_thread_slept(uint64_t ns)
 {
     if (self != NULL)
@@ -124,6 +132,7 @@ bool floem_thread_stats(int i, floem_thread_stats_t *out)
     out->index = s->index;
     out->runs = __atomic_load_n(&s->runs, __ATOMIC_RELAXED);
     out->busy_ns = __atomic_load_n(&s->busy_ns, __ATOMIC_RELAXED);
+    out->waited_ns = __atomic_load_n(&s->waited_ns, __ATOMIC_RELAXED);
     out->idle_ns = __atomic_load_n(&s->idle_ns, __ATOMIC_RELAXED);
     out->slept_ns = __atomic_load_n(&s->slept_ns, __ATOMIC_RELAXED);
     if (__atomic_load_n(&t->ended, __ATOMIC_ACQUIRE)) {
@@ -142,10 +151,11 @@ void floem_threads_report(FILE *out, const char *process)
 {
     floem_thread_stats_t s;
     for (int i = 0; floem_thread_stats(i, &s); i++)
-        fprintf(out, "floem: thread %s[%d] (process %s): runs %llu, busy %llu ns, idle %llu ns, "
-                     "slept %llu ns, cpu %llu ns, wall %llu ns\n", s.segment, s.index, process,
-                (unsigned long long)s.runs, (unsigned long long)s.busy_ns,
-                (unsigned long long)s.idle_ns, (unsigned long long)s.slept_ns,
+        fprintf(out, "floem: thread %s[%d] (process %s): runs %llu, busy %llu ns, waited %llu ns, "
+                     "idle %llu ns, slept %llu ns, cpu %llu ns, wall %llu ns\n", s.segment,
+                s.index, process, (unsigned long long)s.runs, (unsigned long long)s.busy_ns,
+                (unsigned long long)s.waited_ns, (unsigned long long)s.idle_ns,
+                (unsigned long long)s.slept_ns,
                 (unsigned long long)s.cpu_ns, (unsigned long long)s.wall_ns);
 }
 

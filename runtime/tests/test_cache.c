@@ -1,5 +1,6 @@
-/* The cache construct's storage (floem/cache.h): forgetting keys, and values handed out by
- * reference staying intact while other threads set and evict (run under TSan and ASan).
+/* The cache construct's storage (floem/cache.h): forgetting keys, deferred write-backs, and
+ * values handed out by reference staying intact while other threads set and evict (run
+ * under TSan and ASan).
  *
  * Usage: test_cache [seconds of the stress test, default 1] */
 #include "check.h"
@@ -42,6 +43,61 @@ static void test_forget(void)
     floem_cache_stats(c, &st);
     CHECK(st.writebacks == 0);
     floem_cache_free(c);
+}
+
+static floem_cache_evicted_t evicted_copy(const char *key, const char *val)
+{
+    floem_cache_evicted_t e = {.present = true, .keylen = (uint32_t)strlen(key),
+                               .vallen = (uint32_t)strlen(val)};
+    e.key = malloc(e.keylen);
+    e.val = malloc(e.vallen);
+    memcpy(e.key, key, e.keylen);
+    memcpy(e.val, val, e.vallen);
+    return e;
+}
+
+static void test_deferred_write_backs(void)
+{
+    floem_cache_t *c = floem_cache_new(4, 2);
+    CHECK(!floem_cache_has_deferred(c));
+    floem_cache_evicted_t none = {0};
+    floem_cache_defer(c, &none);                /* nothing evicted: nothing deferred */
+    CHECK(!floem_cache_has_deferred(c));
+    const char *order[][2] = {{"a", "1"}, {"b", "2"}, {"a", "3"}, {"c", "4"}};
+    for (int i = 0; i < 4; i++) {
+        floem_cache_evicted_t e = evicted_copy(order[i][0], order[i][1]);
+        floem_cache_defer(c, &e);
+        CHECK(!e.present && e.key == NULL);     /* the cache took its copies */
+    }
+    CHECK(floem_cache_has_deferred(c));
+
+    /* forget finds the latest value of a key only a deferred write-back holds, and drops
+     * every write-back of it: the delete goes to the store after them all */
+    const void *ref;
+    uint32_t len;
+    bool dirty;
+    CHECK(floem_cache_forget(c, "a", 1, &ref, &len, &dirty));
+    CHECK(len == 1 && memcmp(ref, "3", 1) == 0 && dirty);
+    CHECK(!floem_cache_forget(c, "z", 1, &ref, &len, &dirty));
+
+    /* the rest drain oldest first; pending until the drain ends */
+    floem_cache_evicted_t e;
+    uint64_t taken = 0;
+    floem_cache_drain_begin(c);
+    CHECK(floem_cache_take_deferred(c, &e) && memcmp(e.key, "b", 1) == 0);
+    floem_cache_evicted_free(&e);
+    taken++;
+    CHECK(floem_cache_has_deferred(c));         /* "b" is taken, not yet sent */
+    CHECK(floem_cache_take_deferred(c, &e) && memcmp(e.key, "c", 1) == 0);
+    floem_cache_evicted_free(&e);
+    taken++;
+    CHECK(!floem_cache_take_deferred(c, &e));
+    floem_cache_drain_end(c, taken);
+    CHECK(!floem_cache_has_deferred(c));
+
+    floem_cache_evicted_t left = evicted_copy("d", "5");
+    floem_cache_defer(c, &left);
+    floem_cache_free(c);                        /* frees what is still deferred */
 }
 
 /* Values of the stress test: byte i of a value of length n is (seed + i) % 251, seed its first
@@ -146,6 +202,7 @@ static void test_stress(double seconds)
 int main(int argc, char **argv)
 {
     test_forget();
+    test_deferred_write_backs();
     test_stress(argc > 1 ? atof(argv[1]) : 1.0);
     printf("ok: %lu checks\n", checks);
     return 0;

@@ -126,8 +126,29 @@ def test_misses_and_evictions_are_steered_over_the_instances():
     ir = run_until(queued(2, 2), "place_memory")
     assert ir.caches["c"].steer_instances == 2
     assert "qid" in ir.node("c_get_start").info.fields.writes
-    # a fill's eviction enqueues into the set region from get_end's segment
-    assert ir.queues["to"].multi_producer
+    # a fill's eviction is not sent from get_end's segment (back_seg, which drains "back":
+    # it could wait forever for room in "to") but left to set_start's, the only producer
+    assert ir.caches["c"].defer_fill_evictions
+    assert not ir.queues["to"].multi_producer
+    assert "fills defer their write-backs to set_start's segment" in ir.dump()
+
+
+def test_fills_on_set_starts_segment_write_back_themselves():
+    with Program("one_segment") as p:
+        c = Cache("c", key="key", val="val", policy=Cache.WRITE_BACK)
+
+        class F(Flow):
+            state = PerPacket(KV)
+
+            def impl(self):
+                class All(Segment):
+                    def impl(self):
+                        src = Src()
+                        src.get >> c.get_start >> Step() >> c.get_end >> Leaf()
+                        src.set >> c.set_start >> Step() >> c.set_end >> Leaf()
+                All("all")
+        F()
+    assert not run_until(p, "expand_caches").caches["c"].defer_fill_evictions
 
 
 def test_queues_with_different_instance_counts_are_rejected():

@@ -3,9 +3,12 @@
  * program through two functions floem generates into kvs.h:
  *
  *   struct kvs_task *obtain_pkt(int qid)   the next request of queue instance qid, or NULL
- *   void send_reply(struct kvs_task *t)    its answer, back to the NIC (which replies)
+ *   void get_send(struct kvs_task *t)      the answer to a GET or GETK, back to the NIC
+ *   void set_send(struct kvs_task *t)      the answer to a SET, back to the NIC
+ *   void delete_send(struct kvs_task *t)   the answer to a DELETE (or a SET too large)
  *
- * plus floem_init / floem_run_threads / floem_kill_threads / floem_finalize around them.
+ * (the NIC writes the reply), plus floem_init / floem_run_threads / floem_kill_threads /
+ * floem_finalize around them.
  * One worker thread serves each queue instance (the NIC steers a key to one instance).
  * It runs until SIGINT or SIGTERM.
  *
@@ -67,7 +70,12 @@ static void *worker(void *arg)
         }
         idle = 0;
         serve(t);
-        send_reply(t);
+        if (t->opcode == FLOEM_MC_GET || t->opcode == FLOEM_MC_GETK)
+            get_send(t);
+        else if (t->opcode == FLOEM_MC_SET && t->status != FLOEM_MC_VALUE_TOO_LARGE)
+            set_send(t);
+        else
+            delete_send(t);
         served[qid]++;
     }
     return NULL;

@@ -69,12 +69,33 @@ bool floem_cache_set(floem_cache_t *c, const void *key, uint32_t keylen, const v
                      floem_cache_evicted_t *evicted);
 
 /* Remove `key` from the cache without writing it back, dirty or not (its set region will
- * not run for it): for a delete that goes to the store itself. Bumps the bucket version,
- * so a miss being fetched meanwhile is not cached. Returns true when the key was cached;
- * then *val_ref and *vallen name (the calling thread's copy of) its value and *dirty says
- * whether it had not been written back. */
+ * not run for it): for a delete that goes to the store itself. A deferred write-back of
+ * the key (below) goes too. Bumps the bucket version, so a miss being fetched meanwhile
+ * is not cached. Returns true when the key was cached or its write-back pending; then
+ * *val_ref and *vallen name (the calling thread's copy of) its latest value and *dirty
+ * says whether it had not been written back. */
 bool floem_cache_forget(floem_cache_t *c, const void *key, uint32_t keylen, const void **val_ref,
                         uint32_t *vallen, bool *dirty);
+
+/* Deferred write-backs. A thread that must not run the set region itself (it would wait
+ * on a queue that only it drains) hands a dirty evicted entry over with floem_cache_defer
+ * (taking its copies); the set region's own segment runs them, oldest first, before its
+ * next lookup or update:
+ *
+ *     if (floem_cache_has_deferred(c)) {
+ *         uint64_t n = 0;
+ *         floem_cache_drain_begin(c);
+ *         while (floem_cache_take_deferred(c, &evicted)) { run it; n++; }
+ *         floem_cache_drain_end(c, n);
+ *     }
+ *
+ * A key's write-back therefore always leaves before a later miss or forget of the key:
+ * has_deferred counts write-backs taken but not yet sent, and forget waits for a drain. */
+void floem_cache_defer(floem_cache_t *c, floem_cache_evicted_t *evicted);
+bool floem_cache_has_deferred(const floem_cache_t *c);
+void floem_cache_drain_begin(floem_cache_t *c);
+bool floem_cache_take_deferred(floem_cache_t *c, floem_cache_evicted_t *out);
+void floem_cache_drain_end(floem_cache_t *c, uint64_t taken);
 
 void floem_cache_evicted_free(floem_cache_evicted_t *e);
 void floem_cache_stats(const floem_cache_t *c, floem_cache_stats_t *out);

@@ -45,22 +45,26 @@ void floem_idle_wait(void);
 /* What a segment thread did, measured as it ran (cheap enough to be always on).
  *
  * Each turn of a thread's loop either found work (a *run*: busy time) or did not
- * (idle time, back-off included), timed with the monotonic clock. `slept_ns` is the
+ * (idle time, back-off included), timed with the monotonic clock. `waited_ns` is the
+ * part of the busy time spent waiting for room in a full queue (back-pressure: the
+ * work itself is busy - waited). `slept_ns` is the
  * part of the idle time the thread spent blocked (not runnable), e.g. in poll() in
  * the udp backend. The thread's CPU time and lifetime are read once, at its end.
  * When threads share cores, busy time includes moments the thread was preempted;
  * scaled by the share of its runnable time it was on a core, it estimates the CPU
- * time the runs took: busy_ns * cpu_ns / (wall_ns - slept_ns).
+ * time the runs took: (busy_ns - waited_ns) * cpu_ns / (wall_ns - slept_ns).
  */
 typedef struct {
     char segment[48];
     int index;
-    uint64_t runs, busy_ns, idle_ns, slept_ns, cpu_ns, wall_ns;
+    uint64_t runs, busy_ns, waited_ns, idle_ns, slept_ns, cpu_ns, wall_ns;
 } floem_thread_stats_t;
 
 /* End of one turn of a segment thread's loop: account it as busy or idle (floem_idle),
  * and back off when idle. */
 void floem_iteration_end(void);
+/* Back off while waiting for room in a full queue (counted as waited). */
+void floem_full_wait(void);
 /* A backend blocked the calling thread for `ns` nanoseconds (counted as slept). */
 void floem_thread_slept(uint64_t ns);
 /* Statistics of the i-th thread started (false past the last): so far while it runs, final

@@ -1,0 +1,109 @@
+"""What `--report` prints while and after a program runs: each segment thread's turns and
+times, states declared ``report = True``, and the same on SIGUSR1 without stopping."""
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import time
+
+from conftest import floem, floem_command
+
+COUNTING_APP = '''
+from floem import Element, Field, Output, Input, Persistent, Segment, State, Uint
+
+class Tally(State):
+    packets = Field(Uint(64))
+    last = Field(Uint(32))
+    label = Field("char *")
+    packed = False
+    report = True
+
+class Source(Element):
+    """Emits exactly 250 packets, then finds nothing to do."""
+    def configure(self):
+        self.out = Output(Uint(32))
+    def impl(self):
+        self.run_c(r\'\'\'
+            static uint32_t sent = 0;
+            bool more = sent < 250;
+            if (more)
+                sent++;
+            else
+                floem_idle = 1;
+            output switch { case more: out(sent); }
+        \'\'\')
+
+class Count(Element):
+    tally = Persistent(Tally)
+    def configure(self):
+        self.inp = Input(Uint(32))
+    def impl(self):
+        self.run_c("uint32_t n = inp(); tally->packets++; tally->last = n;")
+
+tally = Tally("tally")
+
+class counting(Segment):
+    def impl(self):
+        Source() >> Count(states=[tally])
+
+counting("counting")
+'''
+THREAD = re.compile(r"^floem: thread counting\[0\] \(process app\): runs (\d+), busy (\d+) ns, "
+                    r"waited (\d+) ns, idle (\d+) ns, slept (\d+) ns, cpu (\d+) ns, wall (\d+) ns$",
+                    re.M)
+
+
+def test_threads_and_reported_states_at_exit(tmp_path) -> None:
+    app = tmp_path / "app.py"
+    app.write_text(COUNTING_APP)
+    result = floem("run", str(app), "--report", "--duration", "1.5")
+    assert result.returncode == 0, result.stderr
+    runs, busy, waited, idle, slept, cpu, wall = map(int, THREAD.search(result.stderr).groups())
+    assert runs == 250                           # one per packet; idle turns are not runs
+    assert busy > 0 and idle > 0 and waited == 0 and slept == 0
+    assert busy + idle <= wall and 0 < cpu
+    assert 1.0e9 < wall < 5e9
+    # the numeric fields of the state, not the pointer
+    assert "floem: state tally (Tally): packets 250, last 250\n" in result.stderr
+
+
+def test_sigusr1_prints_the_counters_and_the_program_goes_on(tmp_path) -> None:
+    app = tmp_path / "app.py"
+    app.write_text(COUNTING_APP)
+    with open(tmp_path / "stderr", "w+") as err:
+        proc = subprocess.Popen(floem_command() + ["run", str(app), "--report", "--timeout", "120"],
+                                stdout=subprocess.DEVNULL, stderr=err, text=True)
+        try:
+            time.sleep(1)                        # past Python's start-up: floem ignores it now
+            deadline = time.monotonic() + 60
+            snapshot = ""
+            while "floem: state tally (Tally): packets 250" not in snapshot:
+                assert time.monotonic() < deadline and proc.poll() is None, snapshot
+                proc.send_signal(signal.SIGUSR1)  # ignored while it builds
+                time.sleep(0.5)
+                err.seek(0)
+                snapshot = err.read()
+            assert THREAD.search(snapshot)
+            assert proc.poll() is None           # still running
+        finally:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(60)
+        err.seek(0)
+        final = err.read()[len(snapshot):]
+    assert proc.returncode == 0, final
+    assert THREAD.search(final)                  # and the report at exit
+
+
+def test_a_program_with_its_own_main_is_not_killed_by_sigusr1(tmp_path) -> None:
+    app = tmp_path / "main.py"
+    app.write_text("from floem import main\n"
+                   "main(r'for (int i = 0; i < 30; i++) usleep(100000); puts(\"done\");')\n")
+    proc = subprocess.Popen(floem_command() + ["run", str(app), "--timeout", "120"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1)                                # past Python's start-up
+    for _ in range(20):
+        time.sleep(0.25)
+        proc.send_signal(signal.SIGUSR1)
+    out, err = proc.communicate(timeout=120)
+    assert (proc.returncode, out) == (0, "done\n"), err
