@@ -16,8 +16,9 @@ from floem.lang.types import (Array, Bool, Double, Float, Int, Pointer, SizeT, S
                               Void)
 
 __all__ = [
-    "FloemError", "Cache", "Queue", "Composite", "Element", "Input", "Output", "Program", "build", "cflags",
-    "depend", "external_main", "include", "main", "param", "run", "CallableSegment", "Flow", "Segment", "run_order",
-    "target", "Field", "MemoryRegion", "PerPacket", "Persistent", "State", "Array", "Bool",
-    "Double", "Float", "Int", "Pointer", "SizeT", "Sint", "Type", "Uint", "Void",
+    "FloemError", "Cache", "Queue", "Composite", "Element", "Input", "Output", "Program",
+    "build", "cflags", "depend", "external_main", "include", "main", "param", "run",
+    "CallableSegment", "Flow", "Segment", "run_order", "target", "Field", "MemoryRegion",
+    "PerPacket", "Persistent", "State", "Array", "Bool", "Double", "Float", "Int", "Pointer",
+    "SizeT", "Sint", "Type", "Uint", "Void",
 ]

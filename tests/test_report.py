@@ -49,6 +49,20 @@ class counting(Segment):
 
 counting("counting")
 '''
+def handles_sigusr1(pid: int) -> bool:
+    """True once ``pid`` catches or ignores SIGUSR1 (Python starts with the default: death)."""
+    with open(f"/proc/{pid}/status") as f:
+        masks = [int(ln.split()[1], 16) for ln in f if ln.startswith(("SigIgn:", "SigCgt:"))]
+    return any(m & (1 << (signal.SIGUSR1 - 1)) for m in masks)
+
+
+def wait_until_it_handles_sigusr1(proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 30
+    while not handles_sigusr1(proc.pid):
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+
+
 THREAD = re.compile(r"^floem: thread counting\[0\] \(process app\): runs (\d+), busy (\d+) ns, "
                     r"waited (\d+) ns, idle (\d+) ns, slept (\d+) ns, cpu (\d+) ns, wall (\d+) ns$",
                     re.M)
@@ -75,7 +89,7 @@ def test_sigusr1_prints_the_counters_and_the_program_goes_on(tmp_path) -> None:
         proc = subprocess.Popen(floem_command() + ["run", str(app), "--report", "--timeout", "120"],
                                 stdout=subprocess.DEVNULL, stderr=err, text=True)
         try:
-            time.sleep(1)                        # past Python's start-up: floem ignores it now
+            wait_until_it_handles_sigusr1(proc)  # floem ignores it while it builds
             deadline = time.monotonic() + 60
             snapshot = ""
             while "floem: state tally (Tally): packets 250" not in snapshot:
@@ -101,7 +115,7 @@ def test_a_program_with_its_own_main_is_not_killed_by_sigusr1(tmp_path) -> None:
                    "main(r'for (int i = 0; i < 30; i++) usleep(100000); puts(\"done\");')\n")
     proc = subprocess.Popen(floem_command() + ["run", str(app), "--timeout", "120"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1)                                # past Python's start-up
+    wait_until_it_handles_sigusr1(proc)
     for _ in range(20):
         time.sleep(0.25)
         proc.send_signal(signal.SIGUSR1)

@@ -24,9 +24,9 @@ from floem import (Cache, CallableSegment, Flow, Input, Int, Output, PerPacket, 
                    cflags, external_main, param, target)
 from floem.library import FromNet, NetFree, Steer, ToNet
 
-from elements import (KEY_MAX, LIBRARY_C, RECORD_HEADER, VALUE_LIMIT, Classify, Forget, HashKey, HashtDelete,
-                      HashtGet, HashtPut, MakeRecord, ParseRequest, Request, RequestDrops, Respond,
-                      Restore, Retrieve, Table)
+from elements import (KEY_MAX, LIBRARY_C, RECORD_HEADER, VALUE_LIMIT, Classify, Forget, HashKey,
+                      HashtDelete, HashtGet, HashtPut, MakeRecord, ParseRequest, Request,
+                      RequestDrops, Respond, Restore, Retrieve, Table)
 
 DESIGNS = ("cpu", "split", "cache-wt", "cache-wb", "external")
 design = param("design", "cpu", choices=DESIGNS, help="the offload design (Floem paper, Figure 1)")
@@ -39,7 +39,8 @@ entries = param("entries", 5, help="cache designs: entries per bucket (0: unboun
 write_alloc = param("write_alloc", True, help="cache designs: a SET of an uncached key caches it")
 memory = param("memory", 64, help="MiB of memory for the store's items")
 store_buckets = param("store_buckets", 2 ** 17, help="hash buckets of the store")
-value_max = param("value_max", VALUE_LIMIT, help="longest value a SET may store (longer: 'Too large.')")
+value_max = param("value_max", VALUE_LIMIT,
+                  help="longest value a SET may store (longer: 'Too large.')")
 queue_size = param("queue_size", 256, help="entries of each physical queue instance")
 
 KINDS = ("get", "set", "delete")
@@ -49,7 +50,9 @@ drops = RequestDrops("drops")
 
 
 def entry_bytes(*variable: int) -> int:
-    """Entry size for a channel whose variable-size fields hold at most these many bytes."""
+    """Entry size for a channel whose variable-size fields hold at most these many bytes:
+    the header, room for the fixed fields (about 50 bytes; the build fails with a static
+    assertion if a channel outgrows its entry), each variable field 8-aligned."""
     header_and_fixed = 8 + 64
     return -(-(header_and_fixed + sum(n + 8 for n in variable)) // 64) * 64
 

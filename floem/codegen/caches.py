@@ -107,11 +107,11 @@ def update_body(v: CacheView, n: ElementNode) -> list[str]:
     c = v.cache
     write_back = c.policy == "write_back"
     only_if_present = c.write_miss == "no_write_alloc"
-    lines = drain_call(v) + v.locals() + ["floem_cache_evicted_t evicted = { 0 };",
-                                          f"bool present = floem_cache_set({v.handle}, {v.key_args()}, "
-                          f"{v.val_args()}, {str(write_back).lower()}, "
-                          f"{str(only_if_present).lower()}, &evicted);",
-                          f"state->{evict_field(c)} = 0;"]
+    lines = drain_call(v) + v.locals()
+    lines += ["floem_cache_evicted_t evicted = { 0 };",
+              f"bool present = floem_cache_set({v.handle}, {v.key_args()}, {v.val_args()}, "
+              f"{str(write_back).lower()}, {str(only_if_present).lower()}, &evicted);",
+              f"state->{evict_field(c)} = 0;"]
     lines += v.steer() + [f"{c.name}_evict(&evicted);"]
     if not write_back:
         return lines + ["(void)present;", f"{n.name}_region(state);"]

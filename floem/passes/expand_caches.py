@@ -230,7 +230,8 @@ def _region(ir: ProgramIR, c: CacheIR, start: str, end: str) -> list[str]:
 
 def _defers_fill_evictions(ir: ProgramIR, c: CacheIR) -> bool:
     """True when fills (get_end) may evict dirty entries on another segment than set_start's."""
-    if c.policy != "write_back" or c.entries is None or not {"get_end", "set_start"} <= set(c.points):
+    if c.policy != "write_back" or c.entries is None \
+            or not {"get_end", "set_start"} <= set(c.points):
         return False
     return ir.node(c.points["get_end"]).segment != ir.node(c.points["set_start"]).segment
 

@@ -56,8 +56,9 @@ static void *run_thread(void *arg)
 {
     struct thread *t = arg;
     self = &t->stats;
-    t->start_cpu_ns = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
-    t->start_ns = turn_start = floem_now_ns();
+    __atomic_store_n(&t->start_cpu_ns, cpu_ns(CLOCK_THREAD_CPUTIME_ID), __ATOMIC_RELAXED);
+    turn_start = floem_now_ns();
+    __atomic_store_n(&t->start_ns, turn_start, __ATOMIC_RELEASE);
     void *result = t->fn((void *)(intptr_t)t->stats.index);
     __atomic_store_n(&self->cpu_ns, cpu_ns(CLOCK_THREAD_CPUTIME_ID) - t->start_cpu_ns,
                      __ATOMIC_RELAXED);
@@ -138,7 +139,9 @@ bool floem_thread_stats(int i, floem_thread_stats_t *out)
     if (__atomic_load_n(&t->ended, __ATOMIC_ACQUIRE)) {
         out->cpu_ns = s->cpu_ns;
         out->wall_ns = s->wall_ns;
-    } else {                        /* still running: its clocks so far */
+    } else if (__atomic_load_n(&t->start_ns, __ATOMIC_ACQUIRE) == 0) {
+        out->cpu_ns = out->wall_ns = 0;             /* not started yet */
+    } else {                                        /* still running: its clocks so far */
         clockid_t clock;
         out->cpu_ns = pthread_getcpuclockid(t->id, &clock) == 0
                       ? cpu_ns(clock) - __atomic_load_n(&t->start_cpu_ns, __ATOMIC_RELAXED) : 0;
@@ -186,6 +189,11 @@ void floem_block_stop_signals(void)
 {
     sigset_t set = control_signals();
     pthread_sigmask(SIG_BLOCK, &set, NULL);
+    /* A parent may have left SIGUSR1 ignored (`floem run` does, and exec keeps that):
+     * blocked, the default action never runs, and sigwait takes it. */
+    struct sigaction deliver = {.sa_handler = SIG_DFL};
+    sigemptyset(&deliver.sa_mask);
+    sigaction(SIGUSR1, &deliver, NULL);
 }
 
 void floem_wait_for_stop_signal(void (*report)(void))

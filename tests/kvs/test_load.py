@@ -19,14 +19,13 @@ import sys
 import threading
 import time
 from collections import Counter
-from typing import Iterator
 
 import dpkt
 import numpy as np
 import pytest
 
 from conftest import ROOT
-from test_protocol import MEMCACHED, ask, client, memcached, needs_memcached
+from test_protocol import ask, client, memcached, server  # noqa: F401 (a fixture)
 
 sys.path.insert(0, os.path.join(ROOT, "examples", "kvs"))
 import load  # noqa: E402
@@ -43,14 +42,6 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
 
 def expected_counts(workload: load.Workload, requests: int) -> Counter:
     return Counter(op.opcode for op in workload.operations(requests))
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[int]:
-    if MEMCACHED is None:
-        pytest.skip("memcached is not installed")
-    with memcached() as port:
-        yield port
 
 
 # -- the workload -----------------------------------------------------------
@@ -104,7 +95,6 @@ def test_workload_stream() -> None:
 
 # -- against memcached ------------------------------------------------------
 
-@needs_memcached
 def test_live_run(server: int) -> None:
     workload = load.Workload(keys=1000, seed=5)
     summary = load.run_live(workload, [f"127.0.0.1:{server}"], requests=5000)
@@ -129,7 +119,6 @@ def test_live_run(server: int) -> None:
                 kvp.OK, workload.value(index, version), workload.flags(index, version))
 
 
-@needs_memcached
 def test_open_loop(server: int) -> None:
     summary = load.run_live(load.Workload(keys=200, seed=2), [f"127.0.0.1:{server}"],
                             requests=None, duration=0.5, rate=2000)
@@ -137,7 +126,6 @@ def test_open_loop(server: int) -> None:
     assert 850 <= summary.requests <= 1001
 
 
-@needs_memcached
 def test_cli_json(server: int) -> None:
     result = run_cli("--server", f"127.0.0.1:{server}", "--keys", "300", "--requests", "2000",
                      "--seed", "9", "--json")
@@ -154,7 +142,6 @@ def test_cli_json(server: int) -> None:
 
 # -- sharding ---------------------------------------------------------------
 
-@needs_memcached
 def test_sharding_over_two_servers() -> None:
     workload = load.Workload(keys=400, seed=4)
     with memcached() as a, memcached() as b:
@@ -367,7 +354,6 @@ class LossyProxy(threading.Thread):
         self.back.close()
 
 
-@needs_memcached
 def test_retries_hide_lost_datagrams(server: int) -> None:
     """One request at a time, so no request loses more than 2 tries in a row to the proxy."""
     workload = load.Workload(keys=20, seed=10)

@@ -28,7 +28,6 @@ sys.path.insert(0, os.path.join(ROOT, "examples", "kvs"))
 import protocol as kvp  # noqa: E402
 
 MEMCACHED = shutil.which("memcached")
-needs_memcached = pytest.mark.skipif(MEMCACHED is None, reason="memcached is not installed")
 
 
 # -- a real memcached (also used by test_load.py) ---------------------------
@@ -69,6 +68,7 @@ def ask(s: socket.socket, port: int, datagram: bytes) -> kvp.Response:
 @contextlib.contextmanager
 def memcached() -> Iterator[int]:
     """A fresh memcached serving the binary protocol on a free UDP port of 127.0.0.1."""
+    assert MEMCACHED is not None, "install memcached (scripts/setup.sh does)"
     for _ in range(5):
         port = free_udp_port()
         proc = subprocess.Popen([MEMCACHED, "-U", str(port), "-B", "binary", "-p", "0",
@@ -100,8 +100,7 @@ def answers_noop(port: int, proc: subprocess.Popen) -> bool:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[int]:
-    if MEMCACHED is None:
-        pytest.skip("memcached is not installed")
+    """A memcached for the tests of a module (test_load.py uses it too)."""
     with memcached() as port:
         yield port
 
@@ -197,7 +196,6 @@ def test_response_fields() -> None:
 
 # -- a real memcached -------------------------------------------------------
 
-@needs_memcached
 def test_memcached_answers(server: int) -> None:
     """Every kind of answer the key-value store must give, as memcached gives it."""
     flags = struct.pack(">I", 0xCAFE)
@@ -243,7 +241,6 @@ def test_memcached_answers(server: int) -> None:
               value=b"Not found")
 
 
-@needs_memcached
 def test_memcached_multi_datagram_response(server: int) -> None:
     """A 3000-byte value comes back in 3 datagrams, reassembled in every order, duplicated."""
     value = bytes(random.Random(1).choices(b"abcdefghijklmnopqrstuvwxyz", k=3000))

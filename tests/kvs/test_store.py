@@ -18,26 +18,15 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
+from test_runtime_c import FOREIGN, SANITIZER_ENV, SANITIZERS
 
 KVS = os.path.join(ROOT, "examples", "kvs")
 STORE = os.path.join(KVS, "store.c")
 TEST = os.path.join(ROOT, "tests", "kvs", "store_test.c")
 CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-Wall", "-Wextra", "-Werror", "-g", "-pthread",
           "-I" + KVS, "-I" + os.path.join(ROOT, "runtime", "tests")]
-SANITIZERS = {
-    "address,undefined": ["-O1", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
-                          "-fno-omit-frame-pointer"],
-    "thread": ["-O1", "-fsanitize=thread"],
-    "none": ["-O2"],
-}
-SANITIZER_ENV = {"TSAN_OPTIONS": "halt_on_error=1", "UBSAN_OPTIONS": "halt_on_error=1"}
 # Stress operations relative to the default run (4 threads x a million operations).
 STRESS_SCALE = {"thread": "0.1", "none": "1"}
-# Cross compiler (with flags) and emulator for each foreign CPU.
-FOREIGN = {
-    "aarch64": (["aarch64-linux-gnu-gcc"], "qemu-aarch64"),
-    "mips64": (["mips64-linux-gnuabi64-gcc", "-march=mips64r2"], "qemu-mips64"),
-}
 
 
 def find_compiler(name: str) -> str | None:
