@@ -323,30 +323,30 @@ def loc_table() -> str:
     return "\n".join(rows)
 
 
-def pcap_table(results: dict[str, dict[str, float]]) -> str:
-    base = results.get("cpu", {}).get("host_us")
-    rows = ["| configuration | host CPU µs/request | host CPU saved vs cpu | requests/s | "
-            "NIC cache hit rate | DMA requests/request | DMA bytes/request | NIC work µs/request |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for name, r in results.items():
-        rows.append(f"| {name} | {_host(name, r)} | "
-                    f"{'-' if name in UNCOUNTED else _saving(base, r)} | "
-                    f"{r['requests_per_s']:,.0f} | {_rate(r)} | {r['dma_requests']:.2f} | "
-                    f"{r['dma_bytes']:,.0f} | {r['nic_us']:.3f} |")
-    return "\n".join(rows)
+PCAP_COLUMNS = [
+    ("requests/s", lambda r: f"{r['requests_per_s']:,.0f}"),
+    ("NIC cache hit rate", lambda r: _rate(r)),
+    ("DMA requests/request", lambda r: f"{r['dma_requests']:.2f}"),
+    ("DMA bytes/request", lambda r: f"{r['dma_bytes']:,.0f}"),
+    ("NIC work µs/request", lambda r: f"{r['nic_us']:.3f}"),
+]
+UDP_COLUMNS = [
+    ("requests/s (client)", lambda r: f"{r['requests_per_s']:,.0f}"),
+    ("latency p50 / p99 µs", lambda r: f"{r['p50_us']:.0f} / {r['p99_us']:.0f}"),
+    ("NIC cache hit rate", lambda r: _rate(r)),
+    ("NIC work µs/request", lambda r: f"{r['nic_us']:.3f}"),
+]
 
 
-def udp_table(results: dict[str, dict[str, float]]) -> str:
+def table(results: dict[str, dict[str, float]], columns: list) -> str:
+    """A Markdown table: host CPU per request and the saving against cpu, then ``columns``."""
     base = results.get("cpu", {}).get("host_us")
-    rows = ["| configuration | host CPU µs/request | host CPU saved vs cpu | requests/s (client) | "
-            "latency p50 / p99 µs | NIC cache hit rate | NIC work µs/request |",
-            "| --- | --- | --- | --- | --- | --- | --- |"]
+    heads = ["configuration", "host CPU µs/request", "host CPU saved vs cpu"]
+    rows = [heads + [h for h, _ in columns], ["---"] * (len(heads) + len(columns))]
     for name, r in results.items():
-        rows.append(f"| {name} | {_host(name, r)} | "
-                    f"{'-' if name in UNCOUNTED else _saving(base, r)} | "
-                    f"{r['requests_per_s']:,.0f} | {r['p50_us']:.0f} / {r['p99_us']:.0f} | "
-                    f"{_rate(r)} | {r['nic_us']:.3f} |")
-    return "\n".join(rows)
+        rows.append([name, _host(name, r), "-" if name in UNCOUNTED else _saving(base, r)]
+                    + [cell(r) for _, cell in columns])
+    return "\n".join("| " + " | ".join(row) + " |" for row in rows)
 
 
 #: Configurations whose host work runs on threads the runtime does not count (the
@@ -386,7 +386,7 @@ def demo(floem: str) -> None:
     for name in DEMO:
         print(f"  {name}: building and serving ...", file=sys.stderr, flush=True)
         results[name] = measure_udp(floem, name, keys=10_000, requests=30_000, value_max=64)
-    print(udp_table(results))
+    print(table(results, UDP_COLUMNS))
     print("\nHost CPU per request counts the host threads' work (busy turns, scaled to CPU "
           "time); the NIC\ndesigns move packet I/O and, with the cache, most requests off the "
           "host. The full comparison:\npython3 benchmarks/kvs/run.py (docs/benchmarks.md).")
@@ -450,9 +450,9 @@ def main() -> None:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)
     if "pcap" in results:
-        print("\nReplayed captures (--net pcap):\n\n" + pcap_table(results["pcap"]))
+        print("\nReplayed captures (--net pcap):\n\n" + table(results["pcap"], PCAP_COLUMNS))
     if "udp" in results:
-        print("\nLive over kernel UDP (--net udp, load.py):\n\n" + udp_table(results["udp"]))
+        print("\nLive over kernel UDP (--net udp, load.py):\n\n" + table(results["udp"], UDP_COLUMNS))
     print("\n" + loc_table())
 
 

@@ -9,6 +9,12 @@ response must equal memcached's apart from the CAS. Malformed datagrams are inte
 to the design only: memcached's UDP path swallows or misparses some of them); none may be
 answered, every request after them must still be answered like memcached, and each is
 counted by reason (the store's ``--report``). Then the workload generator drives the design.
+A shorter sequence runs on the NIC platforms under qemu (big-endian LiquidIO, BlueField).
+
+Captures: a phased sequence (no key touched while an earlier request on it may still be in
+flight) is replayed through ``--net pcap`` and DPDK's ``net_pcap`` vdev in every design, with
+frames only a capture can hold (IPv4 options, other protocols); the replies must be
+memcached's. And: expiry, ``value_max``, the memory budget, and "ready" meaning ready.
 """
 from __future__ import annotations
 
@@ -85,8 +91,11 @@ def test_every_design_answers_like_memcached(design: str) -> None:
 
 
 @pytest.mark.slow
-def test_big_endian_liquidio_nic_answers_like_memcached() -> None:
-    with memcached() as mc_port, kvs_server("design=cache-wb", "entries=2", nic="liquidio",
+@pytest.mark.parametrize("nic, design", [("liquidio", "cache-wb"), ("bluefield", "split"),
+                                         ("bluefield", "external")])
+def test_nic_platforms_answer_like_memcached(nic: str, design: str) -> None:
+    """Under qemu: the big-endian LiquidIO (MIPS64) and the Arm BlueField."""
+    with memcached() as mc_port, kvs_server(f"design={design}", "entries=2", nic=nic,
                                             start_timeout=600) as server:
         check_against_memcached(Client(mc_port), Client(server.port, timeout=20),
                                 oracle_requests(seed=7, count=120), malformed_datagrams(seed=2))
@@ -221,9 +230,9 @@ def test_pcap_replay_answers_like_memcached(design: str, tmp_path) -> None:
     check_capture(tmp_path, run)
 
 
-@pytest.mark.skipif(not have_dpdk(), reason="libdpdk-dev is not installed")
-@pytest.mark.parametrize("design", ["cpu", "cache-wb"])
+@pytest.mark.parametrize("design", CAPTURE_DESIGNS)
 def test_dpdk_pcap_vdev_answers_like_memcached(design: str, tmp_path) -> None:
+    assert have_dpdk(), "install libdpdk-dev (scripts/setup.sh does)"
     def run(src: str, out: str) -> str:
         result = floem("run", KVS, "-D", f"design={design}", "--net", "dpdk", "--duration", "3",
                        "--eal", f"{DPDK_EAL} --vdev=net_pcap0,rx_pcap={src},tx_pcap={out}",

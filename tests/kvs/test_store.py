@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from test_runtime_c import FOREIGN, SANITIZER_ENV, SANITIZERS
+from test_runtime_c import FOREIGN, SANITIZERS, run
 
 KVS = os.path.join(ROOT, "examples", "kvs")
 STORE = os.path.join(KVS, "store.c")
@@ -47,15 +47,6 @@ def build(tmp_path: Path, sanitizer: str, compiler: list[str] | None = None) -> 
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     return exe
-
-
-def run(exe: str, *args: str, emulator: str | None = None) -> str:
-    """Run the test program; it must exit 0 with no sanitizer report. Returns its stdout."""
-    result = subprocess.run([*([emulator] if emulator else []), exe, *args], capture_output=True,
-                            text=True, timeout=120, env={**os.environ, **SANITIZER_ENV})
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "Sanitizer" not in result.stderr, result.stderr
-    return result.stdout
 
 
 def check_stress(out: str) -> None:
