@@ -124,8 +124,10 @@ IP_A, IP_B = socket.inet_aton("10.0.0.1"), socket.inet_aton("10.0.0.2")
 
 
 def udp_frame(payload: bytes, sport: int = 12345, opts: bytes = b"", **ip_fields) -> bytes:
-    """An Ethernet/IPv4/UDP frame with correct lengths and checksums (dpkt fills them in)."""
-    udp = dpkt.udp.UDP(sport=sport, dport=9000, data=payload)
+    """An Ethernet/IPv4/UDP frame with correct lengths and checksums (dpkt fills in the IPv4
+    length and both checksums, not the UDP length)."""
+    udp = dpkt.udp.UDP(sport=sport, dport=9000, ulen=dpkt.udp.UDP_HDR_LEN + len(payload),
+                       data=payload)
     ip = dpkt.ip.IP(src=IP_A, dst=IP_B, p=dpkt.ip.IP_PROTO_UDP, ttl=64, opts=opts, data=udp,
                     **ip_fields)
     if opts:
