@@ -302,7 +302,7 @@ class Respond(Element):
     def impl(self) -> None:
         self.run_c(r'''
             struct kvs_packet *p = state->pkt;
-            struct kvs_reply r = kvs_reply_to(p, state->status, %s, kvs_now());
+            struct floem_mc_msg r = kvs_reply_to(p, state->status, %s, kvs_now());
             unsigned n = kvs_reply_datagrams(&r);
             output multiple;
             /* the other datagrams first: they copy the request's headers */

@@ -10,18 +10,24 @@ int kvs_check(const uint8_t *frame, size_t size)
         return KVS_DROP_NOT_UDP;
     if (floem_ipv4_header_len(udp.ip) != FLOEM_IPV4_MIN_LEN)
         return KVS_DROP_IP_OPTIONS;
-    if (udp.payload_len < FLOEM_MC_UDP_HDR_LEN + FLOEM_MC_HDR_LEN)
+    struct floem_mc_msg m;
+    switch (floem_mc_parse(udp.payload, udp.payload_len, &m)) {
+    case FLOEM_MC_PARSED:
+        break;
+    case FLOEM_MC_TRUNCATED:
         return KVS_DROP_TOO_SHORT;
-    const struct kvs_packet *p = (const struct kvs_packet *)frame;
-    if (floem_get16(&p->frame.sequence) != 0 || floem_get16(&p->frame.total) != 1)
-        return KVS_DROP_MULTI_DATAGRAM;
-    if (p->mc.magic != FLOEM_MC_REQUEST)
+    case FLOEM_MC_BAD_MAGIC:
         return KVS_DROP_BAD_MAGIC;
-    uint32_t body = floem_get32(&p->mc.body_len);
-    if (body != udp.payload_len - FLOEM_MC_UDP_HDR_LEN - FLOEM_MC_HDR_LEN
-            || (uint32_t)p->mc.extras_len + floem_get16(&p->mc.key_len) > body)
+    default:
         return KVS_DROP_BAD_LENGTH;
-    return -1;
+    }
+    if (m.sequence != 0 || m.total != 1)
+        return KVS_DROP_MULTI_DATAGRAM;
+    if (m.magic != FLOEM_MC_REQUEST)
+        return KVS_DROP_BAD_MAGIC;
+    size_t whole = (size_t)FLOEM_MC_UDP_HDR_LEN + FLOEM_MC_HDR_LEN + m.extras_len + m.key_len
+                   + m.value_len;
+    return whole == udp.payload_len ? -1 : KVS_DROP_BAD_LENGTH;    /* no bytes after the body */
 }
 
 uint16_t kvs_validate(struct kvs_packet *p, uint32_t value_max)
@@ -72,15 +78,18 @@ static const char *error_text(uint16_t status)
     }
 }
 
-struct kvs_reply kvs_reply_to(struct kvs_packet *p, uint16_t status, const uint8_t *rec,
-                              uint32_t reclen, uint32_t now)
+struct floem_mc_msg kvs_reply_to(struct kvs_packet *p, uint16_t status, const uint8_t *rec,
+                                 uint32_t reclen, uint32_t now)
 {
-    struct kvs_reply r = {.status = status};
+    struct floem_mc_msg r = {
+        .request_id = floem_get16(&p->frame.request_id), .magic = FLOEM_MC_RESPONSE,
+        .opcode = p->mc.opcode, .status = status, .opaque = floem_get32(&p->mc.opaque),
+    };
     uint8_t op = p->mc.opcode;
     if (status == FLOEM_MC_OK && (op == FLOEM_MC_GET || op == FLOEM_MC_GETK)) {
         if (op == FLOEM_MC_GETK) {
             r.key = kvs_key(p);
-            r.keylen = kvs_keylen(p);
+            r.key_len = kvs_keylen(p);
         }
         if (!kvs_record_live(rec, reclen, now)) {
             r.status = FLOEM_MC_KEY_NOT_FOUND;
@@ -88,72 +97,47 @@ struct kvs_reply kvs_reply_to(struct kvs_packet *p, uint16_t status, const uint8
                 return r;
         } else {
             r.extras = rec;                 /* the flags */
-            r.extlen = 4;
+            r.extras_len = 4;
             r.value = rec + KVS_RECORD_HEADER;
-            r.vallen = reclen - KVS_RECORD_HEADER;
+            r.value_len = reclen - KVS_RECORD_HEADER;
             return r;
         }
     }
     if (r.status != FLOEM_MC_OK) {
         r.value = (const uint8_t *)error_text(r.status);
-        r.vallen = (uint32_t)strlen((const char *)r.value);
+        r.value_len = (uint32_t)strlen((const char *)r.value);
     }
     return r;
 }
 
-static size_t message_len(const struct kvs_reply *r)
+static size_t message_len(const struct floem_mc_msg *r)
 {
-    return FLOEM_MC_HDR_LEN + (size_t)r->extlen + r->keylen + r->vallen;
+    return FLOEM_MC_HDR_LEN + (size_t)r->extras_len + r->key_len + r->value_len;
 }
 
-unsigned kvs_reply_datagrams(const struct kvs_reply *r)
+unsigned kvs_reply_datagrams(const struct floem_mc_msg *r)
 {
     return (unsigned)((message_len(r) + KVS_REPLY_CHUNK - 1) / KVS_REPLY_CHUNK);
 }
 
-/* Copy the bytes [from, from + n) of the reply's message (header, extras, key, value) to out. */
-static void copy_message(uint8_t *out, const struct kvs_packet *req, const struct kvs_reply *r,
-                         size_t from, size_t n)
-{
-    struct floem_mc_hdr h = {
-        .magic = FLOEM_MC_RESPONSE, .opcode = req->mc.opcode, .extras_len = r->extlen,
-    };
-    floem_put16(&h.key_len, r->keylen);
-    floem_put16(&h.status, r->status);
-    floem_put32(&h.body_len, (uint32_t)(message_len(r) - FLOEM_MC_HDR_LEN));
-    memcpy(&h.opaque, &req->mc.opaque, sizeof h.opaque);
-    const struct { const void *bytes; size_t len; } parts[] = {
-        {&h, sizeof h}, {r->extras, r->extlen}, {r->key, r->keylen}, {r->value, r->vallen},
-    };
-    size_t at = 0;                          /* offset of the current part in the message */
-    for (size_t i = 0; i < sizeof parts / sizeof parts[0] && n > 0; at += parts[i].len, i++) {
-        if (from >= at + parts[i].len)
-            continue;
-        size_t skip = from - at, take = parts[i].len - skip < n ? parts[i].len - skip : n;
-        memmove(out, (const uint8_t *)parts[i].bytes + skip, take);
-        out += take;
-        from += take;
-        n -= take;
-    }
-}
-
-size_t kvs_reply_write(uint8_t *out, const struct kvs_packet *req, const struct kvs_reply *r,
+size_t kvs_reply_write(uint8_t *out, const struct kvs_packet *req, const struct floem_mc_msg *r,
                        unsigned seq)
 {
-    /* Build in a scratch frame: the reply's parts may point into the request's frame. */
-    uint8_t frame[FLOEM_UDP_FRAME_LEN + KVS_REPLY_DATAGRAM];
-    memcpy(frame, req, FLOEM_UDP_FRAME_LEN);
-    floem_udp_swap(frame);
-    struct floem_mc_udp_hdr *fh = (struct floem_mc_udp_hdr *)(frame + FLOEM_UDP_FRAME_LEN);
-    memcpy(&fh->request_id, &req->frame.request_id, sizeof fh->request_id);
-    floem_put16(&fh->sequence, (uint16_t)seq);
-    floem_put16(&fh->total, (uint16_t)kvs_reply_datagrams(r));
-    fh->reserved = 0;
-    size_t from = (size_t)seq * KVS_REPLY_CHUNK, total = message_len(r);
+    /* The whole reply as one datagram first: its parts may point into the request's
+     * frame, which `out` may be. */
+    uint8_t whole[FLOEM_MC_UDP_HDR_LEN + KVS_REPLY_MESSAGE_MAX];
+    size_t total = floem_mc_build(whole, sizeof whole, r) - FLOEM_MC_UDP_HDR_LEN;
+    size_t from = (size_t)seq * KVS_REPLY_CHUNK;
     size_t n = from < total ? (total - from < KVS_REPLY_CHUNK ? total - from : KVS_REPLY_CHUNK) : 0;
-    copy_message(frame + FLOEM_UDP_FRAME_LEN + FLOEM_MC_UDP_HDR_LEN, req, r, from, n);
+    memmove(out, req, FLOEM_UDP_FRAME_LEN);
+    floem_udp_swap(out);
+    struct kvs_packet *reply = (struct kvs_packet *)out;
+    memcpy(&reply->frame, whole, FLOEM_MC_UDP_HDR_LEN);
+    floem_put16(&reply->frame.sequence, (uint16_t)seq);
+    floem_put16(&reply->frame.total, (uint16_t)kvs_reply_datagrams(r));
+    memcpy(out + FLOEM_UDP_FRAME_LEN + FLOEM_MC_UDP_HDR_LEN,
+           whole + FLOEM_MC_UDP_HDR_LEN + from, n);
     size_t size = FLOEM_UDP_FRAME_LEN + FLOEM_MC_UDP_HDR_LEN + n;
-    floem_udp_set_length(frame, size, 0);
-    memcpy(out, frame, size);
+    floem_udp_set_length(out, size, 0);
     return size;
 }

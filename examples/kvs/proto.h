@@ -36,6 +36,8 @@
 /* Datagrams of a reply: at most this many bytes each, the 8-byte frame header included. */
 #define KVS_REPLY_DATAGRAM 1400
 #define KVS_REPLY_CHUNK (KVS_REPLY_DATAGRAM - FLOEM_MC_UDP_HDR_LEN)
+/* The longest reply message: header, flags, the longest key and value. */
+#define KVS_REPLY_MESSAGE_MAX (FLOEM_MC_HDR_LEN + 4 + KVS_KEY_MAX + KVS_VALUE_LIMIT)
 /* Expiry times above 30 days are absolute Unix times; below, seconds from now. */
 #define KVS_RELATIVE_EXPIRY_MAX (60 * 60 * 24 * 30)
 
@@ -91,29 +93,19 @@ static inline bool kvs_record_live(const uint8_t *rec, uint32_t len, uint32_t no
     return expiry == 0 || now < expiry;
 }
 
-/* A reply: its status and the parts of its body (any may be empty). */
-struct kvs_reply {
-    uint16_t status;
-    const uint8_t *extras;
-    uint8_t extlen;
-    const uint8_t *key;
-    uint16_t keylen;
-    const uint8_t *value;
-    uint32_t vallen;
-};
-
-/* The reply memcached gives to request `p`: a GET or GETK from its record (`rec`, `reclen`;
- * a hit when live at `now`), any other opcode from `status` (with memcached's message for
- * an error). The reply points into `p`, `rec` and constant text. */
-struct kvs_reply kvs_reply_to(struct kvs_packet *p, uint16_t status, const uint8_t *rec,
-                              uint32_t reclen, uint32_t now);
+/* The reply memcached gives to request `p` (as a struct floem_mc_msg, memcached.h): a GET
+ * or GETK from its record (`rec`, `reclen`; a hit when live at `now`), any other opcode
+ * from `status` (with memcached's message for an error). The reply points into `p`,
+ * `rec` and constant text. */
+struct floem_mc_msg kvs_reply_to(struct kvs_packet *p, uint16_t status, const uint8_t *rec,
+                                 uint32_t reclen, uint32_t now);
 /* How many datagrams the reply takes. */
-unsigned kvs_reply_datagrams(const struct kvs_reply *r);
+unsigned kvs_reply_datagrams(const struct floem_mc_msg *r);
 /* Write datagram `seq` of reply `r` to request `req` as a whole frame into `out` (room for
  * FLOEM_UDP_FRAME_LEN + KVS_REPLY_DATAGRAM bytes): the request's headers with the
  * addresses swapped, lengths set, the frame header, and its part of the message. `out`
  * may be the request's own frame. Returns the frame's length. */
-size_t kvs_reply_write(uint8_t *out, const struct kvs_packet *req, const struct kvs_reply *r,
+size_t kvs_reply_write(uint8_t *out, const struct kvs_packet *req, const struct floem_mc_msg *r,
                        unsigned seq);
 
 /* What a NIC cache held for a DELETE's key (Request.cached): the store's answer counts
