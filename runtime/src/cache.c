@@ -132,12 +132,18 @@ static void unlock_bucket(struct bucket *b)
     spin_unlock(&b->lock);
 }
 
+/* The link pointing at the entry of `key` in bucket `b` (pointing at NULL when absent). */
+static struct entry **find_link(struct bucket *b, const void *key, uint32_t keylen)
+{
+    struct entry **p = &b->head;
+    while (*p != NULL && !((*p)->keylen == keylen && memcmp((*p)->bytes, key, keylen) == 0))
+        p = &(*p)->next;
+    return p;
+}
+
 static struct entry *find(struct bucket *b, const void *key, uint32_t keylen)
 {
-    for (struct entry *e = b->head; e != NULL; e = e->next)
-        if (e->keylen == keylen && memcmp(e->bytes, key, keylen) == 0)
-            return e;
-    return NULL;
+    return *find_link(b, key, keylen);
 }
 
 static void count(uint64_t *counter)
@@ -268,9 +274,9 @@ bool floem_cache_set(floem_cache_t *c, const void *key, uint32_t keylen, const v
  * of a key the cache no longer holds but the store has not got yet. */
 static struct deferred *take_deferred_key(floem_cache_t *c, const void *key, uint32_t keylen)
 {
-    struct deferred *newest = NULL;
+    struct deferred *newest = NULL, **p = &c->deferred_head;
     spin_lock(&c->deferred_lock);
-    for (struct deferred **p = &c->deferred_head; *p != NULL;) {
+    while (*p != NULL) {
         struct deferred *d = *p;
         if (d->evicted.keylen == keylen && memcmp(d->evicted.key, key, keylen) == 0) {
             *p = d->next;
@@ -284,9 +290,7 @@ static struct deferred *take_deferred_key(floem_cache_t *c, const void *key, uin
             p = &d->next;
         }
     }
-    c->deferred_tail = &c->deferred_head;
-    while (*c->deferred_tail != NULL)
-        c->deferred_tail = &(*c->deferred_tail)->next;
+    c->deferred_tail = p;                   /* the last link: what is left ends there */
     spin_unlock(&c->deferred_lock);
     return newest;
 }
@@ -297,9 +301,7 @@ bool floem_cache_forget(floem_cache_t *c, const void *key, uint32_t keylen, cons
     pthread_mutex_lock(&c->drain);      /* no write-back of the key is half-way sent */
     struct bucket *b = lock_bucket(c, key, keylen);
     b->version++;
-    struct entry **p = &b->head;
-    while (*p != NULL && !((*p)->keylen == keylen && memcmp((*p)->bytes, key, keylen) == 0))
-        p = &(*p)->next;
+    struct entry **p = find_link(b, key, keylen);
     struct entry *e = *p;
     if (e != NULL) {
         *p = e->next;

@@ -162,8 +162,8 @@ unsigned floem_backend_rx(unsigned q, floem_packet_t *pkts, unsigned max)
         floem_pool_frame(buf, caplen);
         pkts[n++] = (floem_packet_t){buf, caplen, buf};
     }
-    uint64_t none = 0;
-    if (n > 0)
+    uint64_t none = 0;                      /* only the first burst pays for the exchange */
+    if (n > 0 && __atomic_load_n(&first_rx_ns, __ATOMIC_RELAXED) == 0)
         __atomic_compare_exchange_n(&first_rx_ns, &none, floem_now_ns(), false, __ATOMIC_RELAXED,
                                     __ATOMIC_RELAXED);
     return n;
