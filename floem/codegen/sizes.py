@@ -4,13 +4,15 @@ from __future__ import annotations
 from floem.lang.state import State
 from floem.lang.types import Type
 
-_SCALARS = {
+#: The C scalar types the generated code knows, with their sizes.
+SCALARS = {
     "char": 1, "signed char": 1, "unsigned char": 1, "bool": 1, "_Bool": 1,
     "int8_t": 1, "uint8_t": 1, "short": 2, "unsigned short": 2, "int16_t": 2, "uint16_t": 2,
     "int": 4, "unsigned": 4, "unsigned int": 4, "int32_t": 4, "uint32_t": 4, "float": 4,
     "long": 8, "unsigned long": 8, "long long": 8, "unsigned long long": 8, "int64_t": 8,
     "uint64_t": 8, "size_t": 8, "ssize_t": 8, "double": 8, "intptr_t": 8, "uintptr_t": 8,
 }
+UNSIGNED = {t for t in SCALARS if t.startswith("u") or t in ("size_t", "bool", "_Bool")}
 
 
 def type_size(t: Type, state_class: type[State] | None = None) -> int | None:
@@ -20,7 +22,7 @@ def type_size(t: Type, state_class: type[State] | None = None) -> int | None:
     elif state_class is not None:
         one = state_size(state_class)
     else:
-        one = _SCALARS.get(t.c)
+        one = SCALARS.get(t.c)
     if one is None:
         return None
     return one * (t.array_len or 1)

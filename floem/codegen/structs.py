@@ -1,9 +1,9 @@
 """C declarations of `State` classes, shared by the front end (parsing) and code generation."""
 from __future__ import annotations
 
-import re
 from typing import Any, Iterable
 
+from floem.codegen.sizes import SCALARS, UNSIGNED
 from floem.lang.state import State
 
 
@@ -67,10 +67,6 @@ def state_initializer(instance: State) -> str:
     return "{ " + ", ".join(parts) + " }" if parts else "{ 0 }"
 
 
-_UNSIGNED = re.compile(r"(uint(8|16|32|64)_t|size_t|bool|unsigned( char| short| int| long| long long)?)\Z")
-_SIGNED = re.compile(r"(int(8|16|32|64)_t|(signed )?(char|short|int|long|long long))\Z")
-
-
 def report_statement(instance: State, pointer: str) -> str:
     """C printing ``floem: state NAME (Class): field value, ...`` for a ``report = True`` state.
 
@@ -79,16 +75,16 @@ def report_statement(instance: State, pointer: str) -> str:
     formats, args = [], []
     for f in type(instance).fields():
         c = f.type.c
-        if f.type.array_len is not None or f.state_class is not None:
+        if f.type.array_len is not None or c not in SCALARS:
             continue
-        if _UNSIGNED.match(c):
-            formats.append(f"{f.name} %llu")
-            args.append(f"(unsigned long long){pointer}->{f.name}")
-        elif _SIGNED.match(c):
-            formats.append(f"{f.name} %lld")
-            args.append(f"(long long){pointer}->{f.name}")
-        elif c in ("float", "double"):
+        if c in ("float", "double"):
             formats.append(f"{f.name} %g")
             args.append(f"(double){pointer}->{f.name}")
+        elif c in UNSIGNED:
+            formats.append(f"{f.name} %llu")
+            args.append(f"(unsigned long long){pointer}->{f.name}")
+        else:
+            formats.append(f"{f.name} %lld")
+            args.append(f"(long long){pointer}->{f.name}")
     text = f"floem: state {instance.name} ({type(instance).__name__}): {', '.join(formats)}\\n"
     return f'fprintf(stderr, "{text}"{"".join(", " + a for a in args)});'
