@@ -8,7 +8,6 @@ named a parameter the app declared (`check_given`).
 """
 from __future__ import annotations
 
-import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -84,9 +83,13 @@ def param(name: str, default: Any, choices: Any = None, help: str = "") -> Any:
         if (previous.default, previous.choices) != (default, allowed):
             raise loc.error(f"param {name!r} is already declared differently (at {previous.loc})")
         return previous.value
-    _declared[name] = Param(name, default, allowed, help, loc, default)
-    if name not in _given:
-        return default
+    value = default if name not in _given else _given_value(name, default, allowed, loc)
+    _declared[name] = Param(name, default, allowed, help, loc, value)
+    return value
+
+
+def _given_value(name: str, default: Any, allowed: tuple[Any, ...] | None, loc: Location) -> Any:
+    """The ``-D`` value of ``name`` converted; a bad one is recorded in `_errors` and gives the default."""
     text = _given[name]
     value = _convert(text, default)
     if value is None:
@@ -95,7 +98,6 @@ def param(name: str, default: Any, choices: Any = None, help: str = "") -> Any:
     if allowed is not None and value not in allowed:
         _errors.append((loc, f"-D {name}={text}: not one of {_show(allowed)}"))
         return default
-    _declared[name] = dataclasses.replace(_declared[name], value=value)
     return value
 
 
