@@ -151,49 +151,76 @@ def handles_sigusr1(pid: int) -> bool:
     return any(m & bit for m in masks.values())
 
 
-def replay(floem: str, defines: list[str], options: list[str], pcap: str, frames: int) -> Snapshot:
+class FloemRun:
+    """``floem run kvs.py`` for one configuration in the background, its stderr kept so
+    SIGUSR1 can snapshot the counters; stopped with SIGINT on leaving the ``with``."""
+
+    def __init__(self, floem: str, name: str, value_max: int, *options: str) -> None:
+        defines, extra = CONFIGS[name]
+        self.command = [floem, "run", KVS, *options, "--report", *extra]
+        for d in defines + [f"value_max={value_max}"]:
+            self.command += ["-D", d]
+
+    def __enter__(self) -> "FloemRun":
+        self._err = tempfile.TemporaryFile("w+")
+        self.proc = subprocess.Popen(self.command, stdout=subprocess.DEVNULL, stderr=self._err,
+                                     text=True)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.proc.send_signal(signal.SIGINT)
+        self.proc.wait()
+        self._err.close()
+
+    def _stderr(self) -> str:
+        self._err.seek(0)
+        return self._err.read()
+
+    def check(self, deadline: float) -> None:
+        """Exit with the run's stderr if it stopped or ``deadline`` (monotonic) has passed."""
+        if self.proc.poll() is not None or time.monotonic() > deadline:
+            sys.exit(f"run.py: {' '.join(self.command)} failed:\n{self._stderr()[-4000:]}")
+
+    def counters(self, settle: float) -> Snapshot:
+        """Ask every process for its counters (SIGUSR1); the snapshot ``settle`` s later."""
+        self.proc.send_signal(signal.SIGUSR1)
+        time.sleep(settle)
+        return snapshot(self._stderr().splitlines())
+
+
+def per_request(d: Snapshot, requests: int) -> dict[str, float]:
+    """Host and NIC work per request and the NIC cache hit rate of a counter difference."""
+    lookups = d.hits + d.misses
+    return {"host_us": d.host_cpu_ns / requests / 1e3,
+            "hit_rate": d.hits / lookups if lookups else float("nan"),
+            "nic_us": d.nic_cpu_ns / requests / 1e3}
+
+
+def replay(floem: str, name: str, value_max: int, pcap: str, frames: int) -> Snapshot:
     """Replay ``pcap`` through one configuration; the counters when every reply is out."""
-    command = [floem, "run", KVS, "--net", "pcap", "--pcap-in", pcap, "--report",
-               "--duration", "1800", *options]
-    for d in defines:
-        command += ["-D", d]
-    with tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err, text=True)
-        try:
-            last_tx, stable, deadline = -1, 0, time.monotonic() + 900
-            while stable < 2:
-                time.sleep(0.5)
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    err.seek(0)
-                    sys.exit(f"run.py: {' '.join(command)} failed:\n{err.read()[-4000:]}")
-                if not handles_sigusr1(proc.pid):
-                    continue
-                proc.send_signal(signal.SIGUSR1)
-                time.sleep(0.3)
-                err.seek(0)
-                s = snapshot(err.read().splitlines())
-                done = s.rx == frames and s.tx >= frames and s.tx == last_tx
-                stable = stable + 1 if done else 0
-                last_tx = s.tx
-            return s
-        finally:
-            proc.send_signal(signal.SIGINT)
-            proc.wait()
+    with FloemRun(floem, name, value_max, "--net", "pcap", "--pcap-in", pcap,
+                  "--duration", "1800") as run:
+        last_tx, stable, deadline = -1, 0, time.monotonic() + 900
+        while stable < 2:
+            time.sleep(0.5)
+            run.check(deadline)
+            if not handles_sigusr1(run.proc.pid):
+                continue
+            s = run.counters(0.3)
+            done = s.rx == frames and s.tx >= frames and s.tx == last_tx
+            stable = stable + 1 if done else 0
+            last_tx = s.tx
+        return s
 
 
 def measure_pcap(floem: str, name: str, pcaps: dict[str, tuple[str, int]], requests: int,
                  value_max: int) -> dict[str, float]:
-    defines, options = CONFIGS[name]
-    defines = defines + [f"value_max={value_max}"]
-    runs = {phase: replay(floem, defines, options, pcap, frames)
+    runs = {phase: replay(floem, name, value_max, pcap, frames)
             for phase, (pcap, frames) in pcaps.items()}
     d = runs["workload"].minus(runs["preload"])
-    lookups = d.hits + d.misses
-    return {"host_us": d.host_cpu_ns / requests / 1e3,
+    return {**per_request(d, requests),
             "requests_per_s": requests / (d.span_ns / 1e9) if d.span_ns > 0 else 0.0,
-            "hit_rate": d.hits / lookups if lookups else float("nan"),
-            "dma_requests": d.dma_requests / requests, "dma_bytes": d.dma_bytes / requests,
-            "nic_us": d.nic_cpu_ns / requests / 1e3}
+            "dma_requests": d.dma_requests / requests, "dma_bytes": d.dma_bytes / requests}
 
 
 def repeated(names: list[str], repeats: int, measure, mode: str) -> dict[str, dict[str, float]]:
@@ -230,43 +257,22 @@ def measure_udp(floem: str, name: str, keys: int, requests: int,
                 value_max: int) -> dict[str, float]:
     """Serve a free UDP port; snapshot after load.py's preload and after its N requests."""
     import load
-    defines, options = CONFIGS[name]
     port = free_udp_port()
-    command = [floem, "run", KVS, "--port", str(port), "--report", "--timeout", "1800", *options]
-    for d in defines + [f"value_max={value_max}"]:
-        command += ["-D", d]
     server = [load.Server("127.0.0.1", port)]
-    with tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err, text=True)
-
-        def counters() -> Snapshot:
-            proc.send_signal(signal.SIGUSR1)
+    with FloemRun(floem, name, value_max, "--port", str(port), "--timeout", "1800") as run:
+        deadline = time.monotonic() + 300
+        while not answers_noop(port):
+            run.check(deadline)
             time.sleep(0.5)
-            err.seek(0)
-            return snapshot(err.read().splitlines())
-        try:
-            deadline = time.monotonic() + 300
-            while not answers_noop(port):
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    err.seek(0)
-                    sys.exit(f"run.py: {' '.join(command)} failed:\n{err.read()[-4000:]}")
-                time.sleep(0.5)
-            load.run_live(load.Workload(keys=keys, seed=1), server, requests=1)
-            before = counters()
-            summary = load.run_live(load.Workload(keys=keys, seed=1, preload=False), server,
-                                    requests=requests)
-            d = counters().minus(before)
-        finally:
-            proc.send_signal(signal.SIGINT)
-            proc.wait()
+        load.run_live(load.Workload(keys=keys, seed=1), server, requests=1)
+        before = run.counters(0.5)
+        summary = load.run_live(load.Workload(keys=keys, seed=1, preload=False), server,
+                                requests=requests)
+        d = run.counters(0.5).minus(before)
     if summary.errors or summary.timeouts:
         sys.exit(f"run.py: {name} over udp: {summary.format()}")
-    lookups = d.hits + d.misses
-    return {"host_us": d.host_cpu_ns / requests / 1e3,
-            "requests_per_s": summary.requests_per_second,
-            "hit_rate": d.hits / lookups if lookups else float("nan"),
-            "p50_us": summary.latency_us["p50"], "p99_us": summary.latency_us["p99"],
-            "nic_us": d.nic_cpu_ns / requests / 1e3}
+    return {**per_request(d, requests), "requests_per_s": summary.requests_per_second,
+            "p50_us": summary.latency_us["p50"], "p99_us": summary.latency_us["p99"]}
 
 
 # -- lines of code ------------------------------------------------------------
