@@ -67,9 +67,7 @@ class LogicalQueues:
     ``share=False``, a `Queue` each: one logical-to-physical mapping or the other."""
 
     def __init__(self, name: str, entry: dict[str, int], share: bool = True) -> None:
-        #: The kinds one dequeuing segment serves: all three, or each alone (a segment
-        #: starts at one queue).
-        self.groups = [KINDS] if share else [(k,) for k in KINDS]
+        self.share = share
         if share:
             self.queue = Queue(name, channel=len(KINDS), inst=cores, size=queue_size,
                                entry_size=max(entry.values()))
@@ -78,6 +76,11 @@ class LogicalQueues:
             queues = {k: Queue(f"{name}_{k}", inst=cores, size=queue_size, entry_size=entry[k])
                       for k in KINDS}
             self.ends = {k: (q.enq, q.deq) for k, q in queues.items()}
+
+    def segments(self, name: str) -> list[tuple[str, tuple[str, ...]]]:
+        """The dequeuing segments, as (segment name, kinds it serves): ``name`` serving all
+        three, or ``name_KIND`` serving one each (a segment starts at one queue)."""
+        return [(name, KINDS)] if self.share else [(f"{name}_{k}", (k,)) for k in KINDS]
 
     def enq(self, kind: str):
         """The enqueue port of ``kind``'s logical queue."""
@@ -135,9 +138,8 @@ def serve(requests: LogicalQueues, replies: LogicalQueues, cached: bool = False)
             for kind in self.kinds:
                 requests.deq(kind) >> work[kind]() >> replies.enq(kind)
 
-    for kinds in requests.groups:
-        store("store" if len(kinds) > 1 else f"store_{kinds[0]}", cores=list(range(cores)),
-              kinds=kinds)
+    for name, kinds in requests.segments("store"):
+        store(name, cores=list(range(cores)), kinds=kinds)
 
 
 def respond_on_nic(replies: LogicalQueues, before: dict | None = None) -> None:
@@ -154,9 +156,8 @@ def respond_on_nic(replies: LogicalQueues, before: dict | None = None) -> None:
                     end = end >> before[kind]
                 end >> reply(record=kind == "get")
 
-    for kinds in replies.groups:
-        nic_tx("nic_tx" if len(kinds) > 1 else f"nic_tx_{kinds[0]}", device=target.NIC,
-               cores=list(range(nic_cores)), kinds=kinds)
+    for name, kinds in replies.segments("nic_tx"):
+        nic_tx(name, device=target.NIC, cores=list(range(nic_cores)), kinds=kinds)
 
 
 def split(host=serve) -> None:
