@@ -306,8 +306,11 @@ def design_lines() -> dict[str, list[str]]:
 
     designs = {"cpu": ["cpu"], "split": ["split"], "cache-wt / cache-wb": ["cache"],
                "external": ["split", "external_store"]}
-    return {d: [ln for fn in fns for n in used(fn, set()) for ln in code(n)]
-            for d, fns in designs.items()}
+    def lines(functions: list[str]) -> list[str]:
+        seen: set[str] = set()                  # a helper shared by two functions counts once
+        return [ln for fn in functions for n in used(fn, seen) for ln in code(n)]
+
+    return {d: lines(fns) for d, fns in designs.items()}
 
 
 def loc_table() -> str:
