@@ -23,6 +23,7 @@ import dpkt
 import pytest
 
 from conftest import ROOT
+from kvs_server import answers, free_udp_port
 
 sys.path.insert(0, os.path.join(ROOT, "examples", "kvs"))
 import protocol as kvp  # noqa: E402
@@ -31,12 +32,6 @@ MEMCACHED = shutil.which("memcached")
 
 
 # -- a real memcached (also used by test_load.py) ---------------------------
-
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def client(timeout: float = 2.0) -> socket.socket:
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -87,14 +82,9 @@ def memcached() -> Iterator[int]:
 def answers_noop(port: int, proc: subprocess.Popen) -> bool:
     """Probe with NOOPs until memcached answers (True) or exits (False)."""
     deadline = time.monotonic() + 10
-    with client(0.05) as s:
-        while time.monotonic() < deadline and proc.poll() is None:
-            s.sendto(kvp.encode_noop(1), ("127.0.0.1", port))
-            try:
-                data, _ = s.recvfrom(65536)
-            except (socket.timeout, ConnectionRefusedError):
-                continue
-            return kvp.decode_response(data).opcode == kvp.NOOP
+    while time.monotonic() < deadline and proc.poll() is None:
+        if answers(port, 0.05):
+            return True
     return False
 
 
