@@ -32,19 +32,18 @@ static int n_threads, n_reported;
 static _Thread_local floem_thread_stats_t *self;
 static _Thread_local uint64_t turn_start;
 
-uint64_t floem_now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-static uint64_t cpu_ns(clockid_t clock)
+/* Clock `clock` (monotonic, or a thread's CPU time) in nanoseconds; 0 when unreadable. */
+static uint64_t clock_ns(clockid_t clock)
 {
     struct timespec t;
     if (clock_gettime(clock, &t) != 0)
         return 0;
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+uint64_t floem_now_ns(void)
+{
+    return clock_ns(CLOCK_MONOTONIC);
 }
 
 static void add(uint64_t *counter, uint64_t n)
@@ -56,11 +55,11 @@ static void *run_thread(void *arg)
 {
     struct thread *t = arg;
     self = &t->stats;
-    __atomic_store_n(&t->start_cpu_ns, cpu_ns(CLOCK_THREAD_CPUTIME_ID), __ATOMIC_RELAXED);
+    __atomic_store_n(&t->start_cpu_ns, clock_ns(CLOCK_THREAD_CPUTIME_ID), __ATOMIC_RELAXED);
     turn_start = floem_now_ns();
     __atomic_store_n(&t->start_ns, turn_start, __ATOMIC_RELEASE);
     void *result = t->fn((void *)(intptr_t)t->stats.index);
-    __atomic_store_n(&self->cpu_ns, cpu_ns(CLOCK_THREAD_CPUTIME_ID) - t->start_cpu_ns,
+    __atomic_store_n(&self->cpu_ns, clock_ns(CLOCK_THREAD_CPUTIME_ID) - t->start_cpu_ns,
                      __ATOMIC_RELAXED);
     __atomic_store_n(&self->wall_ns, floem_now_ns() - t->start_ns, __ATOMIC_RELAXED);
     __atomic_store_n(&t->ended, true, __ATOMIC_RELEASE);
@@ -144,7 +143,7 @@ bool floem_thread_stats(int i, floem_thread_stats_t *out)
     } else {                                        /* still running: its clocks so far */
         clockid_t clock;
         out->cpu_ns = pthread_getcpuclockid(t->id, &clock) == 0
-                      ? cpu_ns(clock) - __atomic_load_n(&t->start_cpu_ns, __ATOMIC_RELAXED) : 0;
+                      ? clock_ns(clock) - __atomic_load_n(&t->start_cpu_ns, __ATOMIC_RELAXED) : 0;
         out->wall_ns = floem_now_ns() - __atomic_load_n(&t->start_ns, __ATOMIC_RELAXED);
     }
     return true;
