@@ -376,6 +376,9 @@ S("s", device="GPU")  # <-- error
     ("external_main of a file that is not C", segment("Src() >> Sink()")
      + "external_main('app.py')  # <-- error\n",
      "external_main: give the program's C sources (.c files)"),
+    ("external_main of a number", segment("Src() >> Sink()")
+     + "external_main(3)  # <-- error\n",
+     "external_main: give the program's C sources (.c files)"),
     ("edge beside a queue between its two segments", '''\
 q = Queue("q")
 

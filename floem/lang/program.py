@@ -142,10 +142,10 @@ class Program:
         if self.main_code is not None:
             raise loc.error(f"external_main(...) and main(...) (at {self.main_code.loc}) both "
                             "give the program's main; keep one")
+        if not c_files or not all(isinstance(f, str) and f.endswith(".c") for f in c_files):
+            raise loc.error("external_main: give the program's C sources (.c files)")
         base = os.path.dirname(loc.file)
         paths = [os.path.normpath(os.path.join(base, f)) for f in c_files]
-        if not paths or not all(isinstance(f, str) and f.endswith(".c") for f in c_files):
-            raise loc.error("external_main: give the program's C sources (.c files)")
         missing = [p for p in paths if not os.path.exists(p)]
         if missing:
             raise loc.error(f"external_main: no such file: {', '.join(missing)}")
