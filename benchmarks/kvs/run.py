@@ -241,18 +241,6 @@ def free_udp_port() -> int:
         return s.getsockname()[1]
 
 
-def answers_noop(port: int) -> bool:
-    """True when the store on ``port`` answers a NOOP within 0.2 s."""
-    import protocol
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.settimeout(0.2)
-        s.sendto(protocol.encode_noop(1), ("127.0.0.1", port))
-        try:
-            return protocol.decode_response(s.recvfrom(65536)[0]).opcode == protocol.NOOP
-        except (socket.timeout, ConnectionRefusedError):
-            return False
-
-
 def measure_udp(floem: str, name: str, keys: int, requests: int,
                 value_max: int) -> dict[str, float]:
     """Serve a free UDP port; snapshot after load.py's preload and after its N requests."""
@@ -261,7 +249,7 @@ def measure_udp(floem: str, name: str, keys: int, requests: int,
     server = [load.Server("127.0.0.1", port)]
     with FloemRun(floem, name, value_max, "--port", str(port), "--timeout", "1800") as run:
         deadline = time.monotonic() + 300
-        while not answers_noop(port):
+        while not load.answers_noop(server[0]):
             run.check(deadline)
             time.sleep(0.5)
         load.run_live(load.Workload(keys=keys, seed=1), server, requests=1)

@@ -19,7 +19,8 @@ two requests for one key outstanding, so that every GET is checked exactly
 and exits nonzero if there were errors or timeouts.
 
 Importable: `Workload` makes the request stream, `run_live` runs it against
-servers and returns a `Summary`, `write_pcap` writes it to a file.
+servers and returns a `Summary`, `write_pcap` writes it to a file, `answers_noop`
+checks that a server just started is up.
 """
 from __future__ import annotations
 
@@ -407,6 +408,19 @@ def _connect(server: Server) -> socket.socket:
         sock.close()
         raise LoadError(f"cannot reach {server}: {e.strerror}") from None
     return sock
+
+
+def answers_noop(server: Server, timeout: float = DEFAULT_TIMEOUT) -> bool:
+    """True when ``server`` answers one memcached binary NOOP over UDP within ``timeout``
+    seconds: a readiness check for a server just started (`run_live` probes by itself)."""
+    with _connect(server) as sock:
+        sock.setblocking(True)
+        sock.settimeout(timeout)
+        sock.send(kvp.encode_noop(1))
+        try:
+            return kvp.decode_response(sock.recv(65536)).opcode == kvp.NOOP
+        except (socket.timeout, ConnectionRefusedError, kvp.ProtocolError):
+            return False
 
 
 # A key's expected state: None when unknown (not set by this run), else the

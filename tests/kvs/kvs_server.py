@@ -23,6 +23,7 @@ from typing import Iterator
 from conftest import ROOT, floem_command
 
 sys.path.insert(0, os.path.join(ROOT, "examples", "kvs"))
+import load  # noqa: E402
 import protocol as kvp  # noqa: E402
 
 KVS = os.path.join(ROOT, "examples", "kvs", "kvs.py")
@@ -54,14 +55,8 @@ class Server:
 
 
 def answers(port: int, timeout: float) -> bool:
-    """True once the store answers a NOOP on ``port``."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.settimeout(timeout)
-        s.sendto(kvp.encode_noop(0xffff), ("127.0.0.1", port))
-        try:
-            return kvp.decode_response(s.recvfrom(65536)[0]).opcode == kvp.NOOP
-        except (socket.timeout, ConnectionRefusedError):
-            return False
+    """True once the store (or a memcached) answers a NOOP on ``port`` of 127.0.0.1."""
+    return load.answers_noop(load.Server("127.0.0.1", port), timeout)
 
 
 @contextlib.contextmanager

@@ -379,6 +379,15 @@ def test_unreachable_server_is_reported() -> None:
     assert "Traceback" not in result.stderr
 
 
+def test_answers_noop(server: int) -> None:
+    assert load.answers_noop(load.Server("127.0.0.1", server))
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as silent:
+        silent.bind(("127.0.0.1", 0))
+        started = time.monotonic()
+        assert not load.answers_noop(load.Server("127.0.0.1", silent.getsockname()[1]), 0.05)
+        assert time.monotonic() - started < 1
+
+
 # -- pcap -------------------------------------------------------------------
 
 def test_pcap(tmp_path) -> None:
