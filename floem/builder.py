@@ -18,6 +18,7 @@ from floem.errors import FloemError
 from floem.ir import ProgramIR
 from floem.launcher import RunResult, launch
 from floem.passes import run_pipeline
+from floem.passes.build_graph import NIC_PROCESS
 from floem.platforms import DMA_OPTIONS, PLATFORMS, Platform
 
 DEFAULT_CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-O2", "-g", "-Wall", "-Wextra",
@@ -129,13 +130,23 @@ def network_environment(net: str = "udp", port: int | None = None, pcap_in: str 
 
 def run_built(built: BuildResult, program: Any, timeout: float | None = None,
               duration: float | None = None, args: list[str] | None = None,
-              capture: bool = True, env: dict[str, str] | None = None) -> RunResult:
-    """Run the processes of a finished build; the result is the main process's."""
+              capture: bool = True, env: dict[str, str] | None = None,
+              count_file: str | None = None) -> RunResult:
+    """Run the processes of a finished build; the result is the main process's.
+
+    ``count_file``: run the NIC process (built with ``count_instructions``) under
+    callgrind, which writes the instructions it counted there (docs/exploration.md).
+    """
     if built.main_executable is None:
         raise FloemError("the program has no main process to run: give floem.main(...) or a "
                          "segment that runs as a thread", program.app_file)
     others = {n: built.commands[n] for n, p in built.executables.items()
               if p != built.main_executable}
+    if count_file is not None and NIC_PROCESS in others:
+        if shutil.which("valgrind") is None:
+            raise FloemError("--count-instructions needs valgrind (apt-get install valgrind)")
+        others[NIC_PROCESS] = ["valgrind", "-q", "--tool=callgrind", "--collect-atstart=no",
+                               f"--callgrind-out-file={count_file}"] + others[NIC_PROCESS]
     env = {**(env or {}), **({"FLOEM_REPORT": "1"} if built.report else {})}
     return launch(built.main_executable, others, args or [], timeout=timeout, duration=duration,
                   capture=capture, env=env)
@@ -175,6 +186,8 @@ def _nic_cflags(cflags: list[str], platform: Platform, opts: dict[str, Any]) -> 
     flags += list(platform.cflags) + shlex.split(os.environ.get("FLOEM_NIC_CFLAGS", ""))
     if not opts.get("sync_layer", True):
         flags.append("-DFLOEM_SYNC_BLOCKING")
+    if opts.get("count_instructions"):
+        flags.append("-DFLOEM_COUNT_INSTRUCTIONS")
     return flags
 
 
@@ -188,6 +201,8 @@ def _check_options(opts: dict[str, Any]) -> None:
         raise FloemError(f"unknown DMA model options: {', '.join(sorted(unknown))}")
     if opts.get("net", "udp") not in NET_BACKENDS:
         raise FloemError(f"--net must be one of {', '.join(NET_BACKENDS)}, not {opts['net']!r}")
+    if opts.get("count_instructions") and opts.get("nic", "emu") != "emu":
+        raise FloemError("--count-instructions runs the NIC natively under callgrind: use --nic emu")
 
 
 def _runtime_sources() -> list[str]:

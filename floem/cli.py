@@ -88,6 +88,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--pcap-out", metavar="FILE", help="--net pcap: where sent packets go")
     run.add_argument("--eal", metavar="ARGS", help="--net dpdk: EAL arguments, e.g. "
                      "'--no-huge --no-pci -m 256 --vdev=net_ring0'")
+    run.add_argument("--count-instructions", metavar="FILE",
+                     help="--nic emu: run the NIC under callgrind, counting the instructions "
+                          "its segment threads execute on packets into FILE (floem explore)")
     run.add_argument("args", nargs="*", help="arguments for the host main (after --)")
 
     check = sub.add_parser("check", help="front end and all passes, no C compiler")
@@ -103,11 +106,38 @@ def _parser() -> argparse.ArgumentParser:
 
     listing = sub.add_parser("params", help="list the app's parameters (-D NAME=VALUE)")
     app_argument(listing)
+
+    explore = sub.add_parser(
+        "explore", help="measure an app's configurations on a workload; predict them on NIC "
+        "platforms", description="Build and run every configuration of APP on a workload "
+        "capture, count what its NIC segments execute, and predict packets/s on each model "
+        "platform; print the table best first and write it as CSV, JSON and a plot. Example: "
+        "floem explore examples/nf/aes.py -D device=cpu,nic --workload "
+        "'python examples/nf/load.py aes --count 20000 --pcap {pcap}'")
+    explore.add_argument("app", help="the app file, or a sweep file (.toml) of several studies")
+    explore.add_argument("-D", dest="define", action="append", default=[], metavar="NAME=V1,V2",
+                         help="values of parameter NAME to sweep (a parameter with choices and "
+                              "no -D sweeps all its choices)")
+    explore.add_argument("--nic", metavar="P1,P2", help="model platforms (default: the sweep "
+                         "file's, else liquidio,bluefield2); the models: floem/platforms/*.toml")
+    explore.add_argument("--workload", metavar="CMD",
+                         help="a command that writes the workload capture to {pcap}")
+    explore.add_argument("--pcap", metavar="FILE", help="the workload capture")
+    explore.add_argument("--baseline", metavar="CMD",
+                         help="a command writing a capture that begins the workload (its "
+                              "warm-up) to {pcap}: its counts are subtracted")
+    explore.add_argument("--option", action="append", default=[], metavar="OPTION",
+                         help="an option for every `floem run`, e.g. --option=--nic-managers=0")
+    explore.add_argument("-o", "--out", metavar="BASE",
+                         help="write BASE.csv, .json, .svg and .png (default: explore/APP)")
+    explore.add_argument("--per-core", action="store_true",
+                         help="rank by predicted packets/s per host core, not in all")
     return parser
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
-    return {"nic": args.nic, "net": args.net, "dump_after": args.dump_after,
+    counting = {"count_instructions": True} if getattr(args, "count_instructions", None) else {}
+    return {**counting, "nic": args.nic, "net": args.net, "dump_after": args.dump_after,
             "report_file": args.report, "nic_managers": args.nic_managers,
             "sync_layer": not args.no_sync_layer, "send_all_fields": args.send_all_fields,
             "dma_model": {k: getattr(args, f"dma_{k}") for k in DMA_OPTIONS
@@ -120,6 +150,9 @@ def _warn(warnings: list[str]) -> None:
 
 
 def _command(args: argparse.Namespace) -> int:
+    if args.command == "explore":
+        from floem.explore.command import explore
+        return explore(args)
     program = load_app(args.app, params.parse_definitions(args.define))
     if args.command == "params":
         sys.stdout.write(params.describe(params.declared()))
@@ -157,7 +190,8 @@ def _command(args: argparse.Namespace) -> int:
     result = run_built(built, program, timeout=args.timeout, duration=args.duration,
                        args=args.args, capture=False, env=network_environment(
                            args.net, port=args.port, pcap_in=args.pcap_in,
-                           pcap_out=args.pcap_out, eal=args.eal))
+                           pcap_out=args.pcap_out, eal=args.eal),
+                       count_file=args.count_instructions)
     return result.returncode
 
 

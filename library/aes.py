@@ -4,7 +4,8 @@ The result is byte for byte OpenSSL's ``aes-128-cbc`` without padding (so
 lengths must be multiples of 16). On x86 CPUs with AES-NI the elements use
 it; elsewhere (and on NIC cores: Arm, MIPS) they use portable table-based
 C. ``portable=True``, or the environment variable ``FLOEM_AES_PORTABLE=1``
-when the program runs, forces the portable code. ``library/c/aes.h``
+when the program runs, forces the portable code; ``engine=True`` hands the
+work to the NIC platform's crypto engine (see `AESEncrypt`). ``library/c/aes.h``
 (``floem_aes128_init``, ``floem_aes128_cbc_encrypt`` / ``_decrypt``) is
 visible to bodies.
 
@@ -33,13 +34,14 @@ class _AESCBC(Element):
     direction = ""
 
     def configure(self, key: bytes | str, iv: bytes | str, portable: bool = False,
-                  frame: bool = False) -> None:
+                  frame: bool = False, engine: bool = False) -> None:
         try:
             self.key = fixed_bytes(key, 16, "key")
             self.iv = fixed_bytes(iv, 16, "iv")
         except ValueError as e:
             raise self.loc.error(f"{type(self).__name__}: {e}") from None
-        self.allow_aesni = 0 if portable else 1
+        self.allow_aesni = 0 if portable or engine else 1
+        self.engine = bool(engine)
         self.frame = frame
         types = FRAME if frame else BUFFER
         self.inp = Input(*types)
@@ -48,13 +50,23 @@ class _AESCBC(Element):
 
     def impl(self) -> None:
         if self.frame:
-            read = read_frame()
-            where = "floem_udp_payload(data), floem_udp_payload(data), floem_udp_payload_len(data)"
+            read = (read_frame() + " uint8_t *at = floem_udp_payload(data);"
+                    " size_t n = floem_udp_payload_len(data);")
             values = "size, data, buf"
         else:
-            read = "(uint8_t *p, size_t len) = inp();"
-            where = "p, p, len"
-            values = "p, len"
+            read = "(uint8_t *at, size_t n) = inp();"
+            values = "at, n"
+        crypt = f"floem_aes128_cbc_{self.direction}(&ctx, iv, at, at, n)"
+        if self.engine:
+            crypt = f'''
+                int ok = n % 16 == 0;
+                if (ok) {{
+                    floem_engine_begin();
+                    {crypt};
+                    floem_engine_end(FLOEM_ENGINE_CRYPTO, n);
+                }}'''
+        else:
+            crypt = f"int ok = {crypt} == 0;"
         self.run_c(f'''
             static const uint8_t key[16] = {c_bytes(self.key)};
             static const uint8_t iv[16] = {c_bytes(self.iv)};
@@ -62,7 +74,7 @@ class _AESCBC(Element):
             static int ready;
             {read}
             floem_aes128_init_once(&ctx, &ready, key, {self.allow_aesni});
-            int ok = floem_aes128_cbc_{self.direction}(&ctx, iv, {where}) == 0;
+            {crypt}
             output switch {{
                 case ok: out({values});
                 else: drop({values});
@@ -77,6 +89,13 @@ class AESEncrypt(_AESCBC):
     len)``. With ``frame=True`` ports carry frames and the UDP payload of
     each (which must have passed `CheckUDP`) is encrypted. A length that is
     not a multiple of 16 sends the packet, untouched, to ``drop``.
+    ``portable=True`` forces the portable C over AES-NI. ``engine=True`` (for
+    NIC segments) hands the work to the platform's crypto engine: the
+    portable code runs between ``floem_engine_begin()`` and
+    ``floem_engine_end(FLOEM_ENGINE_CRYPTO, len)`` (runtime.h), so the NIC
+    performance model charges the engine's throughput instead of the
+    instructions, and ``--report`` prints the calls and bytes (the payloads
+    encrypted) as ``floem: engine crypto (process P): calls N, bytes M``.
 
     Ports: ``inp``; ``out``; ``drop`` (all the same: buffer or frame).
     """
@@ -86,6 +105,8 @@ class AESEncrypt(_AESCBC):
 
 class AESDecrypt(_AESCBC):
     """Decrypt AES-128-CBC in place; the inverse of `AESEncrypt` with the same key and IV.
+
+    Takes the same options (``portable=``, ``frame=``, ``engine=``).
 
     Ports: ``inp``; ``out``; ``drop`` (all the same: buffer or frame).
     """

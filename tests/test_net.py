@@ -27,7 +27,8 @@ BACKEND_SOURCES = sorted(os.path.join(RUNTIME, "src", f)
                          for f in os.listdir(os.path.join(RUNTIME, "src"))
                          if f.startswith("net") and f.endswith(".c"))
 # The backends, and the thread runtime they report blocked time to.
-NET_SOURCES = BACKEND_SOURCES + [os.path.join(RUNTIME, "src", f) for f in ("threads.c", "shared.c")]
+NET_SOURCES = BACKEND_SOURCES + [os.path.join(RUNTIME, "src", f)
+                                 for f in ("threads.c", "shared.c", "count.c")]
 CFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-g", "-pthread",
           "-I" + os.path.join(RUNTIME, "include")]
 SANITIZERS = {"address,undefined": ["-O1", "-fsanitize=address,undefined",

@@ -32,8 +32,8 @@ VARIANTS = {
     "blocking-tsan": ["-O1", "-fsanitize=thread", "-DFLOEM_SYNC_BLOCKING"],
 }
 SOURCES = {
-    "test_dma": ["tests/test_dma.c", "src/dma.c"],
-    "test_sync": ["tests/test_sync.c", "src/sync.c", "src/dma.c", "src/queue.c"],
+    "test_dma": ["tests/test_dma.c", "src/dma.c", "src/count.c"],
+    "test_sync": ["tests/test_sync.c", "src/sync.c", "src/dma.c", "src/count.c", "src/queue.c"],
 }
 SANITIZER_ENV = {"TSAN_OPTIONS": "halt_on_error=1", "UBSAN_OPTIONS": "halt_on_error=1"}
 MIPS_CC = "mips64-linux-gnuabi64-gcc"

@@ -8,6 +8,7 @@ import subprocess
 import time
 
 from conftest import floem, floem_command
+from floem.explore.measure import handles_sigusr1
 
 COUNTING_APP = '''
 from floem import Element, Field, Output, Input, Persistent, Segment, State, Uint
@@ -49,13 +50,6 @@ class counting(Segment):
 
 counting("counting")
 '''
-def handles_sigusr1(pid: int) -> bool:
-    """True once ``pid`` catches or ignores SIGUSR1 (Python starts with the default: death)."""
-    with open(f"/proc/{pid}/status") as f:
-        masks = [int(ln.split()[1], 16) for ln in f if ln.startswith(("SigIgn:", "SigCgt:"))]
-    return any(m & (1 << (signal.SIGUSR1 - 1)) for m in masks)
-
-
 def wait_until_it_handles_sigusr1(proc: subprocess.Popen) -> None:
     deadline = time.monotonic() + 30
     while not handles_sigusr1(proc.pid):
@@ -63,8 +57,8 @@ def wait_until_it_handles_sigusr1(proc: subprocess.Popen) -> None:
         time.sleep(0.05)
 
 
-THREAD = re.compile(r"^floem: thread counting\[0\] \(process app\): runs (\d+), busy (\d+) ns, "
-                    r"waited (\d+) ns, idle (\d+) ns, slept (\d+) ns, cpu (\d+) ns, wall (\d+) ns$",
+THREAD = re.compile(r"^floem: thread counting\[0\] \(process app\): runs (\d+), packets (\d+), "
+                    r"busy (\d+) ns, waited (\d+) ns, idle (\d+) ns, slept (\d+) ns, cpu (\d+) ns, wall (\d+) ns$",
                     re.M)
 
 
@@ -73,8 +67,9 @@ def test_threads_and_reported_states_at_exit(tmp_path) -> None:
     app.write_text(COUNTING_APP)
     result = floem("run", str(app), "--report", "--duration", "1.5")
     assert result.returncode == 0, result.stderr
-    runs, busy, waited, idle, slept, cpu, wall = map(int, THREAD.search(result.stderr).groups())
-    assert runs == 250                           # one per packet; idle turns are not runs
+    runs, packets, busy, waited, idle, slept, cpu, wall = map(
+        int, THREAD.search(result.stderr).groups())
+    assert runs == packets == 250                # one per packet; idle turns are not runs
     assert busy > 0 and idle > 0 and waited == 0 and slept == 0
     assert busy + idle <= wall and 0 < cpu
     assert 1.0e9 < wall < 5e9

@@ -34,7 +34,6 @@ import ast
 import difflib
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -43,13 +42,15 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 KVS_DIR = os.path.join(ROOT, "examples", "kvs")
 KVS = os.path.join(KVS_DIR, "kvs.py")
 sys.path.insert(0, KVS_DIR)
+
+from floem.explore.counters import Counters, parse  # noqa: E402
+from floem.explore.measure import handles_sigusr1  # noqa: E402
 
 #: name -> (-D definitions, extra floem options). Table 2 (Floem paper): bucket counts and
 #: entries per bucket (0: an unbounded chain) of the NIC cache configurations #1-#6.
@@ -70,85 +71,11 @@ CONFIGS = {
     "split / no sync layer (H4)": (["design=split"], ["--no-sync-layer"]),
     "external": (["design=external"], []),
 }
-THREAD = re.compile(r"^floem: thread (\S+) \(process (\S+)\): runs (\d+), busy (\d+) ns, "
-                    r"waited (\d+) ns, idle (\d+) ns, slept (\d+) ns, cpu (\d+) ns, wall (\d+) ns$")
-NET = re.compile(r"^floem: net pcap: queues \d+, rx (\d+), tx (\d+)")
-SPAN = re.compile(r"^floem: net pcap: replay span (\d+) ns")
-CACHE = re.compile(r"^floem: cache kv: hits (\d+), misses (\d+)")
-DMA = re.compile(r"^floem: nic dma: requests (\d+), descriptors \d+, bytes read (\d+), "
-                 r"bytes written (\d+)")
-
-
 def floem_command() -> str:
     found = shutil.which("floem") or os.path.join(ROOT, ".venv", "bin", "floem")
     if not os.path.exists(found):
         sys.exit("run.py: no `floem` on PATH (export PATH=/path/to/floem/.venv/bin:$PATH)")
     return found
-
-
-@dataclass
-class Snapshot:
-    """The counters of one replay, when its last reply had gone out."""
-
-    host_cpu_ns: float = 0.0
-    nic_cpu_ns: float = 0.0
-    rx: int = 0
-    tx: int = 0
-    span_ns: int = 0
-    hits: int = 0
-    misses: int = 0
-    dma_requests: int = 0
-    dma_bytes: int = 0
-
-    def minus(self, other: "Snapshot") -> "Snapshot":
-        return Snapshot(*(a - b for a, b in zip(vars(self).values(), vars(other).values())))
-
-
-def busy_cpu_ns(busy: int, waited: int, slept: int, cpu: int, wall: int) -> float:
-    """Work as CPU time: busy time less waits for room in full queues (back-pressure),
-    scaled by the share of its runnable time the thread had a core."""
-    runnable = max(wall - slept, 1)
-    return (busy - waited) * min(1.0, cpu / runnable)
-
-
-def snapshot(lines: list[str]) -> Snapshot:
-    """The latest value of every counter line (each SIGUSR1 prints a fresh set)."""
-    latest: dict[str, str] = {}
-    for line in lines:
-        m = THREAD.match(line)
-        key = f"thread {m.group(1)} {m.group(2)}" if m else re.sub(r"\d+", "N", line)
-        latest[key] = line
-    s = Snapshot()
-    for line in latest.values():
-        if m := THREAD.match(line):
-            name, process = m.group(1), m.group(2)
-            runs, busy, waited, idle, slept, cpu, wall = (int(x) for x in m.groups()[2:])
-            work = busy_cpu_ns(busy, waited, slept, cpu, wall)
-            if process != "nic":
-                s.host_cpu_ns += work
-            elif not name.startswith("manager"):
-                s.nic_cpu_ns += work
-        elif m := NET.match(line):
-            s.rx, s.tx = int(m.group(1)), int(m.group(2))
-        elif m := SPAN.match(line):
-            s.span_ns = int(m.group(1))
-        elif m := CACHE.match(line):
-            s.hits, s.misses = int(m.group(1)), int(m.group(2))
-        elif m := DMA.match(line):
-            s.dma_requests, s.dma_bytes = int(m.group(1)), int(m.group(2)) + int(m.group(3))
-    return s
-
-
-def handles_sigusr1(pid: int) -> bool:
-    """True once process ``pid`` catches or ignores SIGUSR1 (before that it would kill it)."""
-    bit = 1 << (signal.SIGUSR1 - 1)
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            masks = {k: int(v, 16) for k, v in (ln.split(":\t") for ln in f)
-                     if k in ("SigIgn", "SigCgt")}
-    except (OSError, ValueError):
-        return False
-    return any(m & bit for m in masks.values())
 
 
 class FloemRun:
@@ -181,14 +108,14 @@ class FloemRun:
         if self.proc.poll() is not None or time.monotonic() > deadline:
             sys.exit(f"run.py: {' '.join(self.command)} failed:\n{self._stderr()[-4000:]}")
 
-    def counters(self, settle: float) -> Snapshot:
+    def counters(self, settle: float) -> Counters:
         """Ask every process for its counters (SIGUSR1); the snapshot ``settle`` s later."""
         self.proc.send_signal(signal.SIGUSR1)
         time.sleep(settle)
-        return snapshot(self._stderr().splitlines())
+        return parse(self._stderr().splitlines())
 
 
-def per_request(d: Snapshot, requests: int) -> dict[str, float]:
+def per_request(d: Counters, requests: int) -> dict[str, float]:
     """Host and NIC work per request and the NIC cache hit rate of a counter difference."""
     lookups = d.hits + d.misses
     return {"host_us": d.host_cpu_ns / requests / 1e3,
@@ -196,7 +123,7 @@ def per_request(d: Snapshot, requests: int) -> dict[str, float]:
             "nic_us": d.nic_cpu_ns / requests / 1e3}
 
 
-def replay(floem: str, name: str, value_max: int, pcap: str, frames: int) -> Snapshot:
+def replay(floem: str, name: str, value_max: int, pcap: str, frames: int) -> Counters:
     """Replay ``pcap`` through one configuration; the counters when every reply is out."""
     with FloemRun(floem, name, value_max, "--net", "pcap", "--pcap-in", pcap,
                   "--duration", "1800") as run:

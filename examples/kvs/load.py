@@ -877,9 +877,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="do not SET every key before the requests")
     work.add_argument("--seed", type=_number(int, 0), default=DEFAULT_SEED,
                       help="random seed: the same seed gives the same stream (default %(default)s)")
-    work.add_argument("--requests", metavar="N", type=_number(int, 1), default=None,
+    work.add_argument("--requests", metavar="N", type=_number(int, 0), default=None,
                       help=f"requests after the preload (default {DEFAULT_REQUESTS}, or no limit "
-                           "with --duration)")
+                           "with --duration; 0 with --pcap: the preload alone)")
 
     live = parser.add_argument_group("live run")
     live.add_argument("--duration", metavar="SECONDS", type=_number(float, 0, above=True),
@@ -937,6 +937,8 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"wrote {frames} frames ({frames - requests} preload SETs, {requests} requests) "
               f"to {args.pcap}")
         return 0
+    if args.requests == 0:
+        parser.error("--requests 0 is for --pcap (the preload alone)")
     servers = args.server if args.server is not None else args.servers
     requests = DEFAULT_REQUESTS if args.requests is None and args.duration is None \
         else args.requests

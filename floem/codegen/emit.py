@@ -316,16 +316,20 @@ class _ProcessEmitter:
                 [f"{n.name}_out(state);"]
         return qgen.release_body(q, access)
 
+    def _thread_source(self, n: ElementNode) -> bool:
+        """True for the element a thread segment's loop calls: what it emits are packets."""
+        seg = self.ir.segments[n.segment]
+        return seg.kind == "thread" and seg.source == n.name
+
     def _emits_packets(self, n: ElementNode) -> bool:
         """True for a thread's source that emits many packets per call (``output multiple``)."""
-        seg = self.ir.segments[n.segment]
-        return seg.kind == "thread" and seg.source == n.name and \
-            n.info is not None and n.info.form == "multiple"
+        return self._thread_source(n) and n.info is not None and n.info.form == "multiple"
 
     def _dispatchers(self, n: ElementNode) -> list[dict[str, Any]]:
         result = []
         for port, types in n.outputs.items():
             lines = ["(void)state;"] + [f"(void)v{i};" for i in range(len(types))]
+            lines += ["floem_packet_begin();"] if self._thread_source(n) else []
             for _, v, d in self.ir.out_edges(n.name, port):
                 target = self.ir.node(v)
                 values = [f"v{i}" for i in range(len(target.inputs[d["in_port"]]))]
@@ -385,6 +389,7 @@ class _ProcessEmitter:
 
     def _thread(self, seg: SegmentIR) -> dict[str, Any]:
         return {"segment": seg.name, "count": len(seg.cores), "source": seg.source,
+                "cpus": seg.cores if seg.pinned else [-1] * len(seg.cores),
                 "state": seg.state_class.c_type_name() if seg.state_class else "",
                 "manage": self.nic and self.managers == 0}
 

@@ -60,6 +60,7 @@ class SegmentIR:
     cores: list[int]
     process: str
     loc: Location
+    pinned: bool = False            # cores= given: host threads run on those CPUs
     state_class: Any = None
     default_return: str | None = None
     source: str = ""

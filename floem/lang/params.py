@@ -138,7 +138,7 @@ def describe(params: list[Param]) -> str:
         return "no parameters\n"
     rows = [("name", "type", "value", "default", "choices", "help")]
     for p in params:
-        rows.append((p.name, p.type_name, _text(p.value), _text(p.default),
+        rows.append((p.name, p.type_name, value_text(p.value), value_text(p.default),
                      _show(p.choices) if p.choices else "-", p.help))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     return "".join(("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[5]).rstrip() + "\n"
@@ -166,12 +166,13 @@ def _convert(text: str, default: Any) -> Any:
     return text
 
 
-def _text(value: Any) -> str:
+def value_text(value: Any) -> str:
+    """A parameter value as ``-D`` writes it (``true``/``false`` for booleans)."""
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _show(values: tuple[Any, ...] | None) -> str:
-    return ", ".join(_text(v) for v in values or ())
+    return ", ".join(value_text(v) for v in values or ())
 
 
 def _listing(params: list[Param]) -> str:
@@ -181,6 +182,6 @@ def _listing(params: list[Param]) -> str:
     lines = []
     for p in params:
         choices = f" ({_show(p.choices)})" if p.choices else ""
-        lines.append(f"  {p.name}={_text(p.default)}{choices}: {p.type_name}"
+        lines.append(f"  {p.name}={value_text(p.default)}{choices}: {p.type_name}"
                      + (f", {p.help}" if p.help else ""))
     return "\nparameters of the app:\n" + "\n".join(lines)

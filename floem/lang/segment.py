@@ -62,6 +62,7 @@ class Segment:
             raise self.loc.error(f"device must be target.CPU or target.NIC, not {device!r}")
         self.device = device
         self.cores = list(cores) if cores is not None else [0]
+        self.pinned = cores is not None
         if not self.cores or not all(isinstance(c, int) and c >= 0 for c in self.cores):
             raise self.loc.error(f"cores must be a non-empty list of core ids, not {cores!r}")
         self.process = process

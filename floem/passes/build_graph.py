@@ -111,7 +111,7 @@ def _segment_ir(seg: Segment, default_process: str) -> SegmentIR:
     flow = seg.flow
     return SegmentIR(
         name=seg.name, kind="callable" if callable_ else "thread", device=seg.device,
-        cores=seg.cores, loc=seg.loc,
+        cores=seg.cores, pinned=seg.pinned and seg.device == "CPU", loc=seg.loc,
         process=NIC_PROCESS if seg.device == "NIC" else seg.process or default_process,
         state_class=flow.state_class if flow else None,
         default_return=seg.default_return if callable_ else None,

@@ -17,12 +17,14 @@
  * write descriptor stores them last to first with release ordering (a payload, then
  * the status word in front of it). Host memory is the program's shared memory, also
  * used by host threads with ordinary accesses; the engine acts as a device, not as a
- * C thread of the program.
+ * C thread of the program, so the instructions it executes for its caller are not the
+ * caller's work: they pause the NIC performance model's count (floem_count_pause).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include "floem/dma.h"
+#include "floem/runtime.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -227,8 +229,18 @@ const char *__tsan_default_suppressions(void)
 }
 #endif
 
+static uint64_t apply(const floem_dma_desc_t *descs, unsigned n, uint32_t *slot);
+
 /* Check, time and apply one request; returns its completion time. */
 static uint64_t issue(const floem_dma_desc_t *descs, unsigned n, uint32_t *slot)
+{
+    floem_count_pause();
+    uint64_t complete = apply(descs, n, slot);
+    floem_count_resume();
+    return complete;
+}
+
+static uint64_t apply(const floem_dma_desc_t *descs, unsigned n, uint32_t *slot)
 {
     if (engine.bus == NULL) {
         fprintf(stderr, "floem: DMA before floem_dma_init\n");
@@ -304,8 +316,11 @@ bool dma_done(floem_dma_req_t *req)
 
 void dma_wait(floem_dma_req_t *req)
 {
-    if (req->pending)
+    if (req->pending) {
+        floem_count_pause();
         spin_until(req->complete_at_ns);
+        floem_count_resume();
+    }
     req->pending = false;
 }
 

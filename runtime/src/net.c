@@ -20,6 +20,7 @@
 #if defined(FLOEM_NET_UDP) || defined(FLOEM_NET_PCAP) || defined(FLOEM_NET_DPDK)
 
 #include "floem/net_backend.h"
+#include "floem/runtime.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -125,6 +126,7 @@ unsigned floem_net_rx(unsigned queue, floem_packet_t *pkts, unsigned max)
         return 0;
     queue %= n_queues;
     unsigned n = 0;
+    floem_count_pause();                /* packet I/O: the NIC's hardware, not its cores */
     lock(queue);
     while (n < max) {
         unsigned want = max - n < FLOEM_NET_RX_BURST ? max - n : FLOEM_NET_RX_BURST;
@@ -135,6 +137,7 @@ unsigned floem_net_rx(unsigned queue, floem_packet_t *pkts, unsigned max)
     }
     floem_net_queue[queue].rx += n;
     unlock(queue);
+    floem_count_resume();
     return n;
 }
 
@@ -146,9 +149,11 @@ bool floem_net_rx_done(void)
 static void send_staged(void)
 {
     unsigned q = staged.queue;
+    floem_count_pause();
     lock(q);
     floem_backend_send(q, staged.pkts, staged.n);
     unlock(q);
+    floem_count_resume();
     staged.n = 0;
 }
 
@@ -181,7 +186,10 @@ void floem_net_flush(unsigned queue)
 
 bool floem_net_alloc(uint32_t len, floem_packet_t *pkt)
 {
-    if (n_queues > 0 && floem_backend_alloc(len, pkt))
+    floem_count_pause();
+    bool ok = n_queues > 0 && floem_backend_alloc(len, pkt);
+    floem_count_resume();
+    if (ok)
         return true;
     __atomic_fetch_add(&floem_net_alloc_failed, 1, __ATOMIC_RELAXED);
     return false;
@@ -192,7 +200,9 @@ void floem_net_free(floem_packet_t *pkt)
     if (n_queues == 0)
         return;
     __atomic_fetch_add(&freed, 1, __ATOMIC_RELAXED);
+    floem_count_pause();
     floem_backend_free(pkt);
+    floem_count_resume();
 }
 
 void floem_net_stats(floem_net_stats_t *out)

@@ -223,6 +223,7 @@ void floem_sync_stats(const floem_sync_t *s, floem_sync_stats_t *out)
     out->write_requests = __atomic_load_n(&s->write_requests, __ATOMIC_RELAXED);
     out->flushes = __atomic_load_n(&s->flushes, __ATOMIC_RELAXED);
     out->dropped = __atomic_load_n(&s->dropped, __ATOMIC_RELAXED);
+    out->entry_size = s->entry_size;
 }
 
 #ifndef FLOEM_SYNC_BLOCKING

@@ -5,6 +5,7 @@
 #include "floem/runtime.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,7 +67,23 @@ static void *run_thread(void *arg)
     return result;
 }
 
-void floem_thread_spawn(const char *segment, void *(*fn)(void *), int index)
+/* Attributes that pin a thread to the (cpu mod n)-th of the n CPUs this process may use. */
+static void pin(pthread_attr_t *attr, int cpu)
+{
+    cpu_set_t allowed, one;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) == 0)
+        return;
+    int k = cpu % CPU_COUNT(&allowed);
+    CPU_ZERO(&one);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &allowed) && k-- == 0) {
+            CPU_SET(c, &one);
+            break;
+        }
+    pthread_attr_setaffinity_np(attr, sizeof one, &one);
+}
+
+void floem_thread_spawn(const char *segment, void *(*fn)(void *), int index, int cpu)
 {
     if (n_threads == FLOEM_MAX_THREADS) {
         fprintf(stderr, "floem: segment %s: more than %d threads\n", segment, FLOEM_MAX_THREADS);
@@ -79,7 +96,12 @@ void floem_thread_spawn(const char *segment, void *(*fn)(void *), int index)
     t->fn = fn;
     snprintf(t->stats.segment, sizeof t->stats.segment, "%s", segment);
     t->stats.index = index;
-    int err = pthread_create(&t->id, NULL, run_thread, t);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    if (cpu >= 0)
+        pin(&attr, cpu);
+    int err = pthread_create(&t->id, &attr, run_thread, t);
+    pthread_attr_destroy(&attr);
     if (err != 0) {
         fprintf(stderr, "floem: segment %s: cannot start thread: %s\n", segment, strerror(err));
         abort();
@@ -90,6 +112,9 @@ void floem_thread_spawn(const char *segment, void *(*fn)(void *), int index)
 
 void floem_iteration_end(void)
 {
+#ifdef FLOEM_COUNT_INSTRUCTIONS
+    floem_count_turn_end();
+#endif
     uint64_t now = floem_now_ns();
     if (self == NULL) {             /* not a thread floem_thread_spawn started */
         if (floem_idle)
@@ -98,6 +123,7 @@ void floem_iteration_end(void)
     }
     if (!floem_idle) {
         add(&self->runs, 1);
+        __atomic_store_n(&self->packets, floem_thread_packets, __ATOMIC_RELAXED);
         add(&self->busy_ns, now - turn_start);
         turn_start = now;
         return;
@@ -111,7 +137,9 @@ void floem_iteration_end(void)
 void floem_full_wait(void)
 {
     uint64_t start = floem_now_ns();
+    floem_count_pause();
     floem_idle_wait();
+    floem_count_resume();
     if (self != NULL)
         add(&self->waited_ns, floem_now_ns() - start);
 }
@@ -131,6 +159,7 @@ bool floem_thread_stats(int i, floem_thread_stats_t *out)
     memcpy(out->segment, s->segment, sizeof out->segment);
     out->index = s->index;
     out->runs = __atomic_load_n(&s->runs, __ATOMIC_RELAXED);
+    out->packets = __atomic_load_n(&s->packets, __ATOMIC_RELAXED);
     out->busy_ns = __atomic_load_n(&s->busy_ns, __ATOMIC_RELAXED);
     out->waited_ns = __atomic_load_n(&s->waited_ns, __ATOMIC_RELAXED);
     out->idle_ns = __atomic_load_n(&s->idle_ns, __ATOMIC_RELAXED);
@@ -153,9 +182,10 @@ void floem_threads_report(FILE *out, const char *process)
 {
     floem_thread_stats_t s;
     for (int i = 0; floem_thread_stats(i, &s); i++)
-        fprintf(out, "floem: thread %s[%d] (process %s): runs %llu, busy %llu ns, waited %llu ns, "
-                     "idle %llu ns, slept %llu ns, cpu %llu ns, wall %llu ns\n", s.segment,
-                s.index, process, (unsigned long long)s.runs, (unsigned long long)s.busy_ns,
+        fprintf(out, "floem: thread %s[%d] (process %s): runs %llu, packets %llu, busy %llu ns, "
+                     "waited %llu ns, idle %llu ns, slept %llu ns, cpu %llu ns, wall %llu ns\n",
+                s.segment, s.index, process, (unsigned long long)s.runs,
+                (unsigned long long)s.packets, (unsigned long long)s.busy_ns,
                 (unsigned long long)s.waited_ns, (unsigned long long)s.idle_ns,
                 (unsigned long long)s.slept_ns,
                 (unsigned long long)s.cpu_ns, (unsigned long long)s.wall_ns);

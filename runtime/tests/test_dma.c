@@ -1,7 +1,7 @@
 /* Tests of the emulated NIC's DMA engine (floem/dma.h).
  *
  * Build: cc -std=c11 -Wall -Wextra -Werror -pthread -Iruntime/include
- *        runtime/tests/test_dma.c runtime/src/dma.c -o test_dma
+ *        runtime/tests/test_dma.c runtime/src/dma.c runtime/src/count.c -o test_dma
  * Bounds and request-shape errors, the environment model and host-address
  * faults run in child processes. Timing checks use lower bounds only (the
  * model must hold the caller at least that long), plus exact counters.

@@ -1,7 +1,8 @@
 /* Tests of the dpdk packet I/O backend (floem/net.h built with FLOEM_NET_DPDK).
  *
  * Build: cc -std=c11 -Wall -Wextra -Werror -pthread -Iruntime/include -DFLOEM_NET_DPDK
- *        $(pkg-config --cflags libdpdk) runtime/tests/test_net_dpdk.c runtime/src/net*.c
+ *        $(pkg-config --cflags libdpdk) runtime/tests/test_net_dpdk.c runtime/src/net*.c runtime/src/threads.c
+ *        runtime/src/shared.c runtime/src/count.c
  *        $(pkg-config --libs libdpdk) -o test_net_dpdk
  * Run with FLOEM_DPDK_EAL naming one port, no hugepages needed:
  *   test_net_dpdk loop     port = net_ring0 (each queue's TX ring is its RX ring):

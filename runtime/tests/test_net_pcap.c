@@ -1,7 +1,8 @@
 /* Tests of the pcap packet I/O backend (floem/net.h built with FLOEM_NET_PCAP).
  *
  * Build: cc -std=c11 -Wall -Wextra -Werror -pthread -Iruntime/include -DFLOEM_NET_PCAP
- *        runtime/tests/test_net_pcap.c runtime/src/net*.c -o test_net_pcap
+ *        runtime/tests/test_net_pcap.c runtime/src/net*.c runtime/src/threads.c
+ *        runtime/src/shared.c runtime/src/count.c -o test_net_pcap
  * Run with FLOEM_PCAP_IN and FLOEM_PCAP_OUT set: replays the input in bursts
  * of 7, checks frames come in file order until floem_net_rx_done(), sends every
  * frame unchanged (so the output should hold the input's frames), and checks

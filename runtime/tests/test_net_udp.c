@@ -1,7 +1,8 @@
 /* Tests of the udp packet I/O backend (floem/net.h built with FLOEM_NET_UDP).
  *
  * Build: cc -std=c11 -Wall -Wextra -Werror -pthread -Iruntime/include -DFLOEM_NET_UDP
- *        runtime/tests/test_net_udp.c runtime/src/net*.c -o test_net_udp
+ *        runtime/tests/test_net_udp.c runtime/src/net*.c runtime/src/threads.c
+ *        runtime/src/shared.c runtime/src/count.c -o test_net_udp
  * Run with FLOEM_NET_PORT set to a free port (FLOEM_NET_QUEUES may be > 1). A
  * client socket on 127.0.0.1 sends datagrams of several sizes to the port; the
  * test receives them as frames and checks every synthesised header field and

@@ -56,15 +56,18 @@ crypt("enc_fast", lambda: AESEncrypt(key=KEY, iv=IV))
 crypt("enc_portable", lambda: AESEncrypt(key=KEY, iv=IV, portable=True))
 crypt("dec_fast", lambda: AESDecrypt(key=KEY, iv=IV))
 crypt("dec_portable", lambda: AESDecrypt(key=bytes.fromhex(KEY), iv=bytes.fromhex(IV), portable=True))
+crypt("enc_engine", lambda: AESEncrypt(key=KEY, iv=IV, engine=True))
+crypt("dec_engine", lambda: AESDecrypt(key=KEY, iv=IV, engine=True))
 crypt("enc_frame", lambda: AESEncrypt(key=KEY, iv=IV, frame=True), frame=True)
 
 main(r"""
     printf("aesni %d\n", floem_aes_ni_usable());
 ''' + READ_RECORDS % ("argv[1]", r"""
             uint8_t *b = malloc(len + 1);
-            int (*const fns[4])(uint8_t *, size_t) = {enc_fast, enc_portable, dec_fast, dec_portable};
-            const char *tags[4] = {"E", "EP", "D", "DP"};
-            for (int i = 0; i < 4; i++) {
+            int (*const fns[6])(uint8_t *, size_t) = {enc_fast, enc_portable, dec_fast, dec_portable,
+                                                      enc_engine, dec_engine};
+            const char *tags[6] = {"E", "EP", "D", "DP", "EE", "DE"};
+            for (int i = 0; i < 6; i++) {
                 memcpy(b, p, len);
                 int r = fns[i](b, len);
                 print_hex(tags[i], r, b, len);
@@ -105,10 +108,12 @@ def test_aes_matches_openssl(tmp_path) -> None:
     want = []
     for p in payloads:
         if len(p) % 16:
-            want += [f"{tag} -1 {p.hex()}-" for tag in ("E", "EP", "D", "DP")]
+            want += [f"{tag} -1 {p.hex()}-" for tag in ("E", "EP", "D", "DP", "EE", "DE")]
             continue
         enc, dec = openssl(p, key, iv), openssl(p, key, iv, decrypt=True)
-        want += [f"E 0 {enc.hex()}-", f"EP 0 {enc.hex()}-", f"D 0 {dec.hex()}-", f"DP 0 {dec.hex()}-"]
+        want += [f"{tag} 0 {enc.hex()}-" for tag in ("E", "EP")]
+        want += [f"{tag} 0 {dec.hex()}-" for tag in ("D", "DP")]
+        want += [f"EE 0 {enc.hex()}-", f"DE 0 {dec.hex()}-"]
     want.append(f"F 0 {(frames[0][:42] + openssl(frames[0][42:], key, iv)).hex()}-")
     want += [f"F -1 {frames[1].hex()}-", f"F -2 {frames[2].hex()}-"]
     assert native[1:] == want

@@ -24,8 +24,10 @@ static inline bool floem_running(void)
     return __atomic_load_n(&floem_run_flag, __ATOMIC_RELAXED) != 0;
 }
 
-/* Start a thread running fn(index) for segment `segment`; aborts with a message on failure. */
-void floem_thread_spawn(const char *segment, void *(*fn)(void *), int index);
+/* Start a thread running fn(index) for segment `segment`, on CPU `cpu` (-1: wherever the
+ * OS schedules it; a number beyond the CPUs this process may use wraps around them: CPU
+ * c runs on the (c mod n)-th of the n allowed). Aborts with a message on failure. */
+void floem_thread_spawn(const char *segment, void *(*fn)(void *), int index, int cpu);
 /* Ask every segment thread to stop and wait for all of them. */
 void floem_threads_stop(void);
 /* Block SIGINT, SIGTERM and SIGUSR1 in the caller (and threads it starts later). */
@@ -57,7 +59,7 @@ void floem_idle_wait(void);
 typedef struct {
     char segment[48];
     int index;
-    uint64_t runs, busy_ns, waited_ns, idle_ns, slept_ns, cpu_ns, wall_ns;
+    uint64_t runs, packets, busy_ns, waited_ns, idle_ns, slept_ns, cpu_ns, wall_ns;
 } floem_thread_stats_t;
 
 /* End of one turn of a segment thread's loop: account it as busy or idle (floem_idle),
@@ -74,6 +76,45 @@ bool floem_thread_stats(int i, floem_thread_stats_t *out);
 void floem_threads_report(FILE *out, const char *process);
 /* The monotonic clock, in nanoseconds. */
 uint64_t floem_now_ns(void);
+
+/* What the NIC performance model counts (`floem explore`, docs/exploration.md).
+ *
+ * A program built with FLOEM_COUNT_INSTRUCTIONS and run under `valgrind --tool=callgrind
+ * --collect-atstart=no` has callgrind collect the instructions its segment threads execute
+ * on packets: from the moment a segment's source hands a packet on (floem_packet_begin)
+ * to the end of the turn, less the pauses: waiting (for a DMA to complete, for room in a
+ * full queue, for a lock), the emulated DMA engine and packet I/O (hardware on a NIC),
+ * and work handed to an engine. With FLOEM_COUNT=serial in the environment it collects
+ * instead the instructions executed holding a floem_lock: work no two cores do at once.
+ * Without FLOEM_COUNT_INSTRUCTIONS the calls only keep the counters below.
+ */
+extern _Thread_local uint64_t floem_thread_packets;
+void floem_count_packet(void);
+void floem_count_turn_end(void);
+void floem_count_pause(void);
+void floem_count_resume(void);
+
+/* The segment's source hands a packet on (generated code calls it). */
+static inline void floem_packet_begin(void)
+{
+    floem_thread_packets++;
+#ifdef FLOEM_COUNT_INSTRUCTIONS
+    floem_count_packet();
+#endif
+}
+
+/* A spin lock (`*lock` starts at 0) whose holder's work the model counts as serial. */
+void floem_lock(int *lock);
+void floem_unlock(int *lock);
+
+/* Work handed to one of the NIC platform's engines: between floem_engine_begin() and
+ * floem_engine_end(engine, bytes) the caller does the engine's work (the emulated NIC has
+ * none), which the model charges by the engine's throughput instead of instructions. */
+enum { FLOEM_ENGINE_CRYPTO, FLOEM_ENGINES };
+void floem_engine_begin(void);
+void floem_engine_end(int engine, size_t bytes);
+/* Engine calls and bytes, and lock acquisitions, one line each (nothing when none). */
+void floem_count_report(FILE *out, const char *process);
 
 /* The memory every process of a program shares (queues, persistent state, regions).
  *

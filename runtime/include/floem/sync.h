@@ -57,6 +57,7 @@ typedef struct {
     uint64_t read_requests, write_requests;
     uint64_t flushes;           /* write-backs of a partly filled batch */
     uint64_t dropped;           /* floem_sync_enq_drop calls */
+    uint32_t entry_size;        /* bytes of one entry, status word included */
 } floem_sync_stats_t;
 
 /* The five cursors, each the first position in its state (see above):

@@ -1,0 +1,60 @@
+"""The ``floem explore`` command: studies from the command line or a sweep file, then output."""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import tempfile
+
+from floem.explore import output
+from floem.explore.sweep import (Study, load_sweep_file, make_workload, parse_sweep,
+                                 platforms_named, run_study)
+
+DEFAULT_PLATFORMS = ["liquidio", "bluefield2"]
+
+
+def explore(args: argparse.Namespace) -> int:
+    """Run the studies ``args`` name; print one table per study and write the outputs.
+
+    SIGTERM and SIGINT stop the run under way (each runs in a session of its own) and
+    end the exploration with status 143 or 130.
+    """
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    try:
+        return _explore(args)
+    except KeyboardInterrupt:
+        print("floem: explore interrupted", file=sys.stderr)
+        return 128 + signal.SIGINT
+
+
+def _explore(args: argparse.Namespace) -> int:
+    chosen = platforms_named(args.nic.split(",")) if args.nic else None
+    with tempfile.TemporaryDirectory(prefix="floem-explore-") as workdir:
+        if args.app.endswith(".toml"):
+            title, nic, studies = load_sweep_file(args.app, workdir)
+        else:
+            name = os.path.splitext(os.path.basename(args.app))[0]
+            title, nic = name, []
+            baseline = make_workload(args.baseline, None, workdir, "baseline") \
+                if args.baseline else None
+            studies = [Study(name, os.path.abspath(args.app), parse_sweep(args.define),
+                             make_workload(args.workload, args.pcap, workdir), baseline=baseline)]
+        for s in studies:
+            s.options += args.option
+        platforms = chosen or platforms_named(nic or DEFAULT_PLATFORMS)
+        rows = []
+        for s in studies:
+            rows += run_study(s, platforms, _progress)
+    stem = os.path.splitext(os.path.basename(args.app))[0]
+    base = args.out or os.path.join("explore", stem)
+    for study in dict.fromkeys(r.study for r in rows):
+        print(f"\n{study}\n")
+        print(output.table(output.ranked([r for r in rows if r.study == study], args.per_core)))
+    written = output.write(rows, platforms, base, title)
+    print(f"\nfloem: wrote {', '.join(written)}")
+    return 1 if all(r.failed for r in rows) else 0
+
+
+def _progress(line: str) -> None:
+    print(f"floem: explore {line}", file=sys.stderr, flush=True)

@@ -1,0 +1,137 @@
+"""The counters a running program prints (``--report``, and on SIGUSR1), read back.
+
+Every process prints one line per thread, and the NIC process its DMA engine's,
+engines' and locks' lines; a process with packet I/O prints its backend's, one
+with a cache its hits and misses. Each SIGUSR1 prints a fresh set, so the latest
+line of each kind is the current value.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from floem.passes.build_graph import NIC_PROCESS
+
+THREAD = re.compile(r"^floem: thread (\S+)\[(\d+)\] \(process (\S+)\): runs (\d+), packets (\d+), "
+                    r"busy (\d+) ns, waited (\d+) ns, idle (\d+) ns, slept (\d+) ns, cpu (\d+) ns, "
+                    r"wall (\d+) ns$")
+NET = re.compile(r"^floem: net (\S+): queues \d+, rx (\d+), tx (\d+)")
+SPAN = re.compile(r"^floem: net pcap: replay span (\d+) ns")
+CACHE = re.compile(r"^floem: cache (\S+): hits (\d+), misses (\d+)")
+SHADOW = re.compile(r"^floem: nic sync shadow (\S+): entries (\d+), .* entry bytes (\d+)$")
+DMA = re.compile(r"^floem: nic dma: requests (\d+), descriptors \d+, bytes read (\d+), "
+                 r"bytes written (\d+)")
+ENGINE = re.compile(r"^floem: engine (\S+) \(process \S+\): calls (\d+), bytes (\d+)$")
+LOCKS = re.compile(r"^floem: locks \(process (\S+)\): acquisitions (\d+)$")
+
+#: The NIC process's threads of this name run the queue synchronization layer.
+MANAGER = "manager"
+#: Per queue entry, the sync layer also moves a status word the other way: the host's
+#: release of an entry the NIC wrote, or the NIC's release of one it read.
+STATUS_BYTES = 4
+
+
+def busy_cpu_ns(busy: int, waited: int, slept: int, cpu: int, wall: int) -> float:
+    """A thread's work as CPU time: busy time less waits for room in full queues
+    (back-pressure), scaled by the share of its runnable time the thread had a core."""
+    runnable = max(wall - slept, 1)
+    return (busy - waited) * min(1.0, cpu / runnable)
+
+
+@dataclass
+class Thread:
+    """One segment thread's counters."""
+
+    segment: str
+    index: int
+    process: str
+    runs: int
+    packets: int
+    work_ns: float
+
+    @property
+    def on_nic(self) -> bool:
+        return self.process == NIC_PROCESS
+
+    @property
+    def worker(self) -> bool:
+        """A thread running a segment (not a NIC manager core)."""
+        return self.segment != MANAGER
+
+
+@dataclass
+class Counters:
+    """The latest value of every counter line of a run."""
+
+    threads: list[Thread] = field(default_factory=list)
+    rx: int = 0
+    tx: int = 0
+    span_ns: int = 0
+    hits: int = 0
+    misses: int = 0
+    dma_requests: int = 0
+    dma_bytes: int = 0                  # all the DMA engine moved, polling while idle included
+    entry_bytes: int = 0                # the sync layer's traffic for the entries finished
+    engine_calls: dict[str, int] = field(default_factory=dict)
+    engine_bytes: dict[str, int] = field(default_factory=dict)
+    lock_acquisitions: int = 0
+
+    @property
+    def host_cpu_ns(self) -> float:
+        """Work of every host segment thread, as CPU time."""
+        return sum(t.work_ns for t in self.threads if not t.on_nic)
+
+    @property
+    def nic_cpu_ns(self) -> float:
+        """Work of every NIC worker thread (manager cores excluded), as CPU time."""
+        return sum(t.work_ns for t in self.threads if t.on_nic and t.worker)
+
+    def minus(self, other: "Counters") -> "Counters":
+        """The difference of two snapshots of one run (thread lists matched by name)."""
+        before = {(t.segment, t.index, t.process): t for t in other.threads}
+        threads = []
+        for t in self.threads:
+            b = before.get((t.segment, t.index, t.process))
+            threads.append(t if b is None else Thread(
+                t.segment, t.index, t.process, t.runs - b.runs, t.packets - b.packets,
+                t.work_ns - b.work_ns))
+        return Counters(
+            threads, self.rx - other.rx, self.tx - other.tx, self.span_ns - other.span_ns,
+            self.hits - other.hits, self.misses - other.misses,
+            self.dma_requests - other.dma_requests, self.dma_bytes - other.dma_bytes,
+            self.entry_bytes - other.entry_bytes,
+            {k: v - other.engine_calls.get(k, 0) for k, v in self.engine_calls.items()},
+            {k: v - other.engine_bytes.get(k, 0) for k, v in self.engine_bytes.items()},
+            self.lock_acquisitions - other.lock_acquisitions)
+
+
+def parse(lines: list[str]) -> Counters:
+    """The latest value of every counter line among ``lines`` (a run's stderr)."""
+    latest: dict[str, str] = {}
+    for line in lines:
+        parts = line.split(": ", 2)
+        if len(parts) == 3 and parts[0] == "floem":     # subject (a thread, a shadow...), shape
+            latest[parts[1] + ": " + re.sub(r"\d+", "N", parts[2])] = line
+    c = Counters()
+    for line in latest.values():
+        if m := THREAD.match(line):
+            segment, index, process = m.group(1), int(m.group(2)), m.group(3)
+            runs, packets, busy, waited, _idle, slept, cpu, wall = (int(x) for x in m.groups()[3:])
+            c.threads.append(Thread(segment, index, process, runs, packets,
+                                    busy_cpu_ns(busy, waited, slept, cpu, wall)))
+        elif m := NET.match(line):
+            c.rx, c.tx = c.rx + int(m.group(2)), c.tx + int(m.group(3))
+        elif m := SPAN.match(line):
+            c.span_ns = int(m.group(1))
+        elif m := CACHE.match(line):
+            c.hits, c.misses = c.hits + int(m.group(2)), c.misses + int(m.group(3))
+        elif m := SHADOW.match(line):
+            c.entry_bytes += int(m.group(2)) * (int(m.group(3)) + STATUS_BYTES)
+        elif m := DMA.match(line):
+            c.dma_requests, c.dma_bytes = int(m.group(1)), int(m.group(2)) + int(m.group(3))
+        elif m := ENGINE.match(line):
+            c.engine_calls[m.group(1)] = c.engine_calls.get(m.group(1), 0) + int(m.group(2))
+            c.engine_bytes[m.group(1)] = c.engine_bytes.get(m.group(1), 0) + int(m.group(3))
+        elif m := LOCKS.match(line):
+            c.lock_acquisitions += int(m.group(2))
+    return c

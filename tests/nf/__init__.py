@@ -1,0 +1,1 @@
+"""Tests of the network functions of examples/nf and their load generator."""
