@@ -48,12 +48,12 @@ drops = AESDrops("drops")
 class Encrypt(Composite):
     """Encrypt the UDP payload in place; payloads that are not whole blocks leave on ``drop``."""
 
-    def configure(self):
+    def configure(self) -> None:
         self.inp = Input(*FRAME)
         self.out = Output(*FRAME)
         self.drop = Output(*FRAME)
 
-    def impl(self):
+    def impl(self) -> None:
         aes = AESEncrypt(key=key, iv=iv, frame=True, engine=engine,
                          portable=where.device == "nic" or not aesni)
         self.inp >> aes

@@ -32,7 +32,7 @@ class Packet(State):
     size = Field(SizeT)
     data = Field(Pointer(Uint(8)))
     buf = Field(Pointer(Void))
-    flow = Field(Array(Uint(8), 13))            # a struct floem_flow_key (headers.h)
+    flow = Field(Array(Uint(8), 13))            # the bytes of a struct floem_flow_key
     estimate = Field(Uint(64))
 
 
@@ -54,15 +54,15 @@ class FlowKey(Element):
     c_headers = headers.HEADERS
     c_sources = headers.SOURCES
 
-    def configure(self):
+    def configure(self) -> None:
         self.inp = Input(*FRAME)
         self.out = Output()
         self.drop = Output(*FRAME)
 
-    def states(self, counts):
+    def states(self, counts: State) -> None:
         self.drops = counts
 
-    def impl(self):
+    def impl(self) -> None:
         self.run_c(r'''
             (size_t size, uint8_t *data, void *buf) = inp();
             bool ok = floem_udp_payload_len(data) >= 8;
@@ -90,11 +90,11 @@ class Stamp(Element):
     c_headers = headers.HEADERS
     c_sources = headers.SOURCES
 
-    def configure(self):
+    def configure(self) -> None:
         self.inp = Input()
         self.out = Output(*FRAME)
 
-    def impl(self):
+    def impl(self) -> None:
         self.run_c(r'''
             inp();
             uint8_t *payload = floem_udp_payload(state->data);
@@ -107,12 +107,12 @@ class Stamp(Element):
 class Classify(Composite):
     """Count the frame's bytes for its flow and stamp the flow's estimate into it."""
 
-    def configure(self):
+    def configure(self) -> None:
         self.inp = Input(*FRAME)
         self.out = Output(*FRAME)
         self.drop = Output(*FRAME)
 
-    def impl(self):
+    def impl(self) -> None:
         key = FlowKey(states=[drops])
         self.inp >> key
         key.out >> CountMin(width=width, depth=depth, key="state->flow",
@@ -122,9 +122,11 @@ class Classify(Composite):
 
 
 class FlowClassification(Flow):
+    """The function's segment, with `Packet` as its per-packet state."""
+
     state = PerPacket(Packet)
 
-    def impl(self):
+    def impl(self) -> None:
         nf.serve("flowclass", Classify, where)
 
 

@@ -37,15 +37,19 @@ and `aes_expected`, `flow_bounds` and `sequencer_errors` check replies.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib.util
 import ipaddress
 import os
+import resource
 import selectors
 import socket
+import string
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Callable, Sequence
 
 try:
@@ -61,7 +65,7 @@ sys.path.append(KVS)                    # examples/kvs/load.py imports protocol.
 import protocol as kvp  # noqa: E402
 
 
-def _kvs_load():
+def _kvs_load() -> ModuleType:
     """examples/kvs/load.py, as module ``kvs_load`` (``load`` is this file's name too)."""
     if "kvs_load" not in sys.modules:
         spec = importlib.util.spec_from_file_location("kvs_load", os.path.join(KVS, "load.py"))
@@ -306,19 +310,25 @@ class _Runner:
 
     def __init__(self, kind: str, sent: Sequence[Packet], server: kvs_load.Server,
                  identify: Callable[[bytes], int | None], keep: bool) -> None:
-        self.sent, self.identify, self.keep = sent, identify, keep
+        self.sent, self.server, self.identify, self.keep = sent, server, identify, keep
         self.summary = Summary(kind, seen=[0] * len(sent))
         self.selector = selectors.DefaultSelector()
         self.sockets: dict[int, socket.socket] = {}
+        flows = sorted({p.flow for p in sent})
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if len(flows) + 64 > soft:                  # one descriptor per flow, and some
+            resource.setrlimit(resource.RLIMIT_NOFILE, (min(len(flows) + 64, hard), hard))
         try:
-            for flow in sorted({p.flow for p in sent}):
+            for flow in flows:
                 sock = kvs_load._connect(server)
                 self.sockets[flow] = sock
                 self.selector.register(sock, selectors.EVENT_READ)
-        except kvs_load.LoadError:
+        except (kvs_load.LoadError, OSError) as e:
             self.close()
+            if isinstance(e, OSError) and e.errno == errno.EMFILE:
+                raise kvs_load.LoadError(f"too many open files for {len(flows)} flows (one "
+                                         "socket each): use fewer --flows") from None
             raise
-        self.server = server
         self.outstanding: dict[int, int] = {}       # packet number -> send time (ns), oldest first
         self.latencies: list[int] = []
 
@@ -408,11 +418,15 @@ def run_live(kind: str, sent: Sequence[Packet], server: kvs_load.Server | str,
     kvs_load.LoadError when the server does not resolve or nothing listens there.
     """
     server = server if isinstance(server, kvs_load.Server) else parse_server(server)
-    identify: Callable[[bytes], int | None] = lambda reply: packet_number(kind, reply)
     if kind == "aes" and check:
-        by_cipher = {c: p.number for p, c in zip(sent, aes_expected([p.payload for p in sent],
-                                                                    key, iv))}
-        identify = lambda reply: by_cipher.get(reply, -1)      # -1: no packet's ciphertext
+        ciphertexts = aes_expected([p.payload for p in sent], key, iv)
+        by_cipher = {c: p.number for p, c in zip(sent, ciphertexts)}
+
+        def identify(reply: bytes) -> int | None:
+            return by_cipher.get(reply, -1)         # -1: no packet's ciphertext, unknown
+    else:
+        def identify(reply: bytes) -> int | None:
+            return packet_number(kind, reply)       # None for aes: the oldest is answered
     runner = _Runner(kind, sent, server, identify, keep=check)
     try:
         summary = runner.run(window, rate, timeout)
@@ -449,6 +463,13 @@ def probe(kind: str, server: kvs_load.Server | str, timeout: float = 0.2) -> boo
 
 # -- command line -------------------------------------------------------------
 
+def _hex16(text: str) -> str:
+    """An argparse type: 16 bytes as 32 hex digits."""
+    if len(text) != 32 or any(c not in string.hexdigits for c in text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not 32 hex digits")
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command-line parser."""
     number = kvs_load._number
@@ -482,8 +503,10 @@ def build_parser() -> argparse.ArgumentParser:
     live.add_argument("--timeout", metavar="SECONDS", type=number(float, 0, above=True),
                       default=DEFAULT_TIMEOUT, help="wait for a reply (default %(default)s)")
     live.add_argument("--check", action="store_true", help="check every reply")
-    live.add_argument("--key", default=NIST_KEY, help="aes --check: the key (default NIST's)")
-    live.add_argument("--iv", default=NIST_IV, help="aes --check: the IV (default NIST's)")
+    live.add_argument("--key", type=_hex16, default=NIST_KEY,
+                      help="aes --check: the key, 32 hex digits (default aes.py's)")
+    live.add_argument("--iv", type=_hex16, default=NIST_IV,
+                      help="aes --check: the IV, 32 hex digits (default aes.py's)")
     return parser
 
 
@@ -508,7 +531,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         summary = run_live(args.kind, sent, parse_server(args.server), args.window, args.rate,
                            args.timeout, args.check, args.key, args.iv)
-    except (kvs_load.LoadError, ValueError, subprocess.CalledProcessError) as e:
+    except (kvs_load.LoadError, ValueError, OSError, subprocess.CalledProcessError) as e:
         parser.exit(2, f"{parser.prog}: error: {e}\n")
     except KeyboardInterrupt:
         return 130

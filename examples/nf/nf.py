@@ -1,4 +1,4 @@
-"""What the three network functions share (Floem paper, section 7.1): where one runs, how it answers.
+"""What the network functions of Floem paper section 7.1 share: where one runs, how it answers.
 
     segment NAME (-D device, -D cores):
         FromNet -> CheckUDP -> FUNCTION -> Reply -> ToNet
@@ -122,7 +122,9 @@ class Reply(Composite):
 def serve(name: str, function: Callable[[], Element | Composite], where: Placement) -> None:
     """Segment ``name``, on ``where``: every UDP packet through ``function()``, answered."""
     class nf(Segment):
-        def impl(self):
+        """FromNet -> CheckUDP -> function -> Reply -> ToNet; drops to NetFree."""
+
+        def impl(self) -> None:
             check, work, free = CheckUDP(), function(), NetFree()
             FromNet() >> check
             check.out >> work

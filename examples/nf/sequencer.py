@@ -56,16 +56,16 @@ class Stamp(Element):
     c_headers = headers.HEADERS
     c_sources = headers.SOURCES
 
-    def configure(self):
+    def configure(self) -> None:
         self.inp = Input(*FRAME)
         self.out = Output(*FRAME)
         self.drop = Output(*FRAME)
 
-    def states(self, counters, counts):
+    def states(self, counters: State, counts: State) -> None:
         self.groups = counters
         self.drops = counts
 
-    def impl(self):
+    def impl(self) -> None:
         self.run_c(r'''
             (size_t size, uint8_t *data, void *buf) = inp();
             uint8_t *payload = floem_udp_payload(data);

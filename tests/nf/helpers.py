@@ -17,6 +17,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Iterator, Sequence
 
 import dpkt
@@ -28,7 +29,8 @@ from test_net import free_udp_port
 NF = os.path.join(ROOT, "examples", "nf")
 
 
-def _import_load():
+def _import_load() -> ModuleType:
+    """examples/nf/load.py as module ``nf_load``."""
     spec = importlib.util.spec_from_file_location("nf_load", os.path.join(NF, "load.py"))
     module = importlib.util.module_from_spec(spec)
     sys.modules["nf_load"] = module
@@ -80,13 +82,13 @@ class Report:
 
 
 def replay(kind: str, frames: Sequence[bytes], tmp_path: Path, *values: str,
-           nic: str = "emu") -> tuple[Report, list[bytes]]:
+           nic: str = "emu", env: dict[str, str] | None = None) -> tuple[Report, list[bytes]]:
     """Run ``kind`` with ``-D values`` over a capture of ``frames``; what it sent, in order."""
     src, out = tmp_path / "in.pcap", tmp_path / "out.pcap"
     load.write_pcap(src, frames)
     result = floem("run", app(kind), *defines(*values), "--nic", nic, "--net", "pcap",
                    "--pcap-in", str(src), "--pcap-out", str(out), "--duration", DURATION[nic],
-                   "--report")
+                   "--report", env=env)
     assert result.returncode == 0, result.stderr
     with open(out, "rb") as f:
         return Report(result.stderr), [bytes(data) for _, data in dpkt.pcap.Reader(f)]
