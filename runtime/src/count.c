@@ -2,8 +2,8 @@
  *
  * Built with FLOEM_COUNT_INSTRUCTIONS and run under `valgrind --tool=callgrind
  * --collect-atstart=no`, a program has callgrind collect exactly the instructions its
- * segment threads execute on packets (see floem/runtime.h); otherwise the toggles compile
- * to nothing and these functions only keep their counters.
+ * segment threads execute on packets (see floem/runtime.h); otherwise nothing here
+ * toggles anything, and the lock and engine calls only keep their counters.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -13,14 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+_Thread_local uint64_t floem_thread_packets;
+
 #ifdef FLOEM_COUNT_INSTRUCTIONS
 #include <valgrind/callgrind.h>
-#define TOGGLE_COLLECT() CALLGRIND_TOGGLE_COLLECT
-#else
-#define TOGGLE_COLLECT() ((void)0)
-#endif
-
-_Thread_local uint64_t floem_thread_packets;
 
 /* Per thread: in a packet turn, locks held, pauses open, and whether callgrind collects. */
 static _Thread_local struct {
@@ -47,7 +43,7 @@ static void update(void)
     bool counted = self.paused == 0 && (serial() ? self.locks_held > 0 : self.in_turn);
     if (counted != self.collecting) {
         self.collecting = counted;
-        TOGGLE_COLLECT();
+        CALLGRIND_TOGGLE_COLLECT;
     }
 }
 
@@ -79,14 +75,19 @@ void floem_count_resume(void)
         update();
 }
 
-static inline void cpu_relax(void)
+/* The calling thread takes (+1) or drops (-1) a lock. */
+static void held(int change)
 {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
+    self.locks_held += change;
+    if (self.locks_held == (change > 0 ? 1 : 0))
+        update();
 }
+#else
+static void held(int change)
+{
+    (void)change;
+}
+#endif
 
 static uint64_t lock_acquisitions;
 
@@ -96,20 +97,18 @@ void floem_lock(int *lock)
         floem_count_pause();                    /* spinning is waiting, not work */
         do {
             while (__atomic_load_n(lock, __ATOMIC_RELAXED))
-                cpu_relax();
+                floem_cpu_relax();
         } while (__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE));
         floem_count_resume();
     }
     __atomic_fetch_add(&lock_acquisitions, 1, __ATOMIC_RELAXED);
-    if (self.locks_held++ == 0)
-        update();
+    held(+1);
 }
 
 void floem_unlock(int *lock)
 {
     __atomic_store_n(lock, 0, __ATOMIC_RELEASE);
-    if (--self.locks_held == 0)
-        update();
+    held(-1);
 }
 
 static const char *const engine_names[FLOEM_ENGINES] = {"crypto"};
@@ -123,6 +122,11 @@ void floem_engine_begin(void)
 void floem_engine_end(int engine, size_t bytes)
 {
     floem_count_resume();
+    if (engine < 0 || engine >= FLOEM_ENGINES) {
+        fprintf(stderr, "floem: floem_engine_end: no engine %d (0 to %d)\n", engine,
+                FLOEM_ENGINES - 1);
+        abort();
+    }
     __atomic_fetch_add(&engine_calls[engine], 1, __ATOMIC_RELAXED);
     __atomic_fetch_add(&engine_bytes[engine], (uint64_t)bytes, __ATOMIC_RELAXED);
 }

@@ -53,21 +53,12 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
 /* Spin (never sleep) until the monotonic clock reaches `t`; counts the time in wait_ns. */
 static void spin_until(uint64_t t)
 {
     uint64_t start = now_ns(), now = start;
     while (now < t) {
-        cpu_relax();
+        floem_cpu_relax();
         now = now_ns();
     }
     if (now > start)
@@ -78,7 +69,7 @@ static void lock_engine(void)
 {
     while (__atomic_exchange_n(&engine.lock, 1, __ATOMIC_ACQUIRE))
         while (__atomic_load_n(&engine.lock, __ATOMIC_RELAXED))
-            cpu_relax();
+            floem_cpu_relax();
 }
 
 static void unlock_engine(void)

@@ -44,11 +44,7 @@ static void lock(unsigned q)
     int *l = &floem_net_queue[q].lock;
     while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
         while (__atomic_load_n(l, __ATOMIC_RELAXED))
-#if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause();
-#else
-            ;
-#endif
+            floem_cpu_relax();
 }
 
 static void unlock(unsigned q)

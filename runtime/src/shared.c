@@ -22,9 +22,7 @@ static _Thread_local unsigned idle_spins;
 void floem_idle_wait(void)
 {
     if (++idle_spins < 64) {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
+        floem_cpu_relax();
         return;
     }
     idle_spins = 0;

@@ -89,10 +89,15 @@ uint64_t floem_now_ns(void);
  * Without FLOEM_COUNT_INSTRUCTIONS the calls only keep the counters below.
  */
 extern _Thread_local uint64_t floem_thread_packets;
+#ifdef FLOEM_COUNT_INSTRUCTIONS
 void floem_count_packet(void);
 void floem_count_turn_end(void);
 void floem_count_pause(void);
 void floem_count_resume(void);
+#else
+static inline void floem_count_pause(void) {}
+static inline void floem_count_resume(void) {}
+#endif
 
 /* The segment's source hands a packet on (generated code calls it). */
 static inline void floem_packet_begin(void)
@@ -103,13 +108,24 @@ static inline void floem_packet_begin(void)
 #endif
 }
 
+/* A hint to the core that the caller spins, waiting for another thread. */
+static inline void floem_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
 /* A spin lock (`*lock` starts at 0) whose holder's work the model counts as serial. */
 void floem_lock(int *lock);
 void floem_unlock(int *lock);
 
 /* Work handed to one of the NIC platform's engines: between floem_engine_begin() and
  * floem_engine_end(engine, bytes) the caller does the engine's work (the emulated NIC has
- * none), which the model charges by the engine's throughput instead of instructions. */
+ * none), which the model charges by the engine's throughput instead of instructions.
+ * An engine number out of range aborts with a message. */
 enum { FLOEM_ENGINE_CRYPTO, FLOEM_ENGINES };
 void floem_engine_begin(void);
 void floem_engine_end(int engine, size_t bytes);
