@@ -5,7 +5,8 @@ through ``floem run --net pcap``, as fast as the pipeline goes, until every fram
 has been received and the counters stop moving (`Replay`). Up to three runs:
 
 1. native: host CPU time per packet (the host threads' busy turns as CPU time),
-   DMA requests and bytes, cache hits, engine calls, lock acquisitions;
+   the queue entries the sync layer moved, cache hits, engine calls, lock
+   acquisitions;
 2. with NIC segments, counted (``--count-instructions``): the NIC process under
    callgrind, which counts the instructions each NIC segment's threads execute on
    packets (deterministic: the same build and capture give the same count);

@@ -24,7 +24,6 @@ import math
 import os
 import tomllib
 from dataclasses import dataclass
-from typing import Any
 
 from floem.errors import FloemError
 from floem.explore.measure import Measurement
@@ -146,8 +145,3 @@ def _crypto_ns(m: Measurement, p: ModelPlatform) -> float:
 def _rate(threads: int, ns_per_packet: float) -> float:
     """Packets per second of ``threads`` each taking ``ns_per_packet`` per packet."""
     return threads * 1e9 / ns_per_packet if ns_per_packet > 0 else math.inf
-
-
-def describe(p: ModelPlatform) -> dict[str, Any]:
-    """The platform's figures, for the exploration's JSON."""
-    return {k: v for k, v in vars(p).items()}

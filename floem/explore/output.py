@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import os
-from typing import Any
 
-from floem.explore.model import ModelPlatform, describe
+from floem.explore.model import ModelPlatform
 from floem.explore.sweep import Row, describe_rows
 
 COLUMNS = ["configuration", "platform", "host ns/pkt", "NIC instr/pkt", "NIC µs/pkt",
@@ -61,14 +61,10 @@ def write(rows: list[Row], platforms: list[ModelPlatform], base: str, title: str
         writer.writeheader()
         writer.writerows(described)
     with open(base + ".json", "w") as f:
-        json.dump({"title": title, "platforms": [describe(p) for p in platforms],
-                   "rows": described}, f, indent=2, default=_json_number)
+        json.dump({"title": title, "platforms": [dataclasses.asdict(p) for p in platforms],
+                   "rows": described}, f, indent=2)
     plot(rows, title, base)
     return [base + ext for ext in (".csv", ".json", ".svg", ".png")]
-
-
-def _json_number(value: Any) -> Any:
-    return str(value)
 
 
 def plot(rows: list[Row], title: str, base: str) -> None:
