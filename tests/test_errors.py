@@ -366,6 +366,10 @@ S("s", device="GPU")  # <-- error
     ("queue instances as a string", queue_app("Src() >> q", "q >> Drop()",
                                               queue="q = Queue('q', inst='2')  # <-- error"),
      "Queue inst= must be a positive integer, not '2'"),
+    ("full port of a lossless queue", queue_app(
+        "Src() >> q; q.full >> Drop()  # <-- error", "q >> Drop()", queue="q = Queue('q')"),
+     "queue 'q' is lossless (its enqueues wait for room): only a Queue(..., lossless=False) "
+     "has a full port"),
     ("external_main and main both given", callable_app("self.inp >> Inc() >> self.out",
                                                        marked=False)
      + "external_main('app.py')  # <-- error\n",

@@ -166,8 +166,9 @@ def enqueue_body(n: ElementNode, ch: Channel, access: Access) -> list[str]:
         lines += ["    floem_sync_manage(q);"] if access.manage else []
         lines += ["    floem_full_wait();", "}"]
     else:
+        full = [f"    {n.name}_full(state);"] if "full" in n.outputs else [f"    {access.drop()}"]
         lines += [f"if ((entry = {access.reserve(q.multi_producer)}) == NULL) {{",
-                  f"    {access.drop()}",
+                  *full,
                   "    return;",
                   "}"]
     if not ch.empty:

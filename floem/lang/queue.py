@@ -10,10 +10,13 @@ from floem.lang.program import current_program
 
 
 class Enqueue(Element):
-    """Enqueue side of one queue channel: a leaf that sends the packet's live fields."""
+    """Enqueue side of one queue channel: sends the packet's live fields. A lossy queue's
+    enqueue has an output ``full`` that the packet leaves by when its instance is full."""
 
     def configure(self, queue: "Queue", channel: int) -> None:
         self.inp = Input()
+        if not queue.lossless:
+            self.full = Output()
         self.queue = queue
         self.channel = channel
 
@@ -33,7 +36,8 @@ class Queue:
     ``q.enq[i]`` / ``q.deq[i]`` are channel ``i``'s ends (with one channel,
     ``q.enq`` / ``q.deq`` are the ports and ``a >> q`` / ``q >> b`` work).
     The enqueuer picks the instance from ``state->qid`` (default 0). ``lossless``
-    enqueues block when the instance is full; lossy ones drop and count.
+    enqueues block when the instance is full; lossy ones drop and count, or, when
+    ``q.full`` is connected, go on there (the packet was not enqueued).
     ``enq_atomic`` / ``deq_atomic`` force the multi-producer / multi-consumer
     variants (inferred otherwise); ``entry_size`` fixes the bytes per entry.
     """
@@ -79,6 +83,17 @@ class Queue:
     def deq(self) -> Any:
         """Channel ends to dequeue from: a list, or the port itself with one channel."""
         ports = [getattr(self.dequeuer, f"out{c}") for c in range(self.channels)]
+        return ports[0] if self.channels == 1 else ports
+
+    @property
+    def full(self) -> Any:
+        """Where a lossy queue's packets go when their instance is full (instead of being
+        dropped): a port per channel, or the port itself with one channel."""
+        if self.lossless:
+            raise caller_location().error(
+                f"queue '{self.name}' is lossless (its enqueues wait for room): only a "
+                "Queue(..., lossless=False) has a full port")
+        ports = [e.full for e in self.enqueuers]
         return ports[0] if self.channels == 1 else ports
 
     @property

@@ -88,7 +88,8 @@ def _support_code(ir: ProgramIR) -> None:
 
 
 def _enqueuer_per_segment(ir: ProgramIR, name: str) -> list[str]:
-    """Give each further segment enqueuing into the same channel its own enqueue element."""
+    """Give each further segment enqueuing into the same channel its own enqueue element
+    (which continues, on a full instance, to what its segment connected to the full port)."""
     original = ir.node(name)
     clones = []
     for u, _, key, d in list(ir.graph.in_edges(name, keys=True, data=True)):
@@ -103,6 +104,11 @@ def _enqueuer_per_segment(ir: ProgramIR, name: str) -> list[str]:
             clones.append(clone_name)
         ir.graph.remove_edge(u, name, key)
         ir.graph.add_edge(u, clone_name, **d)
+    for _, v, key, d in list(ir.graph.out_edges(name, keys=True, data=True)):
+        clone_name = f"{name}_{ir.node(v).segment}"       # a full port used in that segment
+        if clone_name in ir.graph:
+            ir.graph.remove_edge(name, v, key)
+            ir.graph.add_edge(clone_name, v, **d)
     return clones
 
 

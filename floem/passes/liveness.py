@@ -7,8 +7,9 @@ after an element when some path from there reads it before overwriting it:
     live_out(e) = union of live_in(s) for every successor s
 
 where the successors of a queue channel's enqueue are the elements its
-dequeue feeds on that channel. The fields live after a channel's enqueue are
-exactly what its entries must carry.
+dequeue feeds on that channel (and, for a lossy queue, those its ``full``
+port feeds). The fields live where a channel is dequeued are exactly what its
+entries must carry.
 
 Before: bodies analysed; queues as enqueue/dequeue elements.
 
@@ -35,8 +36,9 @@ def run(ir: ProgramIR) -> ProgramIR:
     send_all = ir.options.get("send_all_fields", False)
     for q in ir.queues.values():
         order = _field_order(ir.node(q.dequeuer))
-        q.fields = [[f for f in order if send_all or f in live_out.get(names[0], set())]
-                    for names in q.enqueuers]
+        carried = [set().union(*(live_in[v] for _, v, _ in ir.out_edges(q.dequeuer, f"out{c}")))
+                   for c in range(q.channels)]
+        q.fields = [[f for f in order if send_all or f in carried[c]] for c in range(q.channels)]
     for seg in ir.segments.values():
         seg.uses = set()
         for name in seg.elements:
@@ -61,14 +63,15 @@ def run(ir: ProgramIR) -> ProgramIR:
 
 
 def _successors(ir: ProgramIR) -> dict[str, list[str]]:
-    """Execution successors; an enqueue's are the elements its channel is dequeued into."""
+    """Execution successors; an enqueue's are the elements its channel is dequeued into,
+    and those its ``full`` port feeds."""
     succ = {n.name: [v for _, v, _ in ir.out_edges(n.name)]
             + [v for _, v, _ in ir.out_edges(n.name, kind=EdgeKind.ORDER)] for n in ir.nodes()}
     for q in ir.queues.values():
         for c, names in enumerate(q.enqueuers):
             for enq in names:
                 if enq in succ:
-                    succ[enq] = [v for _, v, _ in ir.out_edges(q.dequeuer, f"out{c}")]
+                    succ[enq] = [v for _, v, _ in ir.out_edges(q.dequeuer, f"out{c}")] + succ[enq]
     return succ
 
 

@@ -76,7 +76,8 @@ def _persistent_classes(ir: ProgramIR) -> list[type]:
 def _body(n: ElementNode, nic: bool) -> csrc.Body:
     code = n.nic_code if nic and n.nic_code is not None else n.code
     if n.role == "enqueue":
-        code = CBody(enqueue_reads(n.state_class), n.loc)
+        full = " output switch { case 0: full(); }" if "full" in n.outputs else ""
+        code = CBody(enqueue_reads(n.state_class) + full, n.loc)
     fields = {f.name: str(f.type) for f in n.state_class.fields()} if n.state_class else None
     return csrc.Body(
         element=n.name, code=code.text if code else "",
