@@ -199,7 +199,11 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``floem`` console script."""
     # SIGUSR1 asks `floem run`'s processes for their counters; before they run, ignore it.
     signal.signal(signal.SIGUSR1, signal.SIG_IGN)
-    args = _parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    split = argv.index("--") if "--" in argv else len(argv)
+    args = _parser().parse_args(argv[:split])
+    if split < len(argv):               # after `--`, wherever the options were: the program's
+        args.args = argv[split + 1:]
     try:
         return _command(args)
     except FloemError as e:

@@ -96,6 +96,8 @@ main(r"""
     result = floem("run", app, "--", "one", "two words")
     assert result.stdout == "arg one\narg two words\n"
     assert result.returncode == 3
+    after_app = floem("run", app, "--timeout", "60", "--", "--one", "-D", "x=1")
+    assert after_app.stdout == "arg --one\narg -D\narg x=1\n", after_app.stderr
 
 
 def test_timeout_is_reported_not_hung(tmp_path) -> None:
