@@ -167,7 +167,8 @@ class _ProcessEmitter:
             nic_queues=[self._queue(q) for q in queues if self.nic and q.home == "nic"],
             shadows=[self._queue(q) for q in used if self._access(q).synced],
             used_queues=[self._queue(q) for q in used],
-            entry_structs=[s for q in used for s in qgen.entry_structs(self.channels[q.name])],
+            entry_structs=[s for q in queues if q in used or q.home == "host"   # sized in the layout
+                           for s in qgen.entry_structs(self.channels[q.name])],
             wire_functions=[qgen.wire_function(c) for c in state_classes(program) if self.nic],
             caches=[{"name": v.cache.name, "buckets": v.cache.buckets,
                      "entries": v.cache.entries or 0, "evict": cgen.evict_function(v),
