@@ -27,11 +27,10 @@ docs/storm.md walks through the designs as diffs of each other.
 import ipaddress
 import os
 
-from floem import (Array, CallableSegment, Field, FloemError, Flow, Input, Int, Output,
+from floem import (Array, CallableSegment, Element, Field, FloemError, Flow, Input, Int, Output,
                    PerPacket, Pointer, Queue, Segment, State, Uint, Void, cflags,
                    external_main, include, param, target)
 from floem.library import FRAME, FromNet, NetFree, ToNet
-from floem.lang.element import Element
 
 from topology import TopologyError, load
 
@@ -62,7 +61,10 @@ try:
     me = topology.server(server_name)
 except TopologyError as e:
     raise FloemError(str(e)) from None
-ON_NIC = design != "cpu"
+for name, value in (("window", window), ("backlog", backlog)):
+    if value < 1 or value & (value - 1):
+        raise FloemError(f"-D {name}={value}: must be a power of 2")
+DEVICES = {"cpu": target.CPU, "split": target.NIC, "bypass": target.NIC}
 WORKERS = len(me.executors)
 
 
@@ -302,7 +304,7 @@ include(config_c())
 cflags(f"-I{HERE}", f"-I{os.path.join(HERE, 'workers')}", f"-I{LIBRARY_C}")
 if design == "bypass":
     cflags("-DSTORM_BYPASS")
-device = target.NIC if ON_NIC else target.CPU
+device = DEVICES[design]                  # of the data plane: the one difference of split
 inq = Queue("inq", inst=WORKERS, size=queue_size, lossless=False)
 outq = Queue("outq", inst=1 if shared_out else WORKERS, size=queue_size)
 bypass = Queue("bypass", inst=WORKERS, size=queue_size) if design == "bypass" else None
