@@ -8,12 +8,12 @@ from floem.lang.element import Composite, Element, Input, Output
 from floem.lang.cache import Cache
 from floem.lang.params import param
 from floem.lang.queue import Queue
-from floem.lang.program import (Program, build, cflags, depend, external_main, include, main,
-                                run)
+from floem.lang.program import Program, cflags, depend, external_main, include, main
 from floem.lang.segment import CallableSegment, Flow, Segment, run_order, target
 from floem.lang.state import Field, MemoryRegion, PerPacket, Persistent, State
 from floem.lang.types import (Array, Bool, Double, Float, Int, Pointer, SizeT, Sint, Type, Uint,
                               Void)
+from floem.api import build, run
 
 __all__ = [
     "FloemError", "Cache", "Queue", "Composite", "Element", "Input", "Output", "Program",

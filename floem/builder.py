@@ -9,7 +9,6 @@ import shlex
 import shutil
 import subprocess
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any
 
 from floem.codegen.emit import GeneratedFile, generate, launcher
@@ -19,6 +18,7 @@ from floem.ir import ProgramIR
 from floem.launcher import RunResult, launch
 from floem.passes import run_pipeline
 from floem.passes.build_graph import NIC_PROCESS
+from floem.paths import runtime_dir
 from floem.platforms import DMA_OPTIONS, PLATFORMS, Platform
 
 DEFAULT_CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-O2", "-g", "-Wall", "-Wextra",
@@ -41,11 +41,6 @@ class BuildResult:
     warnings: list[str] = field(default_factory=list)
     compiled: bool = True
     report: str | None = None
-
-
-def runtime_dir() -> str:
-    """Where the C runtime (``include/``, ``src/``) is installed."""
-    return str(resources.files("floem.runtime"))
 
 
 def check_program(program: Any, **opts: Any) -> ProgramIR:

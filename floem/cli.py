@@ -3,50 +3,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import runpy
 import signal
 import sys
-import traceback
 from typing import Any
 
+from floem.api import load_app
 from floem.builder import (NET_BACKENDS, NIC_PLATFORMS, build_program, check_program,
                            network_environment, run_built)
 from floem.errors import FloemError
 from floem.graph import to_dot, write_graph
 from floem.lang import params
-from floem.lang.program import Program, loaded_program, reset_default_program
 from floem.platforms import DMA_OPTIONS
-
-
-def load_app(path: str, given: dict[str, str] | None = None) -> Program:
-    """Execute an app file with the ``-D`` parameter values ``given``; return the program it built."""
-    if not os.path.exists(path):
-        raise FloemError(f"no such app file: {path}")
-    app = os.path.abspath(path)
-    reset_default_program()
-    params.set_given(given or {})
-    sys.path.insert(0, os.path.dirname(app))
-    try:
-        runpy.run_path(app, run_name="__floem_app__")
-    except SyntaxError as e:
-        raise FloemError(f"Python syntax error: {e.msg}", e.filename or app, e.lineno) from None
-    except FloemError:
-        params.check_values()
-        raise
-    except Exception as e:
-        params.check_values()
-        frames = [f for f in traceback.extract_tb(e.__traceback__)
-                  if not f.filename.startswith(os.path.dirname(os.path.abspath(__file__)))]
-        where = frames[-1] if frames else None
-        raise FloemError(f"the app raised {type(e).__name__}: {e}",
-                         where.filename if where else app, where.lineno if where else None) from None
-    finally:
-        sys.path.remove(os.path.dirname(app))
-    params.check_given(app)
-    program = loaded_program()
-    program.app_file = program.app_file or app
-    program.params = {p.name: p.value for p in params.declared()}
-    return program
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 
-from floem.builder import runtime_dir
+from floem.paths import runtime_dir
 from floem.lang.element import Element, Input, Output
 from floem.lang.types import Pointer, SizeT, Uint, Void
 

@@ -175,7 +175,7 @@ def test_figure3_goes_wrong_when_misses_and_evictions_take_different_queues(tmp_
     """The same program with the compiler's steering turned off returns the stale value:
     the test above would catch a compiler that let misses and evictions part ways."""
     from floem.builder import run_program
-    from floem.cli import load_app
+    from floem.api import load_app
 
     program = load_app(os.path.join(APPS, "figure3_app.py"))
     result = run_program(program, timeout=120, cache_steering=False,

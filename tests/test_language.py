@@ -77,7 +77,7 @@ def test_states_shared_explicitly_and_fresh_by_default() -> None:
 
 
 def test_state_layout_and_options() -> None:
-    from floem.codegen.structs import struct_declarations
+    from floem.lang.state import struct_declarations
 
     class Hdr(State):
         a = Field(Uint(8))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 from floem import Element, Field, Input, Int, Output, Persistent, Pointer, State, Uint, Void
-from floem.builder import runtime_dir
+from floem.paths import runtime_dir
 from floem.library import FRAME
 from floem.library import memcached, net
 

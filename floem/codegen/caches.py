@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 from floem.ir import CacheIR, ElementNode
 from floem.lang.state import State
-from floem.passes.expand_caches import evict_field, version_field
 
 
 @dataclass
@@ -81,7 +80,7 @@ def lookup_body(v: CacheView, n: ElementNode) -> list[str]:
     lines += [f"bool hit = floem_cache_get({v.handle}, {v.key_args()}, "
               + ("found, sizeof found, NULL" if scalar else "NULL, 0, &ref")
               + ", &vallen, &version);",
-              f"state->{version_field(v.cache)} = version;"]
+              f"state->{v.cache.version_field} = version;"]
     lines += v.steer()
     lines.append("if (hit) {")
     lines += ["    " + x for x in v.take_value("found" if scalar else "ref", "vallen")]
@@ -94,7 +93,7 @@ def fill_body(v: CacheView, n: ElementNode) -> list[str]:
     lines = v.locals() + ["const void *cur;", "uint32_t curlen;",
                           "floem_cache_evicted_t evicted = { 0 };",
                           f"if (floem_cache_fill({v.handle}, {v.key_args()}, {v.val_args()}, "
-                          f"state->{version_field(v.cache)}, &cur, &curlen, &evicted)) {{"]
+                          f"state->{v.cache.version_field}, &cur, &curlen, &evicted)) {{"]
     lines += ["    " + x for x in v.take_value("cur", "curlen")]
     evict = (f"floem_cache_defer({v.handle}, &evicted);" if v.cache.defer_fill_evictions
              else f"{v.cache.name}_evict(&evicted);")
@@ -111,7 +110,7 @@ def update_body(v: CacheView, n: ElementNode) -> list[str]:
     lines += ["floem_cache_evicted_t evicted = { 0 };",
               f"bool present = floem_cache_set({v.handle}, {v.key_args()}, {v.val_args()}, "
               f"{str(write_back).lower()}, {str(only_if_present).lower()}, &evicted);",
-              f"state->{evict_field(c)} = 0;"]
+              f"state->{c.evict_field} = 0;"]
     lines += v.steer() + [f"{c.name}_evict(&evicted);"]
     if not write_back:
         return lines + ["(void)present;", f"{n.name}_region(state);"]
@@ -123,7 +122,7 @@ def update_body(v: CacheView, n: ElementNode) -> list[str]:
 
 def set_end_body(v: CacheView, n: ElementNode) -> list[str]:
     """set_end: an eviction stops here; a set query goes on."""
-    return [f"if (!state->{evict_field(v.cache)})", f"    {n.name}_out(state);"]
+    return [f"if (!state->{v.cache.evict_field})", f"    {n.name}_out(state);"]
 
 
 def evict_function(v: CacheView) -> str:
@@ -142,7 +141,7 @@ def evict_function(v: CacheView) -> str:
             else:
                 lines += [f"    fresh.{field} = evicted->{source};",
                           f"    fresh.{length} = evicted->{source}len;"]
-        lines.append(f"    fresh.{evict_field(c)} = 1;")
+        lines.append(f"    fresh.{c.evict_field} = 1;")
         lines += ["    " + x for x in v.steer("fresh.")]
         lines.append(f"    {c.points['set_start']}_region(&fresh);")
     lines += ["    floem_cache_evicted_free(evicted);", "}"]

@@ -19,9 +19,9 @@ from floem import csrc
 from floem.codegen import caches as cgen
 from floem.codegen import queues as qgen
 from floem.platforms import DMA_ENVIRONMENT
-from floem.codegen.structs import (report_statement, state_classes, state_initializer,
-                                   struct_declarations)
+from floem.codegen.structs import report_statement
 from floem.ir import EdgeKind, ElementNode, ProgramIR, QueueIR, SegmentIR
+from floem.lang.state import state_classes, state_initializer, struct_declarations
 
 _TEMPLATES = jinja2.Environment(
     loader=jinja2.PackageLoader("floem.codegen", "templates"),

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from floem.builder import check_program
-from floem.cli import load_app
+from floem.api import load_app
 from floem.errors import FloemError
 from floem.explore.measure import Measurement, RunFailed, Workload, measure
 from floem.explore.model import ModelPlatform, Prediction, load_platform, predict

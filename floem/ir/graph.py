@@ -111,6 +111,16 @@ class CacheIR:
     steer_instances: int = 0
     defer_fill_evictions: bool = False
 
+    @property
+    def version_field(self) -> str:
+        """Hidden per-packet field: the bucket version a miss saw."""
+        return f"_{self.name}_version"
+
+    @property
+    def evict_field(self) -> str:
+        """Hidden per-packet field: set on the fresh state of a write-back eviction."""
+        return f"_{self.name}_evict"
+
 
 @dataclass
 class ProcessIR:

@@ -3,12 +3,16 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from floem.errors import Location
 from floem.lang.location import caller_location, string_location
 from floem.lang.program import Program, current_program
+from floem.lang.state import Persistent, State
 from floem.lang.types import Type, TypeLike, as_type
+
+if TYPE_CHECKING:
+    from floem.lang.segment import Flow, Segment
 
 
 class Port:
@@ -144,9 +148,8 @@ class Element(Node):
         self.code: CBody | None = None
         self.nic_code: CBody | None = None
         self._in_nic_impl = False
-        from floem.lang.segment import Flow, Segment
-        self.segment: Segment | None = self.program.innermost(Segment)
-        self.flow: Flow | None = self.program.innermost(Flow)
+        self.segment: Segment | None = self.program.innermost("segment")
+        self.flow: Flow | None = self.program.innermost("flow")
         self._configure(configure, kwargs)
         self._bind_states(states)
         self.program.elements.append(self)
@@ -157,13 +160,11 @@ class Element(Node):
             self._in_nic_impl = False
 
     def __setattr__(self, key: str, value: Any) -> None:
-        from floem.lang.state import State
         if isinstance(value, State) and "persistent" in self.__dict__:
             self.persistent[key] = value
         super().__setattr__(key, value)
 
     def _bind_states(self, given: list[Any] | None) -> None:
-        from floem.lang.state import Persistent, State
         declared = [(k, v) for k, v in inspect.getmembers(type(self))
                     if isinstance(v, Persistent)]
         declared.sort(key=lambda kv: kv[1].order)
@@ -243,9 +244,8 @@ def connect(src: Any, dst: Any, loc: Location) -> Any:
     out = _source_port(src, loc)
     inp, result = _dest_port(dst, loc)
     check_types(out, inp, loc)
-    from floem.lang.segment import Segment
     program = current_program()
-    scope = program.innermost(Segment)
+    scope = program.innermost("segment")
     program.connections.append(Connection(out, inp, loc, scope.name if scope else None))
     return result
 

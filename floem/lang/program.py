@@ -111,10 +111,11 @@ class Program:
         """Context in which created elements belong to ``owner`` (segment, composite, flow)."""
         return _Scope(self, owner)
 
-    def innermost(self, kind: type) -> Any:
-        """The innermost open scope of the given class, or None."""
+    def innermost(self, kind: str) -> Any:
+        """The innermost open scope of the given kind (its class's ``scope_kind``:
+        ``"segment"`` or ``"flow"``), or None."""
         for owner in reversed(self._scopes):
-            if isinstance(owner, kind):
+            if getattr(type(owner), "scope_kind", None) == kind:
                 return owner
         return None
 
@@ -171,16 +172,6 @@ class Program:
     def cflags(self, *flags: str) -> None:
         """Extra compiler flags."""
         self.extra_cflags.extend(flags)
-
-    def build(self, out_dir: str | None = None, **opts: Any) -> Any:
-        """Compile this program into ``out_dir``; returns a `BuildResult` naming every file."""
-        from floem.builder import build_program
-        return build_program(self, out_dir, **opts)
-
-    def run(self, timeout: float | None = None, **opts: Any) -> Any:
-        """Build into the cache and run; returns a `RunResult` (stdout, stderr, returncode)."""
-        from floem.builder import run_program
-        return run_program(self, timeout=timeout, **opts)
 
     @property
     def display_name(self) -> str:
@@ -254,13 +245,3 @@ def depend(*c_or_o_files: str) -> None:
 def cflags(*flags: str) -> None:
     """Extra compiler flags for the current program."""
     current_program().cflags(*flags)
-
-
-def build(out_dir: str | None = None, **opts: Any) -> Any:
-    """Compile the current program; see `Program.build`."""
-    return current_program().build(out_dir, **opts)
-
-
-def run(timeout: float | None = None, **opts: Any) -> Any:
-    """Build and run the current program; see `Program.run`."""
-    return current_program().run(timeout=timeout, **opts)

@@ -49,6 +49,8 @@ class Segment:
     ``MySeg("name", device=target.CPU, cores=[0, 1], process="p")``.
     """
 
+    scope_kind = "segment"           # Program.innermost("segment") finds it
+
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
         cls.class_loc = caller_location()
@@ -66,7 +68,7 @@ class Segment:
         if not self.cores or not all(isinstance(c, int) and c >= 0 for c in self.cores):
             raise self.loc.error(f"cores must be a non-empty list of core ids, not {cores!r}")
         self.process = process
-        self.flow: Flow | None = self.program.innermost(Flow)
+        self.flow: Flow | None = self.program.innermost("flow")
         self._core_id: CoreId | None = None
         self.program.segments.append(self)
         with self.program.scope(self):
@@ -128,6 +130,8 @@ class CallableSegment(Segment):
 
 class Flow:
     """Groups segments and elements that share one per-packet state (``state = PerPacket(S)``)."""
+
+    scope_kind = "flow"
 
     state: PerPacket | None = None
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Iterable
 
 from floem.errors import FloemError, Location
 from floem.lang.location import caller_location
@@ -89,7 +89,6 @@ class State:
             self.init(*args, **kwargs)
         except TypeError as e:
             raise self.loc.error(f"{type(self).__name__}.init: {e}") from None
-        from floem.codegen.structs import c_initializer
         for key, value in self.values.items():
             try:
                 c_initializer(value)
@@ -137,3 +136,65 @@ class MemoryRegion:
         self.name = self.program.claim_name(name, "region", self.loc)
         self.size = size
         self.program.memory_regions.append(self)
+
+
+# -- C spelling of State classes and instances (for the front end and code generation) --
+
+def state_classes(program: Any, extra: Iterable[type[State]] = ()) -> list[type[State]]:
+    """Every State class the program uses, nested field types before their users."""
+    roots: list[type[State]] = [type(s) for s in program.states]
+    roots += [f.state_class for f in program.flows if f.state_class]
+    roots += list(extra)
+    ordered: list[type[State]] = []
+
+    def visit(cls: type[State]) -> None:
+        if cls in ordered:
+            return
+        for f in cls.fields():
+            if f.state_class is not None:
+                visit(f.state_class)
+        ordered.append(cls)
+
+    for cls in roots:
+        visit(cls)
+    return ordered
+
+
+def struct_declarations(classes: list[type[State]]) -> str:
+    """Typedefs and struct definitions for ``classes`` (skipping ``declare = False`` ones)."""
+    lines = []
+    for cls in classes:
+        if cls.declare:
+            lines.append(f"typedef struct {cls.c_type_name()} {cls.c_type_name()};")
+    for cls in classes:
+        if not cls.declare:
+            continue
+        lines.append(f"struct {cls.c_type_name()} {{")
+        fields = cls.fields()
+        for f in fields:
+            lines.append(f"    {f.type.declare(f.name)};")
+        if not fields:
+            lines.append("    char _empty;")
+        lines.append("}" + (" __attribute__((packed))" if cls.packed else "") + ";")
+    return "\n".join(lines) + "\n"
+
+
+def c_initializer(value: Any) -> str:
+    """A C initializer for a Python value from a State ``init``: numbers, bools, C text, lists."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple)):
+        return "{" + ", ".join(c_initializer(v) for v in value) + "}"
+    if isinstance(value, State):
+        return state_initializer(value)
+    raise TypeError(f"cannot turn {value!r} into a C initializer")
+
+
+def state_initializer(instance: State) -> str:
+    """``{ .field = value, ... }`` from the values ``init`` assigned (others are zero)."""
+    parts = [f".{k} = {c_initializer(v)}" for k, v in instance.values.items()]
+    return "{ " + ", ".join(parts) + " }" if parts else "{ 0 }"

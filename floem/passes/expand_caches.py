@@ -85,16 +85,6 @@ def run(ir: ProgramIR) -> ProgramIR:
     return ir
 
 
-def version_field(c: CacheIR) -> str:
-    """Hidden per-packet field: the bucket version a miss saw."""
-    return f"_{c.name}_version"
-
-
-def evict_field(c: CacheIR) -> str:
-    """Hidden per-packet field: set on the fresh state of a write-back eviction."""
-    return f"_{c.name}_evict"
-
-
 def _check_points(ir: ProgramIR, c: CacheIR, nodes: list[ElementNode]) -> type[State]:
     devices = {ir.segments[n.segment].device for n in nodes}
     if len(devices) > 1:
@@ -120,7 +110,7 @@ def _check_points(ir: ProgramIR, c: CacheIR, nodes: list[ElementNode]) -> type[S
 
 def _extend_state(state: type[State], c: CacheIR) -> type[State]:
     """The flow's state plus the cache's hidden fields (same C name, more fields)."""
-    extra = {version_field(c): Field(Uint(32)), evict_field(c): Field(Uint(8))}
+    extra = {c.version_field: Field(Uint(32)), c.evict_field: Field(Uint(8))}
     if state.layout is not None:
         extra["layout"] = list(state.layout) + list(extra)
     return type(state.__name__, (state,), extra)
@@ -185,15 +175,15 @@ def _info(n: ElementNode, c: CacheIR) -> csrc.BodyInfo:
     ports = list(n.outputs)
     uses, kills, writes = set(key), set(), set()
     if n.role == "cache_lookup":
-        kills, writes = {version_field(c)}, {version_field(c)} | val | qid
+        kills, writes = {c.version_field}, {c.version_field} | val | qid
     elif n.role == "cache_fill":
-        uses |= val | {version_field(c)}
+        uses |= val | {c.version_field}
         writes = set(val)
     elif n.role == "cache_update":
         uses |= val
-        kills, writes = {evict_field(c)}, {evict_field(c)} | qid
+        kills, writes = {c.evict_field}, {c.evict_field} | qid
     else:
-        uses = {evict_field(c)}
+        uses = {c.evict_field}
     # set_end stops only evictions, which never come from the element before it: to the
     # callable check it always fires.
     switch = len(ports) > 1 and n.role in ("cache_lookup", "cache_update")

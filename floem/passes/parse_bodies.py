@@ -16,9 +16,9 @@ from __future__ import annotations
 import os
 
 from floem import csrc
-from floem.codegen.structs import state_classes, struct_declarations
 from floem.ir import ElementNode, ProgramIR
 from floem.lang.element import CBody
+from floem.lang.state import state_classes, struct_declarations
 
 NAME = "parse_bodies"
 MAIN_BODY = "main"

@@ -1,0 +1,58 @@
+"""The Python API's entry points above the language: load an app file, build and run the
+current program. The CLI and `floem explore` use them; ``floem.build`` and ``floem.run``
+are the last two."""
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+import traceback
+from typing import Any
+
+from floem.builder import build_program, run_program
+from floem.errors import FloemError
+from floem.lang import params
+from floem.lang.program import Program, current_program, loaded_program, reset_default_program
+
+
+def load_app(path: str, given: dict[str, str] | None = None) -> Program:
+    """Execute an app file with the ``-D`` parameter values ``given``; return the program it built."""
+    if not os.path.exists(path):
+        raise FloemError(f"no such app file: {path}")
+    app = os.path.abspath(path)
+    reset_default_program()
+    params.set_given(given or {})
+    sys.path.insert(0, os.path.dirname(app))
+    try:
+        runpy.run_path(app, run_name="__floem_app__")
+    except SyntaxError as e:
+        raise FloemError(f"Python syntax error: {e.msg}", e.filename or app, e.lineno) from None
+    except FloemError:
+        params.check_values()
+        raise
+    except Exception as e:
+        params.check_values()
+        frames = [f for f in traceback.extract_tb(e.__traceback__)
+                  if not f.filename.startswith(os.path.dirname(os.path.abspath(__file__)))]
+        where = frames[-1] if frames else None
+        raise FloemError(f"the app raised {type(e).__name__}: {e}",
+                         where.filename if where else app, where.lineno if where else None) from None
+    finally:
+        sys.path.remove(os.path.dirname(app))
+    params.check_given(app)
+    program = loaded_program()
+    program.app_file = program.app_file or app
+    program.params = {p.name: p.value for p in params.declared()}
+    return program
+
+
+
+def build(out_dir: str | None = None, **opts: Any) -> Any:
+    """Compile the current program into ``out_dir``; returns a `BuildResult` naming every file."""
+    return build_program(current_program(), out_dir, **opts)
+
+
+def run(timeout: float | None = None, **opts: Any) -> Any:
+    """Build the current program into the cache and run it; returns a `RunResult`
+    (stdout, stderr, returncode)."""
+    return run_program(current_program(), timeout=timeout, **opts)
