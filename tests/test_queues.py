@@ -43,6 +43,13 @@ def test_counters_at_exit_count_drops_and_bad_qids() -> None:
             in steering.stderr
 
 
+def test_a_full_port_takes_the_packets_a_lossy_queue_would_drop() -> None:
+    result = floem("run", "--report", os.path.join(PROGRAMS, "queue_full_port.py"))
+    assert result.returncode == 0, result.stderr
+    assert "small[0] (process queue_full_port): enqueued 4, dequeued 4, dropped 0" in result.stderr
+    assert "push 5: -500\npush 6: -600\n" in result.stdout
+
+
 def test_processes_share_memory_and_leave_nothing_behind() -> None:
     before = set(os.listdir("/dev/shm"))
     result = floem("run", "--timeout", "60", os.path.join(PROGRAMS, "queue_processes.py"))

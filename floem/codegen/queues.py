@@ -136,8 +136,10 @@ class Access:
                 f"{q.name}_held.q, {q.name}_held.entry);")
 
 
-def enqueue_body(n: ElementNode, ch: Channel, access: Access) -> list[str]:
-    """Statements of an enqueue element: pick the instance, reserve, copy live fields, commit."""
+def enqueue_body(n: ElementNode, ch: Channel, access: Access, full_port: bool) -> list[str]:
+    """Statements of an enqueue element: pick the instance, reserve, copy live fields, commit.
+    ``full_port``: a lossy queue whose full port is connected sends the packet there when
+    its instance is full, instead of dropping and counting it."""
     q = ch.queue
     has_qid = n.state_class is not None and any(f.name == "qid" for f in n.state_class.fields())
     lines = [f"uint32_t qid = {'(uint32_t)state->qid' if has_qid else '0'};",
@@ -166,7 +168,7 @@ def enqueue_body(n: ElementNode, ch: Channel, access: Access) -> list[str]:
         lines += ["    floem_sync_manage(q);"] if access.manage else []
         lines += ["    floem_full_wait();", "}"]
     else:
-        full = [f"    {n.name}_full(state);"] if "full" in n.outputs else [f"    {access.drop()}"]
+        full = [f"    {n.name}_full(state);"] if full_port else [f"    {access.drop()}"]
         lines += [f"if ((entry = {access.reserve(q.multi_producer)}) == NULL) {{",
                   *full,
                   "    return;",
