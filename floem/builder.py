@@ -14,17 +14,15 @@ from typing import Any
 from floem.codegen.emit import GeneratedFile, generate, launcher
 from floem.codegen.report import report
 from floem.errors import FloemError
-from floem.ir import ProgramIR
+from floem.ir import BuildOptions, ProgramIR
 from floem.launcher import RunResult, launch
 from floem.passes import run_pipeline
 from floem.passes.build_graph import NIC_PROCESS
 from floem.paths import runtime_dir
-from floem.platforms import DMA_OPTIONS, PLATFORMS, Platform
+from floem.platforms import PLATFORMS, Platform
 
 DEFAULT_CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-O2", "-g", "-Wall", "-Wextra",
                   "-Werror=implicit-function-declaration", "-pthread"]
-NIC_PLATFORMS = tuple(PLATFORMS)
-NET_BACKENDS = ("udp", "dpdk", "pcap")
 
 
 @dataclass
@@ -43,29 +41,30 @@ class BuildResult:
     report: str | None = None
 
 
-def check_program(program: Any, **opts: Any) -> ProgramIR:
-    """Run the front end and every pass (or up to ``stop_after``; no C compiler)."""
-    stop_after = opts.pop("stop_after", None)
-    _check_options(opts)
-    return run_pipeline(program, opts, stop_after=stop_after)
+def check_program(program: Any, stop_after: str | None = None, **opts: Any) -> ProgramIR:
+    """Run the front end and every pass (or up to ``stop_after``; no C compiler) with the
+    build options ``opts`` (`BuildOptions` fields)."""
+    return run_pipeline(program, BuildOptions.from_keywords(**opts), stop_after=stop_after)
 
 
 def build_program(program: Any, out_dir: str | None = None, dump_after: str | None = None,
                   report_file: bool = False, **opts: Any) -> BuildResult:
-    """Compile ``program`` into ``out_dir`` (default: a content-addressed cache directory)."""
-    _check_options(opts)
+    """Compile ``program`` into ``out_dir`` (default: a content-addressed cache directory)
+    with the build options ``opts`` (`BuildOptions` fields)."""
+    options = BuildOptions.from_keywords(**opts)
     app_dir = [f"-I{os.path.dirname(program.app_file)}"] if program.app_file else []
     user = shlex.split(os.environ.get("FLOEM_CFLAGS", ""))
     cflags = DEFAULT_CFLAGS + app_dir + program.extra_cflags + user
     staging = out_dir or os.path.join(cache_root(), "staging")
-    ir = run_pipeline(program, opts, dump_after=dump_after, dump_dir=staging if dump_after else None)
-    platform = PLATFORMS[opts.get("nic", "emu")]
+    ir = run_pipeline(program, options, dump_after=dump_after,
+                      dump_dir=staging if dump_after else None)
+    platform = PLATFORMS[options.nic]
     has_nic = any(p.device == "NIC" for p in ir.processes.values())
     if has_nic:
         platform.check_tools()
-    net_flags, net_libs = _network_flags(ir, opts.get("net", "udp"), platform, has_nic)
+    net_flags, net_libs = _network_flags(ir, options.net, platform, has_nic)
     cflags += net_flags
-    nic_cflags = _nic_cflags(cflags, platform, opts)
+    nic_cflags = _nic_cflags(cflags, platform, options)
     runtime_sources = _runtime_sources()
     files = generate(ir, cflags, [f"runtime/src/{s}" for s in runtime_sources],
                      platform.compiler(), nic_cflags, net_libs)
@@ -175,29 +174,15 @@ def _network_flags(ir: ProgramIR, net: str, platform: Platform,
     return flags + cflags, libs
 
 
-def _nic_cflags(cflags: list[str], platform: Platform, opts: dict[str, Any]) -> list[str]:
+def _nic_cflags(cflags: list[str], platform: Platform, options: BuildOptions) -> list[str]:
     """Flags of the NIC program: the host's (sanitizers only natively) plus the platform's."""
     flags = [f for f in cflags if platform.name == "emu" or not f.startswith("-fsanitize")]
     flags += list(platform.cflags) + shlex.split(os.environ.get("FLOEM_NIC_CFLAGS", ""))
-    if not opts.get("sync_layer", True):
+    if not options.sync_layer:
         flags.append("-DFLOEM_SYNC_BLOCKING")
-    if opts.get("count_instructions"):
+    if options.count_instructions:
         flags.append("-DFLOEM_COUNT_INSTRUCTIONS")
     return flags
-
-
-def _check_options(opts: dict[str, Any]) -> None:
-    if opts.get("nic", "emu") not in NIC_PLATFORMS:
-        raise FloemError(f"--nic must be one of {', '.join(NIC_PLATFORMS)}, not {opts['nic']!r}")
-    if opts.get("nic_managers", 1) < 0:
-        raise FloemError("--nic-managers must be 0 (inline) or more")
-    unknown = set(opts.get("dma_model", {})) - set(DMA_OPTIONS)
-    if unknown:
-        raise FloemError(f"unknown DMA model options: {', '.join(sorted(unknown))}")
-    if opts.get("net", "udp") not in NET_BACKENDS:
-        raise FloemError(f"--net must be one of {', '.join(NET_BACKENDS)}, not {opts['net']!r}")
-    if opts.get("count_instructions") and opts.get("nic", "emu") != "emu":
-        raise FloemError("--count-instructions runs the NIC natively under callgrind: use --nic emu")
 
 
 def _runtime_sources() -> list[str]:
@@ -250,7 +235,7 @@ def _result(ir: ProgramIR, out_dir: str, written: list[str], platform: Platform)
     libraries = [os.path.join(out_dir, f"lib{p.name}.{ext}") for p in ir.processes.values()
                  if p.callables for ext in ("a", "so")]
     headers = [os.path.join(out_dir, f"{p.name}.h") for p in ir.processes.values()]
-    main = ir.options.get("main_process")
+    main = ir.main_process
     return BuildResult(out_dir=out_dir, files=written + list(executables.values()) + libraries,
                        executables=executables, commands=commands, libraries=libraries, headers=headers,
                        main_executable=executables.get(main), warnings=list(ir.warnings))

@@ -8,10 +8,10 @@ import sys
 from typing import Any
 
 from floem.api import load_app
-from floem.builder import (NET_BACKENDS, NIC_PLATFORMS, build_program, check_program,
-                           network_environment, run_built)
+from floem.builder import build_program, check_program, network_environment, run_built
 from floem.errors import FloemError
 from floem.graph import to_dot, write_graph
+from floem.ir.options import NET_BACKENDS, NIC_PLATFORMS, BuildOptions
 from floem.lang import params
 from floem.platforms import DMA_OPTIONS
 
@@ -27,8 +27,8 @@ def _parser() -> argparse.ArgumentParser:
 
     def target_options(p: argparse.ArgumentParser) -> None:
         app_argument(p)
-        p.add_argument("--nic", choices=NIC_PLATFORMS, default="emu", help="NIC platform")
-        p.add_argument("--nic-managers", type=int, default=1, metavar="N",
+        p.add_argument("--nic", choices=NIC_PLATFORMS, default=BuildOptions.nic, help="NIC platform")
+        p.add_argument("--nic-managers", type=int, default=BuildOptions.nic_managers, metavar="N",
                        help="NIC cores running the queue synchronization layer (0: inline)")
         p.add_argument("--no-sync-layer", action="store_true",
                        help="blocking, unbatched DMA per queue entry instead of the sync layer")
@@ -37,7 +37,7 @@ def _parser() -> argparse.ArgumentParser:
         for name, unit in DMA_OPTIONS.items():
             p.add_argument(f"--dma-{name.replace('_', '-')}", type=float, metavar=unit,
                            help=f"DMA cost model: {name.replace('_', ' ')} (default: runtime's)")
-        p.add_argument("--net", choices=NET_BACKENDS, default="udp", help="packet I/O backend")
+        p.add_argument("--net", choices=NET_BACKENDS, default=BuildOptions.net, help="packet I/O backend")
         p.add_argument("--dump-after", metavar="PASS", help="write the IR after PASS (or 'all')")
         p.add_argument("--report", action="store_true", help="write report.txt and print it")
 
@@ -62,8 +62,8 @@ def _parser() -> argparse.ArgumentParser:
 
     check = sub.add_parser("check", help="front end and all passes, no C compiler")
     app_argument(check)
-    check.add_argument("--nic", choices=NIC_PLATFORMS, default="emu", help="NIC platform")
-    check.add_argument("--nic-managers", type=int, default=1, metavar="N",
+    check.add_argument("--nic", choices=NIC_PLATFORMS, default=BuildOptions.nic, help="NIC platform")
+    check.add_argument("--nic-managers", type=int, default=BuildOptions.nic_managers, metavar="N",
                        help="NIC cores running the queue synchronization layer (0: inline)")
 
     graph = sub.add_parser("graph", help="draw the program (DOT; SVG/PNG with Graphviz)")

@@ -44,7 +44,7 @@ def generate(ir: ProgramIR, cflags: list[str], runtime_sources: list[str],
              libs: list[str] | None = None) -> list[GeneratedFile]:
     """The C files, headers and Makefile for every process of ``ir``."""
     files = []
-    overrides = ir.options.get("state_overrides", {})
+    overrides = ir.state_overrides
     classes = state_classes(ir.program, [type(s) for n in ir.nodes() for s in n.persistent.values()])
     structs = struct_declarations([overrides.get(c, c) for c in classes])
     for proc in ir.processes.values():
@@ -57,7 +57,7 @@ def generate(ir: ProgramIR, cflags: list[str], runtime_sources: list[str],
 
 def launcher(ir: ProgramIR, emulator: list[str]) -> GeneratedFile | None:
     """``run``: a shell script starting the program's processes the way ``floem run`` does."""
-    main = ir.options.get("main_process")
+    main = ir.main_process
     if main not in ir.processes or not ir.processes[main].has_main:
         return None
     others = [" ".join(emulator + [f'"$here/{p.name}"']) if p.device == "NIC"
@@ -117,7 +117,7 @@ class _ProcessEmitter:
         self.nodes: list[ElementNode] = [ir.node(n) for s in self.segments for n in s.elements]
         self.channels = {q.name: qgen.channels(ir, q) for q in ir.queues.values()}
         self.nic = self.proc.device == "NIC"
-        self.managers = ir.options.get("nic_managers", 1) if self.nic else 0
+        self.managers = ir.options.nic_managers if self.nic else 0
         mine = {n.name for n in self.nodes}
         self.enqueued = {q.name for q in ir.queues.values()
                          if any(e in mine for names in q.enqueuers for e in names)}
@@ -158,7 +158,7 @@ class _ProcessEmitter:
             net_queues=max([len(s.cores) for s in self.segments
                             if any(self.ir.node(e).uses_network for e in s.elements)] or [1]),
             dma_defaults=[(DMA_ENVIRONMENT[k], f"{v:g}" if k == "gbps" else str(int(v)))
-                          for k, v in sorted(self.ir.options.get("dma_model", {}).items())],
+                          for k, v in sorted(self.ir.options.dma_model.items())],
             states=[self._state(s) for s in program.states if homes[s.name] == "host"],
             nic_states=[self._state(s) for s in program.states
                         if self.nic and homes[s.name] == "nic"],
@@ -204,7 +204,7 @@ class _ProcessEmitter:
 
     def _syncs_with_managers(self, used: list[QueueIR]) -> bool:
         """True when manager cores have work: synced queues and the (batched) sync layer."""
-        return self.ir.options.get("sync_layer", True) and any(self._access(q).synced for q in used)
+        return self.ir.options.sync_layer and any(self._access(q).synced for q in used)
 
     def _access(self, q: QueueIR) -> qgen.Access:
         synced = self.nic and q.home == "host"
@@ -309,7 +309,8 @@ class _ProcessEmitter:
         q = self.ir.queues[n.queue]
         access = self._access(q)
         if n.role == "enqueue":
-            return qgen.enqueue_body(n, self.channels[q.name][n.channel], access)
+            return qgen.enqueue_body(n, self.channels[q.name][n.channel], access,
+                                     full_port=bool(self.ir.out_edges(n.name, "full")))
         if n.role == "dequeue":
             return qgen.dequeue_body(n, q, len(self.ir.segments[n.segment].cores), access)
         if n.role == "save":
@@ -395,8 +396,8 @@ class _ProcessEmitter:
                 "manage": self.nic and self.managers == 0}
 
     def _main(self) -> dict[str, Any]:
-        info = self.ir.options.get("main_info")
-        if info is None or self.ir.options.get("main_process") != self.process:
+        info = self.ir.main_info
+        if info is None or self.ir.main_process != self.process:
             return {"body": None, "prologue": []}
         prologue = [f"{type(s).c_type_name()} *const {s.name} = {s.name}_state;"
                     for s in self.ir.program.states if s.name in info.persistent_used]

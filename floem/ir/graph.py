@@ -13,6 +13,7 @@ from typing import Any
 import networkx as nx
 
 from floem.errors import Location
+from floem.ir.options import BuildOptions
 
 
 class EdgeKind:
@@ -148,8 +149,13 @@ class ProgramIR:
     size_uses: dict[str, dict[str, set[str]]] = field(default_factory=dict)
     includes: list[Any] = field(default_factory=list)
     depends: list[str] = field(default_factory=list)
-    options: dict[str, Any] = field(default_factory=dict)
+    options: BuildOptions = field(default_factory=BuildOptions)
     warnings: list[str] = field(default_factory=list)
+    # Results of passes, for later passes and code generation:
+    main_info: Any = None                   # parse_bodies: the analysed floem.main code
+    main_process: str | None = None         # placement: the process holding main
+    state_overrides: dict[str, type] = field(default_factory=dict)  # expand_caches: states
+                                            # extended with the caches' hidden fields
 
     def node(self, name: str) -> ElementNode:
         """The `ElementNode` named ``name``."""

@@ -6,7 +6,7 @@ from types import ModuleType
 from typing import Any
 
 from floem.errors import FloemError
-from floem.ir import ProgramIR
+from floem.ir import BuildOptions, ProgramIR
 from floem.passes import (build_graph, check_callables, check_segments, check_types, expand_caches,
                           liveness,
                           lower_queues, order_graph, parse_bodies, place_memory,
@@ -32,7 +32,7 @@ def pass_names() -> list[str]:
     return [p.NAME for p in PIPELINE]
 
 
-def run_pipeline(program: Any, options: dict[str, Any] | None = None,
+def run_pipeline(program: Any, options: BuildOptions | None = None,
                  dump_after: str | None = None, dump_dir: str | None = None,
                  stop_after: str | None = None) -> ProgramIR:
     """Run every pass (up to ``stop_after``) over a fresh IR of ``program``.
@@ -43,7 +43,7 @@ def run_pipeline(program: Any, options: dict[str, Any] | None = None,
         if value not in (None, "all") and value not in pass_names():
             raise FloemError(f"{option}: no pass named {value!r} "
                              f"(passes: {', '.join(pass_names())}, all)")
-    ir = ProgramIR(program, options=dict(options or {}))
+    ir = ProgramIR(program, options=options or BuildOptions())
     for index, stage in enumerate(PIPELINE):
         ir = stage.run(ir)
         if dump_dir and dump_after in ("all", stage.NAME):

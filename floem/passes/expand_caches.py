@@ -73,7 +73,7 @@ def run(ir: ProgramIR) -> ProgramIR:
         for seg in ir.segments.values():
             if seg.state_class is state:
                 seg.state_class = extended
-        ir.options.setdefault("state_overrides", {})[state] = extended
+        ir.state_overrides[state] = extended
         _rewire(ir, c)
         c.get_region = _region(ir, c, "get_start", "get_end")
         c.set_region = _region(ir, c, "set_start", "set_end")
@@ -250,7 +250,7 @@ def _check_regions(ir: ProgramIR, c: CacheIR) -> None:
                           f"numbers of instances ({', '.join(map(str, sorted(counts)))}); misses "
                           "and evictions are steered by key, so give them the same inst=")
     wide = sorted(q for q in get_queues if ir.queues[q].instances > 1)
-    if not wide or not ir.options.get("cache_steering", True):
+    if not wide or not ir.options.cache_steering:
         return
     state = ir.node(c.points["get_start"]).state_class
     if not any(f.name == "qid" for f in state.fields()):

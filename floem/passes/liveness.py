@@ -33,7 +33,7 @@ def run(ir: ProgramIR) -> ProgramIR:
     succ = _successors(ir)
     live_in, live_out = _live(ir, succ)
     defined = _must_defined(ir, succ)
-    send_all = ir.options.get("send_all_fields", False)
+    send_all = ir.options.send_all_fields
     for q in ir.queues.values():
         order = _field_order(ir.node(q.dequeuer))
         carried = [set().union(*(live_in[v] for _, v, _ in ir.out_edges(q.dequeuer, f"out{c}")))
@@ -81,7 +81,7 @@ def _uses(ir: ProgramIR, n: ElementNode, live_out: set[str]) -> set[str]:
     uses = set(n.info.fields.uses) if n.info is not None else set()
     if n.role != "enqueue" or n.state_class is None:
         return uses
-    send_all = ir.options.get("send_all_fields", False)
+    send_all = ir.options.send_all_fields
     for field, size_uses in ir.size_uses.get(n.state_class.__name__, {}).items():
         if send_all or field in live_out:
             uses |= size_uses

@@ -4,7 +4,7 @@ Before: IR nodes whose ``code`` is C text with the Floem forms.
 
 After: every node but a callable's arguments and return has ``info`` (a `floem.csrc.BodyInfo`: ports read, output
 form and calls, per-packet fields used/written, persistent states touched);
-``ir.options["main_info"]`` holds the analysis of the main code;
+``ir.main_info`` holds the analysis of the main code;
 ``ir.size_uses[S][f]`` names the fields the size expression of variable-size
 field ``f`` of state class ``S`` (by name) reads (an enqueue reads them when it sends
 ``f``). Mistakes in
@@ -47,7 +47,7 @@ def run(ir: ProgramIR) -> ProgramIR:
                          include_dirs=include_dirs)
     for n in ir.nodes():
         n.info = infos.get(n.name)
-    ir.options["main_info"] = infos.get(MAIN_BODY)
+    ir.main_info = infos.get(MAIN_BODY)
     for name, (cls, field, _) in sizes.items():
         ir.size_uses.setdefault(cls.__name__, {})[field] = set(infos[name].fields.uses)
     return ir

@@ -27,7 +27,7 @@ def run(ir: ProgramIR) -> ProgramIR:
     for n in ir.nodes():
         for state in n.persistent.values():
             devices.setdefault(state.name, set()).add(ir.segments[n.segment].device)
-    main_info = ir.options.get("main_info")
+    main_info = ir.main_info
     for state in ir.program.states:
         used_by_main = main_info is not None and state.name in main_info.persistent_used
         only_nic = devices[state.name] == {"NIC"} and not used_by_main

@@ -52,20 +52,20 @@ def run(ir: ProgramIR) -> ProgramIR:
         if proc is not main and any(ir.segments[s].kind == "thread" for s in proc.segments):
             proc.has_main = True
     _check_nic_cores(ir)
-    ir.options["main_process"] = wanted
+    ir.main_process = wanted
     return ir
 
 
 def _check_nic_cores(ir: ProgramIR) -> None:
     """NIC worker threads plus manager cores must fit the platform's cores."""
-    platform = ir.options.get("nic", "emu")
+    platform = ir.options.nic
     limit = PLATFORMS[platform].cores
-    used = ir.options.get("nic_managers", 1)
+    used = ir.options.nic_managers
     for seg in ir.segments.values():
         if seg.device != "NIC":
             continue
         used += len(seg.cores)
         if used > limit:
             raise seg.loc.error(f"segment '{seg.name}' needs NIC cores beyond the {limit} of "
-                                f"--nic {platform} ({used} with {ir.options.get('nic_managers', 1)} "
+                                f"--nic {platform} ({used} with {ir.options.nic_managers} "
                                 "manager core(s))")

@@ -9,14 +9,14 @@ from __future__ import annotations
 import sys
 
 from floem import Element, Input, Int, Output, Program
-from floem.ir import ProgramIR
+from floem.ir import BuildOptions, ProgramIR
 from floem.passes import PIPELINE, pass_names
 
 
 def run_until(program: Program, pass_name: str, **options: object) -> ProgramIR:
     """The IR of ``program`` after ``PIPELINE[:k]``, the k-th pass being ``pass_name``."""
     k = pass_names().index(pass_name) + 1
-    ir = ProgramIR(program, options=dict(options))
+    ir = ProgramIR(program, options=BuildOptions.from_keywords(**options))
     for stage in PIPELINE[:k]:
         ir = stage.run(ir)
     return ir

@@ -43,7 +43,7 @@ def test_every_body_gets_its_analysis():
     inc = ir.node("i").info
     assert (inc.form, inc.always_fires) == ("block", {"out"})
     assert ir.node("k").info.form is None and ir.node("k").info.consumed == {"inp"}
-    assert ir.options["main_info"] is not None
+    assert ir.main_info is not None
 
 
 def test_body_mistake_names_element_and_body_line():

@@ -1,0 +1,52 @@
+"""The build options: every choice a build takes besides the program, with its default,
+in one place. The CLI, ``floem.build``/``floem.run`` and `floem explore` make one; the
+passes and code generation read it from ``ProgramIR.options``."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from floem.errors import FloemError
+from floem.platforms import DMA_OPTIONS, PLATFORMS
+
+NIC_PLATFORMS = tuple(PLATFORMS)
+NET_BACKENDS = ("udp", "dpdk", "pcap")
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """How to build a program (``floem build --help`` lists them as flags)."""
+
+    nic: str = "emu"                        # --nic: the NIC platform
+    nic_managers: int = 1                   # --nic-managers: sync-layer manager cores (0: inline)
+    sync_layer: bool = True                 # --no-sync-layer turns it off (blocking DMA)
+    send_all_fields: bool = False           # --send-all-fields: no liveness across queues
+    dma_model: dict[str, float] = field(default_factory=dict)   # --dma-*: the NIC's DMA cost model
+    net: str = "udp"                        # --net: the packet I/O backend
+    count_instructions: bool = False        # --count-instructions: the NIC build counts (emu)
+    cache_steering: bool = True             # caches steer misses by key to queue instances
+
+    def __post_init__(self) -> None:
+        if self.nic not in NIC_PLATFORMS:
+            raise FloemError(f"--nic must be one of {', '.join(NIC_PLATFORMS)}, not {self.nic!r}")
+        if self.nic_managers < 0:
+            raise FloemError("--nic-managers must be 0 (inline) or more")
+        unknown = set(self.dma_model) - set(DMA_OPTIONS)
+        if unknown:
+            raise FloemError(f"unknown DMA model options: {', '.join(sorted(unknown))}")
+        if self.net not in NET_BACKENDS:
+            raise FloemError(f"--net must be one of {', '.join(NET_BACKENDS)}, not {self.net!r}")
+        if self.count_instructions and self.nic != "emu":
+            raise FloemError("--count-instructions runs the NIC natively under callgrind: "
+                             "use --nic emu")
+
+    @classmethod
+    def from_keywords(cls, **opts: Any) -> "BuildOptions":
+        """The options given as keywords (``floem.build(nic="liquidio")``); an unknown
+        keyword is an error naming the known ones."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(opts) - known)
+        if unknown:
+            raise FloemError(f"unknown build option(s) {', '.join(unknown)} "
+                             f"(options: {', '.join(sorted(known))})")
+        return cls(**opts)
