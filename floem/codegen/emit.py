@@ -16,6 +16,7 @@ from typing import Any
 import jinja2
 
 from floem import csrc
+from floem.csrc.tokens import tokenize
 from floem.codegen import caches as cgen
 from floem.codegen import queues as qgen
 from floem.platforms import DMA_ENVIRONMENT
@@ -278,7 +279,7 @@ class _ProcessEmitter:
 
     def _element(self, n: ElementNode) -> dict[str, Any]:
         where = f"{os.path.basename(n.loc.file)}:{n.loc.line}"
-        prologue = ["(void)state;"]
+        prologue = []
         for attr, s in n.persistent.items():
             if n.info and attr in n.info.persistent_used:
                 prologue.append(f"{type(s).c_type_name()} *const {attr} = {s.name}_state;")
@@ -302,6 +303,8 @@ class _ProcessEmitter:
                      for p, t in n.inputs.items()}
             outs = {p: self._port_function(n, p) for p in n.outputs}
             body = csrc.lower(n.info, reads, outs)
+        if not _mentions("state", [body] + prologue + epilogue):
+            prologue.insert(0, "(void)state;")          # an element that ignores the packet
         return {"name": n.name, "cls": n.cls_name, "where": where, "signature": self._signature(n),
                 "prologue": prologue, "body": body, "epilogue": epilogue}
 
@@ -330,13 +333,16 @@ class _ProcessEmitter:
     def _dispatchers(self, n: ElementNode) -> list[dict[str, Any]]:
         result = []
         for port, types in n.outputs.items():
-            lines = ["(void)state;"] + [f"(void)v{i};" for i in range(len(types))]
-            lines += ["floem_packet_begin();"] if self._thread_source(n) else []
+            calls = []
             for _, v, d in self.ir.out_edges(n.name, port):
                 target = self.ir.node(v)
                 values = [f"v{i}" for i in range(len(target.inputs[d["in_port"]]))]
                 fn = f"{v}_in_{d['in_port']}" if target.join else v
-                lines.append(f"{fn}({', '.join(['state'] + values)});")
+                calls.append(f"{fn}({', '.join(['state'] + values)});")
+            unused = [f"v{i}" for i in range(len(types)) if not _mentions(f"v{i}", calls)]
+            lines = [f"(void){name};" for name in (["state"] if not calls else []) + unused]
+            lines += ["floem_packet_begin();"] if self._thread_source(n) else []
+            lines += calls
             if self._emits_packets(n):
                 lines.append("/* the next value emitted is a new packet */")
                 lines += ["floem_packet_seq++;"] if any(m.join for m in self.nodes) else []
@@ -402,3 +408,8 @@ class _ProcessEmitter:
         prologue = [f"{type(s).c_type_name()} *const {s.name} = {s.name}_state;"
                     for s in self.ir.program.states if s.name in info.persistent_used]
         return {"body": csrc.lower(info, {}, {}), "prologue": prologue}
+
+
+def _mentions(name: str, texts: list[str]) -> bool:
+    """True when identifier ``name`` appears in any of the C ``texts``."""
+    return any(t.kind == "ident" and t.text == name for text in texts for t in tokenize(text))

@@ -142,12 +142,15 @@ def enqueue_body(n: ElementNode, ch: Channel, access: Access, full_port: bool) -
     its instance is full, instead of dropping and counting it."""
     q = ch.queue
     has_qid = n.state_class is not None and any(f.name == "qid" for f in n.state_class.fields())
-    lines = [f"uint32_t qid = {'(uint32_t)state->qid' if has_qid else '0'};",
-             f"if (qid >= {q.instances}) {{",
-             f"    __atomic_fetch_add(&{q.name}_bad_qid, 1, __ATOMIC_RELAXED);",
-             "    return;",
-             "}",
-             f"{access.handle} *q = {access.table(q)}[qid];"]
+    if has_qid:                     # instance state->qid, counted when out of range
+        lines = ["uint32_t qid = (uint32_t)state->qid;",
+                 f"if (qid >= {q.instances}) {{",
+                 f"    __atomic_fetch_add(&{q.name}_bad_qid, 1, __ATOMIC_RELAXED);",
+                 "    return;",
+                 "}",
+                 f"{access.handle} *q = {access.table(q)}[qid];"]
+    else:
+        lines = [f"{access.handle} *q = {access.table(q)}[0];"]
     end = f"sizeof(struct {ch.struct})"
     for f in ch.variable:
         lines += [f"size_t {f.name}_len = (size_t)({f.size});",

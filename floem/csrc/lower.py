@@ -47,7 +47,8 @@ def lower(info: BodyInfo, read_exprs: dict[str, list[str]], output_funcs: dict[s
     text = directive(1) + _line_end(before) if before.strip() else ""
     if rest.strip():
         text += directive(tl[form.end].line) + _line_end(rest)
-    return text + directive(tl[brace].line) + " " * (tl[brace].column - 1) + _line_end(moved)
+    indent = " " * (tl[form.start].column - 1)     # where the `output` keyword stood
+    return text + directive(tl[brace].line) + indent + _line_end(moved)
 
 
 def _calls_and_state(info: BodyInfo, forms: Forms, output_funcs: dict[str, str],

@@ -55,7 +55,7 @@ def test_block_moves_to_the_end_with_line_directives(tmp_path):
     assert text == (directive(1)
                     + "int x = inp_0;  // read \"inp()\" { here\n"
                     + directive(5) + "\nx++; state->n = x;\n"
-                    + directive(2) + "       {\n    el_a(state, x + 1);\n"
+                    + directive(2) + "{\n    el_a(state, x + 1);\n"
                     + "    if (x) el_b(state);\n}\n")
     compiles(text, tmp_path)
 
@@ -70,7 +70,7 @@ def test_switch_becomes_if_chain_at_the_end(tmp_path):
             "}\n"
             "tracker->total += x;\n")
     text = lowered(code)
-    assert text.endswith(directive(2) + "              {\n"
+    assert text.endswith(directive(2) + "{\n"      # where `output` stood
                          "  if ( x > 0 ? x < 9 : 0) { el_c(state, x);\n"
                          "  } else if ( strcmp(\"a:b\", \"c\") == 0) {\n"
                          "    el_b(state);\n"
