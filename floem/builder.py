@@ -47,55 +47,114 @@ def check_program(program: Any, stop_after: str | None = None, **opts: Any) -> P
     return run_pipeline(program, BuildOptions.from_keywords(**opts), stop_after=stop_after)
 
 
+@dataclass
+class Build:
+    """One build in progress: what it was asked, and what its steps have made so far."""
+
+    program: Any
+    options: BuildOptions
+    out_dir: str | None
+    dump_after: str | None
+    report_file: bool
+    ir: ProgramIR | None = None
+    platform: Platform | None = None
+    cflags: list[str] = field(default_factory=list)
+    nic_cflags: list[str] = field(default_factory=list)
+    net_libs: list[str] = field(default_factory=list)
+    runtime_sources: list[str] = field(default_factory=list)
+    files: list[GeneratedFile] = field(default_factory=list)
+    key: str = ""
+    result: BuildResult | None = None
+
+    @property
+    def staging(self) -> str:
+        """Where pass dumps go before the build directory is known."""
+        return self.out_dir or os.path.join(cache_root(), "staging")
+
+
+def _compile_passes(b: Build) -> None:
+    """The pass pipeline (dumps with ``dump_after``)."""
+    b.ir = run_pipeline(b.program, b.options, dump_after=b.dump_after,
+                        dump_dir=b.staging if b.dump_after else None)
+
+
+def _choose_flags(b: Build) -> None:
+    """The host's C flags (defaults, app directory, ``cflags(...)``, $FLOEM_CFLAGS, packet
+    I/O), the NIC platform (its tools checked when a process is on the NIC) and its flags."""
+    app_dir = [f"-I{os.path.dirname(b.program.app_file)}"] if b.program.app_file else []
+    user = shlex.split(os.environ.get("FLOEM_CFLAGS", ""))
+    b.platform = PLATFORMS[b.options.nic]
+    if _has_nic(b.ir):
+        b.platform.check_tools()
+    net_flags, b.net_libs = _network_flags(b.ir, b.options.net, b.platform, _has_nic(b.ir))
+    b.cflags = DEFAULT_CFLAGS + app_dir + b.program.extra_cflags + user + net_flags
+    b.nic_cflags = _nic_cflags(b.cflags, b.platform, b.options)
+
+
+def _generate_files(b: Build) -> None:
+    """The C of every process, its header and the Makefile."""
+    b.runtime_sources = _runtime_sources()
+    b.files = generate(b.ir, b.cflags, [f"runtime/src/{s}" for s in b.runtime_sources],
+                       b.platform.compiler(), b.nic_cflags, b.net_libs)
+
+
+def _choose_directory(b: Build) -> None:
+    """The content key of everything the build reads, and the directory (given, or the
+    cache's entry for the key, which then receives the dumps)."""
+    headers = [c.text.split('"')[1] for c in b.ir.includes if c.text.startswith('#include "/')]
+    external = [f for p in b.ir.processes.values() for f in p.external_main]
+    b.key = _content_key(b.files, b.cflags + b.nic_cflags, b.ir.depends + headers + external,
+                         [b.platform.compiler()] if _has_nic(b.ir) else [], b.program.params)
+    if b.out_dir is None:
+        b.out_dir = os.path.join(cache_root(), b.key[:24])
+        if b.dump_after:
+            shutil.copytree(b.staging, b.out_dir, dirs_exist_ok=True)
+    os.makedirs(b.out_dir, exist_ok=True)
+
+
+def _write_files(b: Build) -> None:
+    """The generated files, the launcher script, the runtime's sources, the report."""
+    script = launcher(b.ir, list(b.platform.emulator))
+    if script is not None:
+        b.files.append(script)
+    written = [_write(b.out_dir, f.name, f.text) for f in b.files]
+    if script is not None:
+        os.chmod(os.path.join(b.out_dir, "run"), 0o755)
+    written += _copy_runtime(b.out_dir, b.runtime_sources)
+    b.result = _result(b.ir, b.out_dir, written, b.platform)
+    if b.report_file:
+        b.result.report = _write(b.out_dir, "report.txt", report(b.ir))
+        b.result.files.append(b.result.report)
+
+
+def _compile_c(b: Build) -> None:
+    """make, unless the directory already holds this key's outputs."""
+    stamp = os.path.join(b.out_dir, ".floem-build")
+    outputs = list(b.result.executables.values()) + b.result.libraries
+    if _read(stamp) == b.key and all(os.path.exists(p) for p in outputs):
+        b.result.compiled = False
+        return
+    b.result.warnings += _make(b.out_dir, b.files, b.ir)
+    _write(b.out_dir, ".floem-build", b.key)
+
+
+#: The build driver, in order; each step reads and fills the `Build`.
+BUILD_STEPS = [_compile_passes, _choose_flags, _generate_files, _choose_directory, _write_files,
+               _compile_c]
+
+
 def build_program(program: Any, out_dir: str | None = None, dump_after: str | None = None,
                   report_file: bool = False, **opts: Any) -> BuildResult:
     """Compile ``program`` into ``out_dir`` (default: a content-addressed cache directory)
-    with the build options ``opts`` (`BuildOptions` fields)."""
-    options = BuildOptions.from_keywords(**opts)
-    app_dir = [f"-I{os.path.dirname(program.app_file)}"] if program.app_file else []
-    user = shlex.split(os.environ.get("FLOEM_CFLAGS", ""))
-    cflags = DEFAULT_CFLAGS + app_dir + program.extra_cflags + user
-    staging = out_dir or os.path.join(cache_root(), "staging")
-    ir = run_pipeline(program, options, dump_after=dump_after,
-                      dump_dir=staging if dump_after else None)
-    platform = PLATFORMS[options.nic]
-    has_nic = any(p.device == "NIC" for p in ir.processes.values())
-    if has_nic:
-        platform.check_tools()
-    net_flags, net_libs = _network_flags(ir, options.net, platform, has_nic)
-    cflags += net_flags
-    nic_cflags = _nic_cflags(cflags, platform, options)
-    runtime_sources = _runtime_sources()
-    files = generate(ir, cflags, [f"runtime/src/{s}" for s in runtime_sources],
-                     platform.compiler(), nic_cflags, net_libs)
-    headers = [c.text.split('"')[1] for c in ir.includes if c.text.startswith('#include "/')]
-    external = [f for p in ir.processes.values() for f in p.external_main]
-    key = _content_key(files, cflags + nic_cflags, ir.depends + headers + external,
-                       [platform.compiler()] if has_nic else [], program.params)
-    if out_dir is None:
-        out_dir = os.path.join(cache_root(), key[:24])
-        if dump_after:
-            shutil.copytree(staging, out_dir, dirs_exist_ok=True)
-    os.makedirs(out_dir, exist_ok=True)
-    script = launcher(ir, list(platform.emulator))
-    if script is not None:
-        files.append(script)
-    written = [_write(out_dir, f.name, f.text) for f in files]
-    if script is not None:
-        os.chmod(os.path.join(out_dir, "run"), 0o755)
-    written += _copy_runtime(out_dir, runtime_sources)
-    result = _result(ir, out_dir, written, platform)
-    if report_file:
-        result.report = _write(out_dir, "report.txt", report(ir))
-        result.files.append(result.report)
-    stamp = os.path.join(out_dir, ".floem-build")
-    outputs = list(result.executables.values()) + result.libraries
-    if _read(stamp) == key and all(os.path.exists(p) for p in outputs):
-        result.compiled = False
-        return result
-    result.warnings += _make(out_dir, files, ir)
-    _write(out_dir, ".floem-build", key)
-    return result
+    with the build options ``opts`` (`BuildOptions` fields): the `BUILD_STEPS`."""
+    b = Build(program, BuildOptions.from_keywords(**opts), out_dir, dump_after, report_file)
+    for step in BUILD_STEPS:
+        step(b)
+    return b.result
+
+
+def _has_nic(ir: ProgramIR) -> bool:
+    return any(p.device == "NIC" for p in ir.processes.values())
 
 
 def run_program(program: Any, timeout: float | None = None, duration: float | None = None,
