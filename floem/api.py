@@ -16,7 +16,8 @@ from floem.lang.program import Program, current_program, loaded_program, reset_d
 
 
 def load_app(path: str, given: dict[str, str] | None = None) -> Program:
-    """Execute an app file with the ``-D`` parameter values ``given``; return the program it built."""
+    """Execute an app file with the ``-D`` parameter values ``given``; return the program
+    it built."""
     if not os.path.exists(path):
         raise FloemError(f"no such app file: {path}")
     app = os.path.abspath(path)
@@ -36,7 +37,8 @@ def load_app(path: str, given: dict[str, str] | None = None) -> Program:
                   if not f.filename.startswith(os.path.dirname(os.path.abspath(__file__)))]
         where = frames[-1] if frames else None
         raise FloemError(f"the app raised {type(e).__name__}: {e}",
-                         where.filename if where else app, where.lineno if where else None) from None
+                         where.filename if where else app,
+                         where.lineno if where else None) from None
     finally:
         sys.path.remove(os.path.dirname(app))
     params.check_given(app)

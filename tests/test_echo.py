@@ -293,7 +293,10 @@ def test_dpdk_memif_between_processes(tmp_path) -> None:
                                     timeout=60, env=env)
             if result.returncode == 0 or time.monotonic() > deadline:
                 break
-            assert "rte_eth_dev_start" in result.stderr, result.stderr
+            # not yet: the port did not start, or (seen once on a loaded machine) the memif
+            # driver's probe failed; anything else is a failure
+            assert "rte_eth_dev_start" in result.stderr or "rte_pmd_memif_probe" in result.stderr, \
+                result.stderr
             time.sleep(0.3)
     finally:
         server.send_signal(signal.SIGINT)

@@ -108,7 +108,8 @@ def main() -> int:
         tps = statistics.median(r["tuples_per_s"] for r in runs[name])
         cpu = statistics.median(r["host_cpu_ns_per_tweet"] for r in runs[name])
         table[name] = {"tuples_per_s": tps, "host_cpu_ns_per_tweet": cpu, "runs": runs[name]}
-        print(f"| {name} | {tps / 1e3:,.1f} k | {tps / base:.2f}x | {cpu:,.0f} | {CONFIGS[name][1]} |")
+        print(f"| {name} | {tps / 1e3:,.1f} k | {tps / base:.2f}x | {cpu:,.0f} "
+              f"| {CONFIGS[name][1]} |")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"tweets": args.tweets, "repeats": args.repeats, "configurations": table},

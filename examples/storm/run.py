@@ -56,7 +56,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="stop everything after this many seconds (default 600)")
     p.add_argument("--report", action="store_true", help="servers print their counters at exit")
     p.add_argument("--floem-option", action="append", default=[], metavar="OPT",
-                   help="one more option for every `floem run`, e.g. --floem-option=--nic-managers=0")
+                   help="one more option for every `floem run`, "
+                        "e.g. --floem-option=--nic-managers=0")
     return p.parse_args(argv)
 
 
@@ -120,7 +121,8 @@ def run(args: argparse.Namespace) -> int:
         status = 0
         try:
             while result.poll() is None:
-                failed = [n for n, p in processes.items() if p.poll() is not None and p is not result]
+                failed = [n for n, p in processes.items()
+                          if p.poll() is not None and p is not result]
                 if failed or time.monotonic() > deadline:
                     for n in failed:
                         print(f"storm: server {n!r} ended early (status {processes[n].returncode})",

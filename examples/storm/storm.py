@@ -84,7 +84,8 @@ static const int8_t storm_dp_server_of[] = {{{servers}}};
 static const int16_t storm_dp_local_of[] = {{{workers}}};
 static const struct storm_endpoint storm_dp_at[] = {{{ends}}};
 static const struct storm_dp_config storm_topology = {{
-    {me.index}, {len(topology.servers)}, {len(where)}, storm_dp_server_of, storm_dp_local_of, storm_dp_at,
+    {me.index}, {len(topology.servers)}, {len(where)},
+    storm_dp_server_of, storm_dp_local_of, storm_dp_at,
     {window}u, {backlog}u, {rto_us * 1000}ull, {drop_every}u, {drop_permille}u, {drop_seed}ull}};
 '''
 

@@ -145,5 +145,6 @@ def test_dpdk_between_namespaces(stream) -> None:
     before = set(subprocess.run(["ip", "netns", "list"], capture_output=True,
                                 text=True).stdout.split())
     check_top(stream, "--net", "dpdk", "-D", "design=split")
-    after = set(subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split())
+    after = set(subprocess.run(["ip", "netns", "list"], capture_output=True,
+                               text=True).stdout.split())
     assert after <= before                  # the run's namespaces are gone

@@ -238,7 +238,8 @@ def test_window_counts_fall_to_zero(build: Build, tmp_path: Path) -> None:
     argv, env = command(build(), ["spout0"] + executor_names(2, 2, 2)[2:], 2, 2, 2,
                         "--input", str(path), "--window-s", "1", "--emit-ms", "20")
     with started(argv, env) as proc:
-        time.sleep(6.0)                 # spout1 (elsewhere) never ends: the tweets age (6 s: slack for a loaded machine)
+        time.sleep(6.0)                 # spout1 (elsewhere) never ends: the tweets age
+                                        # (6 s: slack for a loaded machine)
         run = stop(proc, signal.SIGTERM)
     counts_sent = run.summary["counter0"][1] + run.summary["counter1"][1]
     assert counts_sent >= 2 * len(users), run.summary     # a count, later a 0, for each
