@@ -44,6 +44,7 @@ def run_pipeline(program: Any, options: BuildOptions | None = None,
             raise FloemError(f"{option}: no pass named {value!r} "
                              f"(passes: {', '.join(pass_names())}, all)")
     ir = ProgramIR(program, options=options or BuildOptions())
+    check_contracts(PIPELINE)
     for index, stage in enumerate(PIPELINE):
         ir = stage.run(ir)
         if dump_dir and dump_after in ("all", stage.NAME):
@@ -54,3 +55,15 @@ def run_pipeline(program: Any, options: BuildOptions | None = None,
         if stage.NAME == stop_after:
             break
     return ir
+
+
+def check_contracts(pipeline: list[ModuleType]) -> None:
+    """Every pass's ``REQUIRES`` is provided by the passes before it (a pipeline that breaks
+    this is the compiler's bug, not the user's)."""
+    provided: set[str] = set()
+    for stage in pipeline:
+        missing = stage.REQUIRES - provided
+        if missing:
+            raise RuntimeError(f"pass {stage.NAME} runs before what it requires: "
+                               f"{', '.join(sorted(missing))}")
+        provided |= stage.PROVIDES

@@ -33,6 +33,9 @@ from floem.lang.queue import Dequeue, Enqueue, Queue
 from floem.lang.segment import CallableSegment, CallArgs, CoreId, Return, Segment
 
 NAME = "build_graph"
+#: What this pass needs done before it, and what it gives the passes after it.
+REQUIRES = frozenset()
+PROVIDES = frozenset({"graph", "segments", "queues", "caches", "support_code"})
 NIC_PROCESS = "nic"
 
 

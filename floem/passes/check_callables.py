@@ -18,6 +18,9 @@ from __future__ import annotations
 from floem.ir import EdgeKind, ProgramIR
 
 NAME = "check_callables"
+#: What this pass needs done before it, and what it gives the passes after it.
+REQUIRES = frozenset({"bodies", "sources"})
+PROVIDES = frozenset()
 
 
 def run(ir: ProgramIR) -> ProgramIR:

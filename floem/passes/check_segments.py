@@ -17,6 +17,9 @@ from floem.ir import EdgeKind, ProgramIR, SegmentIR
 from floem.passes.build_graph import NIC_PROCESS
 
 NAME = "check_segments"
+#: What this pass needs done before it, and what it gives the passes after it.
+REQUIRES = frozenset({"graph", "segments"})
+PROVIDES = frozenset({"sources"})
 
 
 def run(ir: ProgramIR) -> ProgramIR:

@@ -12,6 +12,9 @@ from __future__ import annotations
 from floem.ir import EdgeKind, ProgramIR
 
 NAME = "check_types"
+#: What this pass needs done before it, and what it gives the passes after it.
+REQUIRES = frozenset({"graph"})
+PROVIDES = frozenset()
 
 
 def run(ir: ProgramIR) -> ProgramIR:

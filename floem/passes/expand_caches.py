@@ -49,6 +49,9 @@ from floem.lang.state import Field, State
 from floem.lang.types import Uint
 
 NAME = "expand_caches"
+#: What this pass needs done before it, and what it gives the passes after it.
+REQUIRES = frozenset({"bodies", "sources", "caches"})
+PROVIDES = frozenset({"cache_regions", "state_overrides"})
 #: The output port of a start point that leads into its region.
 _INTO_REGION = {"get_start": "miss", "set_start": "region"}
 

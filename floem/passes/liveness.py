@@ -26,6 +26,9 @@ from __future__ import annotations
 from floem.ir import EdgeKind, ElementNode, ProgramIR
 
 NAME = "liveness"
+#: What this pass needs done before it, and what it gives the passes after it.
+REQUIRES = frozenset({"bodies", "sources", "queues", "cache_regions"})
+PROVIDES = frozenset({"queue_fields", "segment_uses"})
 
 
 def run(ir: ProgramIR) -> ProgramIR:

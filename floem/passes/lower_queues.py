@@ -18,6 +18,9 @@ from __future__ import annotations
 from floem.ir import EdgeKind, ElementNode, ProgramIR
 
 NAME = "lower_queues"
+#: What this pass needs done before it, and what it gives the passes after it.
+REQUIRES = frozenset({"queue_fields"})
+PROVIDES = frozenset({"queues_lowered"})
 
 
 def run(ir: ProgramIR) -> ProgramIR:

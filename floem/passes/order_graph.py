@@ -16,6 +16,9 @@ from __future__ import annotations
 from floem.ir import EdgeKind, ProgramIR
 
 NAME = "order_graph"
+#: What this pass needs done before it, and what it gives the passes after it.
+REQUIRES = frozenset({"graph", "bodies"})
+PROVIDES = frozenset({"joins"})
 
 
 def run(ir: ProgramIR) -> ProgramIR:

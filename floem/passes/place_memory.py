@@ -19,6 +19,9 @@ from floem.csrc.tokens import tokenize
 from floem.ir import ProgramIR, QueueIR
 
 NAME = "place_memory"
+#: What this pass needs done before it, and what it gives the passes after it.
+REQUIRES = frozenset({"processes", "queues_lowered", "main_info"})
+PROVIDES = frozenset({"state_homes", "queue_sides"})
 
 
 def run(ir: ProgramIR) -> ProgramIR:
