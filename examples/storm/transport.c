@@ -198,10 +198,12 @@ size_t storm_dp_acknowledge(struct storm_transport *t, uint8_t *frame, int peer,
         p->refused++;
     }
     floem_udp_swap(frame);
-    wire_header(t, floem_udp_payload(frame), STORM_WIRE_ACK, peer, p->expected,
+    uint8_t *w = floem_udp_payload(frame);      /* after IPv4 options, if the sender had any */
+    wire_header(t, w, STORM_WIRE_ACK, peer, p->expected,
                 outcome == STORM_REFUSED ? STORM_WIRE_BUSY : 0);
-    floem_udp_set_length(frame, STORM_ACK_FRAME, 0);
-    return STORM_ACK_FRAME;
+    size_t size = (size_t)(w - frame) + STORM_WIRE_HEADER;
+    floem_udp_set_length(frame, size, 0);
+    return size;
 }
 
 void storm_dp_transmit_begin(struct storm_transport *t, uint64_t now_ns)

@@ -34,7 +34,6 @@
 #define STORM_TUPLE_BYTES 64
 #define STORM_UDP_HEADERS 42         /* Ethernet, IPv4 without options, UDP */
 #define STORM_DATA_FRAME (STORM_UDP_HEADERS + STORM_WIRE_HEADER + STORM_TUPLE_BYTES)
-#define STORM_ACK_FRAME (STORM_UDP_HEADERS + STORM_WIRE_HEADER)
 #define STORM_MAX_SERVERS 64
 
 /* Where a server is (topology.toml). */
