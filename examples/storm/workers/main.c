@@ -254,8 +254,8 @@ int storm_serve(struct storm_executor *e, void *self,
             if (++handled % TIMER_EVERY != 0)
                 continue;
         }
-        uint64_t now = storm_clock_ns(CLOCK_MONOTONIC);
-        if (now >= next_emit) {
+        uint64_t now = emit != NULL ? storm_clock_ns(CLOCK_MONOTONIC) : 0;
+        if (emit != NULL && now >= next_emit) {
             emit(self);
             next_emit = now + period;
         }

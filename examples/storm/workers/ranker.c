@@ -272,8 +272,9 @@ static void take_ranking(struct total *g, int ranker)
 }
 
 /* Take one tuple; nonzero once every ranker has ended. */
-static int total_handle(struct total *g, const struct storm_tuple *t)
+static int total_handle(void *self, const struct storm_tuple *t)
 {
+    struct total *g = self;
     int ranker = t->from - storm_ranker_id(g->c, 0);
     if (ranker < 0 || ranker >= g->c->rankers || g->ended[ranker])
         g->e->ignored++;
@@ -303,18 +304,7 @@ void storm_total(struct storm_executor *e)
     g.coming = storm_alloc((size_t)g.c->rankers * sizeof *g.coming);
     g.ended = storm_alloc((size_t)g.c->rankers);
     topn_init(&g.best, g.c->top);
-    struct storm_backoff idle = {0};
-    int ended = 0;
-    while (!ended && !storm_stopping(e)) {
-        struct storm_tuple *t = storm_receive(e);
-        if (t == NULL) {
-            storm_backoff_idle(&idle);
-            continue;
-        }
-        storm_backoff_reset(&idle);
-        ended = total_handle(&g, t);
-    }
-    if (ended) {
+    if (storm_serve(e, &g, total_handle, NULL)) {
         print_ranking(&g.best);
         e->ended_ns = storm_clock_ns(CLOCK_REALTIME);
         storm_finish();

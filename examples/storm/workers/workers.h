@@ -72,10 +72,10 @@ void storm_counter(struct storm_executor *e);
 void storm_ranker(struct storm_executor *e);
 void storm_total(struct storm_executor *e);
 
-/* The loop of a counter or an intermediate ranker (main.c): hand each tuple to
- * handle(self, t), which returns nonzero once the stream has ended; call emit(self) every
- * --emit-ms meanwhile. Returns nonzero when the stream ended, 0 when the executor was
- * stopped first. */
+/* The loop of an executor that receives (main.c): hand each tuple to handle(self, t),
+ * which returns nonzero once the stream has ended; call emit(self) every --emit-ms
+ * meanwhile (emit NULL: never). Returns nonzero when the stream ended, 0 when the executor
+ * was stopped first. */
 int storm_serve(struct storm_executor *e, void *self,
                 int (*handle)(void *self, const struct storm_tuple *t), void (*emit)(void *self));
 
