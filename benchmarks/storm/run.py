@@ -29,14 +29,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from collections import Counter
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 STORM = os.path.join(ROOT, "examples", "storm")
 sys.path.insert(0, STORM)
 
-from tweets import write_tweets  # noqa: E402
+from tweets import top_users, write_tweets  # noqa: E402
 
 #: name -> (run.py arguments, what it is)
 CONFIGS: dict[str, tuple[list[str], str]] = {
@@ -56,19 +55,11 @@ _STARTED = re.compile(r"storm: spout\d+: started (\d+)")
 _FINISHED = re.compile(r"storm: total: finished (\d+)")
 
 
-def expected(path: str, n: int) -> str:
-    """The exact top n, as the total ranker prints it."""
-    with open(path) as f:
-        counts = Counter(line.strip() for line in f if line.strip())
-    ranked = sorted(counts.items(), key=lambda uc: (-uc[1], uc[0]))[:n]
-    return "".join(f"{i + 1} {u} {c}\n" for i, (u, c) in enumerate(ranked))
-
-
 def run_once(stream: str, tweets: int, args: list[str]) -> dict[str, float]:
     """One run of the topology: tuples/s and host CPU ns per tweet."""
     result = subprocess.run([sys.executable, os.path.join(STORM, "run.py"), "--input", stream,
                              *args], capture_output=True, text=True, timeout=1800)
-    if result.returncode != 0 or result.stdout != expected(stream, 10):
+    if result.returncode != 0 or result.stdout != top_users(stream, 10):
         raise RuntimeError(f"run {' '.join(args)} failed:\n{result.stderr[-2000:]}")
     started = [int(m) for m in _STARTED.findall(result.stderr)]
     finished = [int(m) for m in _FINISHED.findall(result.stderr)]

@@ -7,12 +7,14 @@ deterministic for a ``--seed`` (numpy's ``default_rng``)::
 
     python examples/storm/tweets.py --tweets 100000 --users 10000 --zipf 1.1 --seed 1 -o tweets.txt
 
-Importable: `write_tweets` writes a file, `draw_users` gives the user ids.
+Importable: `write_tweets` writes a file, `draw_users` gives the user ids, `top_users` is
+the exact ranking of a file (the reference the topology's output is checked against).
 """
 from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from typing import Sequence
 
 try:
@@ -50,6 +52,15 @@ def write_tweets(path: str, tweets: int = DEFAULT_TWEETS, users: int = DEFAULT_U
     with open(path, "w", encoding="ascii") as out:
         for start in range(0, tweets, _CHUNK):
             out.writelines(user_name(u) + "\n" for u in ids[start:start + _CHUNK].tolist())
+
+
+def top_users(path: str, n: int) -> str:
+    """The exact top ``n`` users of a tweets file as the total ranker prints them
+    (``rank user count`` lines; by count descending, then name ascending)."""
+    with open(path) as f:
+        counts = Counter(line.strip() for line in f if line.strip())
+    ranked = sorted(counts.items(), key=lambda uc: (-uc[1], uc[0]))[:n]
+    return "".join(f"{i + 1} {user} {count}\n" for i, (user, count) in enumerate(ranked))
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

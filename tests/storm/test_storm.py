@@ -8,15 +8,13 @@ import os
 import shutil
 import subprocess
 import sys
-from collections import Counter
-
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STORM = os.path.join(REPO, "examples", "storm")
 sys.path.insert(0, STORM)
 
-from tweets import write_tweets  # noqa: E402
+from tweets import top_users, write_tweets  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -25,14 +23,6 @@ def stream(tmp_path_factory) -> str:
     path = str(tmp_path_factory.mktemp("storm") / "tweets.txt")
     write_tweets(path, tweets=100_000, users=10_000, zipf=1.1, seed=11)
     return path
-
-
-def expected(path: str, n: int) -> str:
-    """The top n users of the stream as the total ranker prints them (ties by name)."""
-    with open(path) as f:
-        counts = Counter(line.strip() for line in f if line.strip())
-    ranked = sorted(counts.items(), key=lambda uc: (-uc[1], uc[0]))[:n]
-    return "".join(f"{i + 1} {user} {count}\n" for i, (user, count) in enumerate(ranked))
 
 
 def run_topology(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -45,7 +35,7 @@ def check_top(stream: str, *args: str, top: int = 10) -> str:
     shm_before = set(os.listdir("/dev/shm"))
     result = run_topology("--input", stream, "--top", str(top), "--report", *args)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout == expected(stream, top), result.stderr[-3000:]
+    assert result.stdout == top_users(stream, top), result.stderr[-3000:]
     assert set(os.listdir("/dev/shm")) - shm_before == set()
     return result.stderr
 
@@ -106,7 +96,7 @@ executors = ["total", "ranker0", "counter2", "spout1"]
 ''')
     result = run_topology(str(topology), "--input", stream, "--top", "5")
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout == expected(stream, 5)
+    assert result.stdout == top_users(stream, 5)
 
 
 @pytest.mark.parametrize("text, message", [
