@@ -94,25 +94,24 @@ def _enqueuer_per_segment(ir: ProgramIR, name: str) -> list[str]:
     """Give each further segment enqueuing into the same channel its own enqueue element
     (which continues, on a full instance, to what its segment connected to the full port)."""
     original = ir.node(name)
-    clones = []
+    clones: dict[str, str] = {}                         # segment -> its enqueue
     for u, _, key, d in list(ir.graph.in_edges(name, keys=True, data=True)):
         segment = ir.node(u).segment
         if segment == original.segment:
             continue
-        clone_name = f"{name}_{segment}"
-        if clone_name not in ir.graph:
-            clone = dataclasses.replace(original, name=clone_name, segment=segment)
-            ir.graph.add_node(clone_name, node=clone)
-            ir.segments[segment].elements.append(clone_name)
-            clones.append(clone_name)
+        if segment not in clones:
+            clones[segment] = f"{name}_{segment}"
+            clone = dataclasses.replace(original, name=clones[segment], segment=segment)
+            ir.graph.add_node(clones[segment], node=clone)
+            ir.segments[segment].elements.append(clones[segment])
         ir.graph.remove_edge(u, name, key)
-        ir.graph.add_edge(u, clone_name, **d)
+        ir.graph.add_edge(u, clones[segment], **d)
     for _, v, key, d in list(ir.graph.out_edges(name, keys=True, data=True)):
-        clone_name = f"{name}_{ir.node(v).segment}"       # a full port used in that segment
-        if clone_name in ir.graph:
+        clone = clones.get(ir.node(v).segment)          # a full port used in that segment
+        if clone is not None:
             ir.graph.remove_edge(name, v, key)
-            ir.graph.add_edge(clone_name, v, **d)
-    return clones
+            ir.graph.add_edge(clone, v, **d)
+    return list(clones.values())
 
 
 def _segment_ir(seg: Segment, default_process: str) -> SegmentIR:
