@@ -14,7 +14,7 @@ from typing import Any
 from floem.codegen.emit import GeneratedFile, generate, launcher
 from floem.codegen.report import report
 from floem.errors import FloemError
-from floem.ir import BuildOptions, ProgramIR
+from floem.ir import BuildOptions, Device, ProgramIR
 from floem.launcher import RunResult, launch
 from floem.passes import run_pipeline
 from floem.passes.build_graph import NIC_PROCESS
@@ -154,7 +154,7 @@ def build_program(program: Any, out_dir: str | None = None, dump_after: str | No
 
 
 def _has_nic(ir: ProgramIR) -> bool:
-    return any(p.device == "NIC" for p in ir.processes.values())
+    return any(p.device == Device.NIC for p in ir.processes.values())
 
 
 def run_program(program: Any, timeout: float | None = None, duration: float | None = None,
@@ -289,7 +289,7 @@ def _compiler_id(cc: str) -> str:
 
 def _result(ir: ProgramIR, out_dir: str, written: list[str], platform: Platform) -> BuildResult:
     executables = {p.name: os.path.join(out_dir, p.name) for p in ir.processes.values() if p.has_main}
-    commands = {p.name: platform.command(executables[p.name]) if p.device == "NIC"
+    commands = {p.name: platform.command(executables[p.name]) if p.device == Device.NIC
                 else [executables[p.name]] for p in ir.processes.values() if p.has_main}
     libraries = [os.path.join(out_dir, f"lib{p.name}.{ext}") for p in ir.processes.values()
                  if p.callables for ext in ("a", "so")]
@@ -319,7 +319,7 @@ def _compile_error(output: str, out_dir: str, files: list[GeneratedFile], ir: Pr
     """The first gcc error, pointed back at the element (and app line) that produced it."""
     m = _GCC_ERROR.search(output)
     if m is None:
-        return FloemError(f"C build failed in {out_dir}:\n{output.strip()}", ir.program.app_file)
+        return FloemError(f"C build failed in {out_dir}:\n{output.strip()}", ir.app_file)
     path, line, msg = m.group("file"), int(m.group("line")), m.group("msg")
     for n in ir.nodes():
         for code in (n.code, n.nic_code):
@@ -328,7 +328,7 @@ def _compile_error(output: str, out_dir: str, files: list[GeneratedFile], ir: Pr
                 if first <= line < first + code.text.count("\n") + 1:
                     return FloemError(f"C compiler: {msg}", code.loc.file, line, n.name,
                                       line - first + 1)
-    main = ir.program.main_code
+    main = ir.main.code
     if main and os.path.abspath(path) == main.loc.file and main.loc.line <= line:
         return FloemError(f"C compiler: {msg}", main.loc.file, line, "main",
                           line - main.loc.line + 1)
@@ -344,7 +344,7 @@ def _compile_error(output: str, out_dir: str, files: list[GeneratedFile], ir: Pr
             seg = ir.segments[owner]
             return FloemError(f"C compiler, in code generated for segment '{owner}' {where}: "
                               f"{msg}", seg.loc.file, seg.loc.line)
-    return FloemError(f"C compiler: {path}:{line}: {msg}", ir.program.app_file)
+    return FloemError(f"C compiler: {path}:{line}: {msg}", ir.app_file)
 
 
 def _owner(generated: GeneratedFile, line: int, ir: ProgramIR) -> str | None:

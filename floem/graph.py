@@ -5,14 +5,14 @@ import shutil
 import subprocess
 
 from floem.errors import FloemError
-from floem.ir import EdgeKind, ProgramIR
+from floem.ir import EdgeKind, ProgramIR, Role
 
 DEVICE_COLOURS = {"CPU": "#dbe9f6", "NIC": "#fde2c8"}
 
 
 def to_dot(ir: ProgramIR) -> str:
     """DOT text: one cluster per segment, element nodes, edges labelled with their ports."""
-    lines = [f'digraph "{ir.program.display_name}" {{', "  rankdir=LR;",
+    lines = [f'digraph "{ir.name}" {{', "  rankdir=LR;",
              '  node [shape=box, style="rounded,filled", fillcolor=white, fontname="Helvetica"];',
              '  edge [fontname="Helvetica", fontsize=9];']
     for seg in ir.segments.values():
@@ -29,7 +29,7 @@ def to_dot(ir: ProgramIR) -> str:
     for u, v, d in ir.graph.edges(data=True):
         if d["kind"] == EdgeKind.DATA:
             types = ", ".join(d["types"])
-            if ir.node(u).role == "cache_update" and d["out_port"] == "region" and \
+            if ir.node(u).role == Role.CACHE_UPDATE and d["out_port"] == "region" and \
                     ir.caches[ir.node(u).cache].policy == "write_back":
                 types = "write-back: evictions" + (", misses" if ir.caches[ir.node(u).cache]
                                                    .write_miss == "no_write_alloc" else "")

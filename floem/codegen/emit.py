@@ -13,22 +13,17 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import jinja2
-
-from floem import csrc
 from floem.csrc.tokens import tokenize
 from floem.codegen import caches as cgen
 from floem.codegen import queues as qgen
+from floem.codegen.render import render
 from floem.platforms import DMA_ENVIRONMENT
 from floem.codegen.structs import report_statement
-from floem.ir import EdgeKind, ElementNode, ProgramIR, QueueIR, SegmentIR
-from floem.lang.state import state_classes, state_initializer, struct_declarations
-
-_TEMPLATES = jinja2.Environment(
-    loader=jinja2.PackageLoader("floem.codegen", "templates"),
-    trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
-    undefined=jinja2.StrictUndefined,
-)
+from floem.errors import FloemError
+from floem.ir import (CacheIR, Device, EdgeKind, ElementNode, Home, PersistentState, ProgramIR,
+                      QueueIR, Role, SegmentIR, SegmentKind, StateLayout)
+from floem.ir.plan import port_function
+from floem.ir.state import struct_declarations
 
 
 @dataclass
@@ -45,9 +40,7 @@ def generate(ir: ProgramIR, cflags: list[str], runtime_sources: list[str],
              libs: list[str] | None = None) -> list[GeneratedFile]:
     """The C files, headers and Makefile for every process of ``ir``."""
     files = []
-    overrides = ir.state_overrides
-    classes = state_classes(ir.program, [type(s) for n in ir.nodes() for s in n.persistent.values()])
-    structs = struct_declarations([overrides.get(c, c) for c in classes])
+    structs = struct_declarations(ir.layouts)
     for proc in ir.processes.values():
         emitter = _ProcessEmitter(ir, proc.name)
         files.append(emitter.header(structs))
@@ -61,19 +54,17 @@ def launcher(ir: ProgramIR, emulator: list[str]) -> GeneratedFile | None:
     main = ir.main_process
     if main not in ir.processes or not ir.processes[main].has_main:
         return None
-    others = [" ".join(emulator + [f'"$here/{p.name}"']) if p.device == "NIC"
+    others = [" ".join(emulator + [f'"$here/{p.name}"']) if p.device == Device.NIC
               else f'"$here/{p.name}"' for p in ir.processes.values()
               if p.has_main and p.name != main]
-    text = _TEMPLATES.get_template("run.sh.j2").render(app_file=ir.program.app_file, main=main,
-                                                       others=others)
+    text = render("run.sh.j2", app_file=ir.app_file, main=main, others=others)
     return GeneratedFile("run", text)
 
 
 def _makefile(ir: ProgramIR, cflags: list[str], runtime_sources: list[str], nic_cc: str,
               nic_cflags: list[str], libs: list[str]) -> GeneratedFile:
-    program = ir.program
-    text = _TEMPLATES.get_template("Makefile.j2").render(
-        app_file=program.app_file, cflags=" ".join(cflags), nic_cc=nic_cc,
+    text = render(
+        "Makefile.j2", app_file=ir.app_file, cflags=" ".join(cflags), nic_cc=nic_cc,
         nic_cflags=" ".join(nic_cflags), ldlibs=" ".join(libs),
         runtime_sources=" ".join(runtime_sources),
         depends=" ".join(ir.depends),
@@ -81,8 +72,8 @@ def _makefile(ir: ProgramIR, cflags: list[str], runtime_sources: list[str], nic_
                       for d in ir.depends if d.endswith(".c")],
         processes=[{"name": p.name, "executable": p.has_main, "library": bool(p.callables),
                     "external": " ".join(p.external_main),
-                    "cc": "$(NIC_CC)" if p.device == "NIC" else "$(CC)",
-                    "cflags": "$(NIC_CFLAGS)" if p.device == "NIC" else "$(CFLAGS)"}
+                    "cc": "$(NIC_CC)" if p.device == Device.NIC else "$(CC)",
+                    "cflags": "$(NIC_CFLAGS)" if p.device == Device.NIC else "$(CFLAGS)"}
                    for p in ir.processes.values()],
     )
     return GeneratedFile("Makefile", text)
@@ -117,60 +108,60 @@ class _ProcessEmitter:
         self.segments: list[SegmentIR] = [ir.segments[s] for s in self.proc.segments]
         self.nodes: list[ElementNode] = [ir.node(n) for s in self.segments for n in s.elements]
         self.channels = {q.name: qgen.channels(ir, q) for q in ir.queues.values()}
-        self.nic = self.proc.device == "NIC"
-        self.managers = ir.options.nic_managers if self.nic else 0
+        self.nic = self.proc.device == Device.NIC
+        self.plan = self.proc.plan
         mine = {n.name for n in self.nodes}
-        self.enqueued = {q.name for q in ir.queues.values()
-                         if any(e in mine for names in q.enqueuers for e in names)}
-        self.dequeued = {q.name for q in ir.queues.values() if q.dequeuer in mine}
-        self.caches = [cgen.CacheView(c, ir.node(next(iter(c.points.values()))).state_class)
+        self.caches = [cgen.CacheView(c, self._cache_state(c))
                        for c in ir.caches.values() if set(c.points.values()) & mine]
+
+    def _cache_state(self, c: CacheIR) -> StateLayout:
+        """The per-packet state holding a cache's key and value (expand_caches checked it)."""
+        state = self.ir.node(next(iter(c.points.values()))).packet_state
+        if state is None:
+            raise FloemError(f"cache '{c.name}' has no per-packet state", c.loc.file, c.loc.line)
+        return state
 
     # -- header ---------------------------------------------------------------
 
     def header(self, structs: str) -> GeneratedFile:
-        program = self.ir.program
         name = f"{self.process}.h"
-        text = _TEMPLATES.get_template("process.h.j2").render(
-            process=self.process, app_file=program.app_file,
+        text = render(
+            "process.h.j2", process=self.process, app_file=self.ir.app_file,
             guard=re.sub(r"\W", "_", self.process).upper(),
             includes=[{"line": c.loc.line, "file": c_string(c.loc.file), "text": c.text}
                       for c in self.ir.includes],
             structs=structs,
             callables=[{"signature": self._callable_signature(self.ir.segments[c])}
                        for c in self.proc.callables],
-            regions=[r.name for r in program.memory_regions],
+            regions=[r.name for r in self.ir.regions],
         )
         return GeneratedFile(name, _resolve_line_markers(text, name))
 
     # -- source ---------------------------------------------------------------
 
     def source(self) -> GeneratedFile:
-        program = self.ir.program
         c_file = f"{self.process}.c"
         elements = [self._element(n) for n in self.nodes]
         homes = self.ir.state_homes
+        states = list(self.ir.states.values())
         queues = list(self.ir.queues.values())
-        used = [q for q in queues if q.name in self.enqueued | self.dequeued]
-        text = _TEMPLATES.get_template("process.c.j2").render(
-            process=self.process, app_file=program.app_file, c_file=c_file,
-            nic=self.nic, managers=self.managers if self._syncs_with_managers(used) else 0,
-            network=any(n.uses_network for n in self.nodes),
-            net_queues=max([len(s.cores) for s in self.segments
-                            if any(self.ir.node(e).uses_network for e in s.elements)] or [1]),
+        used = [q for q in queues if q.name in self.plan.queues]
+        text = render(
+            "process.c.j2", process=self.process, app_file=self.ir.app_file, c_file=c_file,
+            nic=self.nic, managers=self.plan.managers, network=self.plan.network,
+            net_queues=self.plan.net_queues,
             dma_defaults=[(DMA_ENVIRONMENT[k], f"{v:g}" if k == "gbps" else str(int(v)))
                           for k, v in sorted(self.ir.options.dma_model.items())],
-            states=[self._state(s) for s in program.states if homes[s.name] == "host"],
-            nic_states=[self._state(s) for s in program.states
-                        if self.nic and homes[s.name] == "nic"],
-            regions=[{"name": r.name, "size": r.size} for r in program.memory_regions],
-            queues=[self._queue(q) for q in queues if q.home == "host"],
-            nic_queues=[self._queue(q) for q in queues if self.nic and q.home == "nic"],
-            shadows=[self._queue(q) for q in used if self._access(q).synced],
+            states=[self._state(s) for s in states if homes[s.name] == Home.HOST],
+            nic_states=[self._state(s) for s in states if self.nic and homes[s.name] == Home.NIC],
+            regions=[{"name": r.name, "size": r.size} for r in self.ir.regions],
+            queues=[self._queue(q) for q in queues if q.home == Home.HOST],
+            nic_queues=[self._queue(q) for q in queues if self.nic and q.home == Home.NIC],
+            shadows=[self._queue(q) for q in used if self.plan.queues[q.name].synced],
             used_queues=[self._queue(q) for q in used],
-            entry_structs=[s for q in queues if q in used or q.home == "host"   # sized in the layout
+            entry_structs=[s for q in queues if q in used or q.home == Home.HOST   # in the layout
                            for s in qgen.entry_structs(self.channels[q.name])],
-            wire_functions=[qgen.wire_function(c) for c in state_classes(program) if self.nic],
+            wire_functions=[qgen.wire_function(s) for s in self.ir.layouts if self.nic],
             caches=[{"name": v.cache.name, "buckets": v.cache.buckets,
                      "entries": v.cache.entries or 0, "evict": cgen.evict_function(v),
                      "drain": cgen.drain_function(v) if v.cache.defer_fill_evictions else ""}
@@ -178,11 +169,11 @@ class _ProcessEmitter:
             prototypes=self._prototypes(),
             joins=[self._join(n) for n in self.nodes if n.join],
             returns=[self._return_slot(s) for s in self.segments
-                     if s.kind == "callable" and self._return_element(s)],
+                     if s.kind == SegmentKind.CALLABLE and self._return_element(s)],
             elements=elements,
             dispatchers=[d for n in self.nodes for d in self._dispatchers(n)],
-            threads=[self._thread(s) for s in self.segments if s.kind == "thread"],
-            callables=[self._callable(s) for s in self.segments if s.kind == "callable"],
+            threads=[self._thread(s) for s in self.segments if s.kind == SegmentKind.THREAD],
+            callables=[self._callable(s) for s in self.segments if s.kind == SegmentKind.CALLABLE],
             main=self._main() if self.proc.has_main and not self.proc.external_main else None,
             reported_states=self._reported_states(),
         )
@@ -193,23 +184,20 @@ class _ProcessEmitter:
 
     def _reported_states(self) -> list[str]:
         """Statements printing the ``report = True`` states this process's elements use and reach."""
-        home = "nic" if self.nic else "host"
-        used = {s.name: s for n in self.nodes for s in n.persistent.values()}
-        return [report_statement(s, f"{s.name}_state") for s in self.ir.program.states
-                if s.name in used and type(s).report and self.ir.state_homes[s.name] == home]
+        home = Home.NIC if self.nic else Home.HOST
+        used = {s.name for n in self.nodes for s in n.persistent.values()}
+        return [report_statement(s) for s in self.ir.states.values()
+                if s.name in used and s.layout.report and self.ir.state_homes[s.name] == home]
 
     @staticmethod
-    def _state(s: Any) -> dict[str, str]:
-        return {"type": type(s).c_type_name(), "pointer": f"{s.name}_state",
-                "init": state_initializer(s)}
-
-    def _syncs_with_managers(self, used: list[QueueIR]) -> bool:
-        """True when manager cores have work: synced queues and the (batched) sync layer."""
-        return self.ir.options.sync_layer and any(self._access(q).synced for q in used)
+    def _state(s: PersistentState) -> dict[str, str]:
+        return {"type": s.layout.name, "pointer": s.pointer, "init": s.initializer}
 
     def _access(self, q: QueueIR) -> qgen.Access:
-        synced = self.nic and q.home == "host"
-        return qgen.Access(synced=synced, manage=synced and self.managers == 0)
+        side = self.plan.queues.get(q.name)
+        synced = side is not None and side.synced
+        return qgen.Access(table=f"{q.name}_sync" if synced else f"{q.name}_inst", synced=synced,
+                           manage=side is not None and side.manage_inline)
 
     def _queue(self, q: QueueIR) -> dict[str, Any]:
         payload = qgen.payload_expr(self.channels[q.name])
@@ -217,24 +205,20 @@ class _ProcessEmitter:
                       else f"floem_queue_entry_size({q.name}_payload)")
         if q.entry_size:
             payload = f"{q.entry_size} - FLOEM_QUEUE_ENTRY_HEADER_BYTES"
-        access = self._access(q)
-        to_host = q.enq_device == "NIC"
-        host_side_dequeues = q.deq_device == "CPU"
+        side = self.plan.queues.get(q.name)
         return {"name": q.name, "instances": q.instances, "size": q.size,
                 "payload": payload, "entry_size": entry_size,
-                "enqueued_here": q.name in self.enqueued,
-                "dequeued_here": q.name in self.dequeued,
-                "counters_here": not access.synced and (
-                    q.name in self.dequeued if host_side_dequeues or q.home == "nic"
-                    else q.name in self.enqueued),
-                "handle": access.handle,
-                "direction": "FLOEM_SYNC_TO_HOST" if to_host else "FLOEM_SYNC_FROM_HOST",
-                "batch": max(1, min(32, q.size // 4)),
-                "multi": "true" if (self.managers == 0 or (
-                    q.multi_producer if to_host else q.multi_consumer)) else "false"}
+                "enqueued_here": side is not None and side.enqueues,
+                "dequeued_here": side is not None and side.dequeues,
+                "counters_here": side is not None and side.counts,
+                "handle": self._access(q).handle,
+                "direction": "FLOEM_SYNC_TO_HOST" if q.enq_device == Device.NIC
+                else "FLOEM_SYNC_FROM_HOST",
+                "batch": q.sync_batch,
+                "multi": "true" if side is not None and side.shared_shadow else "false"}
 
     def _state_type(self, n: ElementNode) -> str:
-        return f"{n.state_class.c_type_name()} *" if n.state_class else "void *"
+        return f"{n.packet_state.name} *" if n.packet_state else "void *"
 
     def _params(self, n: ElementNode, port: str | None) -> list[str]:
         """C parameters carrying the values of input ``port`` (all of them for a non-join)."""
@@ -242,7 +226,7 @@ class _ProcessEmitter:
         return [v for p in ports for v in self._values(n.inputs[p], f"{p}_")]
 
     def _signature(self, n: ElementNode) -> str:
-        if n.role == "args":
+        if n.role == Role.ARGS:
             values = self._values(next(iter(n.outputs.values())), "arg")
         else:
             values = [] if n.join else self._params(n, None)
@@ -253,12 +237,9 @@ class _ProcessEmitter:
         """C parameters ``prefix0, prefix1, ...`` of the given types."""
         return [f"{t}{'' if t.endswith('*') else ' '}{prefix}{i}" for i, t in enumerate(types)]
 
-    def _port_function(self, n: ElementNode, port: str) -> str:
-        return f"{n.name}_{port}"
-
     def _dispatch_signature(self, n: ElementNode, port: str) -> str:
         params = [f"{self._state_type(n)}state"] + self._values(n.outputs[port], "v")
-        return f"static inline void {self._port_function(n, port)}({', '.join(params)})"
+        return f"static inline void {port_function(n.name, port)}({', '.join(params)})"
 
     def _join_entry_signature(self, n: ElementNode, port: str) -> str:
         params = [f"{self._state_type(n)}state"] + self._params(n, port)
@@ -279,30 +260,25 @@ class _ProcessEmitter:
 
     def _element(self, n: ElementNode) -> dict[str, Any]:
         where = f"{os.path.basename(n.loc.file)}:{n.loc.line}"
-        prologue = []
-        for attr, s in n.persistent.items():
-            if n.info and attr in n.info.persistent_used:
-                prologue.append(f"{type(s).c_type_name()} *const {attr} = {s.name}_state;")
+        prologue = [f"{n.persistent[attr].layout.name} *const {attr} = {n.persistent[attr].pointer};"
+                    for attr in n.plan.pointers]
         epilogue = [f"{v}(state);" for _, v, _ in self.ir.out_edges(n.name, kind=EdgeKind.ORDER)]
         body = ""
-        if n.role == "args":
+        if n.role == Role.ARGS:
             out = next(iter(n.outputs))
             args = ["state"] + [f"arg{i}" for i in range(len(n.outputs[out]))]
-            epilogue.insert(0, f"{self._port_function(n, out)}({', '.join(args)});")
-        elif n.role == "return":
+            epilogue.insert(0, f"{port_function(n.name, out)}({', '.join(args)});")
+        elif n.role == Role.RETURN:
             slot = self._slot(n.segment)
             epilogue[:0] = [f"{slot}.set = true;"] + ([f"{slot}.value = inp_0;"]
                                                       if n.inputs["inp"] else [])
-        elif n.role in ("enqueue", "dequeue", "save", "release"):
+        elif n.role in (Role.ENQUEUE, Role.DEQUEUE, Role.SAVE, Role.RELEASE):
             epilogue[:0] = self._queue_statements(n)
         elif n.role in _CACHE_BODIES:
             view = next(v for v in self.caches if v.cache.name == n.cache)
             epilogue[:0] = _CACHE_BODIES[n.role](view, n)
-        elif n.code:
-            reads = {p: [f"{n.name}_in.{p}_{i}" if n.join else f"{p}_{i}" for i in range(len(t))]
-                     for p, t in n.inputs.items()}
-            outs = {p: self._port_function(n, p) for p in n.outputs}
-            body = csrc.lower(n.info, reads, outs)
+        else:
+            body = n.plan.body
         if not _mentions("state", [body] + prologue + epilogue):
             prologue.insert(0, "(void)state;")          # an element that ignores the packet
         return {"name": n.name, "cls": n.cls_name, "where": where, "signature": self._signature(n),
@@ -311,24 +287,13 @@ class _ProcessEmitter:
     def _queue_statements(self, n: ElementNode) -> list[str]:
         q = self.ir.queues[n.queue]
         access = self._access(q)
-        if n.role == "enqueue":
-            return qgen.enqueue_body(n, self.channels[q.name][n.channel], access,
-                                     full_port=bool(self.ir.out_edges(n.name, "full")))
-        if n.role == "dequeue":
+        if n.role == Role.ENQUEUE:
+            return qgen.enqueue_body(n, self.channels[q.name][n.channel], access)
+        if n.role == Role.DEQUEUE:
             return qgen.dequeue_body(n, q, len(self.ir.segments[n.segment].cores), access)
-        if n.role == "save":
-            return qgen.save_body(self.channels[q.name][n.channel], access) + \
-                [f"{n.name}_out(state);"]
+        if n.role == Role.SAVE:
+            return qgen.save_body(n, self.channels[q.name][n.channel], access)
         return qgen.release_body(q, access)
-
-    def _thread_source(self, n: ElementNode) -> bool:
-        """True for the element a thread segment's loop calls: what it emits are packets."""
-        seg = self.ir.segments[n.segment]
-        return seg.kind == "thread" and seg.source == n.name
-
-    def _emits_packets(self, n: ElementNode) -> bool:
-        """True for a thread's source that emits many packets per call (``output multiple``)."""
-        return self._thread_source(n) and n.info is not None and n.info.form == "multiple"
 
     def _dispatchers(self, n: ElementNode) -> list[dict[str, Any]]:
         result = []
@@ -341,12 +306,12 @@ class _ProcessEmitter:
                 calls.append(f"{fn}({', '.join(['state'] + values)});")
             unused = [f"v{i}" for i in range(len(types)) if not _mentions(f"v{i}", calls)]
             lines = [f"(void){name};" for name in (["state"] if not calls else []) + unused]
-            lines += ["floem_packet_begin();"] if self._thread_source(n) else []
+            lines += ["floem_packet_begin();"] if n.plan.thread_source else []
             lines += calls
-            if self._emits_packets(n):
+            if n.plan.emits_packets:
                 lines.append("/* the next value emitted is a new packet */")
                 lines += ["floem_packet_seq++;"] if any(m.join for m in self.nodes) else []
-                lines += ["memset(state, 0, sizeof *state);"] if n.state_class else []
+                lines += ["memset(state, 0, sizeof *state);"] if n.packet_state else []
             result.append({"signature": self._dispatch_signature(n, port), "lines": lines,
                            "owner": n.name, "port": port})
         if n.join:
@@ -365,7 +330,7 @@ class _ProcessEmitter:
         return f"{segment}_result"
 
     def _return_element(self, seg: SegmentIR) -> ElementNode | None:
-        return next((self.ir.node(n) for n in seg.elements if self.ir.node(n).role == "return"), None)
+        return next((self.ir.node(n) for n in seg.elements if self.ir.node(n).role == Role.RETURN), None)
 
     def _return_type(self, seg: SegmentIR) -> str:
         ret = self._return_element(seg)
@@ -389,7 +354,7 @@ class _ProcessEmitter:
         count = len(next(iter(args.outputs.values())))
         has_return = self._return_element(seg) is not None
         return {"name": seg.name, "signature": self._callable_signature(seg),
-                "state": seg.state_class.c_type_name() if seg.state_class else "",
+                "state": seg.packet_state.name if seg.packet_state else "",
                 "slot": self._slot(seg.name) if has_return else "",
                 "has_value": bool(self._return_type(seg)),
                 "source": seg.source, "args": [f"arg{i}" for i in range(count)],
@@ -398,16 +363,16 @@ class _ProcessEmitter:
     def _thread(self, seg: SegmentIR) -> dict[str, Any]:
         return {"segment": seg.name, "count": len(seg.cores), "source": seg.source,
                 "cpus": seg.cores if seg.pinned else [-1] * len(seg.cores),
-                "state": seg.state_class.c_type_name() if seg.state_class else "",
-                "manage": self.nic and self.managers == 0}
+                "state": seg.packet_state.name if seg.packet_state else "",
+                "manage": self.plan.threads_manage}
 
     def _main(self) -> dict[str, Any]:
         info = self.ir.main_info
-        if info is None or self.ir.main_process != self.process:
+        if info is None or self.ir.main_body is None or self.ir.main_process != self.process:
             return {"body": None, "prologue": []}
-        prologue = [f"{type(s).c_type_name()} *const {s.name} = {s.name}_state;"
-                    for s in self.ir.program.states if s.name in info.persistent_used]
-        return {"body": csrc.lower(info, {}, {}), "prologue": prologue}
+        prologue = [f"{s.layout.name} *const {s.name} = {s.pointer};"
+                    for s in self.ir.states.values() if s.name in info.persistent_used]
+        return {"body": self.ir.main_body, "prologue": prologue}
 
 
 def _mentions(name: str, texts: list[str]) -> bool:

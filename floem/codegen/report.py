@@ -2,19 +2,19 @@
 from __future__ import annotations
 
 from floem.codegen.queues import DEFAULT_VARIABLE_BYTES, channels, variable_room
-from floem.codegen.sizes import entry_size, state_size, type_size
-from floem.ir import ProgramIR
+from floem.codegen.sizes import entry_size, field_size, state_size
+from floem.ir import ProgramIR, QueueIR
 
 
 def report(ir: ProgramIR) -> str:
     """A human-readable summary of the compiled program."""
-    lines = [f"program {ir.program.display_name}", "", "segments:"]
+    lines = [f"program {ir.name}", "", "segments:"]
     for seg in ir.segments.values():
         lines.append(f"  {seg.name}: {seg.kind}, device {seg.device}, cores {seg.cores}, "
                      f"process {seg.process}, source {seg.source}")
-        if seg.state_class is not None:
+        if seg.packet_state is not None:
             uses = ", ".join(sorted(seg.uses)) or "(none)"
-            lines.append(f"    per-packet state {seg.state_class.__name__}: uses {uses}")
+            lines.append(f"    per-packet state {seg.packet_state.name}: uses {uses}")
     lines += ["", "processes:"]
     for proc in ir.processes.values():
         lines.append(f"  {proc.name}: segments {', '.join(proc.segments) or '(none)'}"
@@ -41,8 +41,8 @@ def report(ir: ProgramIR) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _queue(ir: ProgramIR, q: object) -> list[str]:
-    state = ir.node(q.dequeuer).state_class
+def _queue(ir: ProgramIR, q: QueueIR) -> list[str]:
+    state = ir.node(q.dequeuer).packet_state
     whole = state_size(state) if state else 0
     variant = f"{'multi' if q.multi_producer else 'single'}-producer, " \
               f"{'multi' if q.multi_consumer else 'single'}-consumer"
@@ -50,7 +50,7 @@ def _queue(ir: ProgramIR, q: object) -> list[str]:
              f"entries, {'lossless' if q.lossless else 'lossy'}, {variant}"]
     payloads = []
     for ch in channels(ir, q):
-        sizes = [type_size(f.type, f.state_class) for f in ch.fixed]
+        sizes = [field_size(f) for f in ch.fixed]
         fixed = None if None in sizes else sum(sizes) + 4 * len(ch.variable)
         payloads.append(fixed)
         sent = ", ".join(f.name + (" (variable)" if f.size else "") for f in ch.fixed + ch.variable)

@@ -1,8 +1,7 @@
 """Sizes of C types as the generated code lays them out (x86-64 / LP64), for reports."""
 from __future__ import annotations
 
-from floem.lang.state import State
-from floem.lang.types import Type
+from floem.ir import FieldLayout, StateLayout
 
 #: The C scalar types the generated code knows, with their sizes.
 SCALARS = {
@@ -15,32 +14,32 @@ SCALARS = {
 UNSIGNED = {t for t in SCALARS if t.startswith("u") or t in ("size_t", "bool", "_Bool")}
 
 
-def type_size(t: Type, state_class: type[State] | None = None) -> int | None:
-    """Bytes of ``t`` (``None`` when unknown, e.g. a struct from a user header)."""
-    if t.c.endswith("*"):
+def field_size(f: FieldLayout) -> int | None:
+    """Bytes of field ``f`` (``None`` when unknown, e.g. a struct from a user header)."""
+    if f.type.c.endswith("*"):
         one: int | None = 8
-    elif state_class is not None:
-        one = state_size(state_class)
+    elif f.nested is not None:
+        one = state_size(f.nested)
     else:
-        one = SCALARS.get(t.c)
+        one = SCALARS.get(f.type.c)
     if one is None:
         return None
-    return one * (t.array_len or 1)
+    return one * (f.type.array_len or 1)
 
 
-def state_size(cls: type[State]) -> int | None:
-    """Bytes of a `State` struct: packed, or with natural alignment when ``packed = False``."""
+def state_size(state: StateLayout) -> int | None:
+    """Bytes of a state struct: packed, or with natural alignment when ``packed = False``."""
     offset, widest = 0, 1
-    for f in cls.fields():
-        size = type_size(f.type, f.state_class)
+    for f in state.fields:
+        size = field_size(f)
         if size is None:
             return None
-        if not cls.packed:
+        if not state.packed:
             align = min(8, size // (f.type.array_len or 1)) or 1
             widest = max(widest, align)
             offset = (offset + align - 1) // align * align
         offset += size
-    if not cls.packed:
+    if not state.packed:
         offset = (offset + widest - 1) // widest * widest
     return offset
 

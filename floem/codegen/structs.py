@@ -1,17 +1,18 @@
-"""C that prints a `report = True` state (the declarations of State classes are in lang/state.py)."""
+"""C that prints a `report = True` state (its struct declaration is in floem/ir/state.py)."""
 from __future__ import annotations
 
 from floem.codegen.sizes import SCALARS, UNSIGNED
-from floem.lang.state import State
+from floem.ir import PersistentState
 
 
-def report_statement(instance: State, pointer: str) -> str:
+def report_statement(state: PersistentState) -> str:
     """C printing ``floem: state NAME (Class): field value, ...`` for a ``report = True`` state.
 
-    Numeric scalar fields only; ``pointer`` is the C expression of the instance's address.
+    Numeric scalar fields only.
     """
     formats, args = [], []
-    for f in type(instance).fields():
+    pointer = state.pointer
+    for f in state.layout.fields:
         c = f.type.c
         if f.type.array_len is not None or c not in SCALARS:
             continue
@@ -24,5 +25,5 @@ def report_statement(instance: State, pointer: str) -> str:
         else:
             formats.append(f"{f.name} %lld")
             args.append(f"(long long){pointer}->{f.name}")
-    text = f"floem: state {instance.name} ({type(instance).__name__}): {', '.join(formats)}\\n"
+    text = f"floem: state {state.name} ({state.layout.name}): {', '.join(formats)}\\n"
     return f'fprintf(stderr, "{text}"{"".join(", " + a for a in args)});'

@@ -23,6 +23,7 @@ from typing import Any, Callable
 from floem.builder import check_program
 from floem.api import load_app
 from floem.errors import FloemError
+from floem.ir import Device
 from floem.explore.measure import Measurement, RunFailed, Workload, measure
 from floem.explore.model import ModelPlatform, Prediction, load_platform, predict
 from floem.lang import params
@@ -89,7 +90,7 @@ def host_does_io(app: str, configuration: dict[str, str]) -> bool:
     """True when the configuration's packet I/O elements run on the host (a `FloemError`
     when it does not compile)."""
     ir = check_program(load_app(app, configuration))
-    return any(n.uses_network and ir.segments[n.segment].device == "CPU" for n in ir.nodes())
+    return any(n.uses_network and ir.segments[n.segment].device == Device.CPU for n in ir.nodes())
 
 
 def run_study(study: Study, platforms: list[ModelPlatform],

@@ -8,12 +8,14 @@ Nodes of ``ProgramIR.graph`` are element instance names; node attribute
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
-
 import networkx as nx
 
+from floem.csrc.model import BodyInfo
 from floem.errors import Location
 from floem.ir.options import BuildOptions
+from floem.ir.plan import ElementPlan, ProcessPlan
+from floem.ir.state import (CCode, Device, Home, MemoryRegionIR, PersistentState, Role,
+                            SegmentKind, StateLayout)
 
 
 class EdgeKind:
@@ -32,18 +34,19 @@ class ElementNode:
     loc: Location
     inputs: dict[str, list[str]]
     outputs: dict[str, list[str]]
-    code: Any = None
-    nic_code: Any = None
-    persistent: dict[str, Any] = field(default_factory=dict)
+    code: CCode | None = None
+    nic_code: CCode | None = None
+    persistent: dict[str, PersistentState] = field(default_factory=dict)
     segment: str = ""
-    state_class: Any = None
-    role: str = "element"
-    info: Any = None
+    packet_state: StateLayout | None = None
+    role: Role = Role.ELEMENT
+    info: BodyInfo | None = None
     join: bool = False
     queue: str = ""
     channel: int = -1
     uses_network: bool = False
     cache: str = ""
+    plan: ElementPlan = field(default_factory=ElementPlan)     # plan_code
 
     @property
     def is_source(self) -> bool:
@@ -56,13 +59,14 @@ class SegmentIR:
     """A segment: its source, device, threads and the elements it runs."""
 
     name: str
-    kind: str
-    device: str
+    kind: SegmentKind
+    device: Device
     cores: list[int]
     process: str
     loc: Location
     pinned: bool = False            # cores= given: host threads run on those CPUs
-    state_class: Any = None
+    process_given: str | None = None    # the process= the user wrote
+    packet_state: StateLayout | None = None
     default_return: str | None = None
     source: str = ""
     elements: list[str] = field(default_factory=list)
@@ -87,9 +91,10 @@ class QueueIR:
     fields: list[list[str]] = field(default_factory=list)
     multi_producer: bool = False
     multi_consumer: bool = False
-    home: str = "host"
-    enq_device: str = "CPU"
-    deq_device: str = "CPU"
+    sync_batch: int = 1                     # plan_code: entries the sync layer moves at once
+    home: Home = Home.HOST
+    enq_device: Device = Device.CPU
+    deq_device: Device = Device.CPU
 
 
 @dataclass
@@ -131,31 +136,50 @@ class ProcessIR:
     segments: list[str] = field(default_factory=list)
     has_main: bool = False
     callables: list[str] = field(default_factory=list)
-    device: str = "CPU"
+    device: Device = Device.CPU
     external_main: list[str] = field(default_factory=list)
+    plan: ProcessPlan = field(default_factory=ProcessPlan)      # plan_code
+
+
+@dataclass
+class MainIR:
+    """What the program asked of ``main``: its C code, its process, or a user's own program."""
+
+    code: CCode | None = None
+    process: str | None = None          # process= given to floem.main / external_main
+    loc: Location | None = None         # where floem.main / external_main was called
+    external: list[str] | None = None   # external_main: C sources with their own main()
 
 
 @dataclass
 class ProgramIR:
-    """Everything the passes share: the graph plus program-level tables."""
+    """Everything the passes share: the graph plus program-level tables.
 
-    program: Any
+    ``build_graph`` fills it from the user's program; no later stage reads that program.
+    """
+
+    name: str = "program"
+    app_file: str | None = None
     graph: nx.MultiDiGraph = field(default_factory=nx.MultiDiGraph)
     segments: dict[str, SegmentIR] = field(default_factory=dict)
     processes: dict[str, ProcessIR] = field(default_factory=dict)
     queues: dict[str, QueueIR] = field(default_factory=dict)
     caches: dict[str, CacheIR] = field(default_factory=dict)
-    state_homes: dict[str, str] = field(default_factory=dict)
+    layouts: list[StateLayout] = field(default_factory=list)    # nested states first
+    states: dict[str, PersistentState] = field(default_factory=dict)
+    regions: list[MemoryRegionIR] = field(default_factory=list)
+    main: MainIR = field(default_factory=MainIR)
+    state_homes: dict[str, Home] = field(default_factory=dict)
     size_uses: dict[str, dict[str, set[str]]] = field(default_factory=dict)
-    includes: list[Any] = field(default_factory=list)
+    includes: list[CCode] = field(default_factory=list)
     depends: list[str] = field(default_factory=list)
     options: BuildOptions = field(default_factory=BuildOptions)
     warnings: list[str] = field(default_factory=list)
     # Results of passes, for later passes and code generation:
-    main_info: Any = None                   # parse_bodies: the analysed floem.main code
+    main_info: BodyInfo | None = None       # parse_bodies: the analysed floem.main code
     main_process: str | None = None         # placement: the process holding main
-    state_overrides: dict[str, type] = field(default_factory=dict)  # expand_caches: states
-                                            # extended with the caches' hidden fields
+    planned: bool = False                   # plan_code: processes and elements have plans
+    main_body: str | None = None            # plan_code: floem.main lowered to plain C
 
     def node(self, name: str) -> ElementNode:
         """The `ElementNode` named ``name``."""
@@ -180,7 +204,7 @@ class ProgramIR:
         """A readable text form of the IR, stable for golden comparisons."""
         lines = []
         for seg in self.segments.values():
-            state = seg.state_class.__name__ if seg.state_class else "-"
+            state = seg.packet_state.name if seg.packet_state else "-"
             lines.append(f"segment {seg.name} ({seg.kind}) device={seg.device} cores={seg.cores} "
                          f"process={seg.process} source={seg.source or '-'} state={state}")
             if seg.uses:
@@ -193,7 +217,8 @@ class ProgramIR:
         for q in self.queues.values():
             lines.append(f"queue {q.name}: channels={q.channels} inst={q.instances} size={q.size} "
                          f"lossless={q.lossless} mp={q.multi_producer} mc={q.multi_consumer} "
-                         f"{q.enq_device}->{q.deq_device} in {q.home} memory")
+                         f"{q.enq_device}->{q.deq_device} in {q.home} memory"
+                         + (f", sync batches of {q.sync_batch}" if self.planned else ""))
             for c, fields in enumerate(q.fields):
                 lines.append(f"  channel {c} carries {', '.join(fields) or '(nothing)'}")
         for c in self.caches.values():
@@ -207,13 +232,15 @@ class ProgramIR:
             main = "external" if proc.external_main else "yes" if proc.has_main else "no"
             lines.append(f"process {proc.name} ({proc.device}): segments={proc.segments} "
                          f"callables={proc.callables} main={main}")
+            if self.planned:
+                lines.extend(proc.plan.describe())
         for state, home in self.state_homes.items():
             lines.append(f"state {state} in {home} memory")
         return "\n".join(lines) + "\n"
 
     def _dump_node(self, n: ElementNode) -> list[str]:
         ports = lambda ps: ", ".join(f"{p}({', '.join(t)})" for p, t in ps.items())
-        flags = [n.role] if n.role != "element" else []
+        flags = [str(n.role)] if n.role != Role.ELEMENT else []
         if n.join:
             flags.append("join")
         head = f"{n.name}: {n.cls_name}" + (f" [{' '.join(flags)}]" if flags else "")
@@ -221,6 +248,8 @@ class ProgramIR:
         if n.info is not None:
             f = n.info.fields
             out.append(f"    form={n.info.form or '-'} uses={sorted(f.uses)} writes={sorted(f.writes)}")
+        if self.planned and n.plan.describe():
+            out.append(f"    plan: {n.plan.describe()}")
         for _, v, d in self.out_edges(n.name) + self.out_edges(n.name, kind=EdgeKind.ORDER):
             if d["kind"] == EdgeKind.DATA:
                 out.append(f"    {d['out_port']} -> {v}.{d['in_port']}")

@@ -17,13 +17,17 @@ class Type:
 
     def declare(self, name: str) -> str:
         """A C declaration of ``name`` with this type (arrays put ``[n]`` after the name)."""
-        if self.array_len is not None:
-            return f"{self.c} {name}[{self.array_len}]"
-        sep = "" if self.c.endswith("*") else " "
-        return f"{self.c}{sep}{name}"
+        return c_declaration(self.c, self.array_len, name)
 
     def __str__(self) -> str:
         return self.c if self.array_len is None else f"{self.c}[{self.array_len}]"
+
+
+def c_declaration(c: str, array_len: int | None, name: str) -> str:
+    """A C declaration of ``name`` with type spelling ``c`` (an array of ``array_len``)."""
+    if array_len is not None:
+        return f"{c} {name}[{array_len}]"
+    return f"{c}{'' if c.endswith('*') else ' '}{name}"
 
 
 Void = Type("void")

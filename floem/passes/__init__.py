@@ -3,20 +3,20 @@ from __future__ import annotations
 
 import os
 from types import ModuleType
-from typing import Any
 
 from floem.errors import FloemError
 from floem.ir import BuildOptions, ProgramIR
-from floem.passes import (build_graph, check_callables, check_segments, check_types, expand_caches,
-                          liveness,
-                          lower_queues, order_graph, parse_bodies, place_memory,
-                          placement)
+from floem.lang.program import Program
+from floem.passes import (build_graph, check_callables, check_segments, check_types,
+                          expand_caches, find_sources, liveness, lower_queues, order_graph,
+                          parse_bodies, place_memory, placement, plan_code)
 
+#: The passes after the front end (``build_graph``, which makes the IR from the program).
 PIPELINE: list[ModuleType] = [
-    build_graph,
     parse_bodies,
     check_types,
     order_graph,
+    find_sources,
     check_segments,
     expand_caches,
     check_callables,
@@ -24,15 +24,16 @@ PIPELINE: list[ModuleType] = [
     lower_queues,
     placement,
     place_memory,
+    plan_code,
 ]
 
 
 def pass_names() -> list[str]:
     """Names usable with ``--dump-after``."""
-    return [p.NAME for p in PIPELINE]
+    return [build_graph.NAME] + [p.NAME for p in PIPELINE]
 
 
-def run_pipeline(program: Any, options: BuildOptions | None = None,
+def run_pipeline(program: Program, options: BuildOptions | None = None,
                  dump_after: str | None = None, dump_dir: str | None = None,
                  stop_after: str | None = None) -> ProgramIR:
     """Run every pass (up to ``stop_after``) over a fresh IR of ``program``.
@@ -43,10 +44,11 @@ def run_pipeline(program: Any, options: BuildOptions | None = None,
         if value not in (None, "all") and value not in pass_names():
             raise FloemError(f"{option}: no pass named {value!r} "
                              f"(passes: {', '.join(pass_names())}, all)")
-    ir = ProgramIR(program, options=options or BuildOptions())
     check_contracts(PIPELINE)
-    for index, stage in enumerate(PIPELINE):
-        ir = stage.run(ir)
+    ir = build_graph.run(program, options or BuildOptions())
+    for index, stage in enumerate([build_graph] + PIPELINE):
+        if index:
+            ir = stage.run(ir)
         if dump_dir and dump_after in ("all", stage.NAME):
             os.makedirs(dump_dir, exist_ok=True)
             path = os.path.join(dump_dir, f"ir-{index + 1:02d}-{stage.NAME}.txt")
@@ -60,7 +62,7 @@ def run_pipeline(program: Any, options: BuildOptions | None = None,
 def check_contracts(pipeline: list[ModuleType]) -> None:
     """Every pass's ``REQUIRES`` is provided by the passes before it (a pipeline that breaks
     this is the compiler's bug, not the user's)."""
-    provided: set[str] = set()
+    provided: set[str] = set(build_graph.PROVIDES)
     for stage in pipeline:
         missing = stage.REQUIRES - provided
         if missing:

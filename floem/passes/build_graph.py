@@ -15,35 +15,43 @@ elements) join the segment in whose ``impl`` they are first connected, else
 the segment of the first element they are connected to; the rest form one
 implicit CPU segment per connected group.
 ``ir.includes`` / ``ir.depends`` gather the program's C support code and that
-of the element classes it uses (``c_headers`` / ``c_sources``).
+of the element classes it uses (``c_headers`` / ``c_sources``). The State
+classes become `StateLayout`s (``ir.layouts``, nested ones first), the shared
+instances `PersistentState`s (``ir.states``) and ``floem.main`` a `MainIR`:
+later stages read only the IR, never the user's objects.
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import networkx as nx
 
 from floem.errors import Location
-from floem.ir import CacheIR, EdgeKind, ElementNode, ProgramIR, QueueIR, SegmentIR
+from floem.ir import (BuildOptions, CacheIR, CCode, CType, Device, EdgeKind, ElementNode,
+                      FieldLayout, MainIR, MemoryRegionIR, PersistentState, ProgramIR, QueueIR,
+                      Role, SegmentIR, SegmentKind, StateLayout)
+from floem.ir.state import layouts_in_order
 from floem.lang.cache import CacheEnd
 from floem.lang.element import Composite, Connection, Element, Port
-from floem.lang.program import CodeText
+from floem.lang.program import Program
 from floem.lang.queue import Dequeue, Enqueue, Queue
 from floem.lang.segment import CallableSegment, CallArgs, CoreId, Return, Segment
+from floem.lang.state import State, state_initializer
 
 NAME = "build_graph"
 #: What this pass needs done before it, and what it gives the passes after it.
 REQUIRES = frozenset()
-PROVIDES = frozenset({"graph", "segments", "queues", "caches", "support_code"})
+PROVIDES = frozenset({"graph", "segments", "queues", "caches", "support_code", "states"})
 NIC_PROCESS = "nic"
 
 
-def run(ir: ProgramIR) -> ProgramIR:
-    """Build ``ir.graph`` and ``ir.segments`` from ``ir.program``."""
-    program = ir.program
+def run(program: Program, options: BuildOptions) -> ProgramIR:
+    """The IR of ``program``: its graph, segments, queues, caches, states and main."""
+    ir = ProgramIR(name=program.display_name, app_file=program.app_file, options=options)
+    layout = _LayoutMaker()
+    _states(program, ir, layout)
     for seg in program.segments:
-        ir.segments[seg.name] = _segment_ir(seg, program.display_name)
+        ir.segments[seg.name] = _segment_ir(seg, program.display_name, layout)
     unused = _unused_queue_ends(program) | _unused_cache_points(program)
     membership = _assign_segments(program, ir, unused)
     for q in program.queues:
@@ -57,7 +65,7 @@ def run(ir: ProgramIR) -> ProgramIR:
     for el in program.elements:
         if el.name in unused:
             continue
-        ir.graph.add_node(el.name, node=_element_node(el, membership[el.name], ir))
+        ir.graph.add_node(el.name, node=_element_node(el, membership[el.name], ir, layout))
         ir.segments[membership[el.name]].elements.append(el.name)
     for rank, (src, dst, loc) in enumerate(_flatten(program.connections)):
         ir.graph.add_edge(src.owner.name, dst.owner.name, kind=EdgeKind.DATA, out_port=src.name,
@@ -69,22 +77,55 @@ def run(ir: ProgramIR) -> ProgramIR:
     for q in ir.queues.values():
         for names in q.enqueuers:
             names.extend(_enqueuer_per_segment(ir, names[0]) if names[0] in ir.graph else [])
-    _support_code(ir)
+    _support_code(program, ir)
     return ir
 
 
-def _support_code(ir: ProgramIR) -> None:
+class _LayoutMaker:
+    """`StateLayout`s of the user's State classes, one per class."""
+
+    def __init__(self) -> None:
+        self.made: dict[type[State], StateLayout] = {}
+
+    def __call__(self, cls: type[State]) -> StateLayout:
+        if cls not in self.made:
+            fields = tuple(FieldLayout(f.name, CType(f.type.c, f.type.array_len), f.loc, f.size,
+                                       self(f.state_class) if f.state_class else None)
+                           for f in cls.fields())
+            self.made[cls] = StateLayout(cls.c_type_name(), fields, cls.class_loc,
+                                         packed=cls.packed, declare=cls.declare,
+                                         report=cls.report)
+        return self.made[cls]
+
+
+def _states(program: Program, ir: ProgramIR, layout: _LayoutMaker) -> None:
+    """Persistent states, memory regions, main and the layouts of every state class used."""
+    shared = list(program.states)
+    shared += [s for el in program.elements for s in el.persistent.values() if s not in shared]
+    for s in shared:
+        ir.states[s.name] = PersistentState(s.name, layout(type(s)), state_initializer(s), s.loc)
+    roots = [layout(type(s)) for s in shared]
+    roots += [layout(f.state_class) for f in program.flows if f.state_class]
+    ir.layouts = layouts_in_order(roots)
+    ir.regions = [MemoryRegionIR(r.name, r.size) for r in program.memory_regions]
+    code = program.main_code
+    ir.main = MainIR(code=CCode(code.text, code.loc) if code else None,
+                     process=program.main_process, loc=program.main_location,
+                     external=list(program.external.sources) if program.external else None)
+
+
+def _support_code(program: Program, ir: ProgramIR) -> None:
     """The program's includes and C files, then those the element classes it uses ask for."""
-    ir.includes = list(ir.program.includes)
-    ir.depends = list(ir.program.depends)
-    for el in ir.program.elements:
+    ir.includes = [CCode(c.text, c.loc) for c in program.includes]
+    ir.depends = list(program.depends)
+    for el in program.elements:
         if el.name not in ir.graph:
             continue
         cls = type(el)
         for header in cls.c_headers:
             text = f'#include "{header}"'
             if all(c.text != text for c in ir.includes):
-                ir.includes.append(CodeText(text, cls.class_loc))
+                ir.includes.append(CCode(text, cls.class_loc))
         for source in cls.c_sources:
             if source not in ir.depends:
                 ir.depends.append(source)
@@ -114,14 +155,16 @@ def _enqueuer_per_segment(ir: ProgramIR, name: str) -> list[str]:
     return list(clones.values())
 
 
-def _segment_ir(seg: Segment, default_process: str) -> SegmentIR:
+def _segment_ir(seg: Segment, default_process: str, layout: _LayoutMaker) -> SegmentIR:
     callable_ = isinstance(seg, CallableSegment)
     flow = seg.flow
+    device = Device(seg.device)
     return SegmentIR(
-        name=seg.name, kind="callable" if callable_ else "thread", device=seg.device,
-        cores=seg.cores, pinned=seg.pinned and seg.device == "CPU", loc=seg.loc,
-        process=NIC_PROCESS if seg.device == "NIC" else seg.process or default_process,
-        state_class=flow.state_class if flow else None,
+        name=seg.name, kind=SegmentKind.CALLABLE if callable_ else SegmentKind.THREAD,
+        device=device, cores=seg.cores, pinned=seg.pinned and device == Device.CPU, loc=seg.loc,
+        process=NIC_PROCESS if device == Device.NIC else seg.process or default_process,
+        process_given=seg.process,
+        packet_state=layout(flow.state_class) if flow and flow.state_class else None,
         default_return=seg.default_return if callable_ else None,
     )
 
@@ -133,7 +176,7 @@ def _queue_ir(q: Queue) -> QueueIR:
                    entry_size=q.entry_size)
 
 
-def _unused_queue_ends(program: Any) -> set[str]:
+def _unused_queue_ends(program: Program) -> set[str]:
     """Ends of queues nothing is connected to (dropped); half-connected channels are errors."""
     connected = {p.owner.name for c in program.connections for p in (c.src, c.dst)}
     sources = {(c.src.owner.name, c.src.name) for c in program.connections}
@@ -155,7 +198,7 @@ def _unused_queue_ends(program: Any) -> set[str]:
     return unused
 
 
-def _unused_cache_points(program: Any) -> set[str]:
+def _unused_cache_points(program: Program) -> set[str]:
     """Cache points nothing is connected to (a get-only cache has no set points)."""
     connected = {p.owner.name for c in program.connections for p in (c.src, c.dst)}
     unused = set()
@@ -171,18 +214,23 @@ def _unused_cache_points(program: Any) -> set[str]:
     return unused
 
 
-def _element_node(el: Element, segment: str, ir: ProgramIR) -> ElementNode:
-    role = {CallArgs: "args", Return: "return", CoreId: "core_id", Enqueue: "enqueue",
-            Dequeue: "dequeue"}.get(type(el), "element")
+def _element_node(el: Element, segment: str, ir: ProgramIR, layout: _LayoutMaker) -> ElementNode:
+    role = {CallArgs: Role.ARGS, Return: Role.RETURN, CoreId: Role.CORE_ID,
+            Enqueue: Role.ENQUEUE, Dequeue: Role.DEQUEUE}.get(type(el), Role.ELEMENT)
     if isinstance(el, CacheEnd):
-        role = f"cache_{el.point}"
-    state_class = el.flow.state_class if el.flow else ir.segments[segment].state_class
+        role = Role(f"cache_{el.point}")
+    if el.flow:
+        packet_state = layout(el.flow.state_class) if el.flow.state_class else None
+    else:
+        packet_state = ir.segments[segment].packet_state
     return ElementNode(
         name=el.name, cls_name=type(el).__name__, loc=el.loc,
         inputs={n: p.c_types for n, p in el.inputs.items()},
         outputs={n: p.c_types for n, p in el.outputs.items()},
-        code=el.code, nic_code=el.nic_code, persistent=dict(el.persistent),
-        segment=segment, state_class=state_class, role=role,
+        code=CCode(el.code.text, el.code.loc) if el.code else None,
+        nic_code=CCode(el.nic_code.text, el.nic_code.loc) if el.nic_code else None,
+        persistent={attr: ir.states[s.name] for attr, s in el.persistent.items()},
+        segment=segment, packet_state=packet_state, role=role,
         queue=el.queue.name if isinstance(el, (Enqueue, Dequeue)) else "",
         channel=el.channel if isinstance(el, Enqueue) else -1,
         uses_network=type(el).uses_network,
@@ -190,7 +238,7 @@ def _element_node(el: Element, segment: str, ir: ProgramIR) -> ElementNode:
     )
 
 
-def _assign_segments(program: Any, ir: ProgramIR, unused: set[str]) -> dict[str, str]:
+def _assign_segments(program: Program, ir: ProgramIR, unused: set[str]) -> dict[str, str]:
     """Segment of every element: where it was made, else adopted through connections."""
     seg_of: dict[str, str | None] = {el.name: el.segment.name if el.segment else None
                                      for el in program.elements if el.name not in unused}
@@ -217,7 +265,8 @@ def _assign_segments(program: Any, ir: ProgramIR, unused: set[str]) -> dict[str,
             program.elements.index(by_name[n]) for n in g)):
         first = min(group, key=lambda n: program.elements.index(by_name[n]))
         name = f"{first}_segment"
-        ir.segments[name] = SegmentIR(name=name, kind="thread", device="CPU", cores=[0],
+        ir.segments[name] = SegmentIR(name=name, kind=SegmentKind.THREAD, device=Device.CPU,
+                                      cores=[0],
                                       process=program.display_name, loc=by_name[first].loc)
         for n in group:
             seg_of[n] = name

@@ -15,7 +15,7 @@ every one of its inputs comes from elements that run for every call.
 """
 from __future__ import annotations
 
-from floem.ir import EdgeKind, ProgramIR
+from floem.ir import EdgeKind, ProgramIR, Role, SegmentIR, SegmentKind
 
 NAME = "check_callables"
 #: What this pass needs done before it, and what it gives the passes after it.
@@ -26,10 +26,10 @@ PROVIDES = frozenset()
 def run(ir: ProgramIR) -> ProgramIR:
     """Raise for a callable that may not return without a default."""
     for seg in ir.segments.values():
-        if seg.kind != "callable" or seg.default_return is not None:
+        if seg.kind != SegmentKind.CALLABLE or seg.default_return is not None:
             continue
-        returns = [n for n in seg.elements if ir.node(n).role == "return"]
-        if returns and not _surely_returns(ir, seg.source, set(), _surely_run(ir, seg.source)):
+        returns = [n for n in seg.elements if ir.node(n).role == Role.RETURN]
+        if returns and seg.source not in _surely_returning(ir, seg, _surely_run(ir, seg.source)):
             raise seg.loc.error(f"callable segment '{seg.name}' may finish without a return value "
                                 "(some path does not reach its output); give default_return=...")
     return ir
@@ -38,7 +38,7 @@ def run(ir: ProgramIR) -> ProgramIR:
 def _surely_fired(ir: ProgramIR, name: str) -> list[str]:
     """Output ports ``name`` fires on every execution."""
     node = ir.node(name)
-    if node.role in ("args", "core_id"):
+    if node.role in (Role.ARGS, Role.CORE_ID):
         return list(node.outputs)
     return sorted(node.info.always_fires) if node.info and node.info.form == "block" else []
 
@@ -49,42 +49,52 @@ def _surely_run(ir: ProgramIR, source: str) -> set[str]:
     A join is in the set only when each of its inputs is fed from the set.
     """
     done = {source}
-    changed = True
-    while changed:
-        changed = False
-        fed: dict[str, set[str]] = {}
-        for name in done:
-            for port in _surely_fired(ir, name):
-                for _, v, d in ir.out_edges(name, port):
-                    fed.setdefault(v, set()).add(d["in_port"])
-            for _, v, _ in ir.out_edges(name, kind=EdgeKind.ORDER):
-                fed.setdefault(v, set()).update(ir.node(v).inputs or {""})
-        for v, ports in fed.items():
-            if v not in done and (not ir.node(v).join or ports >= set(ir.node(v).inputs)):
+    work = [source]
+    fed: dict[str, set[str]] = {}
+    while work:
+        name = work.pop()
+        reached = [(v, {d["in_port"]}) for port in _surely_fired(ir, name)
+                   for _, v, d in ir.out_edges(name, port)]
+        reached += [(v, set(ir.node(v).inputs or {""}))
+                    for _, v, _ in ir.out_edges(name, kind=EdgeKind.ORDER)]
+        for v, ports in reached:
+            fed.setdefault(v, set()).update(ports)
+            if v not in done and (not ir.node(v).join or fed[v] >= set(ir.node(v).inputs)):
                 done.add(v)
-                changed = True
+                work.append(v)
     return done
 
 
-def _surely_returns(ir: ProgramIR, name: str, seen: set[str], surely_run: set[str]) -> bool:
+def _surely_returning(ir: ProgramIR, seg: SegmentIR, surely_run: set[str]) -> set[str]:
+    """Elements of ``seg`` from which every execution reaches the return: a least fixpoint
+    over the segment, iterated (not recursive), so a cycle returns nothing."""
+    found: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name in reversed(seg.elements):
+            if name not in found and _returns(ir, name, found, surely_run):
+                found.add(name)
+                changed = True
+    return found
+
+
+def _returns(ir: ProgramIR, name: str, found: set[str], surely_run: set[str]) -> bool:
+    """True when ``name`` surely reaches the return, given the elements ``found`` so far."""
     node = ir.node(name)
     if node.join and name not in surely_run:
         return False
-    if node.role == "return":
+    if node.role == Role.RETURN:
         return True
-    if name in seen:
-        return False
-    seen = seen | {name}
 
     def port_returns(port: str) -> bool:
-        return any(_surely_returns(ir, v, seen, surely_run) for _, v, _ in ir.out_edges(name, port))
+        return any(v in found for _, v, _ in ir.out_edges(name, port))
 
-    if any(_surely_returns(ir, v, seen, surely_run)
-           for _, v, _ in ir.out_edges(name, kind=EdgeKind.ORDER)):
+    if any(v in found for _, v, _ in ir.out_edges(name, kind=EdgeKind.ORDER)):
         return True
-    if node.role in ("args", "core_id") or (node.info and node.info.form == "block"):
+    if node.role in (Role.ARGS, Role.CORE_ID) or (node.info and node.info.form == "block"):
         return any(port_returns(p) for p in _surely_fired(ir, name))
     info = node.info
-    if info.form == "switch":
+    if info is not None and info.form == "switch":
         return info.switch_has_else and all(port_returns(p) for p in info.switch_ports)
     return False

@@ -44,23 +44,22 @@ import dataclasses
 
 from floem import csrc
 from floem.errors import FloemError
-from floem.ir import CacheIR, EdgeKind, ElementNode, ProgramIR
-from floem.lang.state import Field, State
-from floem.lang.types import Uint
+from floem.ir import (CacheIR, CType, EdgeKind, ElementNode, FieldLayout, ProgramIR, Role,
+                      SegmentKind, StateLayout)
 
 NAME = "expand_caches"
 #: What this pass needs done before it, and what it gives the passes after it.
-REQUIRES = frozenset({"bodies", "sources", "caches"})
-PROVIDES = frozenset({"cache_regions", "state_overrides"})
+REQUIRES = frozenset({"bodies", "sources", "segments_checked", "caches"})
+PROVIDES = frozenset({"cache_regions", "cache_fields"})
 #: The output port of a start point that leads into its region.
 _INTO_REGION = {"get_start": "miss", "set_start": "region"}
 
 #: Output ports of each expanded point, and the role it takes.
 _EXPANSION = {
-    "get_start": ("cache_lookup", ["hit", "miss"]),
-    "get_end": ("cache_fill", ["out"]),
-    "set_start": ("cache_update", ["region", "done"]),
-    "set_end": ("cache_set_end", ["out"]),
+    "get_start": (Role.CACHE_LOOKUP, ["hit", "miss"]),
+    "get_end": (Role.CACHE_FILL, ["out"]),
+    "set_start": (Role.CACHE_UPDATE, ["region", "done"]),
+    "set_end": (Role.CACHE_SET_END, ["out"]),
 }
 
 
@@ -71,12 +70,12 @@ def run(ir: ProgramIR) -> ProgramIR:
         state = _check_points(ir, c, nodes)
         extended = _extend_state(state, c)
         for n in ir.nodes():
-            if n.state_class is state:
-                n.state_class = extended
+            if n.packet_state is state:
+                n.packet_state = extended
         for seg in ir.segments.values():
-            if seg.state_class is state:
-                seg.state_class = extended
-        ir.state_overrides[state] = extended
+            if seg.packet_state is state:
+                seg.packet_state = extended
+        ir.layouts = [extended if s is state else s for s in ir.layouts]
         _rewire(ir, c)
         c.get_region = _region(ir, c, "get_start", "get_end")
         c.set_region = _region(ir, c, "set_start", "set_end")
@@ -88,7 +87,7 @@ def run(ir: ProgramIR) -> ProgramIR:
     return ir
 
 
-def _check_points(ir: ProgramIR, c: CacheIR, nodes: list[ElementNode]) -> type[State]:
+def _check_points(ir: ProgramIR, c: CacheIR, nodes: list[ElementNode]) -> StateLayout:
     devices = {ir.segments[n.segment].device for n in nodes}
     if len(devices) > 1:
         raise c.loc.error(f"cache '{c.name}': its points are on different devices "
@@ -98,25 +97,23 @@ def _check_points(ir: ProgramIR, c: CacheIR, nodes: list[ElementNode]) -> type[S
     if len(processes) > 1:
         raise c.loc.error(f"cache '{c.name}': its points are in different processes "
                           f"({', '.join(sorted(processes))})")
-    state = nodes[0].state_class
+    state = nodes[0].packet_state
     if state is None:
         raise c.loc.error(f"cache '{c.name}' needs a per-packet state (a Flow's PerPacket) "
                           "holding its key and value fields")
-    names = {f.name for f in state.fields()}
+    names = {f.name for f in state.fields}
     for what in ("key", "keylen", "val", "vallen"):
         field = getattr(c, what)
         if field is not None and field not in names:
             raise c.loc.error(f"cache '{c.name}': {what}={field!r} is not a field of "
-                              f"{state.__name__} (fields: {', '.join(sorted(names))})")
+                              f"{state.name} (fields: {', '.join(sorted(names))})")
     return state
 
 
-def _extend_state(state: type[State], c: CacheIR) -> type[State]:
+def _extend_state(state: StateLayout, c: CacheIR) -> StateLayout:
     """The flow's state plus the cache's hidden fields (same C name, more fields)."""
-    extra = {c.version_field: Field(Uint(32)), c.evict_field: Field(Uint(8))}
-    if state.layout is not None:
-        extra["layout"] = list(state.layout) + list(extra)
-    return type(state.__name__, (state,), extra)
+    return state.extended([FieldLayout(c.version_field, CType("uint32_t"), c.loc),
+                           FieldLayout(c.evict_field, CType("uint8_t"), c.loc)])
 
 
 def _rewire(ir: ProgramIR, c: CacheIR) -> None:
@@ -162,7 +159,7 @@ def _clone_chain(ir: ProgramIR, heads: list[str], segment: str, tag: str) -> dic
         node = dataclasses.replace(ir.node(name), name=clone, segment=segment)
         ir.graph.add_node(clone, node=node)
         ir.segments[segment].elements.append(clone)
-        if node.role == "enqueue":
+        if node.role == Role.ENQUEUE:
             ir.queues[node.queue].enqueuers[node.channel].append(clone)
     for name, clone in clones.items():
         for _, v, d in list(ir.graph.out_edges(name, data=True)):
@@ -177,19 +174,19 @@ def _info(n: ElementNode, c: CacheIR) -> csrc.BodyInfo:
     qid = {"qid"} if c.steer_instances else set()
     ports = list(n.outputs)
     uses, kills, writes = set(key), set(), set()
-    if n.role == "cache_lookup":
+    if n.role == Role.CACHE_LOOKUP:
         kills, writes = {c.version_field}, {c.version_field} | val | qid
-    elif n.role == "cache_fill":
+    elif n.role == Role.CACHE_FILL:
         uses |= val | {c.version_field}
         writes = set(val)
-    elif n.role == "cache_update":
+    elif n.role == Role.CACHE_UPDATE:
         uses |= val
         kills, writes = {c.evict_field}, {c.evict_field} | qid
     else:
         uses = {c.evict_field}
     # set_end stops only evictions, which never come from the element before it: to the
     # callable check it always fires.
-    switch = len(ports) > 1 and n.role in ("cache_lookup", "cache_update")
+    switch = len(ports) > 1 and n.role in (Role.CACHE_LOOKUP, Role.CACHE_UPDATE)
     body = csrc.Body(n.name, "", n.loc.file, n.loc.line, [], [], None, {})
     return csrc.BodyInfo(
         element=n.name, reads={}, form="switch" if switch else "block", calls={},
@@ -213,7 +210,7 @@ def _region(ir: ProgramIR, c: CacheIR, start: str, end: str) -> list[str]:
         n = ir.node(name)
         todo += [v for _, v, _ in ir.out_edges(name)]
         todo += [v for _, v, _ in ir.out_edges(name, kind=EdgeKind.ORDER)]
-        if n.role == "enqueue":
+        if n.role == Role.ENQUEUE:
             q = ir.queues[n.queue]
             if q.dequeuer not in seen:
                 seen.append(q.dequeuer)
@@ -230,7 +227,7 @@ def _defers_fill_evictions(ir: ProgramIR, c: CacheIR) -> bool:
 
 
 def _queues(ir: ProgramIR, region: list[str]) -> set[str]:
-    return {ir.node(n).queue for n in region if ir.node(n).role == "enqueue"}
+    return {ir.node(n).queue for n in region if ir.node(n).role == Role.ENQUEUE}
 
 
 def _check_regions(ir: ProgramIR, c: CacheIR) -> None:
@@ -238,7 +235,7 @@ def _check_regions(ir: ProgramIR, c: CacheIR) -> None:
                       if p in c.points}
     for name in c.get_region + c.set_region:
         seg = ir.segments[ir.node(name).segment]
-        if seg.kind == "callable" and seg.name not in entry_segments:
+        if seg.kind == SegmentKind.CALLABLE and seg.name not in entry_segments:
             raise seg.loc.error(f"callable segment '{seg.name}' is inside the region cached by "
                                 f"'{c.name}'; a cached region runs only as part of the graph")
     get_queues, set_queues = _queues(ir, c.get_region), _queues(ir, c.set_region)
@@ -255,8 +252,8 @@ def _check_regions(ir: ProgramIR, c: CacheIR) -> None:
     wide = sorted(q for q in get_queues if ir.queues[q].instances > 1)
     if not wide or not ir.options.cache_steering:
         return
-    state = ir.node(c.points["get_start"]).state_class
-    if not any(f.name == "qid" for f in state.fields()):
+    state = ir.node(c.points["get_start"]).packet_state
+    if state is None or state.field("qid") is None:
         return
     c.steer_instances = ir.queues[wide[0]].instances
     for name in c.get_region + c.set_region:

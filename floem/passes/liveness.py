@@ -23,7 +23,7 @@ some path where it was never written::
 """
 from __future__ import annotations
 
-from floem.ir import EdgeKind, ElementNode, ProgramIR
+from floem.ir import EdgeKind, ElementNode, ProgramIR, Role
 
 NAME = "liveness"
 #: What this pass needs done before it, and what it gives the passes after it.
@@ -46,21 +46,21 @@ def run(ir: ProgramIR) -> ProgramIR:
         seg.uses = set()
         for name in seg.elements:
             n = ir.node(name)
-            seg.uses |= _uses(ir, n, live_out[name]) | (live_out[name] if n.role == "enqueue"
+            seg.uses |= _uses(ir, n, live_out[name]) | (live_out[name] if n.role == Role.ENQUEUE
                                                         else set())
     for n in ir.nodes():
-        if n.info is None or n.state_class is None:
+        if n.info is None or n.packet_state is None:
             continue
         f = n.info.fields
         uses = _uses(ir, n, live_out[n.name])
         for field in sorted((f.writes | f.kills) - uses - live_out[n.name]):
-            ir.warnings.append(f"{n.loc}: per-packet field {n.state_class.__name__}.{field} is "
+            ir.warnings.append(f"{n.loc}: per-packet field {n.packet_state.name}.{field} is "
                                f"written by '{n.name}' but never read afterwards")
         unwritten = uses - f.kills - f.writes - defined[n.name]
-        if n.role == "enqueue":
+        if n.role == Role.ENQUEUE:
             unwritten.discard("qid")          # an unwritten qid is instance 0, by design
         for field in sorted(unwritten):
-            ir.warnings.append(f"{n.loc}: per-packet field {n.state_class.__name__}.{field} is "
+            ir.warnings.append(f"{n.loc}: per-packet field {n.packet_state.name}.{field} is "
                                f"read by '{n.name}' on a path where it was never written")
     return ir
 
@@ -82,10 +82,10 @@ def _uses(ir: ProgramIR, n: ElementNode, live_out: set[str]) -> set[str]:
     """Fields ``n`` reads; an enqueue also reads the size expressions of the variable-size
     fields it sends, i.e. of those live after it."""
     uses = set(n.info.fields.uses) if n.info is not None else set()
-    if n.role != "enqueue" or n.state_class is None:
+    if n.role != Role.ENQUEUE or n.packet_state is None:
         return uses
     send_all = ir.options.send_all_fields
-    for field, size_uses in ir.size_uses.get(n.state_class.__name__, {}).items():
+    for field, size_uses in ir.size_uses.get(n.packet_state.name, {}).items():
         if send_all or field in live_out:
             uses |= size_uses
     return uses
@@ -105,7 +105,7 @@ def _live(ir: ProgramIR, succ: dict[str, list[str]]) -> tuple[dict[str, set[str]
             n = ir.node(name)
             out = set().union(*(live_in[s] for s in succ[name]))
             new_in = _uses(ir, n, out) | (out - _kills(n))
-            if n.role == "dequeue":
+            if n.role == Role.DEQUEUE:
                 new_in = set()
             if out != live_out[name] or new_in != live_in[name]:
                 live_out[name], live_in[name], changed = out, new_in, True
@@ -116,12 +116,12 @@ def _must_defined(ir: ProgramIR, succ: dict[str, list[str]]) -> dict[str, set[st
     """Fields written on every path reaching each element (forward, intersection)."""
     preds: dict[str, list[tuple[str, str]]] = {n: [] for n in succ}
     for name, targets in succ.items():
-        if ir.node(name).role == "dequeue":
+        if ir.node(name).role == Role.DEQUEUE:
             continue                      # its channels' enqueuers stand in for it
         for t in targets:
             ports = {d["in_port"] for _, v, d in ir.graph.out_edges(name, data=True) if v == t}
             preds[t].append((name, next(iter(sorted(ports)), "")))
-    everything = {f.name for n in ir.nodes() if n.state_class for f in n.state_class.fields()}
+    everything = {f.name for n in ir.nodes() if n.packet_state for f in n.packet_state.fields}
     defined_in = {n: (set() if not preds[n] else set(everything)) for n in succ}
     changed = True
     while changed:
@@ -144,4 +144,4 @@ def _must_defined(ir: ProgramIR, succ: dict[str, list[str]]) -> dict[str, set[st
 
 
 def _field_order(n: ElementNode) -> list[str]:
-    return [f.name for f in n.state_class.fields()] if n.state_class else []
+    return [f.name for f in n.packet_state.fields] if n.packet_state else []

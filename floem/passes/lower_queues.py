@@ -15,7 +15,7 @@ entry back to the producer once its last use is over::
 """
 from __future__ import annotations
 
-from floem.ir import EdgeKind, ElementNode, ProgramIR
+from floem.ir import EdgeKind, ElementNode, ProgramIR, Role
 
 NAME = "lower_queues"
 #: What this pass needs done before it, and what it gives the passes after it.
@@ -31,7 +31,7 @@ def run(ir: ProgramIR) -> ProgramIR:
         for c in range(q.channels):
             save = ElementNode(name=f"{q.name}_save{c}", cls_name="QueueSave", loc=q.loc,
                                inputs={"inp": []}, outputs={"out": []}, segment=deq.segment,
-                               state_class=deq.state_class, role="save", queue=q.name, channel=c)
+                               packet_state=deq.packet_state, role=Role.SAVE, queue=q.name, channel=c)
             ir.graph.add_node(save.name, node=save)
             seg.elements.insert(seg.elements.index(deq.name) + 1 + c, save.name)
             for u, v, key, d in list(ir.graph.out_edges(deq.name, keys=True, data=True)):
@@ -42,7 +42,7 @@ def run(ir: ProgramIR) -> ProgramIR:
                               in_port="inp", types=[], loc=q.loc, rank=-1)
         release = ElementNode(name=f"{q.name}_release", cls_name="QueueRelease", loc=q.loc,
                               inputs={}, outputs={}, segment=deq.segment,
-                              state_class=deq.state_class, role="release", queue=q.name)
+                              packet_state=deq.packet_state, role=Role.RELEASE, queue=q.name)
         ir.graph.add_node(release.name, node=release)
         seg.elements.append(release.name)
         ir.graph.add_edge(deq.name, release.name, kind=EdgeKind.ORDER, out_port="", in_port="",

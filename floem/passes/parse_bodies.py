@@ -16,9 +16,8 @@ from __future__ import annotations
 import os
 
 from floem import csrc
-from floem.ir import ElementNode, ProgramIR
-from floem.lang.element import CBody
-from floem.lang.state import state_classes, struct_declarations
+from floem.ir import CCode, Device, ElementNode, PersistentState, ProgramIR, Role, StateLayout
+from floem.ir.state import struct_declarations
 
 NAME = "parse_bodies"
 #: What this pass needs done before it, and what it gives the passes after it.
@@ -36,74 +35,69 @@ PSEUDO_ROLES = ("args", "return", "dequeue", "cache_get_start", "cache_get_end",
 
 def run(ir: ProgramIR) -> ProgramIR:
     """Analyse all bodies in one pycparser translation unit."""
-    program = ir.program
-    bodies = [_body(n, ir.segments[n.segment].device == "NIC") for n in ir.nodes()
+    bodies = [_body(n, ir.segments[n.segment].device == Device.NIC) for n in ir.nodes()
               if n.role not in PSEUDO_ROLES]
-    if program.main_code is not None:
-        bodies.append(main_body(program))
+    if ir.main.code is not None:
+        bodies.append(main_body(ir.main.code, list(ir.states.values())))
     sizes = _size_bodies(ir)
     bodies += [body for _, _, body in sizes.values()]
-    prelude = RUNTIME_TYPES + struct_declarations(state_classes(program, _persistent_classes(ir)))
+    prelude = RUNTIME_TYPES + struct_declarations(ir.layouts)
     include_text = "\n".join(c.text for c in ir.includes)
-    include_dirs = [os.path.dirname(program.app_file)] if program.app_file else []
+    include_dirs = [os.path.dirname(ir.app_file)] if ir.app_file else []
     infos = csrc.analyze(bodies, prelude=prelude, include_text=include_text,
                          include_dirs=include_dirs)
     for n in ir.nodes():
         n.info = infos.get(n.name)
     ir.main_info = infos.get(MAIN_BODY)
-    for name, (cls, field, _) in sizes.items():
-        ir.size_uses.setdefault(cls.__name__, {})[field] = set(infos[name].fields.uses)
+    for name, (state, field, _) in sizes.items():
+        ir.size_uses.setdefault(state, {})[field] = set(infos[name].fields.uses)
     return ir
 
 
-def _size_bodies(ir: ProgramIR) -> dict[str, tuple[type, str, csrc.Body]]:
+def _size_bodies(ir: ProgramIR) -> dict[str, tuple[str, str, csrc.Body]]:
     """A body ``(void)(SIZE);`` per variable-size field of the states queues carry."""
-    classes = {n.state_class for n in ir.nodes() if n.role == "enqueue" and n.state_class}
+    states = {n.packet_state.name: n.packet_state for n in ir.nodes()
+              if n.role == Role.ENQUEUE and n.packet_state}
     bodies = {}
-    for cls in sorted(classes, key=lambda c: c.__name__):
-        fields = {f.name: str(f.type) for f in cls.fields()}
-        for f in cls.fields():
+    for state in sorted(states.values(), key=lambda s: s.name):
+        fields = {f.name: str(f.type) for f in state.fields}
+        for f in state.fields:
             if f.size:
-                name = f"_size_{cls.__name__}_{f.name}"
-                bodies[name] = (cls, f.name, csrc.Body(
+                name = f"_size_{state.name}_{f.name}"
+                bodies[name] = (state.name, f.name, csrc.Body(
                     element=name, code=f"(void)({f.size});", app_file=f.loc.file,
                     app_line=f.loc.line, inputs=[], outputs=[], state_fields=fields,
                     persistent={}))
     return bodies
 
 
-def _persistent_classes(ir: ProgramIR) -> list[type]:
-    return [type(s) for n in ir.nodes() for s in n.persistent.values()]
-
-
 def _body(n: ElementNode, nic: bool) -> csrc.Body:
     code = n.nic_code if nic and n.nic_code is not None else n.code
-    if n.role == "enqueue":
+    if n.role == Role.ENQUEUE:
         full = " output switch { case 0: full(); }" if "full" in n.outputs else ""
-        code = CBody(enqueue_reads(n.state_class) + full, n.loc)
-    fields = {f.name: str(f.type) for f in n.state_class.fields()} if n.state_class else None
+        code = CCode(enqueue_reads(n.packet_state) + full, n.loc)
+    fields = {f.name: str(f.type) for f in n.packet_state.fields} if n.packet_state else None
     return csrc.Body(
         element=n.name, code=code.text if code else "",
         app_file=code.loc.file if code else n.loc.file, app_line=code.loc.line if code else n.loc.line,
         inputs=[csrc.Port(p, t) for p, t in n.inputs.items()],
         outputs=[csrc.Port(p, t) for p, t in n.outputs.items()],
         state_fields=fields,
-        persistent={attr: type(s).c_type_name() for attr, s in n.persistent.items()},
+        persistent={attr: s.layout.name for attr, s in n.persistent.items()},
     )
 
 
-def enqueue_reads(state_class: type | None) -> str:
+def enqueue_reads(state: StateLayout | None) -> str:
     """What an enqueue reads besides the fields it sends: ``state->qid`` (and the size
     expressions of the variable-size fields it sends: see ``ProgramIR.size_uses``)."""
-    if state_class is None or not any(f.name == "qid" for f in state_class.fields()):
+    if state is None or state.field("qid") is None:
         return ""
     return "(void)state->qid;"
 
 
-def main_body(program: object) -> csrc.Body:
+def main_body(code: CCode, states: list[PersistentState]) -> csrc.Body:
     """The ``floem.main`` code as a body with no ports that sees every persistent state."""
-    code = program.main_code
     return csrc.Body(element=MAIN_BODY, code=code.text, app_file=code.loc.file,
                      app_line=code.loc.line, inputs=[], outputs=[], state_fields=None,
-                     persistent={s.name: type(s).c_type_name() for s in program.states})
+                     persistent={s.name: s.layout.name for s in states})
 

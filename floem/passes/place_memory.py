@@ -16,7 +16,7 @@ instance::
 from __future__ import annotations
 
 from floem.csrc.tokens import tokenize
-from floem.ir import ProgramIR, QueueIR
+from floem.ir import Device, ElementNode, Home, ProgramIR, QueueIR, SegmentKind
 
 NAME = "place_memory"
 #: What this pass needs done before it, and what it gives the passes after it.
@@ -26,20 +26,20 @@ PROVIDES = frozenset({"state_homes", "queue_sides"})
 
 def run(ir: ProgramIR) -> ProgramIR:
     """Decide the home of every state and queue."""
-    devices: dict[str, set[str]] = {s.name: set() for s in ir.program.states}
+    devices: dict[str, set[Device]] = {name: set() for name in ir.states}
     for n in ir.nodes():
         for state in n.persistent.values():
             devices.setdefault(state.name, set()).add(ir.segments[n.segment].device)
     main_info = ir.main_info
-    for state in ir.program.states:
-        used_by_main = main_info is not None and state.name in main_info.persistent_used
-        only_nic = devices[state.name] == {"NIC"} and not used_by_main
-        ir.state_homes[state.name] = "nic" if only_nic else "host"
+    for name in ir.states:
+        used_by_main = main_info is not None and name in main_info.persistent_used
+        only_nic = devices[name] == {Device.NIC} and not used_by_main
+        ir.state_homes[name] = Home.NIC if only_nic else Home.HOST
     for n in ir.nodes():
-        if ir.segments[n.segment].device != "NIC":
+        if ir.segments[n.segment].device != Device.NIC:
             continue
         for attr, state in n.persistent.items():
-            if ir.state_homes[state.name] == "host" and n.info and _dereferences(n, attr):
+            if ir.state_homes[state.name] == Home.HOST and n.info and _dereferences(n, attr):
                 ir.warnings.append(
                     f"{n.loc}: NIC element '{n.name}' uses '{state.name}', which lives in host "
                     f"memory (the host uses it too): on the NIC '{attr}' is a host address, "
@@ -49,7 +49,7 @@ def run(ir: ProgramIR) -> ProgramIR:
     return ir
 
 
-def _dereferences(n: object, name: str) -> bool:
+def _dereferences(n: ElementNode, name: str) -> bool:
     """True when the body follows pointer ``name`` itself (``name->f`` or ``name[i]``)."""
     tokens = [t for t in tokenize(n.info.body.code) if t.kind not in ("ws", "comment")]
     return any(t.kind == "ident" and t.text == name and after.text in ("->", "[")
@@ -62,15 +62,15 @@ def _place_queue(ir: ProgramIR, q: QueueIR) -> None:
     if len(enq_devices) > 1:
         raise q.loc.error(f"queue '{q.name}' is enqueued into from both the CPU and the NIC; "
                           "give each side its own queue")
-    q.enq_device = enq_devices.pop() if enq_devices else "CPU"
-    states = {ir.node(e).state_class for names in q.enqueuers for e in names if e in ir.graph}
-    states.add(ir.node(q.dequeuer).state_class)
+    q.enq_device = enq_devices.pop() if enq_devices else Device.CPU
+    states = {ir.node(e).packet_state for names in q.enqueuers for e in names if e in ir.graph}
+    states.add(ir.node(q.dequeuer).packet_state)
     if len(states) > 1:
-        names = ", ".join(sorted(s.__name__ if s else "none" for s in states))
+        names = ", ".join(sorted(s.name if s else "none" for s in states))
         raise q.loc.error(f"queue '{q.name}' connects flows with different per-packet states "
                           f"({names}); both sides must share one Flow's state")
     q.deq_device = ir.segments[ir.node(q.dequeuer).segment].device
-    q.home = "nic" if q.enq_device == q.deq_device == "NIC" else "host"
+    q.home = Home.NIC if q.enq_device == q.deq_device == Device.NIC else Home.HOST
     _queue_threads(ir, q)
 
 
@@ -82,12 +82,12 @@ def _queue_threads(ir: ProgramIR, q: QueueIR) -> None:
     Callable segments may be called from any number of threads.
     """
     segments = {ir.node(e).segment for names in q.enqueuers for e in names if e in ir.graph}
-    producers = sum(2 if ir.segments[s].kind == "callable" else len(ir.segments[s].cores)
+    producers = sum(2 if ir.segments[s].kind == SegmentKind.CALLABLE else len(ir.segments[s].cores)
                     for s in segments)
     consumer = ir.segments[ir.node(q.dequeuer).segment]
     q.multi_producer = q.enq_atomic if q.enq_atomic is not None else producers > 1
-    q.multi_consumer = q.deq_atomic if q.deq_atomic is not None else consumer.kind == "callable"
-    if consumer.kind == "thread" and len(consumer.cores) > q.instances:
+    q.multi_consumer = q.deq_atomic if q.deq_atomic is not None else consumer.kind == SegmentKind.CALLABLE
+    if consumer.kind == SegmentKind.THREAD and len(consumer.cores) > q.instances:
         ir.warnings.append(f"{consumer.loc}: segment '{consumer.name}' has {len(consumer.cores)} "
                            f"threads but queue '{q.name}' only {q.instances} instances; "
                            "the extra threads stay idle")

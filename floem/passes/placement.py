@@ -14,7 +14,8 @@ fit the platform (``--nic``), else an error at the segment that overflows::
 """
 from __future__ import annotations
 
-from floem.ir import ProcessIR, ProgramIR
+from floem.errors import FloemError
+from floem.ir import Device, ProcessIR, ProgramIR, SegmentKind
 from floem.platforms import PLATFORMS
 
 NAME = "placement"
@@ -25,38 +26,42 @@ PROVIDES = frozenset({"processes", "main_process"})
 
 def run(ir: ProgramIR) -> ProgramIR:
     """Group segments into processes and choose the main process."""
-    program = ir.program
-    default = program.display_name
+    asked = ir.main
+    default = ir.name
     for seg in ir.segments.values():
         proc = ir.processes.setdefault(seg.process, ProcessIR(seg.process, device=seg.device))
         proc.segments.append(seg.name)
-        if seg.kind == "callable":
+        if seg.kind == SegmentKind.CALLABLE:
             proc.callables.append(seg.name)
-    what = "external_main" if program.external is not None else "main"
-    if program.main_process is not None and program.main_process not in ir.processes:
-        raise program.main_location.error(
-            f"{what}(process={program.main_process!r}): no segment is in that process "
-            f"(processes: {', '.join(ir.processes) or 'none'})")
-    hosts = [p for p in ir.processes.values() if p.device == "CPU"]
-    wanted = program.main_process or default
-    if program.main_process is None and default not in ir.processes and len(hosts) == 1:
+    what = "external_main" if asked.external is not None else "main"
+    if asked.process is not None and asked.process not in ir.processes:
+        raise _main_error(ir, f"{what}(process={asked.process!r}): no segment is in that process "
+                              f"(processes: {', '.join(ir.processes) or 'none'})")
+    hosts = [p for p in ir.processes.values() if p.device == Device.CPU]
+    wanted = asked.process or default
+    if asked.process is None and default not in ir.processes and len(hosts) == 1:
         wanted = hosts[0].name
-    if ir.processes.get(wanted, ProcessIR(wanted)).device != "CPU":
-        raise program.main_location.error(f"{what}(...) runs on the host; the NIC process "
-                                          "has no main")
+    if ir.processes.get(wanted, ProcessIR(wanted)).device != Device.CPU:
+        raise _main_error(ir, f"{what}(...) runs on the host; the NIC process has no main")
     main = ir.processes.setdefault(wanted, ProcessIR(wanted))
     # Threads anywhere (NIC ones included) need the main host process to create the
     # shared memory and wait for the stop signal, even when it runs none of them.
-    main.has_main = program.main_location is not None or any(
-        s.kind == "thread" for s in ir.segments.values())
-    if program.external is not None:
-        main.external_main = list(program.external.sources)
+    main.has_main = asked.loc is not None or any(
+        s.kind == SegmentKind.THREAD for s in ir.segments.values())
+    if asked.external is not None:
+        main.external_main = list(asked.external)
     for proc in ir.processes.values():
-        if proc is not main and any(ir.segments[s].kind == "thread" for s in proc.segments):
+        if proc is not main and any(ir.segments[s].kind == SegmentKind.THREAD for s in proc.segments):
             proc.has_main = True
     _check_nic_cores(ir)
     ir.main_process = wanted
     return ir
+
+
+def _main_error(ir: ProgramIR, message: str) -> FloemError:
+    """An error located at the ``floem.main`` / ``external_main`` call, if there is one."""
+    loc = ir.main.loc
+    return loc.error(message) if loc is not None else FloemError(message, ir.app_file)
 
 
 def _check_nic_cores(ir: ProgramIR) -> None:
@@ -65,7 +70,7 @@ def _check_nic_cores(ir: ProgramIR) -> None:
     limit = PLATFORMS[platform].cores
     used = ir.options.nic_managers
     for seg in ir.segments.values():
-        if seg.device != "NIC":
+        if seg.device != Device.NIC:
             continue
         used += len(seg.cores)
         if used > limit:

@@ -391,3 +391,12 @@ void floem_cache_stats(const floem_cache_t *c, floem_cache_stats_t *out)
     out->evictions = __atomic_load_n(&c->evictions, __ATOMIC_RELAXED);
     out->writebacks = __atomic_load_n(&c->writebacks, __ATOMIC_RELAXED);
 }
+
+void floem_cache_report(FILE *out, const char *name, const floem_cache_t *c)
+{
+    floem_cache_stats_t s;
+    floem_cache_stats(c, &s);
+    fprintf(out, "floem: cache %s: hits %llu, misses %llu, evictions %llu, write-backs %llu\n",
+            name, (unsigned long long)s.hits, (unsigned long long)s.misses,
+            (unsigned long long)s.evictions, (unsigned long long)s.writebacks);
+}

@@ -357,3 +357,14 @@ void dma_free(void *buf)
 {
     free(buf);
 }
+
+void floem_dma_report(FILE *out)
+{
+    floem_dma_stats_t s;
+    floem_dma_stats(&s);
+    fprintf(out, "floem: nic dma: requests %llu, descriptors %llu, bytes read %llu, "
+                 "bytes written %llu, busy %llu ns, waited %llu ns\n",
+            (unsigned long long)s.requests, (unsigned long long)s.descriptors,
+            (unsigned long long)s.bytes_read, (unsigned long long)s.bytes_written,
+            (unsigned long long)s.busy_ns, (unsigned long long)s.wait_ns);
+}

@@ -50,3 +50,16 @@ void floem_queue_stats(const floem_queue_t *q, floem_queue_stats_t *out)
     out->dropped = __atomic_load_n(&q->dropped, __ATOMIC_RELAXED);
     out->full_spins = __atomic_load_n(&q->full_spins, __ATOMIC_RELAXED);
 }
+
+void floem_queue_report(FILE *out, const char *name, const char *process,
+                        floem_queue_t *const *instances, int count)
+{
+    for (int i = 0; i < count; i++) {
+        floem_queue_stats_t s;
+        floem_queue_stats(instances[i], &s);
+        fprintf(out, "floem: queue %s[%d] (process %s): enqueued %llu, dequeued %llu, "
+                     "dropped %llu, full-spins %llu\n",
+                name, i, process, (unsigned long long)s.enqueued, (unsigned long long)s.dequeued,
+                (unsigned long long)s.dropped, (unsigned long long)s.full_spins);
+    }
+}

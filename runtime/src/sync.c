@@ -550,3 +550,17 @@ void floem_sync_deq_release(floem_sync_t *s, void *payload)
     complete(s, e);
     unlock_workers(s);
 }
+
+void floem_sync_report(FILE *out, floem_sync_t **const *tables, const int *counts)
+{
+    for (int j = 0; tables[j] != NULL; j++)
+        for (int i = 0; i < counts[j]; i++) {
+            floem_sync_stats_t s;
+            floem_sync_stats(tables[j][i], &s);
+            fprintf(out, "floem: nic sync shadow %d.%d: entries %llu, read requests %llu, "
+                         "write requests %llu, flushes %llu, dropped %llu, entry bytes %u\n",
+                    j, i, (unsigned long long)s.entries, (unsigned long long)s.read_requests,
+                    (unsigned long long)s.write_requests, (unsigned long long)s.flushes,
+                    (unsigned long long)s.dropped, (unsigned)s.entry_size);
+        }
+}

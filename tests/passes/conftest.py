@@ -1,8 +1,8 @@
 """Helpers for the pass tests: run the pipeline up to a pass, and a few tiny elements.
 
 Each test builds a small program in-process (``with Program(...)``), runs
-`PIPELINE` up to and including the pass under test on a fresh `ProgramIR`,
-and looks at the IR that pass produced.
+the front end and the passes up to and including the pass under test, and
+looks at the IR that pass produced.
 """
 from __future__ import annotations
 
@@ -10,16 +10,12 @@ import sys
 
 from floem import Element, Input, Int, Output, Program
 from floem.ir import BuildOptions, ProgramIR
-from floem.passes import PIPELINE, pass_names
+from floem.passes import run_pipeline
 
 
 def run_until(program: Program, pass_name: str, **options: object) -> ProgramIR:
-    """The IR of ``program`` after ``PIPELINE[:k]``, the k-th pass being ``pass_name``."""
-    k = pass_names().index(pass_name) + 1
-    ir = ProgramIR(program, options=BuildOptions.from_keywords(**options))
-    for stage in PIPELINE[:k]:
-        ir = stage.run(ir)
-    return ir
+    """The IR of ``program`` after the front end and the passes up to ``pass_name``."""
+    return run_pipeline(program, BuildOptions.from_keywords(**options), stop_after=pass_name)
 
 
 def here() -> int:

@@ -205,5 +205,7 @@ def test_flow_state_and_segment_options_are_recorded():
         F()
     ir = run_until(p, "build_graph")
     seg = ir.segments["s"]
-    assert (seg.state_class, seg.cores, seg.process) == (Packet, [0, 1], "worker")
-    assert ir.node("g").state_class is Packet and ir.node("k").state_class is Packet
+    assert (seg.packet_state.name, seg.cores, seg.process) == ("Packet", [0, 1], "worker")
+    assert [f.name for f in seg.packet_state.fields] == ["key"]
+    assert ir.node("g").packet_state is seg.packet_state
+    assert ir.node("k").packet_state is seg.packet_state

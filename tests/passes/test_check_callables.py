@@ -176,3 +176,28 @@ def test_default_return_allows_paths_without_a_return(wire):
     p, _ = callable_program(wire, default_return="-1")
     ir = run_until(p, "check_callables")
     assert ir.segments["f"].default_return == "-1"
+
+
+def test_a_long_chain_is_checked_without_deep_recursion():
+    """A callable of 600 chained elements (beyond Python's recursion limit for a recursive
+    walk) is checked, both when it returns and when its last element may not."""
+    def long_chain(seg):
+        x = seg.inp
+        for _ in range(600):
+            x = x >> Inc()
+        x >> seg.out
+
+    p, _ = callable_program(long_chain)
+    run_until(p, "check_callables")
+
+    def long_chain_then_switch(seg):
+        x = seg.inp
+        for _ in range(600):
+            x = x >> Inc()
+        c = Classify()
+        x >> c
+        c.pos >> seg.out
+
+    p, seg = callable_program(long_chain_then_switch)
+    with pytest.raises(FloemError, match="may finish without a return value"):
+        run_until(p, "check_callables")

@@ -53,6 +53,25 @@ def test_two_sources_in_one_segment():
         in e.value.message
 
 
+
+def test_find_sources_records_only_and_check_segments_only_checks():
+    with Program("two_again") as p:
+        class S(Segment):
+            def impl(self):
+                Gen(name="a") >> Sink()
+                Gen(name="b") >> Sink()
+        S("s")
+    ir = run_until(p, "find_sources")               # ambiguous: recorded as none, no error
+    assert ir.segments["s"].source == ""
+    with Program("one") as p:
+        class T(Segment):
+            def impl(self):
+                Gen(name="g") >> Sink(name="k")
+        T("t")
+    before = run_until(p, "find_sources").dump()
+    after = run_until(p, "check_segments").dump()
+    assert "source=g" in before and after == before
+
 def test_element_unreachable_from_the_source():
     with Program("island") as p:
         class S(Segment):
@@ -161,7 +180,7 @@ def test_per_packet_state_of_the_flow_becomes_the_segments():
                 Gen() >> p.elements[0]
         S("s")
     ir = run_until(p, "check_segments")
-    assert ir.segments["s"].state_class is Packet
+    assert ir.segments["s"].packet_state.name == "Packet"
 
     with Program("mixed") as p:
         class G(Flow):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from floem.passes import PIPELINE, check_contracts
+from floem.passes import PIPELINE, build_graph, check_contracts
 
 
 def test_every_pass_declares_its_contract() -> None:
-    for stage in PIPELINE:
+    for stage in [build_graph] + PIPELINE:
         assert isinstance(stage.REQUIRES, frozenset) and isinstance(stage.PROVIDES, frozenset)
 
 
@@ -27,6 +27,6 @@ def test_a_pass_moved_before_what_it_needs_is_refused() -> None:
 
 
 def test_every_requirement_is_provided_by_some_pass() -> None:
-    provided = set().union(*(p.PROVIDES for p in PIPELINE))
+    provided = set().union(*(p.PROVIDES for p in [build_graph] + PIPELINE))
     for stage in PIPELINE:
         assert stage.REQUIRES <= provided, stage.NAME

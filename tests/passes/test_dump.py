@@ -42,7 +42,7 @@ def test_build_dump_after_all_writes_one_readable_dump_per_pass(tmp_path):
     texts = {name: read(out / f) for name, f in zip(pass_names(), dumps)}
     for name, text in texts.items():
         assert text.startswith(f"# IR after pass {name}\n")
-    assert texts["placement"] == "# IR after pass placement\n" + golden_text()
+    assert texts["plan_code"] == "# IR after pass plan_code\n" + golden_text()
     # what each stage adds shows in the dump
     assert "source=-" in texts["build_graph"] and "form=" not in texts["build_graph"]
     assert "form=block uses=[] writes=['key']" in texts["parse_bodies"]
@@ -51,6 +51,8 @@ def test_build_dump_after_all_writes_one_readable_dump_per_pass(tmp_path):
     assert "source=calc_args" in texts["check_segments"]
     assert "uses doubled, key" not in texts["check_callables"]
     assert "uses doubled, key" in texts["liveness"] and "process " not in texts["liveness"]
+    assert "plan:" not in texts["place_memory"] and "plan: body 2 lines; thread source" \
+        in texts["plan_code"]
 
 
 def test_build_dump_after_one_pass(tmp_path):

@@ -80,9 +80,10 @@ def test_points_take_their_roles_and_shortcuts(policy, write_miss):
 
 def test_the_state_gains_the_hidden_fields():
     ir = run_until(one_segment(Cache.WRITE_BACK, Cache.WRITE_ALLOC), "expand_caches")
-    fields = [f.name for f in ir.node("fetch").state_class.fields()]
+    fields = [f.name for f in ir.node("fetch").packet_state.fields]
     assert fields == ["key", "val", "qid", "_c_version", "_c_evict"]
-    assert ir.node("fetch").state_class.__name__ == "KV"
+    assert ir.node("fetch").packet_state.name == "KV"
+    assert [s for s in ir.layouts if s.name == "KV"] == [ir.node("fetch").packet_state]
     assert [f.name for f in KV.fields()] == ["key", "val", "qid"]      # the user's class is untouched
 
 

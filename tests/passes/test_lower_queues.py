@@ -94,7 +94,7 @@ def test_each_channel_gets_a_save_between_the_dequeue_and_its_targets():
     for c in (0, 1):
         save = ir.node(f"q_save{c}")
         assert (save.role, save.queue, save.channel, save.segment) == ("save", "q", c, "rx")
-        assert save.state_class is Req
+        assert save.packet_state is ir.node("q_deq").packet_state and save.packet_state.name == "Req"
 
 
 def test_a_release_runs_after_the_dequeue_by_an_order_edge():

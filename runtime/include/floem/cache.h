@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 typedef struct floem_cache floem_cache_t;
 
@@ -99,5 +100,7 @@ void floem_cache_drain_end(floem_cache_t *c, uint64_t taken);
 
 void floem_cache_evicted_free(floem_cache_evicted_t *e);
 void floem_cache_stats(const floem_cache_t *c, floem_cache_stats_t *out);
+/* One line of counters: "floem: cache NAME: hits ..., misses ..., ...". */
+void floem_cache_report(FILE *out, const char *name, const floem_cache_t *c);
 
 #endif

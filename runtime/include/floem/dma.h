@@ -33,6 +33,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* First host (bus) address; host address of shared-memory offset `o` is FLOEM_HOST_BASE + o.
  * Host addresses are passed around as pointers (so a NIC body can hold `Tracker *t` for a
@@ -77,6 +78,8 @@ floem_dma_model_t floem_dma_model_from_env(void);
  * more than max_descriptors descriptors. */
 void floem_dma_init(void *bus, size_t bytes, const floem_dma_model_t *model);
 void floem_dma_stats(floem_dma_stats_t *out);
+/* One line of the engine's counters: "floem: nic dma: requests ..., ...". */
+void floem_dma_report(FILE *out);
 const floem_dma_model_t *floem_dma_model(void);
 
 /* Blocking transfers: return when the bytes have arrived. */

@@ -52,6 +52,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define FLOEM_QUEUE_HEADER_BYTES 256
 #define FLOEM_QUEUE_ENTRY_HEADER_BYTES 8
@@ -94,6 +95,9 @@ uint32_t floem_queue_entry_size(size_t payload);
 void floem_queue_init(floem_queue_t *q, uint32_t size, uint32_t entry_size);
 /* A snapshot of the instance's counters. */
 void floem_queue_stats(const floem_queue_t *q, floem_queue_stats_t *out);
+/* One line of counters per instance: "floem: queue NAME[i] (process P): enqueued ...". */
+void floem_queue_report(FILE *out, const char *name, const char *process,
+                        floem_queue_t *const *instances, int count);
 
 /* Names ending in '_' are internal to this header. */
 

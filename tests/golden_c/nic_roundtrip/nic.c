@@ -294,25 +294,8 @@ static void floem_report(void)
 {
     floem_threads_report(stderr, "nic");
     floem_count_report(stderr, "nic");
-    floem_dma_stats_t dma;
-    floem_dma_stats(&dma);
-    for (int j = 0; floem_shadows[j] != NULL; j++)
-        for (int i = 0; i < floem_shadow_counts[j]; i++) {
-            floem_sync_stats_t ss;
-            floem_sync_stats(floem_shadows[j][i], &ss);
-            fprintf(stderr, "floem: nic sync shadow %d.%d: entries %llu, read requests %llu, "
-                            "write requests %llu, flushes %llu, dropped %llu, entry bytes %u\n",
-                    j, i, (unsigned long long)ss.entries, (unsigned long long)ss.read_requests,
-                    (unsigned long long)ss.write_requests, (unsigned long long)ss.flushes,
-                    (unsigned long long)ss.dropped, (unsigned)ss.entry_size);
-        }
-    fprintf(stderr, "floem: nic dma: requests %llu, descriptors %llu, bytes read %llu, "
-                    "bytes written %llu, busy %llu ns, waited %llu ns\n",
-            (unsigned long long)dma.requests, (unsigned long long)dma.descriptors,
-            (unsigned long long)dma.bytes_read, (unsigned long long)dma.bytes_written,
-            (unsigned long long)dma.busy_ns, (unsigned long long)dma.wait_ns);
-    floem_queue_stats_t st;
-    (void)st;
+    floem_sync_report(stderr, floem_shadows, floem_shadow_counts);
+    floem_dma_report(stderr);
     fprintf(stderr, "floem: queue to_host (process nic): bad qid %llu\n",
             (unsigned long long)to_host_bad_qid);
 }

@@ -290,22 +290,10 @@ static void floem_report(void)
 {
     floem_threads_report(stderr, "nic_roundtrip");
     floem_count_report(stderr, "nic_roundtrip");
-    floem_queue_stats_t st;
-    (void)st;
-    for (int i = 0; i < 1; i++) {
-        floem_queue_stats(to_nic_inst[i], &st);
-        fprintf(stderr, "floem: queue to_nic[%d] (process nic_roundtrip): enqueued %llu, dequeued %llu, dropped %llu, full-spins %llu\n",
-                i, (unsigned long long)st.enqueued, (unsigned long long)st.dequeued,
-                (unsigned long long)st.dropped, (unsigned long long)st.full_spins);
-    }
+    floem_queue_report(stderr, "to_nic", "nic_roundtrip", to_nic_inst, 1);
     fprintf(stderr, "floem: queue to_nic (process nic_roundtrip): bad qid %llu\n",
             (unsigned long long)to_nic_bad_qid);
-    for (int i = 0; i < 1; i++) {
-        floem_queue_stats(to_host_inst[i], &st);
-        fprintf(stderr, "floem: queue to_host[%d] (process nic_roundtrip): enqueued %llu, dequeued %llu, dropped %llu, full-spins %llu\n",
-                i, (unsigned long long)st.enqueued, (unsigned long long)st.dequeued,
-                (unsigned long long)st.dropped, (unsigned long long)st.full_spins);
-    }
+    floem_queue_report(stderr, "to_host", "nic_roundtrip", to_host_inst, 1);
 }
 
 void floem_finalize(void)
@@ -328,7 +316,7 @@ static int floem_main(int argc, char **argv)
     for (int shown = 0; shown < 6; )
         shown += pop(0);
 
-#line 332 "nic_roundtrip.c"
+#line 320 "nic_roundtrip.c"
     return 0;
 }
 

@@ -316,14 +316,7 @@ static void floem_report(void)
 {
     floem_threads_report(stderr, "queue_two_channels");
     floem_count_report(stderr, "queue_two_channels");
-    floem_queue_stats_t st;
-    (void)st;
-    for (int i = 0; i < 1; i++) {
-        floem_queue_stats(requests_inst[i], &st);
-        fprintf(stderr, "floem: queue requests[%d] (process queue_two_channels): enqueued %llu, dequeued %llu, dropped %llu, full-spins %llu\n",
-                i, (unsigned long long)st.enqueued, (unsigned long long)st.dequeued,
-                (unsigned long long)st.dropped, (unsigned long long)st.full_spins);
-    }
+    floem_queue_report(stderr, "requests", "queue_two_channels", requests_inst, 1);
     fprintf(stderr, "floem: queue requests (process queue_two_channels): bad qid %llu\n",
             (unsigned long long)requests_bad_qid);
 }
@@ -354,7 +347,7 @@ static int floem_main(int argc, char **argv)
     while (__atomic_load_n(&done->count, __ATOMIC_ACQUIRE) < 25)
         usleep(1000);
 
-#line 358 "queue_two_channels.c"
+#line 351 "queue_two_channels.c"
     return 0;
 }
 

@@ -1,0 +1,26 @@
+"""The jinja2 environment every generated file and C fragment is rendered from."""
+from __future__ import annotations
+
+from typing import Any
+
+import jinja2
+
+TEMPLATES = jinja2.Environment(
+    loader=jinja2.PackageLoader("floem.codegen", "templates"),
+    trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+    undefined=jinja2.StrictUndefined,
+)
+#: C types whose values are single bytes: never converted between byte orders.
+TEMPLATES.globals["BYTE_TYPES"] = ("char", "signed char", "unsigned char", "uint8_t", "int8_t",
+                                   "bool")
+
+
+def render(template: str, **values: Any) -> str:
+    """The text of template file ``template``."""
+    return TEMPLATES.get_template(template).render(**values)
+
+
+def fragment(template: str, macro: str, *args: Any) -> list[str]:
+    """The non-blank lines a macro of ``template`` writes (a C statement list or definition)."""
+    text = str(getattr(TEMPLATES.get_template(template).module, macro)(*args))
+    return [line for line in text.split("\n") if line.strip()]

@@ -1,0 +1,80 @@
+"""What the backend-planning pass decides for code generation, and the C names both share.
+
+`plan_code` (the last pass) fills these records; code generation only prints them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class QueueSide:
+    """How one process reaches one queue."""
+
+    synced: bool            # a NIC end of a host-resident queue: through the sync layer
+    manage_inline: bool     # no manager cores: the NIC thread runs the sync manager while waiting
+    enqueues: bool          # an element of the process enqueues into the queue
+    dequeues: bool          # an element of the process dequeues from it
+    counts: bool            # the process prints the instances' counters (one side does)
+    shared_shadow: bool     # several NIC threads share the sync shadow (atomic variant)
+
+    def describe(self) -> str:
+        """One line for the IR dump."""
+        ends = [what for what, here in (("enqueues", self.enqueues), ("dequeues", self.dequeues))
+                if here] or ["holds"]
+        how = "through the sync layer" if self.synced else "directly"
+        extra = [", manages the sync inline" if self.manage_inline else "",
+                 ", shared shadow" if self.synced and self.shared_shadow else "",
+                 ", prints its counters" if self.counts else ""]
+        return f"{' and '.join(ends)} {how}{''.join(extra)}"
+
+
+@dataclass
+class ProcessPlan:
+    """What the C of one process needs besides its elements."""
+
+    managers: int = 0                    # NIC cores running the sync managers
+    threads_manage: bool = False         # no manager cores: NIC threads run the managers
+    network: bool = False                # packet I/O is initialised
+    net_queues: int = 1                  # NIC queues: the widest network-using segment's threads
+    queues: dict[str, QueueSide] = field(default_factory=dict)
+
+    def describe(self) -> list[str]:
+        """Lines for the IR dump."""
+        network = f"network with {self.net_queues} queue(s)" if self.network else "no network"
+        managing = ", threads run the sync managers" if self.threads_manage else ""
+        lines = [f"  plan: {self.managers} manager core(s){managing}, {network}"]
+        lines += [f"  queue {name}: {side.describe()}" for name, side in self.queues.items()]
+        return lines
+
+
+@dataclass
+class ElementPlan:
+    """The C of one element: its lowered body and the choices around it."""
+
+    body: str = ""                  # the user's body as plain C ("" for compiler-made nodes)
+    pointers: list[str] = field(default_factory=list)   # persistent states the body uses
+    steers_by_qid: bool = False     # an enqueue choosing the instance from state->qid
+    full_port: bool = False         # a lossy enqueue sends packets to "full" instead of dropping
+    thread_source: bool = False     # the element a thread's loop calls
+    emits_packets: bool = False     # a thread source whose each output is a new packet
+
+    def describe(self) -> str:
+        """One line for the IR dump ("" when there is nothing to say)."""
+        parts = [f"body {self.body.count(chr(10))} lines"] if self.body else []
+        parts += [f"uses {', '.join(self.pointers)}"] if self.pointers else []
+        parts += [what for what, on in (("steers by qid", self.steers_by_qid),
+                                        ("full port", self.full_port),
+                                        ("thread source", self.thread_source),
+                                        ("each output a new packet", self.emits_packets)) if on]
+        return "; ".join(parts)
+
+
+def port_function(element: str, port: str) -> str:
+    """C function firing output ``port`` of ``element``."""
+    return f"{element}_{port}"
+
+
+def join_slot(element: str, port: str, index: int) -> str:
+    """C lvalue holding value ``index`` of input ``port`` of join ``element``."""
+    return f"{element}_in.{port}_{index}"

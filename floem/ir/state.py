@@ -1,0 +1,169 @@
+"""What the IR knows of states, code and roles: copied from the user's program by
+``build_graph`` so that no later stage reads the user's classes.
+
+A `StateLayout` is a `State` class as C sees it (fields in layout order, packing);
+a `PersistentState` is one shared instance with its C initializer; `CCode` is C text
+with the app-file position it came from.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+from floem.errors import Location
+from floem.lang.types import c_declaration
+
+
+class Role(StrEnum):
+    """What an IR node is: a user element, or a construct the compiler expands."""
+
+    ELEMENT = "element"
+    ARGS = "args"                       # a callable segment's arguments
+    RETURN = "return"                   # a callable segment's return value
+    CORE_ID = "core_id"
+    ENQUEUE = "enqueue"
+    DEQUEUE = "dequeue"
+    SAVE = "save"                       # lower_queues: copy an entry into the packet's state
+    RELEASE = "release"                 # lower_queues: give the entry back to the queue
+    CACHE_GET_START = "cache_get_start"
+    CACHE_GET_END = "cache_get_end"
+    CACHE_SET_START = "cache_set_start"
+    CACHE_SET_END = "cache_set_end"
+    CACHE_LOOKUP = "cache_lookup"       # expand_caches: the nodes cache points become
+    CACHE_FILL = "cache_fill"
+    CACHE_UPDATE = "cache_update"
+
+    @property
+    def is_queue_end(self) -> bool:
+        """True for the nodes whose C comes from the queue's lowering."""
+        return self in (Role.ENQUEUE, Role.DEQUEUE, Role.SAVE, Role.RELEASE)
+
+
+class Device(StrEnum):
+    """Where a segment runs."""
+
+    CPU = "CPU"
+    NIC = "NIC"
+
+
+class Home(StrEnum):
+    """Whose memory holds a queue or a persistent state."""
+
+    HOST = "host"
+    NIC = "nic"
+
+
+class SegmentKind(StrEnum):
+    """A segment with its own threads, or one the user's C calls."""
+
+    THREAD = "thread"
+    CALLABLE = "callable"
+
+
+@dataclass(frozen=True)
+class CCode:
+    """C text the user wrote (a body, ``main``, an include) and where it starts."""
+
+    text: str
+    loc: Location
+
+
+@dataclass(frozen=True)
+class CType:
+    """A C type as a field or port declares it: its spelling and, for an array, its length."""
+
+    c: str
+    array_len: int | None = None
+
+    def declare(self, name: str) -> str:
+        """A C declaration of ``name`` with this type (arrays put ``[n]`` after the name)."""
+        return c_declaration(self.c, self.array_len, name)
+
+    def __str__(self) -> str:
+        return self.c if self.array_len is None else f"{self.c}[{self.array_len}]"
+
+
+@dataclass(frozen=True)
+class FieldLayout:
+    """A field of a state: its type, a C size expression when variable-size, and the
+    layout of the state it holds when its type is a state."""
+
+    name: str
+    type: CType
+    loc: Location
+    size: str | None = None
+    nested: "StateLayout | None" = None
+
+
+@dataclass(frozen=True)
+class StateLayout:
+    """A state struct: ``name`` is also its C type name (a typedef of ``struct name``)."""
+
+    name: str
+    fields: tuple[FieldLayout, ...]
+    loc: Location
+    packed: bool = True
+    declare: bool = True
+    report: bool = False
+
+    def field(self, name: str) -> FieldLayout | None:
+        """The field called ``name``, or None."""
+        return next((f for f in self.fields if f.name == name), None)
+
+    def extended(self, extra: list[FieldLayout]) -> "StateLayout":
+        """The same struct with ``extra`` fields appended."""
+        return replace(self, fields=self.fields + tuple(extra))
+
+
+@dataclass(frozen=True)
+class PersistentState:
+    """A shared state instance: its name (the C variable is ``<name>_state``), layout and
+    C initializer."""
+
+    name: str
+    layout: StateLayout
+    initializer: str
+    loc: Location
+
+    @property
+    def pointer(self) -> str:
+        """The C expression of the instance's address."""
+        return f"{self.name}_state"
+
+
+@dataclass(frozen=True)
+class MemoryRegionIR:
+    """Host memory the user asked for, visible as ``void *name``."""
+
+    name: str
+    size: int | str
+
+
+def layouts_in_order(roots: list[StateLayout]) -> list[StateLayout]:
+    """``roots`` and the states their fields hold, each after the states it holds, once."""
+    ordered: list[StateLayout] = []
+    seen: set[str] = set()
+    stack: list[tuple[StateLayout, bool]] = [(r, False) for r in reversed(roots)]
+    while stack:
+        layout, expanded = stack.pop()
+        if layout.name in seen:
+            continue
+        if expanded:
+            seen.add(layout.name)
+            ordered.append(layout)
+            continue
+        stack.append((layout, True))
+        stack.extend((f.nested, False) for f in reversed(layout.fields) if f.nested is not None)
+    return ordered
+
+
+def struct_declarations(layouts: list[StateLayout]) -> str:
+    """Typedefs and struct definitions for ``layouts`` (skipping ``declare = False`` ones)."""
+    lines = [f"typedef struct {s.name} {s.name};" for s in layouts if s.declare]
+    for s in layouts:
+        if not s.declare:
+            continue
+        lines.append(f"struct {s.name} {{")
+        lines += [f"    {f.type.declare(f.name)};" for f in s.fields] or ["    char _empty;"]
+        lines.append("}" + (" __attribute__((packed))" if s.packed else "") + ";")
+    return "\n".join(lines) + "\n"

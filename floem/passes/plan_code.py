@@ -1,0 +1,94 @@
+"""Backend planning: every choice the generated C depends on, made here so the dump shows it.
+
+Before: processes placed, queues and states homed, bodies analysed.
+
+After: each process has a `ProcessPlan` (manager cores, network queues, and
+per queue how the process reaches it: directly or through the sync layer,
+which side prints the counters, whether NIC threads share a sync shadow) and
+each element an `ElementPlan` (its body lowered to plain C, the persistent
+states it points at, an enqueue's instance choice and full port, a thread
+source's packet boundaries). Code generation prints these and decides nothing::
+
+    process nic (NIC) ...                 plan: 1 manager core(s), no network
+                                          queue q: dequeues through the sync layer
+    rx: Parse [...]                       plan: body 4 lines; uses counts
+"""
+from __future__ import annotations
+
+from floem import csrc
+from floem.ir import Device, ElementNode, Home, ProcessIR, ProgramIR, QueueIR, Role, SegmentKind
+from floem.ir.plan import ElementPlan, ProcessPlan, QueueSide, join_slot, port_function
+
+NAME = "plan_code"
+#: What this pass needs done before it, and what it gives the passes after it.
+REQUIRES = frozenset({"processes", "state_homes", "queue_sides", "queues_lowered", "bodies"})
+PROVIDES = frozenset({"code_plan"})
+
+
+def run(ir: ProgramIR) -> ProgramIR:
+    """Plan every process and element."""
+    for proc in ir.processes.values():
+        proc.plan = _process_plan(ir, proc)
+    for n in ir.nodes():
+        n.plan = _element_plan(ir, n)
+    for q in ir.queues.values():
+        q.sync_batch = max(1, min(32, q.size // 4))
+    if ir.main_info is not None and ir.main.code is not None:
+        ir.main_body = csrc.lower(ir.main_info, {}, {})
+    ir.planned = True
+    return ir
+
+
+def _process_plan(ir: ProgramIR, proc: ProcessIR) -> ProcessPlan:
+    nodes = [ir.node(e) for s in proc.segments for e in ir.segments[s].elements]
+    mine = {n.name for n in nodes}
+    nic = proc.device == Device.NIC
+    managers = ir.options.nic_managers if nic else 0
+    touched = [q for q in ir.queues.values() if _enqueues(q, mine) or q.dequeuer in mine]
+    syncs = any(nic and q.home == Home.HOST for q in touched)
+    if not (ir.options.sync_layer and syncs):
+        managers = 0                    # managers would have nothing to do
+    networked = [s for s in proc.segments
+                 if any(ir.node(e).uses_network for e in ir.segments[s].elements)]
+    configured = ir.options.nic_managers if nic else 0
+    return ProcessPlan(
+        managers=managers, threads_manage=nic and configured == 0,
+        network=any(n.uses_network for n in nodes),
+        net_queues=max([len(ir.segments[s].cores) for s in networked] or [1]),
+        queues={q.name: _side(q, mine, nic, configured) for q in touched})
+
+
+def _enqueues(q: QueueIR, mine: set[str]) -> bool:
+    return any(e in mine for names in q.enqueuers for e in names)
+
+
+def _side(q: QueueIR, mine: set[str], nic: bool, managers: int) -> QueueSide:
+    synced = nic and q.home == Home.HOST
+    enqueues, dequeues = _enqueues(q, mine), q.dequeuer in mine
+    host_dequeues = q.deq_device == Device.CPU
+    counting_end = dequeues if host_dequeues or q.home == Home.NIC else enqueues
+    to_host = q.enq_device == Device.NIC
+    return QueueSide(synced=synced, manage_inline=synced and managers == 0,
+                     enqueues=enqueues, dequeues=dequeues,
+                     counts=not synced and counting_end,
+                     shared_shadow=managers == 0 or (q.multi_producer if to_host
+                                                     else q.multi_consumer))
+
+
+def _element_plan(ir: ProgramIR, n: ElementNode) -> ElementPlan:
+    seg = ir.segments[n.segment]
+    source = seg.kind == SegmentKind.THREAD and seg.source == n.name
+    body = ""
+    if n.role in (Role.ELEMENT, Role.CORE_ID) and n.code and n.info is not None:
+        reads = {p: [join_slot(n.name, p, i) if n.join else f"{p}_{i}" for i in range(len(t))]
+                 for p, t in n.inputs.items()}
+        body = csrc.lower(n.info, reads, {p: port_function(n.name, p) for p in n.outputs})
+    used = n.info.persistent_used if n.info else set()
+    return ElementPlan(
+        body=body,
+        pointers=[attr for attr in n.persistent if attr in used],
+        steers_by_qid=n.role == Role.ENQUEUE and n.packet_state is not None
+        and n.packet_state.field("qid") is not None,
+        full_port=n.role == Role.ENQUEUE and bool(ir.out_edges(n.name, "full")),
+        thread_source=source,
+        emits_packets=source and n.info is not None and n.info.form == "multiple")

@@ -1,0 +1,92 @@
+"""plan_code: the choices the generated C depends on, recorded in the IR and shown in dumps."""
+from __future__ import annotations
+
+from floem import (Element, Field, Flow, Input, Int, Output, PerPacket, Program, Queue, Segment,
+                   State, target)
+from floem.ir import Device, Home
+
+from .conftest import run_until
+from .test_place_memory import program
+
+
+def test_a_nic_end_of_a_host_queue_goes_through_the_sync_layer_with_a_manager_core():
+    ir = run_until(program(main_reads=False), "plan_code")
+    nic, host = ir.processes["nic"].plan, ir.processes[ir.main_process].plan
+    q = ir.queues["q"]
+    assert (q.home, q.deq_device) == (Home.HOST, Device.NIC)
+    assert nic.managers == 1 and not nic.threads_manage
+    assert nic.queues["q"].synced and nic.queues["q"].dequeues and not nic.queues["q"].counts
+    # the host enqueues directly; with a NIC consumer, the host side prints the counters
+    assert not host.queues["q"].synced and host.queues["q"].enqueues and host.queues["q"].counts
+    assert host.managers == 0
+
+
+def test_without_manager_cores_nic_threads_manage_the_sync_layer():
+    ir = run_until(program(main_reads=False), "plan_code", nic_managers=0)
+    nic = ir.processes["nic"].plan
+    assert nic.managers == 0 and nic.threads_manage
+    assert nic.queues["q"].manage_inline and nic.queues["q"].shared_shadow
+
+
+def test_a_queue_between_nic_segments_needs_no_manager():
+    ir = run_until(program(main_reads=False, enq_nic=True), "plan_code")
+    nic = ir.processes["nic"].plan
+    assert ir.queues["q"].home == Home.NIC
+    assert nic.managers == 0 and not nic.queues["q"].synced and nic.queues["q"].counts
+
+
+def test_element_plans_lower_bodies_and_name_the_states_they_use():
+    ir = run_until(program(main_reads=False), "plan_code")
+    user = next(n for n in ir.nodes() if n.cls_name == "Use" and n.segment == "rx")
+    assert user.plan.pointers == ["counts"] and "(void)counts;" in user.plan.body
+    assert user.plan.body.startswith("#line ")
+    tx_source = ir.node(ir.segments["tx"].source)
+    assert tx_source.plan.thread_source and not tx_source.plan.emits_packets
+    assert ir.main_body is not None and "(void)shared;" in ir.main_body
+
+
+class Msg(State):
+    qid = Field(Int)
+    v = Field(Int)
+
+
+class Emit(Element):
+    def configure(self):
+        self.out = Output()
+
+    def impl(self):
+        self.run_c("state->qid = 0; state->v = 1; output { out(); }")
+
+
+class Show(Element):
+    def configure(self):
+        self.inp = Input()
+
+    def impl(self):
+        self.run_c('printf("%d\\n", state->v);')
+
+
+def test_an_enqueue_steers_by_qid_and_a_connected_full_port_is_planned():
+    with Program("plan_qid") as p:
+        q = Queue("q", inst=2, lossless=False)
+
+        class F(Flow):
+            state = PerPacket(Msg)
+
+            def impl(self):
+                class Tx(Segment):
+                    def impl(self):
+                        Emit() >> q
+                        q.full >> Show()
+
+                class Rx(Segment):
+                    def impl(self):
+                        q >> Show()
+                Tx("tx")
+                Rx("rx", device=target.NIC)
+        F()
+    ir = run_until(p, "plan_code")
+    enq = next(n for n in ir.nodes() if n.role == "enqueue")
+    assert enq.plan.steers_by_qid and enq.plan.full_port
+    assert "steers by qid; full port" in ir.dump()
+    assert "queue q: dequeues through the sync layer" in ir.dump()
