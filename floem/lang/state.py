@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any, ClassVar, Iterable
+from typing import Any, ClassVar
 
 from floem.errors import FloemError, Location
 from floem.lang.location import caller_location
@@ -138,46 +138,7 @@ class MemoryRegion:
         self.program.memory_regions.append(self)
 
 
-# -- C spelling of State classes and instances (for the front end and code generation) --
-
-def state_classes(program: Any, extra: Iterable[type[State]] = ()) -> list[type[State]]:
-    """Every State class the program uses, nested field types before their users."""
-    roots: list[type[State]] = [type(s) for s in program.states]
-    roots += [f.state_class for f in program.flows if f.state_class]
-    roots += list(extra)
-    ordered: list[type[State]] = []
-
-    def visit(cls: type[State]) -> None:
-        if cls in ordered:
-            return
-        for f in cls.fields():
-            if f.state_class is not None:
-                visit(f.state_class)
-        ordered.append(cls)
-
-    for cls in roots:
-        visit(cls)
-    return ordered
-
-
-def struct_declarations(classes: list[type[State]]) -> str:
-    """Typedefs and struct definitions for ``classes`` (skipping ``declare = False`` ones)."""
-    lines = []
-    for cls in classes:
-        if cls.declare:
-            lines.append(f"typedef struct {cls.c_type_name()} {cls.c_type_name()};")
-    for cls in classes:
-        if not cls.declare:
-            continue
-        lines.append(f"struct {cls.c_type_name()} {{")
-        fields = cls.fields()
-        for f in fields:
-            lines.append(f"    {f.type.declare(f.name)};")
-        if not fields:
-            lines.append("    char _empty;")
-        lines.append("}" + (" __attribute__((packed))" if cls.packed else "") + ";")
-    return "\n".join(lines) + "\n"
-
+# -- C initializers of State instances (build_graph copies them into the IR) --
 
 def c_initializer(value: Any) -> str:
     """A C initializer for a Python value from a State ``init``: numbers, bools, C text, lists."""
