@@ -19,9 +19,8 @@ from floem.codegen import queues as qgen
 from floem.codegen.render import render
 from floem.platforms import DMA_ENVIRONMENT
 from floem.codegen.structs import report_statement
-from floem.errors import FloemError
-from floem.ir import (CacheIR, Device, EdgeKind, ElementNode, Home, PersistentState, ProgramIR,
-                      QueueIR, Role, SegmentIR, SegmentKind, StateLayout)
+from floem.ir import (Device, EdgeKind, ElementNode, Home, PersistentState, ProgramIR, QueueIR,
+                      Role, SegmentIR, SegmentKind)
 from floem.ir.plan import port_function
 from floem.ir.state import struct_declarations
 
@@ -111,15 +110,8 @@ class _ProcessEmitter:
         self.nic = self.proc.device == Device.NIC
         self.plan = self.proc.plan
         mine = {n.name for n in self.nodes}
-        self.caches = [cgen.CacheView(c, self._cache_state(c))
-                       for c in ir.caches.values() if set(c.points.values()) & mine]
-
-    def _cache_state(self, c: CacheIR) -> StateLayout:
-        """The per-packet state holding a cache's key and value (expand_caches checked it)."""
-        state = self.ir.node(next(iter(c.points.values()))).packet_state
-        if state is None:
-            raise FloemError(f"cache '{c.name}' has no per-packet state", c.loc.file, c.loc.line)
-        return state
+        self.caches = [cgen.CacheView(c, c.state) for c in ir.caches.values()
+                       if c.state is not None and set(c.points.values()) & mine]
 
     # -- header ---------------------------------------------------------------
 

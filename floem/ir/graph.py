@@ -115,6 +115,7 @@ class CacheIR:
     get_region: list[str] = field(default_factory=list)
     set_region: list[str] = field(default_factory=list)
     steer_instances: int = 0
+    state: StateLayout | None = None        # expand_caches: the per-packet state, extended
     defer_fill_evictions: bool = False
 
     @property

@@ -76,10 +76,11 @@ def run(ir: ProgramIR) -> ProgramIR:
             if seg.packet_state is state:
                 seg.packet_state = extended
         ir.layouts = [extended if s is state else s for s in ir.layouts]
+        c.state = extended
         _rewire(ir, c)
         c.get_region = _region(ir, c, "get_start", "get_end")
         c.set_region = _region(ir, c, "set_start", "set_end")
-        _check_regions(ir, c)
+        _check_regions(ir, c, extended)
         c.defer_fill_evictions = _defers_fill_evictions(ir, c)
         for name in c.points.values():
             ir.node(name).info = _info(ir.node(name), c)
@@ -230,7 +231,7 @@ def _queues(ir: ProgramIR, region: list[str]) -> set[str]:
     return {ir.node(n).queue for n in region if ir.node(n).role == Role.ENQUEUE}
 
 
-def _check_regions(ir: ProgramIR, c: CacheIR) -> None:
+def _check_regions(ir: ProgramIR, c: CacheIR, state: StateLayout) -> None:
     entry_segments = {ir.node(c.points[p]).segment for p in ("get_start", "set_start")
                       if p in c.points}
     for name in c.get_region + c.set_region:
@@ -252,8 +253,7 @@ def _check_regions(ir: ProgramIR, c: CacheIR) -> None:
     wide = sorted(q for q in get_queues if ir.queues[q].instances > 1)
     if not wide or not ir.options.cache_steering:
         return
-    state = ir.node(c.points["get_start"]).packet_state
-    if state is None or state.field("qid") is None:
+    if state.field("qid") is None:
         return
     c.steer_instances = ir.queues[wide[0]].instances
     for name in c.get_region + c.set_region:

@@ -43,16 +43,14 @@ def _process_plan(ir: ProgramIR, proc: ProcessIR) -> ProcessPlan:
     nodes = [ir.node(e) for s in proc.segments for e in ir.segments[s].elements]
     mine = {n.name for n in nodes}
     nic = proc.device == Device.NIC
-    managers = ir.options.nic_managers if nic else 0
+    configured = ir.options.nic_managers if nic else 0
     touched = [q for q in ir.queues.values() if _enqueues(q, mine) or q.dequeuer in mine]
-    syncs = any(nic and q.home == Home.HOST for q in touched)
-    if not (ir.options.sync_layer and syncs):
-        managers = 0                    # managers would have nothing to do
+    syncs = ir.options.sync_layer and any(nic and q.home == Home.HOST for q in touched)
     networked = [s for s in proc.segments
                  if any(ir.node(e).uses_network for e in ir.segments[s].elements)]
-    configured = ir.options.nic_managers if nic else 0
     return ProcessPlan(
-        managers=managers, threads_manage=nic and configured == 0,
+        managers=configured if syncs else 0,        # else the managers have nothing to do
+        threads_manage=nic and configured == 0,
         network=any(n.uses_network for n in nodes),
         net_queues=max([len(ir.segments[s].cores) for s in networked] or [1]),
         queues={q.name: _side(q, mine, nic, configured) for q in touched})
