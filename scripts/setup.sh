@@ -1,14 +1,14 @@
 #!/bin/bash
 # Install what Floem needs on a Debian machine (idempotent) and print the venv's bin dir.
-# System packages: a C toolchain (gcc, and clang as a second compiler for C checks), make,
-# Graphviz, Python venv support, OpenSSL (the AES reference), valgrind (benchmarks), the
-# cross compilers and qemu-user for the NIC platforms (BlueField: aarch64, LiquidIO: mips64),
-# DPDK 22.11 (--net dpdk) and memcached (the key-value store's oracle: the tests start their
-# own).
+# System packages: a C toolchain (gcc, and clang as a second compiler for C checks, with
+# its libFuzzer and sanitizer runtimes for scripts/fuzz.sh), make, Graphviz, Python venv
+# support, OpenSSL (the AES reference), valgrind (benchmarks), the cross compilers and
+# qemu-user for the NIC platforms (BlueField: aarch64, LiquidIO: mips64), DPDK 22.11
+# (--net dpdk) and memcached (the key-value store's oracle: the tests start their own).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(gcc clang make graphviz python3-venv python3-dev libffi-dev pkg-config openssl valgrind memcached
+packages=(gcc clang libclang-rt-14-dev make graphviz python3-venv python3-dev libffi-dev pkg-config openssl valgrind memcached
           gcc-aarch64-linux-gnu gcc-mips64-linux-gnuabi64 qemu-user libdpdk-dev dpdk-dev)
 missing=()
 for p in "${packages[@]}"; do

@@ -54,6 +54,7 @@ static const struct storm_dp_config *wanted;
 
 static void *cache_aligned(size_t bytes)
 {
+    bytes = (bytes + 63) / 64 * 64;     /* C11: aligned_alloc's size is a multiple of the alignment */
     void *p = aligned_alloc(64, bytes);
     if (p == NULL) {
         fprintf(stderr, "storm: no memory for the transport (%zu bytes)\n", bytes);

@@ -137,8 +137,8 @@ static void send_end(struct counter *k)
 static int handle(void *self, const struct storm_tuple *t)
 {
     struct counter *k = self;
-    int spout = t->from;
-    if (spout < 0 || spout >= k->c->spouts) {
+    int spout = storm_sender_index(t->from, 0, k->c->spouts);
+    if (spout < 0) {
         k->e->ignored++;
     } else if (t->kind == STORM_TWEET) {
         count_tweet(k, t);

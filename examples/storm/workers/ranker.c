@@ -179,18 +179,18 @@ static void emit(struct ranker *r, int final)
     r->n_sent = r->best.size;
 }
 
-/* Take one tuple; nonzero once every counter has ended. */
 /* storm_serve's periodic emission: the ranking, when it changed. */
 static void emit_changed(void *self)
 {
     emit(self, 0);
 }
 
+/* Take one tuple; nonzero once every counter has ended. */
 static int ranker_handle(void *self, const struct storm_tuple *t)
 {
     struct ranker *r = self;
-    int counter = t->from - storm_counter_id(r->c, 0);
-    if (counter < 0 || counter >= r->c->counters) {
+    int counter = storm_sender_index(t->from, storm_counter_id(r->c, 0), r->c->counters);
+    if (counter < 0) {
         r->e->ignored++;
     } else if (t->kind == STORM_COUNT) {
         take_count(r, t);
@@ -275,8 +275,8 @@ static void take_ranking(struct total *g, int ranker)
 static int total_handle(void *self, const struct storm_tuple *t)
 {
     struct total *g = self;
-    int ranker = t->from - storm_ranker_id(g->c, 0);
-    if (ranker < 0 || ranker >= g->c->rankers || g->ended[ranker])
+    int ranker = storm_sender_index(t->from, storm_ranker_id(g->c, 0), g->c->rankers);
+    if (ranker < 0 || g->ended[ranker])
         g->e->ignored++;
     else if (t->kind == STORM_RANK)
         take_entry(g, &g->coming[ranker], t);

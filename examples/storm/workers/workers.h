@@ -114,6 +114,13 @@ static inline int storm_total_id(const struct storm_config *c)
     return c->spouts + c->counters + c->rankers;
 }
 
+/* The index of sender `from` (a tuple's field: any value off the network) among the n
+ * executors whose global ids start at `first`, or -1 when it is not one of them. */
+static inline int storm_sender_index(int32_t from, int first, int n)
+{
+    return from >= first && from - first < n ? from - first : -1;
+}
+
 /* Copy a user name of at most len bytes (stopping at a NUL) into dst, NUL-padded. */
 static inline void storm_user_copy(char dst[STORM_USER_MAX + 1], const char *src, size_t len)
 {

@@ -1,0 +1,248 @@
+"""Write the fuzz harnesses' seed corpora, fuzz/corpus/<harness>/, from the tests' inputs.
+
+The seeds are generated rather than kept in git: each harness's directory is emptied and
+rewritten, the same bytes every time. They come from the builders and the input lists
+the tests use (tests/library, tests/kvs, examples/kvs, examples/storm), put in the
+harness's input format (fuzz/harness/<name>.c says what it is). scripts/fuzz.sh runs
+this before fuzzing or replaying; ``python fuzz/make_corpus.py [DIR]`` writes under DIR
+instead of fuzz/corpus.
+"""
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import struct
+import sys
+import tempfile
+from typing import Callable
+from unittest import mock
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [os.path.join(ROOT, "tests"), os.path.join(ROOT, "tests", "kvs"),
+                os.path.join(ROOT, "examples", "kvs"),
+                os.path.join(ROOT, "examples", "storm")]
+
+import load  # noqa: E402  (examples/kvs)
+import protocol as kvp  # noqa: E402  (examples/kvs)
+import tweets  # noqa: E402  (examples/storm)
+from library.netref import frame  # noqa: E402  (tests/library)
+from library.test_headers import malformed  # noqa: E402
+from library.test_memcached import GET, GETK, SET, DELETE, datagram  # noqa: E402
+
+#: The clock of the requests whose expiry times tests/kvs derives from the time.
+NOW = 1_700_000_000
+with mock.patch("time.time", return_value=NOW):
+    import kvs_server  # noqa: E402  (tests/kvs)
+
+    KVS_REQUESTS = kvs_server.oracle_requests(seed=3, count=60)
+    KVS_MALFORMED = [d for _, d in kvs_server.malformed_datagrams(seed=4)]
+
+#: A client's frame around a datagram, as tests/kvs builds them.
+CLIENT = dict(src_mac=kvp.mac_address("02:00:00:00:00:02"),
+              dst_mac=kvp.mac_address("02:00:00:00:00:01"), src_ip=kvp.ipv4_address("10.0.0.2"),
+              dst_ip=kvp.ipv4_address("10.0.0.1"), src_port=40000, dst_port=11211)
+
+
+def udp_headers() -> list[bytes]:
+    """tests/library/test_headers.py's frames: valid ones, each way of breaking one, every
+    truncation, and random corruptions."""
+    return malformed(random.Random(7))
+
+
+def memcached_datagrams() -> list[bytes]:
+    """tests/library/test_memcached.py's datagrams."""
+    flags_expiry = struct.pack("!II", 0xcafe, 300)
+    return [
+        datagram(GET, key=b"k" * 32, opaque=0x01020304, request_id=7),
+        datagram(SET, key=b"key:1", value=b"v" * 64, extras=flags_expiry, cas=2**64 - 1),
+        datagram(GETK, key=b"\x00\xff", vbucket=513, data_type=1, request_id=65535),
+        datagram(DELETE, key=b"gone", trailing=b"junk after the body"),
+        datagram(SET, key=b"big", value=b"x" * 1450, extras=flags_expiry),
+        datagram(0x0a),
+        datagram(GET, key=b"short")[:-1],
+        datagram(GET, key=b"k")[:31],
+        datagram(GET, key=b"k", magic=0x42),
+        datagram(GET, key=b"k", magic=0x81),
+        datagram(GET, key=b"k", seq=1, total=2),
+        datagram(GET, key=b"k", total=0),
+        datagram(SET, key=b"abc", extras=b"12345678", body_len=10),
+        datagram(GET, key=b"abc", body_len=2**32 - 1),
+        b"",
+    ]
+
+
+def memcached() -> list[bytes]:
+    """The datagrams alone (the harness reads its input as both) and in frames."""
+    datagrams = memcached_datagrams()
+    frames = [frame(d, sport=40000 + i) for i, d in enumerate(datagrams)]
+    return datagrams + frames + [frame(datagrams[0])[:50]]
+
+
+def kvs_request() -> list[bytes]:
+    """tests/kvs's requests (valid and invalid) and malformed datagrams, in frames."""
+    return [kvp.build_frame(d, **CLIENT, ip_id=i)
+            for i, d in enumerate(KVS_REQUESTS + KVS_MALFORMED)]
+
+
+# -- Storm ---------------------------------------------------------------------------------
+
+def storm_tuple(task: int, sender: int, kind: int, count: int = 0, user: bytes = b"",
+                created: int = NOW * 10**9) -> bytes:
+    """A struct storm_tuple (examples/storm/workers/tuple.h), little-endian."""
+    return struct.pack("<iiIIQQ32s", task, sender, kind, count, created, created, user)
+
+
+TWEET, COUNT, RANK, RANK_DONE, END = 1, 2, 3, 4, 5
+DATA, ACK = 1, 2
+
+
+def storm_datagram(kind: int, src: int, dst: int, seq: int, tuple_: bytes = b"",
+                   flags: int = 0) -> bytes:
+    """A frame of the Storm transport (examples/storm/transport.h) from server src."""
+    wire = bytes([kind, src, dst, flags]) + struct.pack("<I", seq) + tuple_
+    return frame(wire, sport=7101 + src, dport=7101 + dst, udp_csum=False)
+
+
+def received(f: bytes, refuse: int = 0) -> bytes:
+    """Harness command 0: a received frame."""
+    return b"\x00" + struct.pack(">H", len(f)) + f + bytes([refuse])
+
+
+def turn(us: int) -> bytes:
+    """Harness command 1: a transmitter turn, `us` microseconds later."""
+    return b"\x01" + struct.pack(">H", us)
+
+
+def local(tuple_: bytes) -> bytes:
+    """Harness command 2: a tuple from a local worker."""
+    return b"\x02" + tuple_
+
+
+def from_peer(ack: bool, peer: int, offset: int, refuse: bool, tuple_: bytes = bytes(64)) -> bytes:
+    """Harness command 3: a well-formed datagram from a peer."""
+    return b"\x03" + bytes([int(ack), peer, offset & 0xff, int(refuse)]) + tuple_
+
+
+def storm_transport() -> list[bytes]:
+    """Sequences of the transport harness (3 servers, this one 1; executor e on server e % 3):
+    tuples in and out of sequence, acknowledgements new, duplicate and busy, timeouts."""
+    for_us = storm_tuple(4, 0, TWEET, 1, b"user1")          # executor 4 is on server 1
+    for_2 = storm_tuple(5, 4, COUNT, 3, b"user2")           # executor 5 is on server 2
+    to_0 = storm_tuple(3, 4, COUNT, 3, b"user0")
+    return [
+        received(storm_datagram(DATA, 0, 1, 0, for_us)),
+        received(storm_datagram(DATA, 0, 1, 0, for_us), refuse=1),
+        received(storm_datagram(DATA, 2, 1, 7, for_us)),
+        received(storm_datagram(ACK, 0, 1, 0)) + received(storm_datagram(ACK, 2, 1, 1, flags=1)),
+        received(storm_datagram(DATA, 1, 1, 0, for_us))
+        + received(storm_datagram(DATA, 0, 2, 0, for_us)),
+        received(frame(b"not storm")) + received(storm_datagram(DATA, 0, 1, 0, for_us)[:60]),
+        local(for_us) + local(for_2) + local(to_0) + turn(1) + turn(2),
+        b"".join(local(for_2) for _ in range(12)) + turn(1) + from_peer(True, 2, 3, False)
+        + turn(1) + from_peer(True, 2, 0, False) * 3 + turn(1) + turn(5000) + turn(5000),
+        b"".join(local(to_0) for _ in range(20)) + turn(1) + from_peer(True, 0, 4, True) + turn(1)
+        + turn(300) + from_peer(True, 0, 8, False) + turn(1),
+        from_peer(False, 0, 0, False, for_us) + from_peer(False, 0, 0, True, for_us)
+        + from_peer(False, 0, 2, False, for_us) + from_peer(False, 2, -1, False, for_us),
+    ]
+
+
+def storm_workers() -> list[bytes]:
+    """Streams for a counter, a ranker and the total ranker (as tests/storm/test_workers.py
+    runs them): spouts 0-1, counters 2-3, rankers 4-5, total 6; top 3; no window or 2 s."""
+    def config(role: int, window: int = 0) -> bytes:
+        return bytes([role, 1, 1, 1, 2, window])        # spouts, counters, rankers 2; top 3
+
+    users = [b"alice", b"bob", b"carol", b"dave", b"a" * 31, b"b" * 32]
+    tweets_ = b"".join(storm_tuple(2, i % 2, TWEET, 1, users[i % len(users)],
+                                   created=(NOW + i) * 10**9) for i in range(40))
+    counter_end = storm_tuple(2, 0, END) + storm_tuple(2, 1, END)
+    counts = b"".join(storm_tuple(4, 2 + i % 2, COUNT, i, users[i % 4]) for i in range(16))
+    ranker_end = storm_tuple(4, 2, END) + storm_tuple(4, 3, END)
+    ranks = (storm_tuple(6, 4, RANK, 9, b"alice") + storm_tuple(6, 4, RANK, 5, b"bob")
+             + storm_tuple(6, 4, RANK_DONE) + storm_tuple(6, 5, RANK, 7, b"carol")
+             + storm_tuple(6, 5, RANK_DONE))
+    total_end = storm_tuple(6, 4, END) + storm_tuple(6, 5, END)
+    crowd = b"".join(storm_tuple(2, 0, TWEET, 1, b"user%d" % i) for i in range(1100))
+    return [config(0) + tweets_ + counter_end, config(0, 2) + tweets_ + counter_end,
+            config(1) + counts + ranker_end, config(2) + ranks + total_end,
+            config(0) + crowd + counter_end]    # more users than a table's first 1024
+
+
+def storm_spout() -> list[bytes]:
+    """A tweets file of examples/storm/tweets.py, and lines the spout must cut or skip."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "tweets.txt")
+        tweets.write_tweets(path, tweets=200, users=30)
+        with open(path, "rb") as f:
+            drawn = f.read()
+    return [drawn, b"alice\r\nbob\n\ncarol\r\n\r\n" + b"x" * 40 + b"\nlast without newline",
+            b"\0starts with NUL\nname\0cut\n\n\n", b""]
+
+
+def batch() -> list[bytes]:
+    """Command sequences of the batch harness (tests/library/test_batch.py's shapes): whole
+    and partial batches through the queue, pulls from every instance, direct calls."""
+    def push(v: int) -> bytes:
+        return b"\x00" + struct.pack(">H", v)
+
+    def pull(qid: int) -> bytes:
+        return b"\x01" + bytes([qid + 1])
+
+    def direct(v: int) -> bytes:
+        return b"\x02" + struct.pack(">H", v & 0xffff)
+
+    return [b"".join(push(3 * i) for i in range(10)) + pull(0) + pull(0) + pull(0),
+            b"".join(push(i) for i in range(23)) + pull(-1) + pull(1) + pull(0),
+            b"".join(direct(k * k) for k in range(1, 11)),
+            b"".join(push(i) + direct(-i) + pull(i % 3 - 1) for i in range(30))]
+
+
+def pcap_reader() -> list[bytes]:
+    """examples/kvs/load.py's capture (as tests/kvs replays one), in every variant the
+    reader accepts, and captures it must refuse or cut short."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "w.pcap")
+        load.write_pcap(load.Workload(keys=8, key_size=8, value_size=32), path, requests=6)
+        with open(path, "rb") as f:
+            little = f.read()
+    header, records = little[:24], little[24:]
+
+    def swapped(data: bytes) -> bytes:
+        """The same capture written big-endian."""
+        out = bytearray(struct.pack(">IHHiIII", *struct.unpack("<IHHiIII", header)))
+        at = 0
+        while at < len(records):
+            ts, us, cap, length = struct.unpack_from("<IIII", records, at)
+            out += struct.pack(">IIII", ts, us, cap, length) + records[at + 16:at + 16 + cap]
+            at += 16 + cap
+        return bytes(out)
+
+    nanos = struct.pack("<I", 0xa1b23c4d) + little[4:]
+    oversized = header + struct.pack("<IIII", 0, 0, 3000, 3000) + bytes(3000) + records
+    return [little, swapped(little), nanos, oversized, header, little[:-5], little[:24 + 10],
+            struct.pack("<I", 0x0a0d0d0a) + little[4:], header[:20] + struct.pack("<I", 101),
+            b"not a capture"]
+
+
+CORPORA: dict[str, Callable[[], list[bytes]]] = {
+    "udp_headers": udp_headers, "memcached": memcached, "kvs_request": kvs_request,
+    "storm_transport": storm_transport, "storm_workers": storm_workers,
+    "storm_spout": storm_spout, "batch": batch, "pcap_reader": pcap_reader,
+}
+
+
+def write(out_dir: str) -> None:
+    """Every harness's seeds into ``out_dir/<harness>/seed-NNN``."""
+    for name, make in CORPORA.items():
+        where = os.path.join(out_dir, name)
+        shutil.rmtree(where, ignore_errors=True)
+        os.makedirs(where)
+        for i, data in enumerate(make()):
+            with open(os.path.join(where, f"seed-{i:03d}"), "wb") as f:
+                f.write(data)
+
+
+if __name__ == "__main__":
+    write(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "fuzz", "corpus"))
