@@ -7,6 +7,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 from dataclasses import dataclass, field
 from typing import Any
@@ -304,10 +305,16 @@ def _make(out_dir: str, files: list[GeneratedFile], ir: ProgramIR) -> list[str]:
     """Run make; returns the C compiler's warnings, raises its first error."""
     if shutil.which("make") is None:
         raise FloemError("'make' is not installed (apt-get install make)")
-    proc = subprocess.run(["make", "-s", "-C", out_dir, "-j2"], capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise _compile_error(proc.stderr + proc.stdout, out_dir, files, ir)
-    warnings = [f"C compiler: {line}" for line in proc.stderr.splitlines() if "warning:" in line]
+    with subprocess.Popen(["make", "-s", "-C", out_dir, "-j2"], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, start_new_session=True) as make:
+        try:
+            stdout, stderr = make.communicate()
+        except BaseException:           # floem stopped (a signal): the compilers stop too
+            os.killpg(make.pid, signal.SIGKILL)
+            raise
+    if make.returncode != 0:
+        raise _compile_error(stderr + stdout, out_dir, files, ir)
+    warnings = [f"C compiler: {line}" for line in stderr.splitlines() if "warning:" in line]
     return list(dict.fromkeys(warnings))      # a file built for an executable and a library
 
 

@@ -13,6 +13,7 @@ from floem.errors import FloemError
 from floem.graph import to_dot, write_graph
 from floem.ir.options import NET_BACKENDS, NIC_PLATFORMS, BuildOptions
 from floem.lang import params
+from floem.launcher import STOP_SIGNALS, follow_parent, stopped_note
 from floem.platforms import DMA_OPTIONS
 
 
@@ -162,6 +163,19 @@ def _command(args: argparse.Namespace) -> int:
     return result.returncode
 
 
+class _Stopped(BaseException):
+    """SIGINT or SIGTERM while no program runs (the launcher handles them while one does);
+    not an Exception, so that nothing on the way (an app file run by load_app) takes it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stop(signum: int, _frame: object) -> None:
+    raise _Stopped(signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``floem`` console script."""
     # SIGUSR1 asks `floem run`'s processes for their counters; before they run, ignore it.
@@ -171,11 +185,18 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv[:split])
     if split < len(argv):               # after `--`, wherever the options were: the program's
         args.args = argv[split + 1:]
+    if args.command != "explore":       # explore stops its runs its own way
+        for s in STOP_SIGNALS:
+            signal.signal(s, _stop)
     try:
+        follow_parent()
         return _command(args)
     except FloemError as e:
         print(f"floem: error: {e}", file=sys.stderr)
         return 1
+    except _Stopped as e:
+        print(stopped_note(e.signum), file=sys.stderr)
+        return 128 + e.signum
 
 
 if __name__ == "__main__":

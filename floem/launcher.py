@@ -1,20 +1,34 @@
-"""Running a built program: start its processes, forward signals, stop them all."""
+"""Running a built program: start its processes, forward signals, stop them all, leave
+nothing behind (docs/internals.md, "Process lifecycle")."""
 from __future__ import annotations
 
+import ctypes
 import itertools
 import os
+import re
 import signal
 import subprocess
 import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, Any, Callable, Sequence
+
+from floem.errors import FloemError
 
 GRACE_SECONDS = 5.0
 STOP_SECONDS = 2.0
-_runs = itertools.count()
 TIMEOUT_STATUS = 124
+#: The signals that stop a run (`floem run` forwards them, then stops every process).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: The environment variable naming the process a child must die with (its launcher).
+PARENT_VARIABLE = "FLOEM_PARENT"
+SHM_DIR = "/dev/shm"
+#: A run's shared memory object: /floem-<launcher pid>-<its start time>-<run number>
+#: (earlier versions: /floem-<launcher pid>-<run number>).
+_SEGMENT = re.compile(r"floem-(?P<pid>\d+)-(?:(?P<start>\d+)-)?\d+")
+_PR_SET_PDEATHSIG = 1
+_runs = itertools.count()
 
 
 @dataclass
@@ -42,71 +56,133 @@ class _Proc:
                 pass
 
 
+class _Caught:
+    """The stop signals floem received during a run: the first, when, and how many."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self.at = 0.0
+        self.count = 0
+
+    def __call__(self, signum: int, _frame: object) -> None:
+        if self.signum is None:
+            self.signum, self.at = signum, time.monotonic()
+        self.count += 1
+
+
 def launch(main: str, others: dict[str, list[str]], args: list[str], timeout: float | None = None,
            duration: float | None = None, capture: bool = True,
            env: dict[str, str] | None = None) -> RunResult:
     """Run ``main`` (with ``args``) beside ``others`` (name -> command); stop all when main ends.
 
-    All processes share one POSIX shared memory object (named in ``FLOEM_SHM``),
-    removed when they have stopped.
+    All processes share one POSIX shared memory object (named in ``FLOEM_SHM``); the
+    last of them to map it removes its name (``FLOEM_SHM_USERS``), and so does the
+    launcher at the end; objects of earlier runs whose launcher is gone are removed
+    first. Each process dies with the launcher, even by SIGKILL (``FLOEM_PARENT``).
 
     ``duration``: send SIGINT to every process after that many seconds (a normal
     stop). ``timeout``: if main is still running after that many seconds, kill
     everything and report it (exit status 124). A process killed by a signal is
-    reported by name and signal (exit status 128 + signal).
+    reported by name and signal (exit status 128 + signal). SIGINT or SIGTERM received
+    (on the main thread) is forwarded to every process, which all have `STOP_SECONDS`
+    to end before SIGKILL (a second one: SIGKILL at once); the run is reported as
+    ``floem: stopped by SIG...``, with the main process's status if it ended by
+    itself, else 128 + the signal.
     """
+    remove_stale_segments()
     out = tempfile.TemporaryFile("w+") if capture else None
     err = tempfile.TemporaryFile("w+") if capture else None
+    shm = f"/floem-{os.getpid()}-{_start_time(os.getpid())}-{next(_runs)}"
+    commands = list(others.items()) + [(os.path.basename(main), [main] + args)]
+    child_env = {**os.environ, **(env or {}), "FLOEM_SHM": shm,
+                 "FLOEM_SHM_USERS": str(len(commands)), PARENT_VARIABLE: str(os.getpid())}
+    procs: list[_Proc] = []
+    caught = _Caught()
+    deadline: float | None = None
+    # Stop signals are caught before the processes start (so they start with the default
+    # action even when floem's was to ignore them); SIGUSR1 after (until their runtime
+    # handles it, they keep floem's SIG_IGN).
+    previous = _handle(STOP_SIGNALS, caught)
+    try:
+        for name, argv in commands:
+            procs.append(_Proc(name, argv, out, err, child_env))
+        previous.update(_handle([signal.SIGUSR1], lambda sig, _frame: [p.signal(sig) for p in procs]))
+        deadline, timed_out, notes = _supervise(procs, caught, timeout, duration)
+    finally:
+        _stop(procs, time.monotonic() if deadline is None else deadline)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        _unlink_shared(shm)
+    return _result(out, err, _status(procs[-1], caught, timed_out, notes), timed_out, notes)
+
+
+def _supervise(procs: list[_Proc], caught: _Caught, timeout: float | None,
+               duration: float | None) -> tuple[float, bool, list[str]]:
+    """Wait for the main process (the last) to end, or until the run must be stopped;
+    returns the time by which every process must be gone, whether ``timeout`` expired,
+    and the notes to print."""
+    main_proc = procs[-1]
     notes: list[str] = []
-    shm = f"/floem-{os.getpid()}-{next(_runs)}"
-    child_env = {**os.environ, **(env or {}), "FLOEM_SHM": shm}
-    procs = [_Proc(name, argv, out, err, child_env) for name, argv in others.items()]
-    main_proc = _Proc(os.path.basename(main), [main] + args, out, err, child_env)
-    procs.append(main_proc)
-    forwarded = _forward_signals(procs)
+    crashed: list[_Proc] = []
     start = time.monotonic()
     stopping_at: float | None = None
-    timed_out = False
-    try:
-        while main_proc.popen.poll() is None:
-            now = time.monotonic() - start
-            crashed = [p for p in procs if p is not main_proc and (p.popen.poll() or 0) < 0]
-            if crashed:
-                notes.append(_death(crashed[0]))
-                stopping_at = stopping_at or now
-                main_proc.signal(signal.SIGTERM)
-            if duration is not None and now >= duration and stopping_at is None:
+    forwarded = False
+    while main_proc.popen.poll() is None:
+        now = time.monotonic()
+        if caught.signum is not None:
+            if not forwarded:
+                forwarded = True
+                for p in procs:
+                    p.signal(caught.signum)
+            if caught.count > 1 or now >= caught.at + STOP_SECONDS:
+                break
+        else:
+            for p in procs:
+                if p is not main_proc and p not in crashed and (p.popen.poll() or 0) < 0:
+                    crashed.append(p)
+                    notes.append(_death(p))
+                    stopping_at = stopping_at or now
+                    main_proc.signal(signal.SIGTERM)
+            if duration is not None and now - start >= duration and stopping_at is None:
                 stopping_at = now
                 for p in procs:
                     p.signal(signal.SIGINT)
-            if timeout is not None and now >= timeout:
-                timed_out = True
+            if timeout is not None and now - start >= timeout:
                 notes.append(f"floem: '{main_proc.name}' timed out after {timeout:g} s; stopped it")
-                break
+                return time.monotonic() + STOP_SECONDS, True, notes
             if stopping_at is not None and now - stopping_at > GRACE_SECONDS:
                 notes.append(f"floem: '{main_proc.name}' did not stop within {GRACE_SECONDS:g} s "
                              "of SIGINT; killed it")
                 break
-            time.sleep(0.01)
-    finally:
-        _stop(procs)
-        for s, handler in forwarded.items():
-            signal.signal(s, handler)
-        _unlink_shared(shm)
+        time.sleep(0.01)
+    if caught.signum is not None:
+        return (time.monotonic() if caught.count > 1 else caught.at + STOP_SECONDS), False, notes
+    return time.monotonic() + STOP_SECONDS, False, notes
+
+
+def _status(main_proc: _Proc, caught: _Caught, timed_out: bool, notes: list[str]) -> int:
+    """The run's exit status (noting a stop signal, or how the main process died)."""
     code = main_proc.popen.returncode
+    if caught.signum is not None:
+        notes.append(stopped_note(caught.signum))
+        return code if code >= 0 else 128 + caught.signum
     if timed_out:
-        code = TIMEOUT_STATUS
-    elif code < 0:
+        return TIMEOUT_STATUS
+    if code < 0:
         notes.append(_death(main_proc))
-        code = 128 - code
-    return _result(out, err, code, timed_out, notes)
+        return 128 - code
+    return code
 
 
-def _stop(procs: list[_Proc]) -> None:
-    """SIGTERM whatever still runs, give it a moment to stop cleanly, then SIGKILL."""
+def stopped_note(signum: int) -> str:
+    """The line `floem` prints when SIGINT or SIGTERM stopped it."""
+    return f"floem: stopped by {signal.Signals(signum).name}"
+
+
+def _stop(procs: list[_Proc], deadline: float) -> None:
+    """SIGTERM whatever still runs, let it stop cleanly until ``deadline``, then SIGKILL."""
     for p in procs:
         p.signal(signal.SIGTERM)
-    deadline = time.monotonic() + STOP_SECONDS
     for p in procs:
         try:
             p.popen.wait(max(0.0, deadline - time.monotonic()))
@@ -117,19 +193,72 @@ def _stop(procs: list[_Proc]) -> None:
 
 def _unlink_shared(name: str) -> None:
     try:
-        os.unlink("/dev/shm" + name)
+        os.unlink(SHM_DIR + name)
     except FileNotFoundError:
         pass
 
 
-def _forward_signals(procs: list[_Proc]) -> dict[int, object]:
-    """Pass SIGINT/SIGTERM (stop) and SIGUSR1 (report now) on to the children (only
-    possible on the main thread)."""
+def remove_stale_segments() -> None:
+    """Remove the shared memory objects of earlier runs whose launcher is gone.
+
+    The name holds the launcher's pid and start time, so a pid used again by another
+    process does not keep an object alive; an object named the older way (no start
+    time) is removed when its pid is unused. Removing a name never disturbs processes
+    that still map the object."""
+    try:
+        names = os.listdir(SHM_DIR)
+    except OSError:
+        return
+    for name in names:
+        m = _SEGMENT.fullmatch(name)
+        if m is None:
+            continue
+        started = _start_time(int(m["pid"]))
+        if started is not None and m["start"] in (None, started):
+            continue
+        try:
+            os.unlink(os.path.join(SHM_DIR, name))
+        except OSError:         # removed by another run meanwhile, or another user's
+            pass
+
+
+def _start_time(pid: int) -> str | None:
+    """When process ``pid`` started (clock ticks after boot, field 22 of /proc/PID/stat),
+    or None when there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def follow_parent(sig: int = signal.SIGTERM) -> None:
+    """Started with ``FLOEM_PARENT=<its pid>`` by its parent (e.g. examples/storm/run.py),
+    get ``sig`` when the parent dies, however it dies, and at once if it already has.
+
+    The variable is taken out of the environment: the processes `launch` starts get
+    the launcher's own pid there."""
+    value = os.environ.pop(PARENT_VARIABLE, None)
+    if value is None:
+        return
+    if not value.isdigit() or int(value) == 0:
+        raise FloemError(f"{PARENT_VARIABLE}={value}: not a process id")
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0) != 0:
+        raise FloemError(f"cannot ask to die with process {value}: prctl: "
+                         f"{os.strerror(ctypes.get_errno())}")
+    if os.getppid() != int(value):
+        os.kill(os.getpid(), sig)
+
+
+def _handle(signals: Sequence[int], handler: Callable[[int, Any], Any]) -> dict[int, Any]:
+    """Install ``handler`` for ``signals``; the handlers it replaced. Nothing off Python's
+    main thread, where signals cannot be handled."""
     if threading.current_thread() is not threading.main_thread():
         return {}
-    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)}
-    for s in previous:
-        signal.signal(s, lambda sig, _frame: [p.signal(sig) for p in procs])
+    previous = {s: signal.getsignal(s) for s in signals}
+    for s in signals:
+        signal.signal(s, handler)
     return previous
 
 

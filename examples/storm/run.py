@@ -107,10 +107,12 @@ def run(args: argparse.Namespace) -> int:
             stack.enter_context(netns.Network(topology)).wrap
         processes: dict[str, subprocess.Popen] = {}
         relays = []
+        # Each `floem run` (and so its processes) stops when run.py ends, even by SIGKILL.
+        server_environment = {**os.environ, "FLOEM_PARENT": str(os.getpid())}
         for server in topology.servers:
             command = wrap(server, server_command(args, topology, server))
             p = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 text=True, start_new_session=True)
+                                 text=True, start_new_session=True, env=server_environment)
             processes[server.name] = p
             relays.append(relay(server.name, p.stderr, sys.stderr))
         result = processes[total.name]

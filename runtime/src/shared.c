@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,9 @@
 #include <unistd.h>
 
 enum { SHARED_EMPTY = 0, SHARED_INITIALISING = 1, SHARED_READY = 2 };
+/* Header byte counting the processes that have mapped the object (one byte: the NIC, in
+ * either byte order, reads and adds to it like the host). */
+enum { SHARED_USERS_OFFSET = 4 };
 
 _Thread_local int floem_idle;
 static _Thread_local unsigned idle_spins;
@@ -34,6 +38,28 @@ static void fail(const char *what, const char *name)
     fprintf(stderr, "floem: shared memory %s: %s: %s\n", name ? name : "(anonymous)", what,
             strerror(errno));
     abort();
+}
+
+/* With FLOEM_SHM_USERS=n (floem run sets it to the number of processes it starts), the
+ * n-th process to map the object removes its name: the memory lives on while mapped and
+ * goes with the last process, however the processes end. Counted once per process. */
+static void count_user(void *base, const char *name)
+{
+    static bool counted;
+    const char *users = getenv("FLOEM_SHM_USERS");
+    if (users == NULL || counted)
+        return;
+    counted = true;
+    char *end;
+    long n = strtol(users, &end, 10);
+    if (users[0] == '\0' || *end != '\0' || n < 1 || n > UCHAR_MAX) {
+        fprintf(stderr, "floem: FLOEM_SHM_USERS=%s: not a number of processes from 1 to %d\n",
+                users, UCHAR_MAX);
+        abort();
+    }
+    unsigned char *count = (unsigned char *)base + SHARED_USERS_OFFSET;
+    if (__atomic_add_fetch(count, 1, __ATOMIC_ACQ_REL) == n)
+        (void)shm_unlink(name);     /* if it fails, the launcher removes the name at the end */
 }
 
 void *floem_shared_attach(size_t bytes, bool *creator)
@@ -59,6 +85,7 @@ void *floem_shared_attach(size_t bytes, bool *creator)
     if (base == MAP_FAILED)
         fail("mmap", name);
     close(fd);
+    count_user(base, name);
     uint32_t *status = base;
     uint32_t expected = SHARED_EMPTY;
     *creator = __atomic_compare_exchange_n(status, &expected, SHARED_INITIALISING, false,
@@ -101,6 +128,7 @@ void *floem_shared_map_for_dma(size_t bytes)
     if (base == MAP_FAILED)
         fail("mmap", name);
     close(fd);
+    count_user(base, name);
     /* The status word is written by the host in its (little-endian) byte order. */
     const unsigned char *status = base;
     while (__atomic_load_n(&status[0], __ATOMIC_ACQUIRE) != SHARED_READY)

@@ -4,13 +4,16 @@
 #endif
 #include "floem/runtime.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
+#include <unistd.h>
 
 #define FLOEM_MAX_THREADS 256
 
@@ -238,4 +241,30 @@ void floem_ignore_report_signal(void)
     struct sigaction ignore = {.sa_handler = SIG_IGN};
     sigemptyset(&ignore.sa_mask);
     sigaction(SIGUSR1, &ignore, NULL);
+}
+
+/* Started by a launcher that put its pid in FLOEM_PARENT (`floem run`, a build's `run`
+ * script), the process dies with the launcher however the launcher ends, SIGKILL included:
+ * a parent-death signal, and SIGKILL at once if the launcher died before this ran (the
+ * process then has another parent). Runs before main; under qemu-user and valgrind too
+ * (both pass prctl on, and getppid() is the emulator's parent). The variable is removed:
+ * this process's own children have another parent. */
+__attribute__((constructor)) static void die_with_launcher(void)
+{
+    const char *value = getenv("FLOEM_PARENT");
+    if (value == NULL)
+        return;
+    char *end;
+    long launcher = strtol(value, &end, 10);
+    if (value[0] == '\0' || *end != '\0' || launcher <= 0) {
+        fprintf(stderr, "floem: FLOEM_PARENT=%s: not a process id\n", value);
+        abort();
+    }
+    unsetenv("FLOEM_PARENT");
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) {
+        fprintf(stderr, "floem: cannot ask to die with the launcher: prctl: %s\n", strerror(errno));
+        return;
+    }
+    if (getppid() != (pid_t)launcher)
+        raise(SIGKILL);
 }
