@@ -13,15 +13,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from floem.csrc.tokens import tokenize
 from floem.codegen import caches as cgen
+from floem.codegen import functions as fn
 from floem.codegen import queues as qgen
 from floem.codegen.render import render
 from floem.platforms import DMA_ENVIRONMENT
-from floem.codegen.structs import report_statement
-from floem.ir import (Device, EdgeKind, ElementNode, Home, PersistentState, ProgramIR, QueueIR,
-                      Role, SegmentIR, SegmentKind)
-from floem.ir.plan import port_function
+from floem.codegen.structs import printf_conversion
+from floem.ir import (Device, ElementNode, Home, PersistentState, ProgramIR, QueueIR, Role,
+                      SegmentIR, SegmentKind)
 from floem.ir.state import struct_declarations
 
 
@@ -123,7 +122,7 @@ class _ProcessEmitter:
             includes=[{"line": c.loc.line, "file": c_string(c.loc.file), "text": c.text}
                       for c in self.ir.includes],
             structs=structs,
-            callables=[{"signature": self._callable_signature(self.ir.segments[c])}
+            callables=[fn.callable_signature(self.ir, self.ir.segments[c])
                        for c in self.proc.callables],
             regions=[r.name for r in self.ir.regions],
         )
@@ -133,7 +132,6 @@ class _ProcessEmitter:
 
     def source(self) -> GeneratedFile:
         c_file = f"{self.process}.c"
-        elements = [self._element(n) for n in self.nodes]
         homes = self.ir.state_homes
         states = list(self.ir.states.values())
         queues = list(self.ir.queues.values())
@@ -158,12 +156,14 @@ class _ProcessEmitter:
                      "entries": v.cache.entries or 0, "evict": cgen.evict_function(v),
                      "drain": cgen.drain_function(v) if v.cache.defer_fill_evictions else ""}
                     for v in self.caches],
-            prototypes=self._prototypes(),
+            prototypes=fn.prototypes(self.nodes),
             joins=[self._join(n) for n in self.nodes if n.join],
             returns=[self._return_slot(s) for s in self.segments
-                     if s.kind == SegmentKind.CALLABLE and self._return_element(s)],
-            elements=elements,
-            dispatchers=[d for n in self.nodes for d in self._dispatchers(n)],
+                     if s.kind == SegmentKind.CALLABLE and fn.return_element(self.ir, s)],
+            elements=[fn.element_function(self.ir, n, self._statements(n)) for n in self.nodes],
+            dispatchers=[d for n in self.nodes
+                         for d in fn.dispatchers(self.ir, n, any(m.join for m in self.nodes))],
+            join_entries=[j for n in self.nodes if n.join for j in fn.join_entries(n)],
             threads=[self._thread(s) for s in self.segments if s.kind == SegmentKind.THREAD],
             callables=[self._callable(s) for s in self.segments if s.kind == SegmentKind.CALLABLE],
             main=self._main() if self.proc.has_main and not self.proc.external_main else None,
@@ -174,111 +174,40 @@ class _ProcessEmitter:
                  if (m := re.match(_OWNER_MARK, line))]
         return GeneratedFile(c_file, text, marks)
 
-    def _reported_states(self) -> list[str]:
-        """Statements printing the ``report = True`` states this process's elements use and reach."""
+    def _reported_states(self) -> list[dict[str, Any]]:
+        """The ``report = True`` states this process's elements use and reach, with the
+        fields printed (numeric scalars) and how."""
         home = Home.NIC if self.nic else Home.HOST
         used = {s.name for n in self.nodes for s in n.persistent.values()}
-        return [report_statement(s) for s in self.ir.states.values()
+        return [{"state": s, "fields": [(f.name, *conv) for f in s.layout.fields
+                                        if (conv := printf_conversion(f)) is not None]}
+                for s in self.ir.states.values()
                 if s.name in used and s.layout.report and self.ir.state_homes[s.name] == home]
 
     @staticmethod
     def _state(s: PersistentState) -> dict[str, str]:
         return {"type": s.layout.name, "pointer": s.pointer, "init": s.initializer}
 
-    def _access(self, q: QueueIR) -> qgen.Access:
-        side = self.plan.queues.get(q.name)
-        synced = side is not None and side.synced
-        return qgen.Access(table=f"{q.name}_sync" if synced else f"{q.name}_inst", synced=synced,
-                           manage=side is not None and side.manage_inline)
-
-    def _queue(self, q: QueueIR) -> dict[str, Any]:
-        payload = qgen.payload_expr(self.channels[q.name])
-        entry_size = (str(q.entry_size) if q.entry_size
-                      else f"floem_queue_entry_size({q.name}_payload)")
-        if q.entry_size:
-            payload = f"{q.entry_size} - FLOEM_QUEUE_ENTRY_HEADER_BYTES"
-        side = self.plan.queues.get(q.name)
-        return {"name": q.name, "instances": q.instances, "size": q.size,
-                "payload": payload, "entry_size": entry_size,
-                "enqueued_here": side is not None and side.enqueues,
-                "dequeued_here": side is not None and side.dequeues,
-                "counters_here": side is not None and side.counts,
-                "handle": self._access(q).handle,
-                "direction": "FLOEM_SYNC_TO_HOST" if q.enq_device == Device.NIC
-                else "FLOEM_SYNC_FROM_HOST",
-                "batch": q.sync_batch,
-                "multi": "true" if side is not None and side.shared_shadow else "false"}
-
-    def _state_type(self, n: ElementNode) -> str:
-        return f"{n.packet_state.name} *" if n.packet_state else "void *"
-
-    def _params(self, n: ElementNode, port: str | None) -> list[str]:
-        """C parameters carrying the values of input ``port`` (all of them for a non-join)."""
-        ports = [port] if port else list(n.inputs)
-        return [v for p in ports for v in self._values(n.inputs[p], f"{p}_")]
-
-    def _signature(self, n: ElementNode) -> str:
-        if n.role == Role.ARGS:
-            values = self._values(next(iter(n.outputs.values())), "arg")
-        else:
-            values = [] if n.join else self._params(n, None)
-        return f"static void {n.name}({', '.join([f'{self._state_type(n)}state'] + values)})"
-
-    @staticmethod
-    def _values(types: list[str], prefix: str) -> list[str]:
-        """C parameters ``prefix0, prefix1, ...`` of the given types."""
-        return [f"{t}{'' if t.endswith('*') else ' '}{prefix}{i}" for i, t in enumerate(types)]
-
-    def _dispatch_signature(self, n: ElementNode, port: str) -> str:
-        params = [f"{self._state_type(n)}state"] + self._values(n.outputs[port], "v")
-        return f"static inline void {port_function(n.name, port)}({', '.join(params)})"
-
-    def _join_entry_signature(self, n: ElementNode, port: str) -> str:
-        params = [f"{self._state_type(n)}state"] + self._params(n, port)
-        return f"static void {n.name}_in_{port}({', '.join(params)})"
-
-    def _prototypes(self) -> list[str]:
-        protos = []
-        for n in self.nodes:
-            protos.append(self._signature(n))
-            protos.extend(self._dispatch_signature(n, p) for p in n.outputs)
-            if n.join:
-                protos.extend(self._join_entry_signature(n, p) for p in n.inputs)
-        return protos
+    def _queue(self, q: QueueIR) -> qgen.QueueView:
+        return qgen.QueueView(q, self.channels[q.name], self.plan.queues.get(q.name, qgen.HOLDS))
 
     def _join(self, n: ElementNode) -> dict[str, Any]:
-        ports = [{"name": p, "fields": self._values(types, f"{p}_")} for p, types in n.inputs.items()]
-        return {"element": n.name, "ports": ports}
+        return {"element": n.name,
+                "ports": [{"name": p, "fields": fn.values(types, f"{p}_")}
+                          for p, types in n.inputs.items()]}
 
-    def _element(self, n: ElementNode) -> dict[str, Any]:
-        where = f"{os.path.basename(n.loc.file)}:{n.loc.line}"
-        prologue = [f"{n.persistent[attr].layout.name} *const {attr} = {n.persistent[attr].pointer};"
-                    for attr in n.plan.pointers]
-        epilogue = [f"{v}(state);" for _, v, _ in self.ir.out_edges(n.name, kind=EdgeKind.ORDER)]
-        body = ""
-        if n.role == Role.ARGS:
-            out = next(iter(n.outputs))
-            args = ["state"] + [f"arg{i}" for i in range(len(n.outputs[out]))]
-            epilogue.insert(0, f"{port_function(n.name, out)}({', '.join(args)});")
-        elif n.role == Role.RETURN:
-            slot = self._slot(n.segment)
-            epilogue[:0] = [f"{slot}.set = true;"] + ([f"{slot}.value = inp_0;"]
-                                                      if n.inputs["inp"] else [])
-        elif n.role in (Role.ENQUEUE, Role.DEQUEUE, Role.SAVE, Role.RELEASE):
-            epilogue[:0] = self._queue_statements(n)
-        elif n.role in _CACHE_BODIES:
+    def _statements(self, n: ElementNode) -> list[str] | None:
+        """The C of a queue or cache element (None for an element with a body)."""
+        if n.role.is_queue_end:
+            return self._queue_statements(n)
+        if n.role in _CACHE_BODIES:
             view = next(v for v in self.caches if v.cache.name == n.cache)
-            epilogue[:0] = _CACHE_BODIES[n.role](view, n)
-        else:
-            body = n.plan.body
-        if not _mentions("state", [body] + prologue + epilogue):
-            prologue.insert(0, "(void)state;")          # an element that ignores the packet
-        return {"name": n.name, "cls": n.cls_name, "where": where, "signature": self._signature(n),
-                "prologue": prologue, "body": body, "epilogue": epilogue}
+            return _CACHE_BODIES[n.role](view, n)
+        return None
 
     def _queue_statements(self, n: ElementNode) -> list[str]:
         q = self.ir.queues[n.queue]
-        access = self._access(q)
+        access = self._queue(q).access
         if n.role == Role.ENQUEUE:
             return qgen.enqueue_body(n, self.channels[q.name][n.channel], access)
         if n.role == Role.DEQUEUE:
@@ -287,68 +216,18 @@ class _ProcessEmitter:
             return qgen.save_body(n, self.channels[q.name][n.channel], access)
         return qgen.release_body(q, access)
 
-    def _dispatchers(self, n: ElementNode) -> list[dict[str, Any]]:
-        result = []
-        for port, types in n.outputs.items():
-            calls = []
-            for _, v, d in self.ir.out_edges(n.name, port):
-                target = self.ir.node(v)
-                values = [f"v{i}" for i in range(len(target.inputs[d["in_port"]]))]
-                fn = f"{v}_in_{d['in_port']}" if target.join else v
-                calls.append(f"{fn}({', '.join(['state'] + values)});")
-            unused = [f"v{i}" for i in range(len(types)) if not _mentions(f"v{i}", calls)]
-            lines = [f"(void){name};" for name in (["state"] if not calls else []) + unused]
-            lines += ["floem_packet_begin();"] if n.plan.thread_source else []
-            lines += calls
-            if n.plan.emits_packets:
-                lines.append("/* the next value emitted is a new packet */")
-                lines += ["floem_packet_seq++;"] if any(m.join for m in self.nodes) else []
-                lines += ["memset(state, 0, sizeof *state);"] if n.packet_state else []
-            result.append({"signature": self._dispatch_signature(n, port), "lines": lines,
-                           "owner": n.name, "port": port})
-        if n.join:
-            for port in n.inputs:
-                others = [p for p in n.inputs if p != port]
-                lines = [f"{n.name}_in.{port}_{i} = {port}_{i};" for i in range(len(n.inputs[port]))]
-                lines.append(f"{n.name}_in.{port}_seq = floem_packet_seq;")
-                ready = " && ".join(f"{n.name}_in.{p}_seq == floem_packet_seq" for p in others)
-                lines.append(f"if ({ready})")
-                lines.append(f"    {n.name}(state);")
-                result.append({"signature": self._join_entry_signature(n, port), "lines": lines,
-                               "owner": n.name, "port": port})
-        return result
-
-    def _slot(self, segment: str) -> str:
-        return f"{segment}_result"
-
-    def _return_element(self, seg: SegmentIR) -> ElementNode | None:
-        return next((self.ir.node(n) for n in seg.elements if self.ir.node(n).role == Role.RETURN), None)
-
-    def _return_type(self, seg: SegmentIR) -> str:
-        ret = self._return_element(seg)
-        if ret is None or not ret.inputs["inp"]:
-            return ""
-        return ret.inputs["inp"][0]
-
     def _return_slot(self, seg: SegmentIR) -> dict[str, str]:
-        return {"segment": seg.name, "slot": self._slot(seg.name), "type": self._return_type(seg)}
-
-    def _callable_signature(self, seg: SegmentIR) -> str:
-        args = self.ir.node(seg.source)
-        types = next(iter(args.outputs.values()))
-        params = self._values(types, "arg") or ["void"]
-        ret = self._return_type(seg) or "void"
-        sep = "" if ret.endswith("*") else " "
-        return f"{ret}{sep}{seg.name}({', '.join(params)})"
+        return {"segment": seg.name, "slot": fn.return_slot(seg.name),
+                "type": fn.return_type(self.ir, seg)}
 
     def _callable(self, seg: SegmentIR) -> dict[str, Any]:
         args = self.ir.node(seg.source)
         count = len(next(iter(args.outputs.values())))
-        has_return = self._return_element(seg) is not None
-        return {"name": seg.name, "signature": self._callable_signature(seg),
+        has_return = fn.return_element(self.ir, seg) is not None
+        return {"name": seg.name, "function": fn.callable_signature(self.ir, seg),
                 "state": seg.packet_state.name if seg.packet_state else "",
-                "slot": self._slot(seg.name) if has_return else "",
-                "has_value": bool(self._return_type(seg)),
+                "slot": fn.return_slot(seg.name) if has_return else "",
+                "has_value": bool(fn.return_type(self.ir, seg)),
                 "source": seg.source, "args": [f"arg{i}" for i in range(count)],
                 "default": seg.default_return or "0"}
 
@@ -361,12 +240,8 @@ class _ProcessEmitter:
     def _main(self) -> dict[str, Any]:
         info = self.ir.main_info
         if info is None or self.ir.main_body is None or self.ir.main_process != self.process:
-            return {"body": None, "prologue": []}
-        prologue = [f"{s.layout.name} *const {s.name} = {s.pointer};"
-                    for s in self.ir.states.values() if s.name in info.persistent_used]
-        return {"body": self.ir.main_body, "prologue": prologue}
+            return {"body": None, "pointers": []}
+        return {"body": self.ir.main_body,
+                "pointers": [(s.name, s) for s in self.ir.states.values()
+                             if s.name in info.persistent_used]}
 
-
-def _mentions(name: str, texts: list[str]) -> bool:
-    """True when identifier ``name`` appears in any of the C ``texts``."""
-    return any(t.kind == "ident" and t.text == name for text in texts for t in tokenize(text))

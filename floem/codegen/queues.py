@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from floem.codegen.render import fragment
-from floem.ir import ElementNode, FieldLayout, ProgramIR, QueueIR, StateLayout
+from floem.ir import Device, ElementNode, FieldLayout, ProgramIR, QueueIR, StateLayout
+from floem.ir.plan import QueueSide
 
 DEFAULT_VARIABLE_BYTES = 256
 _MACROS = "queues.c.j2"
@@ -37,6 +38,11 @@ class Channel:
         """True when the channel carries no field at all."""
         return not self.fixed and not self.variable
 
+    @property
+    def variable_room(self) -> int:
+        """Bytes an entry keeps after its fixed part: variable bytes and their alignment."""
+        return DEFAULT_VARIABLE_BYTES + 8 * len(self.variable) if self.variable else 0
+
 
 def channels(ir: ProgramIR, q: QueueIR) -> list[Channel]:
     """The channels of ``q`` with their fields split into fixed and variable-size."""
@@ -58,27 +64,6 @@ def entry_structs(chans: list[Channel]) -> list[str]:
     return ["\n".join(fragment(_MACROS, "entry_struct", ch)) for ch in chans if not ch.empty]
 
 
-def variable_room(ch: Channel) -> int:
-    """Bytes an entry of ``ch`` keeps after its fixed part: variable bytes and their alignment."""
-    return DEFAULT_VARIABLE_BYTES + 8 * len(ch.variable) if ch.variable else 0
-
-
-def payload_expr(chans: list[Channel]) -> str:
-    """C expression: payload bytes one entry needs (largest channel, with variable room)."""
-    sizes = []
-    for ch in chans:
-        if ch.empty:
-            continue
-        extra = f" + {variable_room(ch)}" if ch.variable else ""
-        sizes.append(f"sizeof(struct {ch.struct}){extra}")
-    if not sizes:
-        return "0"
-    expr = sizes[0]
-    for s in sizes[1:]:
-        expr = f"FLOEM_MAX({expr}, {s})"
-    return expr
-
-
 @dataclass(frozen=True)
 class Access:
     """How one side of a process reaches a queue's instances.
@@ -97,6 +82,32 @@ class Access:
     def handle(self) -> str:
         """C type of an instance handle."""
         return "floem_sync_t" if self.synced else "floem_queue_t"
+
+
+#: The side of a process that only holds a queue in its memory.
+HOLDS = QueueSide(synced=False, manage_inline=False, enqueues=False, dequeues=False,
+                  counts=False, shared_shadow=False)
+
+
+@dataclass(frozen=True)
+class QueueView:
+    """A queue as one process lays it out and reaches it (templates/process.c.j2)."""
+
+    queue: QueueIR
+    channels: list[Channel]
+    side: QueueSide
+
+    @property
+    def access(self) -> Access:
+        """How the process's queue elements reach the instances."""
+        name = self.queue.name
+        return Access(table=f"{name}_sync" if self.side.synced else f"{name}_inst",
+                      synced=self.side.synced, manage=self.side.manage_inline)
+
+    @property
+    def to_host(self) -> bool:
+        """True when the NIC enqueues (the sync layer's direction)."""
+        return self.queue.enq_device == Device.NIC
 
 
 def enqueue_body(n: ElementNode, ch: Channel, access: Access) -> list[str]:

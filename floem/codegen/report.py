@@ -1,7 +1,7 @@
 """The ``--report`` text: segments, devices, cores, per-packet state and what each segment uses."""
 from __future__ import annotations
 
-from floem.codegen.queues import DEFAULT_VARIABLE_BYTES, channels, variable_room
+from floem.codegen.queues import DEFAULT_VARIABLE_BYTES, channels
 from floem.codegen.sizes import entry_size, field_size, state_size
 from floem.ir import ProgramIR, QueueIR
 
@@ -63,7 +63,7 @@ def _queue(ir: ProgramIR, q: QueueIR) -> list[str]:
     if q.entry_size:
         lines.append(f"    entry: {q.entry_size} bytes (fixed by entry_size=)")
     elif None not in payloads:
-        largest = max(p + variable_room(ch) for p, ch in zip(payloads, channels(ir, q)))
+        largest = max(p + ch.variable_room for p, ch in zip(payloads, channels(ir, q)))
         lines.append(f"    entry: {entry_size(largest)} bytes (8-byte header, rounded)")
     return lines
 

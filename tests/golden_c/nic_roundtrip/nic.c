@@ -65,22 +65,22 @@ static size_t floem_layout(uintptr_t base, bool init)
 {
     size_t offset = FLOEM_SHARED_HEADER;
     to_nic_payload = sizeof(struct to_nic_entry0);
-    for (int i = 0; i < 1; i++) {
+    {
         uint32_t entry_size = floem_queue_entry_size(to_nic_payload);
         if (base) {
-            to_nic_inst[i] = (floem_queue_t *)(base + offset);
+            to_nic_inst[0] = (floem_queue_t *)(base + offset);
             if (init)
-                floem_queue_init(to_nic_inst[i], 16, entry_size);
+                floem_queue_init(to_nic_inst[0], 16, entry_size);
         }
         offset += floem_queue_bytes(16, entry_size);
     }
     to_host_payload = sizeof(struct to_host_entry0);
-    for (int i = 0; i < 1; i++) {
+    {
         uint32_t entry_size = floem_queue_entry_size(to_host_payload);
         if (base) {
-            to_host_inst[i] = (floem_queue_t *)(base + offset);
+            to_host_inst[0] = (floem_queue_t *)(base + offset);
             if (init)
-                floem_queue_init(to_host_inst[i], 16, entry_size);
+                floem_queue_init(to_host_inst[0], 16, entry_size);
         }
         offset += floem_queue_bytes(16, entry_size);
     }
@@ -93,22 +93,22 @@ static size_t floem_layout(uintptr_t base, bool init)
 static size_t floem_nic_layout(uintptr_t base, bool init)
 {
     size_t offset = FLOEM_SHARED_HEADER;
-    for (int i = 0; i < 1; i++) {
+    {
         uint32_t entry_size = floem_queue_entry_size(to_nic_payload);
         if (base) {
-            to_nic_sync[i] = (floem_sync_t *)(base + offset);
+            to_nic_sync[0] = (floem_sync_t *)(base + offset);
             if (init)
-                floem_sync_init(to_nic_sync[i], to_nic_inst[i], 16, entry_size,
+                floem_sync_init(to_nic_sync[0], to_nic_inst[0], 16, entry_size,
                                 FLOEM_SYNC_FROM_HOST, 4, false);
         }
         offset += floem_sync_bytes(16, entry_size);
     }
-    for (int i = 0; i < 1; i++) {
+    {
         uint32_t entry_size = floem_queue_entry_size(to_host_payload);
         if (base) {
-            to_host_sync[i] = (floem_sync_t *)(base + offset);
+            to_host_sync[0] = (floem_sync_t *)(base + offset);
             if (init)
-                floem_sync_init(to_host_sync[i], to_host_inst[i], 16, entry_size,
+                floem_sync_init(to_host_sync[0], to_host_inst[0], 16, entry_size,
                                 FLOEM_SYNC_TO_HOST, 4, false);
         }
         offset += floem_sync_bytes(16, entry_size);
@@ -132,17 +132,7 @@ static void to_nic_release(Packet *state);
 /* element to_nic_deq: Dequeue, nic_roundtrip.py:58 */
 static void to_nic_deq(Packet *state)
 {
-    static _Thread_local int next = -1;
-    if (next < 0)
-        next = floem_core_id;
-    if (next >= 1) {
-        floem_idle = 1;
-        return;
-    }
-    floem_sync_t *q = to_nic_sync[next];
-    next += 1;
-    if (next >= 1)
-        next = floem_core_id;
+    floem_sync_t *q = to_nic_sync[0];
     uint16_t channel;
     void *entry = floem_sync_deq_acquire(q, &channel);
     if (entry == NULL) {
@@ -201,7 +191,7 @@ static void Transform0(Packet *state)
 #line 42 "<repo>/tests/programs/nic_roundtrip.py"
             { Transform0_out(state); }
 
-#line 205 "nic.c"
+#line 195 "nic.c"
 }
 
 /* element to_nic_release: QueueRelease, nic_roundtrip.py:58 */

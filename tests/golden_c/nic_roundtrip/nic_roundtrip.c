@@ -43,22 +43,22 @@ static size_t floem_layout(uintptr_t base, bool init)
 {
     size_t offset = FLOEM_SHARED_HEADER;
     to_nic_payload = sizeof(struct to_nic_entry0);
-    for (int i = 0; i < 1; i++) {
+    {
         uint32_t entry_size = floem_queue_entry_size(to_nic_payload);
         if (base) {
-            to_nic_inst[i] = (floem_queue_t *)(base + offset);
+            to_nic_inst[0] = (floem_queue_t *)(base + offset);
             if (init)
-                floem_queue_init(to_nic_inst[i], 16, entry_size);
+                floem_queue_init(to_nic_inst[0], 16, entry_size);
         }
         offset += floem_queue_bytes(16, entry_size);
     }
     to_host_payload = sizeof(struct to_host_entry0);
-    for (int i = 0; i < 1; i++) {
+    {
         uint32_t entry_size = floem_queue_entry_size(to_host_payload);
         if (base) {
-            to_host_inst[i] = (floem_queue_t *)(base + offset);
+            to_host_inst[0] = (floem_queue_t *)(base + offset);
             if (init)
-                floem_queue_init(to_host_inst[i], 16, entry_size);
+                floem_queue_init(to_host_inst[0], 16, entry_size);
         }
         offset += floem_queue_bytes(16, entry_size);
     }

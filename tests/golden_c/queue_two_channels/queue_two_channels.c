@@ -43,12 +43,12 @@ static size_t floem_layout(uintptr_t base, bool init)
     }
     offset += (sizeof(Done) + 63) & ~(size_t)63;
     requests_payload = FLOEM_MAX(sizeof(struct requests_entry0), sizeof(struct requests_entry1));
-    for (int i = 0; i < 1; i++) {
+    {
         uint32_t entry_size = floem_queue_entry_size(requests_payload);
         if (base) {
-            requests_inst[i] = (floem_queue_t *)(base + offset);
+            requests_inst[0] = (floem_queue_t *)(base + offset);
             if (init)
-                floem_queue_init(requests_inst[i], 4, entry_size);
+                floem_queue_init(requests_inst[0], 4, entry_size);
         }
         offset += floem_queue_bytes(4, entry_size);
     }
@@ -146,17 +146,7 @@ static void Classify0(Request *state, int inp_0, int inp_1, int inp_2)
 /* element requests_deq: Dequeue, queue_two_channels.py:66 */
 static void requests_deq(Request *state)
 {
-    static _Thread_local int next = -1;
-    if (next < 0)
-        next = floem_core_id;
-    if (next >= 1) {
-        floem_idle = 1;
-        return;
-    }
-    floem_queue_t *q = requests_inst[next];
-    next += 1;
-    if (next >= 1)
-        next = floem_core_id;
+    floem_queue_t *q = requests_inst[0];
     uint16_t channel;
     void *entry = floem_deq_acquire(q, false, &channel);
     if (entry == NULL) {
@@ -200,7 +190,7 @@ static void Get0(Request *state)
             printf("get %d\n", state->key);
             __atomic_fetch_add(&done->count, 1, __ATOMIC_RELEASE);
 
-#line 204 "queue_two_channels.c"
+#line 194 "queue_two_channels.c"
 }
 
 /* element Set0: Set, queue_two_channels.py:86 */
@@ -212,7 +202,7 @@ static void Set0(Request *state)
             printf("set %d = %d\n", state->key, state->val);
             __atomic_fetch_add(&done->count, 1, __ATOMIC_RELEASE);
 
-#line 216 "queue_two_channels.c"
+#line 206 "queue_two_channels.c"
 }
 
 /* element requests_release: QueueRelease, queue_two_channels.py:66 */
@@ -347,7 +337,7 @@ static int floem_main(int argc, char **argv)
     while (__atomic_load_n(&done->count, __ATOMIC_ACQUIRE) < 25)
         usleep(1000);
 
-#line 351 "queue_two_channels.c"
+#line 341 "queue_two_channels.c"
     return 0;
 }
 

@@ -1,0 +1,222 @@
+"""The generated functions of a process as typed view models: what each C function is
+called, what it takes and which statements it runs, for templates/process.c.j2 and
+templates/functions.c.j2 to spell.
+
+Every element instance is one function named after it; each output port is a dispatcher
+calling the elements connected to it in program order; each input port of a join is an
+entry function storing the port's values until the join has them all.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from floem.csrc.tokens import tokenize
+from floem.ir import EdgeKind, ElementNode, PersistentState, ProgramIR, Role, SegmentIR
+from floem.ir.plan import port_function
+
+
+@dataclass(frozen=True)
+class Param:
+    """One C parameter (or struct member): its type and name."""
+
+    type: str
+    name: str
+
+
+@dataclass(frozen=True)
+class Function:
+    """A generated C function's signature."""
+
+    name: str
+    params: list[Param]
+    returns: str = "void"
+    static: bool = True
+    inline: bool = False
+
+
+@dataclass(frozen=True)
+class Call:
+    """A call passing the packet and the first ``values`` values a dispatcher got."""
+
+    function: str
+    values: int
+
+
+@dataclass
+class ElementFunction:
+    """The function of one element instance, in the order its statements run.
+
+    ``pointers``: the persistent states the body reaches, by the name it uses;
+    ``body``: the lowered C the user wrote (``#line`` to the app file); ``statements``:
+    C the compiler wrote for a queue or cache element; ``forward``: an argument
+    element's call of its output port; ``return_slot``: a return element's slot
+    (``return_value``: it stores a value); ``orders``: elements ordered after this
+    one, called with the packet once it is done."""
+
+    node: ElementNode
+    function: Function
+    where: str
+    pointers: list[tuple[str, PersistentState]]
+    uses_state: bool
+    body: str = ""
+    statements: list[str] = field(default_factory=list)
+    forward: Call | None = None
+    return_slot: str = ""
+    return_value: bool = False
+    orders: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Dispatcher:
+    """An output port's function: calls the elements connected to the port.
+
+    ``used``: how many of its values some call passes (the rest are unused);
+    ``packet_begin``: the port of a thread's source starts a packet; ``new_packet``:
+    the element emits packets of its own, so the state is made fresh after each
+    (``next_seq``: the join sequence number moves on; ``clear_state``: the per-packet
+    state is zeroed)."""
+
+    owner: str
+    port: str
+    function: Function
+    calls: list[Call]
+    used: int
+    packet_begin: bool
+    new_packet: bool
+    next_seq: bool
+    clear_state: bool
+
+
+@dataclass
+class JoinEntry:
+    """An input port of a join: stores the port's values, calls the join when the
+    other ports have theirs for the same packet."""
+
+    element: str
+    port: str
+    function: Function
+    values: int
+    others: list[str]
+
+
+def values(types: list[str], prefix: str) -> list[Param]:
+    """Parameters ``prefix0, prefix1, ...`` of the given types."""
+    return [Param(t, f"{prefix}{i}") for i, t in enumerate(types)]
+
+
+def state_param(n: ElementNode) -> Param:
+    """The packet's per-packet state, the first parameter of every element function."""
+    return Param(f"{n.packet_state.name} *" if n.packet_state else "void *", "state")
+
+
+def input_params(n: ElementNode, port: str | None) -> list[Param]:
+    """The parameters carrying the values of input ``port`` (all inputs when None)."""
+    ports = [port] if port else list(n.inputs)
+    return [v for p in ports for v in values(n.inputs[p], f"{p}_")]
+
+
+def element_signature(n: ElementNode) -> Function:
+    """An element's function: the state, and its input values (none for a join, whose
+    entry functions take them; an argument element takes the callable's arguments)."""
+    if n.role == Role.ARGS:
+        params = values(next(iter(n.outputs.values())), "arg")
+    else:
+        params = [] if n.join else input_params(n, None)
+    return Function(n.name, [state_param(n)] + params)
+
+
+def dispatcher_signature(n: ElementNode, port: str) -> Function:
+    """The function firing output ``port`` of ``n``."""
+    return Function(port_function(n.name, port), [state_param(n)] + values(n.outputs[port], "v"),
+                    inline=True)
+
+
+def join_entry_signature(n: ElementNode, port: str) -> Function:
+    """The entry function of input ``port`` of join ``n``."""
+    return Function(f"{n.name}_in_{port}", [state_param(n)] + input_params(n, port))
+
+
+def prototypes(nodes: list[ElementNode]) -> list[Function]:
+    """Every element, dispatcher and join entry function of ``nodes``."""
+    result = []
+    for n in nodes:
+        result.append(element_signature(n))
+        result.extend(dispatcher_signature(n, p) for p in n.outputs)
+        if n.join:
+            result.extend(join_entry_signature(n, p) for p in n.inputs)
+    return result
+
+
+def return_slot(segment: str) -> str:
+    """The thread-local record holding callable ``segment``'s return value."""
+    return f"{segment}_result"
+
+
+def element_function(ir: ProgramIR, n: ElementNode,
+                     statements: list[str] | None) -> ElementFunction:
+    """The function of ``n``; ``statements``: the compiler's C of a queue or cache element
+    (None for the others)."""
+    e = ElementFunction(
+        node=n, function=element_signature(n),
+        where=f"{os.path.basename(n.loc.file)}:{n.loc.line}",
+        pointers=[(attr, n.persistent[attr]) for attr in n.plan.pointers], uses_state=True,
+        statements=statements or [],
+        orders=[v for _, v, _ in ir.out_edges(n.name, kind=EdgeKind.ORDER)])
+    if n.role == Role.ARGS:
+        out = next(iter(n.outputs))
+        e.forward = Call(port_function(n.name, out), len(n.outputs[out]))
+    elif n.role == Role.RETURN:
+        e.return_slot, e.return_value = return_slot(n.segment), bool(n.inputs["inp"])
+    elif statements is None:
+        e.body = n.plan.body
+    e.uses_state = bool(e.forward or e.orders) or mentions("state", [e.body] + e.statements)
+    return e
+
+
+def dispatchers(ir: ProgramIR, n: ElementNode, joins_here: bool) -> list[Dispatcher]:
+    """The functions of ``n``'s output ports; ``joins_here``: the process has a join, so
+    packets carry sequence numbers."""
+    result = []
+    for port, types in n.outputs.items():
+        calls = []
+        for _, v, d in ir.out_edges(n.name, port):
+            target = ir.node(v)
+            function = f"{v}_in_{d['in_port']}" if target.join else v
+            calls.append(Call(function, len(target.inputs[d["in_port"]])))
+        result.append(Dispatcher(
+            owner=n.name, port=port, function=dispatcher_signature(n, port), calls=calls,
+            used=min(len(types), max((c.values for c in calls), default=0)),
+            packet_begin=n.plan.thread_source, new_packet=n.plan.emits_packets,
+            next_seq=n.plan.emits_packets and joins_here,
+            clear_state=n.plan.emits_packets and n.packet_state is not None))
+    return result
+
+
+def join_entries(n: ElementNode) -> list[JoinEntry]:
+    """The entry functions of join ``n``'s input ports."""
+    return [JoinEntry(n.name, port, join_entry_signature(n, port), len(n.inputs[port]),
+                      [p for p in n.inputs if p != port]) for port in n.inputs]
+
+
+def callable_signature(ir: ProgramIR, seg: SegmentIR) -> Function:
+    """The C function a callable segment is for its callers: its arguments, its return."""
+    types = next(iter(ir.node(seg.source).outputs.values()))
+    return Function(seg.name, values(types, "arg"), returns=return_type(ir, seg) or "void",
+                    static=False)
+
+
+def return_element(ir: ProgramIR, seg: SegmentIR) -> ElementNode | None:
+    """The segment's return element, if it has one."""
+    return next((ir.node(n) for n in seg.elements if ir.node(n).role == Role.RETURN), None)
+
+
+def return_type(ir: ProgramIR, seg: SegmentIR) -> str:
+    """The C type a callable segment returns ("" for none)."""
+    ret = return_element(ir, seg)
+    return ret.inputs["inp"][0] if ret is not None and ret.inputs["inp"] else ""
+
+
+def mentions(name: str, texts: list[str]) -> bool:
+    """True when identifier ``name`` appears in any of the C ``texts``."""
+    return any(t.kind == "ident" and t.text == name for text in texts for t in tokenize(text))
