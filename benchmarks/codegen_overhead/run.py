@@ -100,12 +100,12 @@ def build(floem, work, app, variant):
         env = dict(os.environ, FLOEM_CFLAGS=" ".join(extra))
         check_run([floem, "build", spec["app"], "--net", "pcap", "-o", out], env=env)
         return os.path.join(out, app), spec["thread"]
-    # Hand-written: the generated program's CFLAGS (minus its app -I), the same runtime files.
+    # Hand-written: the generated program's CFLAGS (minus its app -I), the same runtime files
+    # (packet I/O, and the thread, clock and counter code it uses).
     gen_dir = os.path.join(work, f"{app}-generated")
     flags = [f for f in makefile_cflags(gen_dir) if not f.startswith("-I")]
-    sources = [os.path.join(HERE, spec["hand"]),
-               os.path.join(ROOT, "runtime", "src", "net.c"),
-               os.path.join(ROOT, "runtime", "src", "net_pcap.c")]
+    sources = [os.path.join(HERE, spec["hand"])] + [
+        os.path.join(ROOT, "runtime", "src", f) for f in ("net.c", "net_pcap.c", "threads.c", "shared.c", "count.c")]
     if "-DHAND_LIBRARY_CALLS" in extra:
         sources += [os.path.join(ROOT, "library", "c", "headers.c"),
                     os.path.join(ROOT, "library", "c", "hash.c")]

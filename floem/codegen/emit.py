@@ -136,6 +136,7 @@ class _ProcessEmitter:
         states = list(self.ir.states.values())
         queues = list(self.ir.queues.values())
         used = [q for q in queues if q.name in self.plan.queues]
+        joins_here = any(n.join for n in self.nodes)
         text = render(
             "process.c.j2", process=self.process, app_file=self.ir.app_file, c_file=c_file,
             nic=self.nic, managers=self.plan.managers, network=self.plan.network,
@@ -161,8 +162,7 @@ class _ProcessEmitter:
             returns=[self._return_slot(s) for s in self.segments
                      if s.kind == SegmentKind.CALLABLE and fn.return_element(self.ir, s)],
             elements=[fn.element_function(self.ir, n, self._statements(n)) for n in self.nodes],
-            dispatchers=[d for n in self.nodes
-                         for d in fn.dispatchers(self.ir, n, any(m.join for m in self.nodes))],
+            dispatchers=[d for n in self.nodes for d in fn.dispatchers(self.ir, n, joins_here)],
             join_entries=[j for n in self.nodes if n.join for j in fn.join_entries(n)],
             threads=[self._thread(s) for s in self.segments if s.kind == SegmentKind.THREAD],
             callables=[self._callable(s) for s in self.segments if s.kind == SegmentKind.CALLABLE],
@@ -226,6 +226,7 @@ class _ProcessEmitter:
         has_return = fn.return_element(self.ir, seg) is not None
         return {"name": seg.name, "function": fn.callable_signature(self.ir, seg),
                 "state": seg.packet_state.name if seg.packet_state else "",
+                "zero": bool(seg.read_first),
                 "slot": fn.return_slot(seg.name) if has_return else "",
                 "has_value": bool(fn.return_type(self.ir, seg)),
                 "source": seg.source, "args": [f"arg{i}" for i in range(count)],
@@ -235,7 +236,7 @@ class _ProcessEmitter:
         return {"segment": seg.name, "count": len(seg.cores), "source": seg.source,
                 "cpus": seg.cores if seg.pinned else [-1] * len(seg.cores),
                 "state": seg.packet_state.name if seg.packet_state else "",
-                "manage": self.plan.threads_manage}
+                "zero": bool(seg.read_first), "manage": self.plan.threads_manage}
 
     def _main(self) -> dict[str, Any]:
         info = self.ir.main_info

@@ -33,6 +33,7 @@ class Function:
     returns: str = "void"
     static: bool = True
     inline: bool = False
+    noinline: bool = False
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ class Dispatcher:
     ``packet_begin``: the port of a thread's source starts a packet; ``new_packet``:
     the element emits packets of its own, so the state is made fresh after each
     (``next_seq``: the join sequence number moves on; ``clear_state``: the per-packet
-    state is zeroed)."""
+    state is zeroed, when some field is read before it is written)."""
 
     owner: str
     port: str
@@ -123,7 +124,7 @@ def element_signature(n: ElementNode) -> Function:
         params = values(next(iter(n.outputs.values())), "arg")
     else:
         params = [] if n.join else input_params(n, None)
-    return Function(n.name, [state_param(n)] + params)
+    return Function(n.name, [state_param(n)] + params, noinline=n.plan.out_of_line)
 
 
 def dispatcher_signature(n: ElementNode, port: str) -> Function:
@@ -189,7 +190,7 @@ def dispatchers(ir: ProgramIR, n: ElementNode, joins_here: bool) -> list[Dispatc
             used=min(len(types), max((c.values for c in calls), default=0)),
             packet_begin=n.plan.thread_source, new_packet=n.plan.emits_packets,
             next_seq=n.plan.emits_packets and joins_here,
-            clear_state=n.plan.emits_packets and n.packet_state is not None))
+            clear_state=n.plan.emits_packets and bool(ir.segments[n.segment].read_first)))
     return result
 
 

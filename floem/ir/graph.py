@@ -71,6 +71,7 @@ class SegmentIR:
     source: str = ""
     elements: list[str] = field(default_factory=list)
     uses: set[str] = field(default_factory=set)
+    read_first: set[str] = field(default_factory=set)   # read before written on some path
 
 
 @dataclass
@@ -210,6 +211,8 @@ class ProgramIR:
                          f"process={seg.process} source={seg.source or '-'} state={state}")
             if seg.uses:
                 lines.append(f"  uses {', '.join(sorted(seg.uses))}")
+            if seg.read_first:
+                lines.append(f"  reads first (zeroed per packet) {', '.join(sorted(seg.read_first))}")
             for name in seg.elements:
                 lines.extend("  " + line for line in self._dump_node(self.node(name)))
         loose = [n for n in self.nodes() if n.segment not in self.segments]

@@ -58,6 +58,7 @@ class ElementPlan:
     full_port: bool = False         # a lossy enqueue sends packets to "full" instead of dropping
     thread_source: bool = False     # the element a thread's loop calls
     emits_packets: bool = False     # a thread source whose each output is a new packet
+    out_of_line: bool = False       # never inlined into its caller (bounds inlining depth)
 
     def describe(self) -> str:
         """One line for the IR dump ("" when there is nothing to say)."""
@@ -66,7 +67,8 @@ class ElementPlan:
         parts += [what for what, on in (("steers by qid", self.steers_by_qid),
                                         ("full port", self.full_port),
                                         ("thread source", self.thread_source),
-                                        ("each output a new packet", self.emits_packets)) if on]
+                                        ("each output a new packet", self.emits_packets),
+                                        ("out of line", self.out_of_line)) if on]
         return "; ".join(parts)
 
 

@@ -15,6 +15,8 @@ Before: bodies analysed; queues as enqueue/dequeue elements.
 
 After: ``QueueIR.fields[c]`` lists the fields channel ``c`` carries (in state
 layout order; every field with the ``send_all_fields`` option, for comparison); each segment's ``uses`` is the set of fields its elements read;
+``read_first`` the fields some path from its source reads before writing (the
+per-packet state is zeroed for each packet only when there are such fields);
 warnings name a field written but never read afterwards, and a field read on
 some path where it was never written::
 
@@ -43,6 +45,7 @@ def run(ir: ProgramIR) -> ProgramIR:
                    for c in range(q.channels)]
         q.fields = [[f for f in order if send_all or f in carried[c]] for c in range(q.channels)]
     for seg in ir.segments.values():
+        seg.read_first = set(live_in[seg.source]) if seg.source in live_in else set()
         seg.uses = set()
         for name in seg.elements:
             n = ir.node(name)
@@ -118,9 +121,11 @@ def _must_defined(ir: ProgramIR, succ: dict[str, list[str]]) -> dict[str, set[st
     for name, targets in succ.items():
         if ir.node(name).role == Role.DEQUEUE:
             continue                      # its channels' enqueuers stand in for it
+        ports: dict[str, set[str]] = {}
+        for _, v, d in ir.graph.out_edges(name, data=True):
+            ports.setdefault(v, set()).add(d["in_port"])
         for t in targets:
-            ports = {d["in_port"] for _, v, d in ir.graph.out_edges(name, data=True) if v == t}
-            preds[t].append((name, next(iter(sorted(ports)), "")))
+            preds[t].append((name, next(iter(sorted(ports.get(t, ()))), "")))
     everything = {f.name for n in ir.nodes() if n.packet_state for f in n.packet_state.fields}
     defined_in = {n: (set() if not preds[n] else set(everything)) for n in succ}
     changed = True

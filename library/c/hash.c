@@ -3,53 +3,6 @@
 
 #include <string.h>
 
-static inline uint32_t rot(uint32_t x, int k)
-{
-    return x << k | x >> (32 - k);
-}
-
-static inline uint32_t load_le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-uint32_t floem_hashlittle(const void *key, size_t length, uint32_t initval)
-{
-    const uint8_t *k = (const uint8_t *)key;
-    uint32_t a, b, c;
-    a = b = c = 0xdeadbeef + (uint32_t)length + initval;
-    while (length > 12) {
-        a += load_le32(k);
-        b += load_le32(k + 4);
-        c += load_le32(k + 8);
-        /* mix(a, b, c) */
-        a -= c; a ^= rot(c, 4);  c += b;
-        b -= a; b ^= rot(a, 6);  a += c;
-        c -= b; c ^= rot(b, 8);  b += a;
-        a -= c; a ^= rot(c, 16); c += b;
-        b -= a; b ^= rot(a, 19); a += c;
-        c -= b; c ^= rot(b, 4);  b += a;
-        length -= 12;
-        k += 12;
-    }
-    if (length == 0)
-        return c;
-    uint8_t tail[12] = {0};             /* the last 1..12 bytes, zero-padded */
-    memcpy(tail, k, length);
-    a += load_le32(tail);
-    b += load_le32(tail + 4);
-    c += load_le32(tail + 8);
-    /* final(a, b, c) */
-    c ^= b; c -= rot(b, 14);
-    a ^= c; a -= rot(c, 11);
-    b ^= a; b -= rot(a, 25);
-    c ^= b; c -= rot(b, 16);
-    a ^= c; a -= rot(c, 4);
-    b ^= a; b -= rot(a, 14);
-    c ^= b; c -= rot(b, 24);
-    return c;
-}
-
 /* CRC-32C of each 4-bit value (reflected polynomial 0x82f63b78). */
 static const uint32_t crc32c_nibble[16] = {
     0x00000000, 0x105ec76f, 0x20bd8ede, 0x30e349b1, 0x417b1dbc, 0x5125dad3, 0x61c69362,

@@ -4,13 +4,16 @@
  * in network (big-endian) order, read and written with floem_get16/32 and
  * floem_put16/32, which work on any host byte order and alignment.
  * floem_udp_parse() checks a frame before anything else looks at it; the
- * other functions assume a frame it accepted (or one they build).
+ * other functions assume a frame it accepted (or one they build). What runs for
+ * every packet is defined here, static inline, so that the elements calling it
+ * compile it inline; building frames and checksums is in headers.c.
  */
 #ifndef FLOEM_LIBRARY_HEADERS_H
 #define FLOEM_LIBRARY_HEADERS_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define FLOEM_ETHER_LEN 14
 #define FLOEM_IPV4_MIN_LEN 20
@@ -127,16 +130,82 @@ static inline unsigned floem_ipv4_header_len(const struct floem_ipv4_hdr *ip)
     return (unsigned)(ip->version_ihl & 0x0f) * 4;
 }
 
+/* The one's-complement sum of `len` bytes (big-endian 16-bit words) added to `sum`. */
+static inline uint32_t floem_csum_add(uint32_t sum, const void *data, size_t len)
+{
+    const uint8_t *b = (const uint8_t *)data;
+    uint64_t acc = sum;
+    size_t i = 0;
+    for (; i + 1 < len; i += 2)
+        acc += (uint32_t)(b[i] << 8 | b[i + 1]);
+    if (i < len)
+        acc += (uint32_t)b[i] << 8;
+    while (acc >> 32)
+        acc = (acc & 0xffffffffu) + (acc >> 32);
+    return (uint32_t)acc;
+}
+
+/* Fold a sum into a 16-bit checksum (complemented). */
+static inline uint16_t floem_csum_fold(uint32_t sum)
+{
+    while (sum >> 16)
+        sum = (sum & 0xffff) + (sum >> 16);
+    return (uint16_t)~sum;
+}
+
 /* Check that `frame` (`size` bytes) is Ethernet/IPv4/UDP with consistent lengths.
  * Reads only bytes below `size`. On FLOEM_UDP_OK, fills `view` (when not NULL).
  * With `verify_checksums`, also checks the IPv4 header checksum and a nonzero UDP checksum. */
-enum floem_udp_verdict floem_udp_parse(void *frame, size_t size, int verify_checksums,
-                                       struct floem_udp_view *view);
+static inline enum floem_udp_verdict
+floem_udp_parse(void *frame, size_t size, int verify_checksums, struct floem_udp_view *view)
+{
+    uint8_t *bytes = (uint8_t *)frame;
+    if (frame == NULL || size < FLOEM_ETHER_LEN)
+        return FLOEM_UDP_TRUNCATED;
+    struct floem_ether_hdr *eth = (struct floem_ether_hdr *)bytes;
+    if (floem_get16(&eth->type) != FLOEM_ETHERTYPE_IPV4)
+        return FLOEM_UDP_NOT_IPV4;
+    if (size < FLOEM_ETHER_LEN + FLOEM_IPV4_MIN_LEN)
+        return FLOEM_UDP_TRUNCATED;
+    struct floem_ipv4_hdr *ip = (struct floem_ipv4_hdr *)(bytes + FLOEM_ETHER_LEN);
+    size_t ihl = floem_ipv4_header_len(ip);
+    if (ip->version_ihl >> 4 != 4 || ihl < FLOEM_IPV4_MIN_LEN)
+        return FLOEM_UDP_BAD_IP_HEADER;
+    if (FLOEM_ETHER_LEN + ihl > size)
+        return FLOEM_UDP_TRUNCATED;
+    size_t total = floem_get16(&ip->total_len);
+    if (total < ihl)
+        return FLOEM_UDP_BAD_IP_HEADER;
+    if (FLOEM_ETHER_LEN + total > size)
+        return FLOEM_UDP_TRUNCATED;
+    if (verify_checksums && floem_csum_fold(floem_csum_add(0, ip, ihl)) != 0)
+        return FLOEM_UDP_BAD_CHECKSUM;
+    if ((floem_get16(&ip->frag_off) & 0x3fff) != 0)     /* MF flag or a fragment offset */
+        return FLOEM_UDP_FRAGMENT;
+    if (ip->protocol != FLOEM_IPPROTO_UDP)
+        return FLOEM_UDP_NOT_UDP;
+    if (total < ihl + FLOEM_UDP_LEN)
+        return FLOEM_UDP_TRUNCATED;
+    struct floem_udp_hdr *udp = (struct floem_udp_hdr *)((uint8_t *)ip + ihl);
+    size_t udp_len = floem_get16(&udp->len);
+    if (udp_len < FLOEM_UDP_LEN || ihl + udp_len > total)
+        return FLOEM_UDP_BAD_UDP_LENGTH;
+    if (verify_checksums && floem_get16(&udp->checksum) != 0) {
+        uint32_t sum = floem_csum_add(0, &ip->src, 8);
+        sum += FLOEM_IPPROTO_UDP + (uint32_t)udp_len;
+        if (floem_csum_fold(floem_csum_add(sum, udp, udp_len)) != 0)
+            return FLOEM_UDP_BAD_CHECKSUM;
+    }
+    if (view != NULL) {
+        view->eth = eth;
+        view->ip = ip;
+        view->udp = udp;
+        view->payload = (uint8_t *)udp + FLOEM_UDP_LEN;
+        view->payload_len = udp_len - FLOEM_UDP_LEN;
+    }
+    return FLOEM_UDP_OK;
+}
 
-/* The one's-complement sum of `len` bytes (big-endian 16-bit words) added to `sum`. */
-uint32_t floem_csum_add(uint32_t sum, const void *data, size_t len);
-/* Fold a sum into a 16-bit checksum (complemented). */
-uint16_t floem_csum_fold(uint32_t sum);
 /* The checksum an IPv4 header must carry (computed with its checksum field as zero). */
 uint16_t floem_ipv4_checksum(const struct floem_ipv4_hdr *ip);
 /* The UDP checksum (pseudo-header included) of a datagram whose length field is set;
@@ -152,9 +221,36 @@ void floem_udp_fill(void *frame, size_t payload_len, const struct floem_udp_endp
  * UDP checksum when asked (else sets it to 0). */
 void floem_udp_set_length(void *frame, size_t size, int udp_checksum);
 /* Swap source and destination MACs, IPv4 addresses and UDP ports (a reply). */
-void floem_udp_swap(void *frame);
+static inline void floem_udp_swap(void *frame)
+{
+    struct floem_ether_hdr *eth = (struct floem_ether_hdr *)frame;
+    struct floem_ipv4_hdr *ip = (struct floem_ipv4_hdr *)((uint8_t *)frame + FLOEM_ETHER_LEN);
+    struct floem_udp_hdr *udp = (struct floem_udp_hdr *)((uint8_t *)ip + floem_ipv4_header_len(ip));
+    uint8_t mac[6];
+    memcpy(mac, eth->dst, 6);
+    memcpy(eth->dst, eth->src, 6);
+    memcpy(eth->src, mac, 6);
+    uint32_t addr = ip->src;            /* raw swaps: byte order does not matter */
+    ip->src = ip->dst;
+    ip->dst = addr;
+    uint16_t port = udp->src_port;
+    udp->src_port = udp->dst_port;
+    udp->dst_port = port;
+}
+
 /* The flow key of a parsed frame. */
-void floem_udp_flow_key(const void *frame, struct floem_flow_key *key);
+static inline void floem_udp_flow_key(const void *frame, struct floem_flow_key *key)
+{
+    const struct floem_ipv4_hdr *ip =
+        (const struct floem_ipv4_hdr *)((const uint8_t *)frame + FLOEM_ETHER_LEN);
+    const struct floem_udp_hdr *udp =
+        (const struct floem_udp_hdr *)((const uint8_t *)ip + floem_ipv4_header_len(ip));
+    key->src_ip = ip->src;
+    key->dst_ip = ip->dst;
+    key->src_port = udp->src_port;
+    key->dst_port = udp->dst_port;
+    key->protocol = ip->protocol;
+}
 
 /* The UDP payload of a frame floem_udp_parse accepted. */
 static inline uint8_t *floem_udp_payload(void *frame)

@@ -116,6 +116,24 @@ def test_no_warnings_when_every_field_is_written_and_read():
     assert ir.warnings == []
 
 
+def test_a_segment_reading_a_field_it_never_wrote_starts_each_packet_zeroed():
+    """`read_first`: the fields some path reads before writing; only those make the
+    generated code zero the per-packet state for every packet."""
+    p, _ = program_with_state()
+    ir = run_until(p, "liveness")
+    assert ir.segments["s"].read_first == {"len"}     # key and spare are written first
+    assert ir.segments["plain"].read_first == set()
+    assert "reads first (zeroed per packet) len" in ir.dump()
+
+
+def test_a_field_read_first_on_the_far_side_of_a_queue_is_read_first_at_the_source():
+    ir = run_until(across(lambda q: Gen() >> C(text="state->key = 1; output { out(); }") >> q,
+                          lambda q: q >> Leaf(text=READ_KEY + 'printf("%d", state->len);')),
+                   "liveness")
+    assert ir.segments["tx"].read_first == {"len"}    # carried, so zero when it leaves
+    assert ir.segments["rx"].read_first == set()      # a dequeue's fields come from the entry
+
+
 # -- queues ---------------------------------------------------------------------------------
 # Each program below runs segment "tx" (Gen >> ... >> q) and segment "rx" (q >> ...) in one
 # flow with per-packet state `Req`; `C` elements and `Leaf` leaves carry their C body as ``text=``.

@@ -4,6 +4,7 @@ from __future__ import annotations
 from floem import (Element, Field, Flow, Input, Int, Output, PerPacket, Program, Queue, Segment,
                    State, target)
 from floem.ir import Device, Home
+from floem.passes.plan_code import INLINE_DEPTH
 
 from .conftest import run_until
 from .test_place_memory import program
@@ -90,3 +91,50 @@ def test_an_enqueue_steers_by_qid_and_a_connected_full_port_is_planned():
     assert enq.plan.steers_by_qid and enq.plan.full_port
     assert "steers by qid; full port" in ir.dump()
     assert "queue q: dequeues through the sync layer" in ir.dump()
+
+
+class Pass(Element):
+    def configure(self):
+        self.inp = Input(Int)
+        self.out = Output(Int)
+
+    def impl(self):
+        self.run_c("int x = inp(); output { out(x + 1); }")
+
+
+class Source(Element):
+    def configure(self):
+        self.out = Output(Int)
+
+    def impl(self):
+        self.run_c("output { out(0); }")
+
+
+def test_a_long_chain_is_cut_into_out_of_line_functions_every_inline_depth_elements():
+    """gcc inlining a chain whole nests it as deep as it is long (seconds and gigabytes to
+    compile at 1,000 elements); every INLINE_DEPTH-th element is kept out of line."""
+    with Program("plan_chain") as p:
+        class Chain(Segment):
+            def impl(self):
+                x = Source()
+                for _ in range(2 * INLINE_DEPTH + 10):
+                    x = x >> Pass()
+        Chain("chain")
+    ir = run_until(p, "plan_code")
+    elements = ir.segments["chain"].elements
+    outlined = [i for i, e in enumerate(elements) if ir.node(e).plan.out_of_line]
+    assert outlined == [INLINE_DEPTH, 2 * INLINE_DEPTH]
+    assert "out of line" in ir.dump()
+
+
+def test_a_short_segment_is_left_to_the_compiler_to_inline():
+    with Program("plan_short") as p:
+        class Chain(Segment):
+            def impl(self):
+                x = Source()
+                for _ in range(INLINE_DEPTH - 1):
+                    x = x >> Pass()
+        Chain("chain")
+    ir = run_until(p, "plan_code")
+    assert len(ir.segments["chain"].elements) == INLINE_DEPTH
+    assert not any(ir.node(e).plan.out_of_line for e in ir.segments["chain"].elements)

@@ -227,7 +227,6 @@ static void *on_nic_thread(void *arg)
     floem_core_id = (int)(intptr_t)arg;
     Packet packet;
     while (floem_running()) {
-        memset(&packet, 0, sizeof packet);
         floem_idle = 0;
         to_nic_deq(&packet);
         floem_iteration_end();          /* counts the turn as busy or idle; backs off when idle */

@@ -248,7 +248,6 @@ static inline void Show0_out(Packet *state, int v0)
 void push(int arg0)
 {
     Packet packet;
-    memset(&packet, 0, sizeof packet);
     push_args(&packet, arg0);
 }
 
@@ -256,7 +255,6 @@ void push(int arg0)
 int pop(int arg0)
 {
     Packet packet;
-    memset(&packet, 0, sizeof packet);
     pop_result.set = false;
     pop_args(&packet, arg0);
     if (!pop_result.set)
@@ -316,7 +314,7 @@ static int floem_main(int argc, char **argv)
     for (int shown = 0; shown < 6; )
         shown += pop(0);
 
-#line 320 "nic_roundtrip.c"
+#line 318 "nic_roundtrip.c"
     return 0;
 }
 

@@ -263,7 +263,6 @@ static void *serve_thread(void *arg)
     floem_core_id = (int)(intptr_t)arg;
     Request packet;
     while (floem_running()) {
-        memset(&packet, 0, sizeof packet);
         floem_idle = 0;
         requests_deq(&packet);
         floem_iteration_end();          /* counts the turn as busy or idle; backs off when idle */
@@ -275,7 +274,6 @@ static void *serve_thread(void *arg)
 void request(int arg0, int arg1, int arg2)
 {
     Request packet;
-    memset(&packet, 0, sizeof packet);
     request_args(&packet, arg0, arg1, arg2);
 }
 
@@ -337,7 +335,7 @@ static int floem_main(int argc, char **argv)
     while (__atomic_load_n(&done->count, __ATOMIC_ACQUIRE) < 25)
         usleep(1000);
 
-#line 341 "queue_two_channels.c"
+#line 339 "queue_two_channels.c"
     return 0;
 }
 
