@@ -83,7 +83,10 @@ def launch(main: str, others: dict[str, list[str]], args: list[str], timeout: fl
     ``duration``: send SIGINT to every process after that many seconds (a normal
     stop). ``timeout``: if main is still running after that many seconds, kill
     everything and report it (exit status 124). A process killed by a signal is
-    reported by name and signal (exit status 128 + signal). SIGINT or SIGTERM received
+    reported by name and signal (exit status 128 + signal); another process that dies
+    (killed, or exiting with a non-zero status) while main runs is reported too and main
+    is stopped with SIGTERM, and the run fails even if main then ends cleanly (the
+    main's status if not 0, else that process's). SIGINT or SIGTERM received
     (on the main thread) is forwarded to every process, which all have `STOP_SECONDS`
     to end before SIGKILL (a second one: SIGKILL at once); the run is reported as
     ``floem: stopped by SIG...``, with the main process's status if it ended by
@@ -107,20 +110,22 @@ def launch(main: str, others: dict[str, list[str]], args: list[str], timeout: fl
         for name, argv in commands:
             procs.append(_Proc(name, argv, out, err, child_env))
         previous.update(_handle([signal.SIGUSR1], lambda sig, _frame: [p.signal(sig) for p in procs]))
-        deadline, timed_out, notes = _supervise(procs, caught, timeout, duration)
+        deadline, timed_out, notes, crashed = _supervise(procs, caught, timeout, duration)
     finally:
         _stop(procs, time.monotonic() if deadline is None else deadline)
         for s, handler in previous.items():
             signal.signal(s, handler)
         _unlink_shared(shm)
-    return _result(out, err, _status(procs[-1], caught, timed_out, notes), timed_out, notes)
+    return _result(out, err, _status(procs[-1], caught, timed_out, notes, crashed), timed_out,
+                   notes)
 
 
 def _supervise(procs: list[_Proc], caught: _Caught, timeout: float | None,
-               duration: float | None) -> tuple[float, bool, list[str]]:
+               duration: float | None) -> tuple[float, bool, list[str], list[_Proc]]:
     """Wait for the main process (the last) to end, or until the run must be stopped;
     returns the time by which every process must be gone, whether ``timeout`` expired,
-    and the notes to print."""
+    the notes to print, and the other processes that died while main ran (killed, or
+    exiting with a non-zero status)."""
     main_proc = procs[-1]
     notes: list[str] = []
     crashed: list[_Proc] = []
@@ -138,7 +143,7 @@ def _supervise(procs: list[_Proc], caught: _Caught, timeout: float | None,
                 break
         else:
             for p in procs:
-                if p is not main_proc and p not in crashed and (p.popen.poll() or 0) < 0:
+                if p is not main_proc and p not in crashed and (p.popen.poll() or 0) != 0:
                     crashed.append(p)
                     notes.append(_death(p))
                     stopping_at = stopping_at or now
@@ -149,25 +154,32 @@ def _supervise(procs: list[_Proc], caught: _Caught, timeout: float | None,
                     p.signal(signal.SIGINT)
             if timeout is not None and now - start >= timeout:
                 notes.append(f"floem: '{main_proc.name}' timed out after {timeout:g} s; stopped it")
-                return time.monotonic() + STOP_SECONDS, True, notes
+                return time.monotonic() + STOP_SECONDS, True, notes, crashed
             if stopping_at is not None and now - stopping_at > GRACE_SECONDS:
                 notes.append(f"floem: '{main_proc.name}' did not stop within {GRACE_SECONDS:g} s "
                              "of SIGINT; killed it")
                 break
         time.sleep(0.01)
     if caught.signum is not None:
-        return (time.monotonic() if caught.count > 1 else caught.at + STOP_SECONDS), False, notes
-    return time.monotonic() + STOP_SECONDS, False, notes
+        return ((time.monotonic() if caught.count > 1 else caught.at + STOP_SECONDS), False, notes,
+                crashed)
+    return time.monotonic() + STOP_SECONDS, False, notes, crashed
 
 
-def _status(main_proc: _Proc, caught: _Caught, timed_out: bool, notes: list[str]) -> int:
-    """The run's exit status (noting a stop signal, or how the main process died)."""
+def _status(main_proc: _Proc, caught: _Caught, timed_out: bool, notes: list[str],
+            crashed: list[_Proc]) -> int:
+    """The run's exit status (noting a stop signal, or how the main process died); a main
+    that ended cleanly, or by the SIGTERM sent to it, after another process died gets that
+    process's status."""
     code = main_proc.popen.returncode
     if caught.signum is not None:
         notes.append(stopped_note(caught.signum))
         return code if code >= 0 else 128 + caught.signum
     if timed_out:
         return TIMEOUT_STATUS
+    if crashed and code in (0, -signal.SIGTERM):
+        first = crashed[0].popen.returncode
+        return 128 - first if first < 0 else first
     if code < 0:
         notes.append(_death(main_proc))
         return 128 - code
@@ -263,6 +275,9 @@ def _handle(signals: Sequence[int], handler: Callable[[int, Any], Any]) -> dict[
 
 
 def _death(p: _Proc) -> str:
+    """How process ``p`` ended: killed by a signal, or a non-zero exit status."""
+    if p.popen.returncode > 0:
+        return f"floem: process '{p.name}' exited with status {p.popen.returncode}"
     sig = -p.popen.returncode
     try:
         name = signal.Signals(sig).name

@@ -272,10 +272,24 @@ def forever_build(forever: str) -> str:
 def test_the_run_script_of_a_build_does_the_same(sig: signal.Signals, forever_build: str,
                                                  tmp_path: Path) -> None:
     with started([os.path.join(forever_build, "run")], tmp_path) as run:
-        assert sorted(p.name for p in run.processes) == ["forever", "nic"]
+        # (and the `sleep 0.1` of the script's poll, now and then)
+        assert sorted(p.name for p in run.processes if p.name != "sleep") == ["forever", "nic"]
         os.kill(run.proc.pid, sig)
         check_stopped(run, sig, wait_gone(run, [run.proc.pid]), [run.proc.pid])
         check_status(run, sig, 128 + sig)
+
+
+def test_the_run_script_stops_main_when_another_process_dies(forever_build: str,
+                                                             tmp_path: Path) -> None:
+    """The NIC killed under a main that waits on it forever: the script reports it by name,
+    stops main and exits with the NIC's status, as `floem run` does."""
+    with started([os.path.join(forever_build, "run")], tmp_path) as run:
+        nic = next(p for p in run.processes if p.name == "nic")
+        os.kill(nic.pid, signal.SIGKILL)
+        run.proc.wait(30)
+        assert run.proc.returncode == 128 + signal.SIGKILL
+        assert "floem: process 'nic' was killed by SIGKILL" in run.stderr()
+        check_stopped(run, signal.SIGKILL, wait_gone(run, [run.proc.pid]), [run.proc.pid])
 
 
 def test_a_program_that_stops_cleanly_on_the_signal_keeps_its_status(tmp_path: Path) -> None:

@@ -52,8 +52,8 @@ def launcher(ir: ProgramIR, emulator: list[str]) -> GeneratedFile | None:
     main = ir.main_process
     if main not in ir.processes or not ir.processes[main].has_main:
         return None
-    others = [" ".join(emulator + [f'"$here/{p.name}"']) if p.device == Device.NIC
-              else f'"$here/{p.name}"' for p in ir.processes.values()
+    others = [(p.name, " ".join(emulator + [f'"$here/{p.name}"']) if p.device == Device.NIC
+               else f'"$here/{p.name}"') for p in ir.processes.values()
               if p.has_main and p.name != main]
     text = render("run.sh.j2", app_file=ir.app_file, main=main, others=others)
     return GeneratedFile("run", text)

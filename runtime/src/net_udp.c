@@ -12,7 +12,11 @@
  * port; so an element that swaps the addresses answers the sender. Frames that
  * are not IPv4/UDP, or whose UDP length does not fit the frame, are dropped and
  * counted. A datagram larger than a buffer (FLOEM_NET_BUFFER_BYTES minus the
- * 42 header bytes) is dropped and counted on receipt.
+ * 42 header bytes) is dropped and counted on receipt. The report adds the
+ * datagrams the kernel dropped at the sockets because their receive buffers
+ * were full (the sockets' drop counts, SO_MEMINFO): with the frames received
+ * and those dropped on receipt, they account for every datagram that reached
+ * the port.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -25,6 +29,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -329,9 +334,43 @@ void floem_backend_send(unsigned q, floem_packet_t *pkts, unsigned n)
     floem_pool_put(buffers, n);     /* aborts on a buffer the network never gave */
 }
 
+/* The datagrams the kernel dropped at socket `fd` (receive buffer full), in *drops; false
+ * when it cannot say (errno set). */
+static bool socket_drops(int fd, uint64_t *drops)
+{
+#ifdef SO_MEMINFO
+    uint32_t info[SK_MEMINFO_VARS];
+    socklen_t len = sizeof info;
+    if (getsockopt(fd, SOL_SOCKET, SO_MEMINFO, info, &len) != 0)
+        return false;
+    if (len < (SK_MEMINFO_DROPS + 1) * sizeof info[0]) {
+        errno = EINVAL;
+        return false;
+    }
+    *drops = info[SK_MEMINFO_DROPS];
+    return true;
+#else
+    (void)fd;
+    (void)drops;
+    errno = ENOPROTOOPT;
+    return false;
+#endif
+}
+
 void floem_backend_report(FILE *out)
 {
-    (void)out;
+    uint64_t drops = 0;
+    for (unsigned q = 0; q < n_queues; q++) {
+        uint64_t d;
+        if (!socket_drops(queues[q].fd, &d)) {
+            fprintf(out, "floem: net udp: socket drops unknown (SO_MEMINFO: %s)\n",
+                    strerror(errno));
+            return;
+        }
+        drops += d;
+    }
+    fprintf(out, "floem: net udp: socket drops %llu (the kernel's, receive buffers full)\n",
+            (unsigned long long)drops);
 }
 
 #endif

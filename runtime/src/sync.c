@@ -32,6 +32,23 @@
  * entry was finished since the previous round; issue the next read (a full batch, or
  * whatever is invalid when the workers have nothing valid left).
  *
+ * Reading from_host entries takes two reads. A single DMA read guarantees nothing about
+ * the order in which it observes concurrent updates of the memory it reads (PCIe Base
+ * Specification, "Update Ordering and Granularity Observed by a Read Transaction"): a
+ * read that finds an entry's status word published may hold payload bytes from before
+ * the host wrote them. So the ready prefix of a from_host read only extends `seen` (the
+ * end of the entries known to be published); an entry becomes valid when a later read,
+ * issued after that one completed, fetches it: the host published its payload before its
+ * status word, and does not touch it while the NIC owns it. Each read covers the entries
+ * seen but not fetched yet and a batch beyond them, so in a steady stream one read fetches
+ * a batch and sees the next. (to_host reads need only the status words: the workers
+ * overwrite the rest.) The blocking variant reads a from_host entry's status word, then,
+ * when it is published, the rest of the entry.
+ *
+ * Fault points (floem_fault_point, FLOEM_FAULTS stall=...): the worker wrappers and
+ * access_done while the worker holds an entry, and a manager round after taking the
+ * manager lock and between its write-backs and its read.
+ *
  * Write-back of to_host entries [a, b) is one request: the bytes of the run from
  * entry a's channel to the end of entry b - 1 (two descriptors when the run wraps),
  * then entry a's status word. The run carries the status words of a + 1 .. b - 1
@@ -72,6 +89,7 @@ struct floem_sync {
     /* Manager side. */
     _Alignas(64) int manager_lock;
     uint64_t writing, modified, reading, invalid;
+    uint64_t seen;                   /* from_host: entries before it were seen published */
     uint64_t last_valid;             /* `valid` as seen by the previous round */
     bool read_pending;
     floem_dma_req_t read_req;
@@ -264,6 +282,7 @@ void *access_entry(floem_sync_t *s, uint64_t i)
 
 void access_done(floem_sync_t *s, uint64_t i)
 {
+    floem_fault_point();
     lock_workers(s);
     struct floem_queue_entry *e = valid_entry(s, i);
     if (e == NULL)
@@ -302,12 +321,21 @@ static void retire_writes(floem_sync_t *s)
     }
 }
 
-/* The read has completed: its ready prefix becomes valid, the rest invalid again. */
+/* The read has completed: its ready prefix becomes valid (from_host: as far as an earlier
+ * read saw the entries published, see above), the rest invalid again. */
 static void finish_read(floem_sync_t *s)
 {
     uint64_t r = s->reading;
-    while (r < s->invalid && turn_of(slot_at(s, r)) == ready_turn(s, r))
+    uint64_t trusted = s->dir == FLOEM_SYNC_TO_HOST ? s->invalid : s->seen;
+    while (r < s->invalid && r < trusted && turn_of(slot_at(s, r)) == ready_turn(s, r))
         r++;
+    if (s->dir == FLOEM_SYNC_FROM_HOST) {
+        uint64_t seen = r;
+        while (seen < s->invalid && turn_of(slot_at(s, seen)) == ready_turn(s, seen))
+            seen++;
+        if (seen > s->seen)
+            s->seen = seen;
+    }
     s->invalid = r;
     s->read_pending = false;
     __atomic_store_n(&s->reading, r, __ATOMIC_RELEASE);
@@ -326,12 +354,15 @@ static bool wraps(const floem_sync_t *s, uint64_t first, uint64_t *n, unsigned d
     return false;
 }
 
-/* Fetch the next batch into the invalid slots, with one request. */
+/* Fetch the next batch into the invalid slots, with one request (from_host: and the entries
+ * the previous read saw published, which this one fetches). */
 static void issue_read(floem_sync_t *s)
 {
+    /* from_host: the entries seen published but not fetched yet, and a batch beyond them. */
+    uint64_t want = s->batch + (s->seen > s->invalid ? s->seen - s->invalid : 0);
     uint64_t n = s->writing + s->size - s->invalid;
-    if (n > s->batch)
-        n = s->batch;
+    if (n > want)
+        n = want;
     if (n == 0 || (n < s->batch && s->reading != __atomic_load_n(&s->valid, __ATOMIC_ACQUIRE)))
         return;
     uint32_t first = (uint32_t)(s->invalid % s->size);
@@ -400,10 +431,12 @@ void floem_sync_manage(floem_sync_t *s)
 {
     if (__atomic_exchange_n(&s->manager_lock, 1, __ATOMIC_ACQUIRE))
         return;
+    floem_fault_point();
     retire_writes(s);
     if (s->read_pending && dma_done(&s->read_req))
         finish_read(s);
     issue_writes(s, false);
+    floem_fault_point();
     if (!s->read_pending)
         issue_read(s);
     unlock(&s->manager_lock);
@@ -433,18 +466,25 @@ void floem_sync_cursors(const floem_sync_t *s, floem_sync_cursors_t *out)
     *out = (floem_sync_cursors_t){s->take, s->take, s->take, s->take, s->take};
 }
 
-/* Read position i's host entry (to_host: its status word) into its slot; the slot if the
- * entry is NIC-owned, else NULL (workers serialised). A slot whose previous entry a worker
- * still holds is left alone. */
+/* Read position i's host status word into its slot, and when the entry is NIC-owned and
+ * from_host, then the rest of it (a read issued after the status was seen: see above); the
+ * slot if the entry is NIC-owned, else NULL (workers serialised). A slot whose previous entry
+ * a worker still holds is left alone. */
 static struct floem_queue_entry *fetch(floem_sync_t *s, uint64_t i)
 {
     struct floem_queue_entry *e = slot_at(s, i);
     if (i >= s->size && turn_of(e) == ready_turn(s, i - s->size))
         return NULL;
     uint32_t index = (uint32_t)(i % s->size);
-    dma_read(host_entry(s, index, 0), s->dir == FLOEM_SYNC_TO_HOST ? 4 : s->entry_size, e);
+    dma_read(host_entry(s, index, 0), 4, e);
     count(&s->read_requests, 1);
-    return turn_of(e) == ready_turn(s, i) ? e : NULL;
+    if (turn_of(e) != ready_turn(s, i))
+        return NULL;
+    if (s->dir == FLOEM_SYNC_FROM_HOST) {
+        dma_read(host_entry(s, index, 4), s->entry_size - 4, (char *)e + 4);
+        count(&s->read_requests, 1);
+    }
+    return e;
 }
 
 /* Finish an entry and write it back at once: to_host its channel and payload then its
@@ -518,12 +558,16 @@ void *floem_sync_enq_reserve(floem_sync_t *s)
     lock_workers(s);
     struct floem_queue_entry *e = take_next(s);
     unlock_workers(s);
-    return e == NULL ? NULL : e + 1;
+    if (e == NULL)
+        return NULL;
+    floem_fault_point();
+    return e + 1;
 }
 
 void floem_sync_enq_commit(floem_sync_t *s, void *payload, uint16_t channel)
 {
     struct floem_queue_entry *e = entry_of(s, payload);
+    floem_fault_point();
     lock_workers(s);
     e->channel = floem_wire16(channel);
     complete(s, e);
@@ -538,6 +582,7 @@ void *floem_sync_deq_acquire(floem_sync_t *s, uint16_t *channel)
     unlock_workers(s);
     if (e == NULL)
         return NULL;
+    floem_fault_point();
     if (channel != NULL)
         *channel = floem_wire16(e->channel);
     return e + 1;
@@ -546,6 +591,7 @@ void *floem_sync_deq_acquire(floem_sync_t *s, uint16_t *channel)
 void floem_sync_deq_release(floem_sync_t *s, void *payload)
 {
     struct floem_queue_entry *e = entry_of(s, payload);
+    floem_fault_point();
     lock_workers(s);
     complete(s, e);
     unlock_workers(s);

@@ -5,6 +5,10 @@
  * Bounds and request-shape errors, the environment model and host-address
  * faults run in child processes. Timing checks use lower bounds only (the
  * model must hold the caller at least that long), plus exact counters.
+ * Fault injection (FLOEM_FAULTS, set by the cases that use it): malformed
+ * values, the orderings the deferred engine keeps whatever the delays, every
+ * byte moved by torn requests, reproducible decisions, and threads under
+ * every fault at once.
  * Prints "ok: N checks" and exits 0, or names the failed check and aborts.
  */
 #ifndef _GNU_SOURCE
@@ -397,14 +401,14 @@ static void test_env(void)
 
 /* Several NIC threads issue DMA at once: every byte and every request is accounted for. */
 #define THREADS 4
-#define ROUNDS 5000
+static uint64_t rounds;
 
 static void *dma_thread(void *arg)
 {
     size_t id = (size_t)(uintptr_t)arg;
     size_t base = 65536 + id * 4096;
     uint64_t out[8], in[8];
-    for (uint64_t r = 0; r < ROUNDS; r++) {
+    for (uint64_t r = 0; r < rounds; r++) {
         for (int k = 0; k < 8; k++)
             out[k] = (id << 56) | (r << 8) | (uint64_t)k;
         size_t at = base + (r % 32) * 64;
@@ -424,9 +428,10 @@ static void *dma_thread(void *arg)
     return NULL;
 }
 
-static void test_threads(void)
+/* THREADS threads of `n` rounds each (an even number) on the engine as started. */
+static void run_threads(uint64_t n)
 {
-    start(100, 8.0, 16, 4);
+    rounds = n;
     pthread_t t[THREADS];
     for (size_t i = 0; i < THREADS; i++)
         CHECK(pthread_create(&t[i], NULL, dma_thread, (void *)(uintptr_t)i) == 0);
@@ -434,16 +439,193 @@ static void test_threads(void)
         CHECK(pthread_join(t[i], NULL) == 0);
     floem_dma_stats_t st;
     floem_dma_stats(&st);
-    CHECK(st.requests == THREADS * ROUNDS * 2ull);
-    CHECK(st.descriptors == THREADS * ROUNDS * 5ull / 2);
-    CHECK(st.bytes_written == THREADS * ROUNDS * 64ull);
-    CHECK(st.bytes_read == THREADS * ROUNDS * 64ull * 3 / 2);
+    CHECK(st.requests == THREADS * n * 2);
+    CHECK(st.descriptors == THREADS * n * 5 / 2);
+    CHECK(st.bytes_written == THREADS * n * 64);
+    CHECK(st.bytes_read == THREADS * n * 64 * 3 / 2);
+}
+
+static void test_threads(void)
+{
+    start(100, 8.0, 16, 4);
+    run_threads(5000);
+}
+
+/* ---- Fault injection ------------------------------------------------------------ */
+
+static void faults(const char *spec)
+{
+    setenv("FLOEM_FAULTS", spec, 1);
+}
+
+static void faults_bad_probability(void)
+{
+    faults("seed=3,dma_delay=1.5");
+    start(0, 8.0, 16, 8);
+}
+
+static void faults_unknown(void)
+{
+    faults("dma_dely=0.5");
+    start(0, 8.0, 16, 8);
+}
+
+static void faults_not_a_pair(void)
+{
+    faults("stall");
+    start(0, 8.0, 16, 8);
+}
+
+static void faults_zero_ns(void)
+{
+    faults("stall=0.1,stall_ns=0");
+    start(0, 8.0, 16, 8);
+}
+
+static void faults_negative_seed(void)
+{
+    faults("seed=-3");
+    start(0, 8.0, 16, 8);
+}
+
+static void test_fault_spec(void)
+{
+    expect_abort(faults_bad_probability,
+                 "floem: FLOEM_FAULTS=seed=3,dma_delay=1.5: dma_delay=1.5: need a probability "
+                 "from 0 to 1");
+    expect_abort(faults_unknown, "FLOEM_FAULTS=dma_dely=0.5: dma_dely=0.5: unknown fault (known: "
+                                 "seed, dma_delay, dma_delay_ns, dma_tear, stall, stall_ns)");
+    expect_abort(faults_not_a_pair, "FLOEM_FAULTS=stall: stall: need name=value");
+    expect_abort(faults_zero_ns, "stall_ns=0: need nanoseconds from 1 to 10^10");
+    expect_abort(faults_negative_seed, "seed=-3: need a non-negative integer");
+    /* Empty, or every probability 0: the engine of the cases above (data at issue). */
+    const char *off[] = {"", "seed=4", "dma_delay=0,dma_tear=0,stall=0"};
+    for (int i = 0; i < 3; i++) {
+        faults(off[i]);
+        start(100000000, 8.0, 16, 8);
+        uint32_t v = 0x5eed;
+        floem_dma_req_t w;
+        dma_write_async(host(64), 4, &v, &w);
+        CHECK(memcmp(host_mem + 64, &v, 4) == 0 && !dma_done(&w));
+        dma_wait(&w);
+        floem_dma_stats_t st;
+        floem_dma_stats(&st);
+        CHECK(st.delayed == 0 && st.torn == 0 && st.stalls == 0);
+    }
+}
+
+/* Every request delayed by up to 2 ms: whatever the delays, a write is not passed by a later
+ * write or read, while a write may pass an earlier read (and, over many tries, does). */
+static void test_fault_orderings(void)
+{
+    faults("seed=11,dma_delay=1,dma_delay_ns=2000000");
+    start(0, 8.0, 16, 8);
+    const uint32_t tries = 100;
+    uint32_t passed = 0;
+    for (uint32_t t = 0; t < tries; t++) {
+        uint32_t before = 0, first = 2 * t + 1, second = 2 * t + 2, after = 0;
+        floem_dma_req_t r0, w1, w2, r1;
+        dma_read_async(host(64), 4, &before, &r0);
+        dma_write_async(host(64), 4, &first, &w1);
+        dma_write_async(host(64), 4, &second, &w2);
+        dma_read_async(host(64), 4, &after, &r1);
+        dma_wait(&r1);
+        CHECK(after == second);                    /* no read passes a write; writes in order */
+        CHECK(dma_done(&w1) && dma_done(&w2));
+        CHECK(memcmp(host_mem + 64, &second, 4) == 0);
+        dma_wait(&r0);
+        CHECK(before == 2 * t || before == first || before == second);
+        if (before != 2 * t)
+            passed++;
+    }
+    CHECK(passed > 0 && passed < tries);
+    floem_dma_stats_t st;
+    floem_dma_stats(&st);
+    CHECK(st.delayed == st.requests && st.requests == 4 * tries && st.torn == 0);
+    /* A zero-filled request is done; a done write's bytes are in host memory. */
+    floem_dma_req_t idle = {0};
+    CHECK(dma_done(&idle));
+    uint64_t v = 0x0123456789abcdefull;
+    floem_dma_req_t w;
+    dma_write_async(host(200), sizeof v, &v, &w);
+    while (!dma_done(&w))
+        continue;
+    CHECK(memcmp(host_mem + 200, &v, sizeof v) == 0);
+}
+
+/* Torn requests move every byte, at every alignment and length, and both ways. */
+static void test_fault_tear(void)
+{
+    faults("seed=12,dma_tear=1");
+    start(0, 8.0, 16, 8);
+    unsigned char out[256], in[256];
+    uint64_t requests = 0;
+    for (unsigned at = 0; at < 8; at++)
+        for (unsigned len = 1; len <= 200; len += 13) {
+            for (unsigned i = 0; i < len; i++)
+                out[i] = (unsigned char)(at * 31 + len * 7 + i);
+            dma_write(host(4096 + at), len, out);
+            CHECK(memcmp(host_mem + 4096 + at, out, len) == 0);
+            memset(in, 0, sizeof in);
+            floem_dma_desc_t d[3] = {{host(4096 + at), in, len / 2, false},
+                                     {host(4096 + at + len / 2), in + len / 2, len - len / 2, false},
+                                     {host(8192), in + 255, 1, false}};
+            floem_dma_req_t req;
+            dma_submit(d, 3, &req);
+            dma_wait(&req);
+            CHECK(memcmp(in, out, len) == 0 && in[255] == host_mem[8192]);
+            requests += 2;
+        }
+    floem_dma_stats_t st;
+    floem_dma_stats(&st);
+    CHECK(st.torn == requests && st.requests == requests && st.delayed == 0);
+}
+
+/* The same seed makes the same decisions for the same requests. */
+static void test_fault_seed(void)
+{
+    uint64_t delayed[2], torn[2];
+    for (int run = 0; run < 2; run++) {
+        faults("seed=9,dma_delay=0.5,dma_delay_ns=1000,dma_tear=0.5");
+        start(0, 8.0, 16, 8);
+        char b[40];
+        for (int i = 0; i < 200; i++)
+            dma_read(host(0), sizeof b, b);
+        floem_dma_stats_t st;
+        floem_dma_stats(&st);
+        delayed[run] = st.delayed;
+        torn[run] = st.torn;
+        CHECK(st.delayed > 0 && st.delayed < 200 && st.torn > 0 && st.torn < 200);
+    }
+    CHECK(delayed[0] == delayed[1] && torn[0] == torn[1]);
+}
+
+/* Threads issuing DMA under every fault at once: each still reads back what it wrote. */
+static void test_fault_threads(void)
+{
+    faults("seed=13,dma_delay=0.5,dma_delay_ns=20000,dma_tear=0.5,stall=0.05,stall_ns=10000");
+    start(100, 8.0, 16, 4);
+    run_threads(400);
+    floem_dma_stats_t st;
+    floem_dma_stats(&st);
+    CHECK(st.delayed > 0 && st.torn > 0 && st.stalls > 0 && st.stalled_ns >= st.stalls);
+}
+
+static void test_faults(void)
+{
+    test_fault_spec();
+    test_fault_orderings();
+    test_fault_tear();
+    test_fault_seed();
+    test_fault_threads();
+    unsetenv("FLOEM_FAULTS");
 }
 
 int main(void)
 {
     host_mem = aligned_alloc(64, HOST_BYTES);
     CHECK(host_mem != NULL);
+    unsetenv("FLOEM_FAULTS");           /* the cases before test_faults expect none */
     test_uninitialised();
     test_bounds();
     test_host_address_faults();
@@ -457,6 +639,7 @@ int main(void)
     test_stats();
     test_env();
     test_threads();
+    test_faults();
     free(host_mem);
     printf("ok: %lu checks\n", checks);
     return 0;

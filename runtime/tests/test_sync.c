@@ -83,8 +83,11 @@ static struct ring ring_new(uint32_t size, uint32_t entry_size, floem_sync_dir_t
     return r;
 }
 
+/* Free a ring once its shadow has no request in flight (a prefetch read may be: with fault
+ * injection its data lands when it completes, in memory the next ring may have reused). */
 static void ring_free(struct ring *r)
 {
+    floem_sync_flush(r->s);
     dma_free(r->s);
     free(r->mem);
 }
@@ -319,22 +322,30 @@ static void test_states(void)
     ring_free(&r);
 }
 
-/* A read that finds only part of its batch ready keeps that part and reads the rest again. */
+/* A from_host read that finds part of its batch published only notes it (one read may see a
+ * status word newer than the payload behind it); the next read, issued after that one
+ * completed, makes that part valid; the rest is read again. */
 static void test_unready_tail(void)
 {
     struct ring r = ring_new(8, 64, FROM_HOST, 4, false, &INSTANT);
     CHECK(put(&r, FROM_HOST, 0) && put(&r, FROM_HOST, 1));
     floem_sync_manage(r.s);
     expect_cursors(&r, 0, 0, 0, 0, 4);
-    floem_sync_manage(r.s);                            /* [0, 2) ready; [2, 6) read again */
+    floem_sync_manage(r.s);                            /* [0, 2) seen: read with a batch more */
+    expect_cursors(&r, 0, 0, 0, 0, 6);
+    CHECK(!get_expect(&r, FROM_HOST, 0));
+    floem_sync_manage(r.s);                            /* [0, 2) valid; [2, 6) read again */
     expect_cursors(&r, 0, 0, 0, 2, 6);
     CHECK(get_expect(&r, FROM_HOST, 0) && get_expect(&r, FROM_HOST, 1));
     CHECK(!get_expect(&r, FROM_HOST, 2));
     CHECK(put(&r, FROM_HOST, 2) && put(&r, FROM_HOST, 3));
     floem_sync_manage(r.s);                            /* that read predates them: again */
     expect_cursors(&r, 0, 0, 2, 2, 6);
-    floem_sync_manage(r.s);                            /* [2, 4) ready; [0, 2) written back */
-    expect_cursors(&r, 0, 2, 2, 4, 8);
+    floem_sync_manage(r.s);                            /* [2, 4) seen; [0, 2) written back */
+    expect_cursors(&r, 0, 2, 2, 2, 8);
+    CHECK(!get_expect(&r, FROM_HOST, 2));
+    floem_sync_manage(r.s);                            /* [2, 4) valid */
+    expect_cursors(&r, 2, 2, 2, 4, 8);
     CHECK(get_expect(&r, FROM_HOST, 2) && get_expect(&r, FROM_HOST, 3));
     for (uint64_t i = 4; i < 10; i++)
         CHECK(put(&r, FROM_HOST, i));

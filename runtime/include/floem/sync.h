@@ -38,6 +38,16 @@
  * and then the first entry's status word; the host consumer reads an entry only
  * after the one before it, so the last store publishes the whole run. from_host
  * write-backs carry status words only.
+ *
+ * Read order (from_host): what one DMA read observes of memory the host is writing is
+ * unordered (PCIe), so a read that finds an entry published may hold its payload from
+ * before. An entry becomes valid only through a read issued after an earlier read
+ * completed and found it published (the host wrote the payload before the status word,
+ * and does not touch an entry the NIC owns); the blocking variant reads the status word,
+ * then the rest. Of the orderings between DMA accesses, the layer relies only on one
+ * PCIe keeps: the write descriptors of a request land in order (posted writes). With
+ * FLOEM_FAULTS the engine reorders whatever else PCIe allows (docs/nic.md, "Fault
+ * injection").
  */
 #ifndef FLOEM_SYNC_H
 #define FLOEM_SYNC_H
