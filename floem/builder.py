@@ -163,22 +163,29 @@ def run_program(program: Any, timeout: float | None = None, duration: float | No
                 **opts: Any) -> RunResult:
     """Build (cached) and run every process of ``program``; the result is the main process's.
 
-    Network settings (``port``, ``pcap_in``, ``pcap_out``, ``eal``) go to the runtime.
+    Network settings (``port``, ``pcap_in``, ``pcap_out``, ``pcap_timing``, ``pcap_loop``,
+    ``eal``) go to the runtime.
     """
-    network = {k: opts.pop(k) for k in ("port", "pcap_in", "pcap_out", "eal") if k in opts}
+    network = {k: opts.pop(k) for k in ("port", "pcap_in", "pcap_out", "pcap_timing",
+                                        "pcap_loop", "eal") if k in opts}
     built = build_program(program, out_dir, **opts)
     return run_built(built, program, timeout=timeout, duration=duration, args=args,
                      capture=capture, env=network_environment(opts.get("net", "udp"), **network))
 
 
 def network_environment(net: str = "udp", port: int | None = None, pcap_in: str | None = None,
-                        pcap_out: str | None = None, eal: str | None = None) -> dict[str, str]:
+                        pcap_out: str | None = None, eal: str | None = None,
+                        pcap_timing: float | None = None,
+                        pcap_loop: int | None = None) -> dict[str, str]:
     """Run-time settings of the packet I/O backend, as the runtime reads them (net.h)."""
     env = {"FLOEM_NET": net}
-    for name, value in (("FLOEM_NET_PORT", port), ("FLOEM_PCAP_IN", pcap_in),
-                        ("FLOEM_PCAP_OUT", pcap_out), ("FLOEM_DPDK_EAL", eal)):
+    for name, value in (("FLOEM_PCAP_IN", pcap_in), ("FLOEM_PCAP_OUT", pcap_out)):
         if value is not None:
-            env[name] = os.path.abspath(value) if name.startswith("FLOEM_PCAP") else str(value)
+            env[name] = os.path.abspath(value)
+    for name, value in (("FLOEM_NET_PORT", port), ("FLOEM_DPDK_EAL", eal),
+                        ("FLOEM_PCAP_TIMING", pcap_timing), ("FLOEM_PCAP_LOOP", pcap_loop)):
+        if value is not None:
+            env[name] = repr(value) if isinstance(value, float) else str(value)
     return env
 
 
@@ -220,6 +227,8 @@ def _network_flags(ir: ProgramIR, net: str, platform: Platform,
     if not any(n.uses_network for n in ir.nodes()):
         return [], []
     flags = [f"-DFLOEM_NET_{net.upper()}"]
+    if net == "pcap":
+        return flags, _pcap_libs(platform if has_nic else None)
     if net != "dpdk":
         return flags, []
     if has_nic and platform.name != "emu":
@@ -232,6 +241,23 @@ def _network_flags(ir: ProgramIR, net: str, platform: Platform,
     except (OSError, subprocess.CalledProcessError):
         raise FloemError("--net dpdk needs DPDK (apt-get install libdpdk-dev pkg-config)") from None
     return flags + cflags, libs
+
+
+def _pcap_libs(nic: Platform | None) -> list[str]:
+    """The linker flags of the pcap backend (libpcap), checking that libpcap is there for
+    the host and for ``nic``'s cross compiler (scripts/cross_libpcap.sh builds it)."""
+    if not any(os.path.exists(f"{d}/include/pcap/pcap.h") for d in ("/usr", "/usr/local")):
+        raise FloemError("--net pcap needs libpcap (apt-get install libpcap-dev)")
+    if nic is None or not nic.cc:
+        return ["-lpcap"]
+    triplet = nic.cc.removesuffix("-gcc")
+    if not all(os.path.exists(f"/usr/{triplet}/{f}")
+               for f in ("include/pcap/pcap.h", "lib/libpcap.a")):
+        raise FloemError(f"--net pcap with --nic {nic.name} needs libpcap built for {triplet} "
+                         "(bash scripts/cross_libpcap.sh)")
+    # glibc warns about the name lookups libpcap's filter compiler links in statically
+    # (never called on capture files): not the program's warnings.
+    return ["-lpcap", "-Wl,--no-warnings"]
 
 
 def _nic_cflags(cflags: list[str], platform: Platform, options: BuildOptions) -> list[str]:

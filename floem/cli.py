@@ -2,24 +2,108 @@
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import os
 import signal
 import sys
+import textwrap
 from typing import Any
 
 from floem.api import load_app
 from floem.builder import build_program, check_program, network_environment, run_built
-from floem.errors import FloemError
+from floem.errors import FloemError, warning_line
 from floem.graph import to_dot, write_graph
 from floem.ir.options import NET_BACKENDS, NIC_PLATFORMS, BuildOptions
 from floem.lang import params
-from floem.launcher import STOP_SIGNALS, follow_parent, stopped_note
+from floem.launcher import STOP_SIGNALS, TIMEOUT_STATUS, follow_parent, stopped_note
 from floem.platforms import DMA_OPTIONS
 
+#: What the command's exit status means (``floem --help``, docs/cli.md).
+EXIT_STATUSES = [
+    ("0", "success; `floem run`: the program exited with 0"),
+    ("1", "an error, printed as `FILE:LINE: error: ...` (or `floem: error: ...` when it has "
+          "no place in a file): a mistake in the app, a failed build, a missing tool; "
+          "`floem explore`: every configuration failed"),
+    ("2", "a wrong command line (unknown option, missing argument, bad value)"),
+    ("N", "`floem run`: the program's own exit status (the main process's; when another "
+          "process of the program fails while it runs, that process's)"),
+    (str(TIMEOUT_STATUS), "`floem run --timeout S`: the program was still running after S "
+                          "seconds and was killed"),
+    ("128 + N", "the program's main process was killed by signal N (`floem run`), or "
+                "`floem` itself was stopped by SIGINT (130) or SIGTERM (143)"),
+]
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="floem", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+#: An example for each subcommand's ``--help`` (and docs/cli.md).
+EXAMPLES = {
+    "build": "floem build examples/echo/echo.py -D device=nic --nic liquidio -o build/echo",
+    "run": "floem run examples/echo/echo.py --duration 10\n"
+           "floem run examples/echo/echo.py --net pcap --pcap-in in.pcapng --pcap-out out.pcap \\\n"
+           "    --pcap-timing 2 --pcap-loop 3 --duration 5\n"
+           "floem run app.py --timeout 60 -- ARG1 ARG2",
+    "check": "floem check examples/kvs/kvs.py -D design=split",
+    "graph": "floem graph examples/echo/echo.py -D device=nic -o echo.svg",
+    "params": "floem params examples/kvs/kvs.py",
+    "explore": "floem explore examples/nf/aes.py -D device=cpu,nic \\\n"
+               "    --workload 'python examples/nf/load.py aes --count 20000 --pcap {pcap}'",
+}
+
+
+def version() -> str:
+    """The installed package's version (``floem --version``)."""
+    try:
+        return importlib.metadata.version("floem")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def _positive(text: str) -> float:
+    """An argparse type: a number above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"need a number above 0, not {text!r}")
+    return value
+
+
+def _count(text: str) -> int:
+    """An argparse type: a whole number, 0 or more."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"need a whole number, 0 or more, not {text!r}")
+    return int(text)
+
+
+def _exit_statuses() -> str:
+    """The exit statuses as ``floem --help`` ends with them."""
+    width = max(len(status) for status, _ in EXIT_STATUSES)
+    lines = ["exit status:"]
+    for status, meaning in EXIT_STATUSES:
+        lines += textwrap.wrap(meaning.replace("`", ""), 78,
+                               initial_indent=f"  {status:<{width}}  ",
+                               subsequent_indent=" " * (width + 4))
+    return "\n".join(lines)
+
+
+def _epilog(name: str) -> str:
+    """Subcommand ``name``'s example(s), as its ``--help`` ends with them."""
+    lines = EXAMPLES[name].split("\n")
+    heading = "examples:" if sum(not line.startswith(" ") for line in lines) > 1 else "example:"
+    return heading + "".join(f"\n  {line}" for line in lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command's argument parser (its subcommands, options and examples)."""
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(prog="floem", description=__doc__, epilog=_exit_statuses(),
+                                     formatter_class=formatter)
+    parser.add_argument("--version", action="version", version=f"floem {version()}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, help_text: str,
+                description: str | None = None) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help_text, description=description or help_text,
+                              epilog=_epilog(name), formatter_class=formatter)
 
     def app_argument(p: argparse.ArgumentParser) -> None:
         p.add_argument("app", help="the app file (Python)")
@@ -42,18 +126,28 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--dump-after", metavar="PASS", help="write the IR after PASS (or 'all')")
         p.add_argument("--report", action="store_true", help="write report.txt and print it")
 
-    build = sub.add_parser("build", help="compile an app into C and executables")
+    build = command("build", "compile an app into C and executables")
     target_options(build)
     build.add_argument("-o", "--out", metavar="DIR", help="output directory (default: ./build/<app>)")
 
-    run = sub.add_parser("run", help="build (cached) and run an app")
+    run = command("run", "build (cached) and run an app")
     target_options(run)
     run.add_argument("-o", "--out", metavar="DIR", help="build directory (default: the cache)")
-    run.add_argument("--timeout", type=float, help="kill and report the app after S seconds")
-    run.add_argument("--duration", type=float, help="stop the app with SIGINT after S seconds")
-    run.add_argument("--port", type=int, help="--net udp: the UDP port to serve (default 9000)")
-    run.add_argument("--pcap-in", metavar="FILE", help="--net pcap: packets to replay")
-    run.add_argument("--pcap-out", metavar="FILE", help="--net pcap: where sent packets go")
+    run.add_argument("--timeout", type=float, metavar="S",
+                     help="kill and report the app after S seconds")
+    run.add_argument("--duration", type=float, metavar="S",
+                     help="stop the app with SIGINT after S seconds")
+    run.add_argument("--port", type=int, metavar="P",
+                     help="--net udp: the UDP port to serve (default 9000)")
+    run.add_argument("--pcap-in", metavar="FILE",
+                     help="--net pcap: packets to replay (pcap or pcapng, Ethernet)")
+    run.add_argument("--pcap-out", metavar="FILE",
+                     help="--net pcap: where sent packets go (classic pcap)")
+    run.add_argument("--pcap-timing", type=_positive, nargs="?", const=1.0, metavar="FACTOR",
+                     help="--net pcap: replay at the capture's timestamps, FACTOR times faster "
+                          "(default 1: its own pace); without it, as fast as the app takes them")
+    run.add_argument("--pcap-loop", type=_count, metavar="N",
+                     help="--net pcap: replay the capture N times (0: until stopped; default 1)")
     run.add_argument("--eal", metavar="ARGS", help="--net dpdk: EAL arguments, e.g. "
                      "'--no-huge --no-pci -m 256 --vdev=net_ring0'")
     run.add_argument("--count-instructions", metavar="FILE",
@@ -61,27 +155,25 @@ def _parser() -> argparse.ArgumentParser:
                           "its segment threads execute on packets into FILE (floem explore)")
     run.add_argument("args", nargs="*", help="arguments for the host main (after --)")
 
-    check = sub.add_parser("check", help="front end and all passes, no C compiler")
+    check = command("check", "front end and all passes, no C compiler")
     app_argument(check)
     check.add_argument("--nic", choices=NIC_PLATFORMS, default=BuildOptions.nic, help="NIC platform")
     check.add_argument("--nic-managers", type=int, default=BuildOptions.nic_managers, metavar="N",
                        help="NIC cores running the queue synchronization layer (0: inline)")
 
-    graph = sub.add_parser("graph", help="draw the program (DOT; SVG/PNG with Graphviz)")
+    graph = command("graph", "draw the program (DOT; SVG/PNG with Graphviz)")
     app_argument(graph)
     graph.add_argument("-o", "--out", metavar="FILE", help=".dot, .svg or .png (default: stdout)")
     graph.add_argument("--after", metavar="PASS", help="draw the IR after PASS (default: all passes)")
 
-    listing = sub.add_parser("params", help="list the app's parameters (-D NAME=VALUE)")
+    listing = command("params", "list the app's parameters (-D NAME=VALUE)")
     app_argument(listing)
 
-    explore = sub.add_parser(
-        "explore", help="measure an app's configurations on a workload; predict them on NIC "
-        "platforms", description="Build and run every configuration of APP on a workload "
-        "capture, count what its NIC segments execute, and predict packets/s on each model "
-        "platform; print the table best first and write it as CSV, JSON and a plot. Example: "
-        "floem explore examples/nf/aes.py -D device=cpu,nic --workload "
-        "'python examples/nf/load.py aes --count 20000 --pcap {pcap}'")
+    explore = command(
+        "explore", "measure an app's configurations on a workload; predict them on NIC "
+        "platforms", "Build and run every configuration of APP on a workload capture, count "
+        "what its NIC segments execute, and predict packets/s on each model platform; print "
+        "the table best first and write it as CSV, JSON and a plot.")
     explore.add_argument("app", help="the app file, or a sweep file (.toml) of several studies")
     explore.add_argument("-D", dest="define", action="append", default=[], metavar="NAME=V1,V2",
                          help="values of parameter NAME to sweep (a parameter with choices and "
@@ -114,7 +206,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
 
 def _warn(warnings: list[str]) -> None:
     for w in warnings:
-        print(f"floem: warning: {w}", file=sys.stderr)
+        print(warning_line(w), file=sys.stderr)
 
 
 def _command(args: argparse.Namespace) -> int:
@@ -158,7 +250,8 @@ def _command(args: argparse.Namespace) -> int:
     result = run_built(built, program, timeout=args.timeout, duration=args.duration,
                        args=args.args, capture=False, env=network_environment(
                            args.net, port=args.port, pcap_in=args.pcap_in,
-                           pcap_out=args.pcap_out, eal=args.eal),
+                           pcap_out=args.pcap_out, eal=args.eal, pcap_timing=args.pcap_timing,
+                           pcap_loop=args.pcap_loop),
                        count_file=args.count_instructions)
     return result.returncode
 
@@ -182,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGUSR1, signal.SIG_IGN)
     argv = sys.argv[1:] if argv is None else list(argv)
     split = argv.index("--") if "--" in argv else len(argv)
-    args = _parser().parse_args(argv[:split])
+    args = build_parser().parse_args(argv[:split])
     if split < len(argv):               # after `--`, wherever the options were: the program's
         args.args = argv[split + 1:]
     if args.command != "explore":       # explore stops its runs its own way
@@ -192,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
         follow_parent()
         return _command(args)
     except FloemError as e:
-        print(f"floem: error: {e}", file=sys.stderr)
+        print(e.diagnostic(), file=sys.stderr)
         return 1
     except _Stopped as e:
         print(stopped_note(e.signum), file=sys.stderr)

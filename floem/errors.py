@@ -1,6 +1,7 @@
 """The one exception users see: a program mistake with its location."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -21,16 +22,44 @@ class FloemError(Exception):
         super().__init__(str(self))
 
     def __str__(self) -> str:
-        where = ""
-        if self.file:
-            where = f"{self.file}:{self.line}: " if self.line else f"{self.file}: "
-        what = ""
-        if self.element:
-            what = f"element '{self.element}'"
-            if self.body_line:
-                what += f" (body line {self.body_line})"
-            what += ": "
-        return f"{where}{what}{self.message}"
+        return f"{self._where()}: {self._what()}" if self.file else self._what()
+
+    def diagnostic(self) -> str:
+        """The line the ``floem`` command prints: ``FILE:LINE: error: ...``, the form of
+        compilers that editors parse (``FILE: error: ...`` without a line), or
+        ``floem: error: ...`` for an error with no place in a file."""
+        return f"{self._where() if self.file else 'floem'}: error: {self._what()}"
+
+    def _where(self) -> str:
+        return f"{self.file}:{self.line}" if self.line else str(self.file)
+
+    def _what(self) -> str:
+        """The message, after the element and body line it concerns."""
+        if not self.element:
+            return self.message
+        body = f" (body line {self.body_line})" if self.body_line else ""
+        return f"element '{self.element}'{body}: {self.message}"
+
+
+#: A located warning (``FILE:LINE: ...``), and one of gcc's (``C compiler: FILE:LINE:COL:
+#: warning: ...``, as the builder passes them on).
+_LOCATED = re.compile(r"(?P<where>[^\s:][^:]*:\d+): (?P<what>.*)", re.S)
+_GCC = re.compile(r"C compiler: (?P<where>[^\s:][^:]*:\d+(?::\d+)?): warning: (?P<what>.*)",
+                  re.S)
+
+
+def warning_line(warning: str) -> str:
+    """The line the ``floem`` command prints for a warning of `ProgramIR.warnings` or
+    `BuildResult.warnings`: ``FILE:LINE: warning: ...`` when it names a place (gcc's
+    with their column, as ``FILE:LINE:COL: warning: C compiler: ...``), else
+    ``floem: warning: ...``."""
+    gcc = _GCC.fullmatch(warning)
+    if gcc:
+        return f"{gcc['where']}: warning: C compiler: {gcc['what']}"
+    located = _LOCATED.fullmatch(warning)
+    if located:
+        return f"{located['where']}: warning: {located['what']}"
+    return f"floem: warning: {warning}"
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ instead of fuzz/corpus.
 """
 from __future__ import annotations
 
+import io
 import os
 import random
 import shutil
@@ -17,6 +18,8 @@ import sys
 import tempfile
 from typing import Callable
 from unittest import mock
+
+import dpkt
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(ROOT, "tests"), os.path.join(ROOT, "tests", "kvs"),
@@ -200,14 +203,22 @@ def batch() -> list[bytes]:
 
 
 def pcap_reader() -> list[bytes]:
-    """examples/kvs/load.py's capture (as tests/kvs replays one), in every variant the
-    reader accepts, and captures it must refuse or cut short."""
+    """examples/kvs/load.py's capture (as tests/kvs replays one) in every variant libpcap
+    reads (both byte orders, nanoseconds, pcapng written by dpkt), captures the backend
+    must refuse or cut short, each after the harness's options byte: replayed once, and
+    some three times or with one or two free buffers."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "w.pcap")
         load.write_pcap(load.Workload(keys=8, key_size=8, value_size=32), path, requests=6)
         with open(path, "rb") as f:
             little = f.read()
     header, records = little[:24], little[24:]
+    frames = []
+    at = 0
+    while at < len(records):
+        cap = struct.unpack_from("<I", records, at + 8)[0]
+        frames.append(records[at + 16:at + 16 + cap])
+        at += 16 + cap
 
     def swapped(data: bytes) -> bytes:
         """The same capture written big-endian."""
@@ -219,11 +230,23 @@ def pcap_reader() -> list[bytes]:
             at += 16 + cap
         return bytes(out)
 
+    def pcapng(frames: list[bytes], linktype: int = 1) -> bytes:
+        """The frames as pcapng, written by dpkt."""
+        buffer = io.BytesIO()
+        writer = dpkt.pcapng.Writer(buffer, snaplen=65535, linktype=linktype)
+        for i, data in enumerate(frames):
+            writer.writepkt(data, ts=NOW + i / 8)
+        return buffer.getvalue()
+
     nanos = struct.pack("<I", 0xa1b23c4d) + little[4:]
     oversized = header + struct.pack("<IIII", 0, 0, 3000, 3000) + bytes(3000) + records
-    return [little, swapped(little), nanos, oversized, header, little[:-5], little[:24 + 10],
+    ng = pcapng(frames)
+    once = [little, swapped(little), nanos, oversized, header, little[:-5], little[:24 + 10],
             struct.pack("<I", 0x0a0d0d0a) + little[4:], header[:20] + struct.pack("<I", 101),
-            b"not a capture"]
+            b"not a capture", ng, ng[:-7], pcapng(frames[:2], linktype=101),
+            pcapng(frames[:1] + [bytes(3000)] + frames[1:3])]
+    return ([b"\x00" + c for c in once]
+            + [bytes([options]) + c for options in (0x02, 0x04, 0x0b) for c in (little, ng)])
 
 
 CORPORA: dict[str, Callable[[], list[bytes]]] = {

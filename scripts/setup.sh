@@ -4,12 +4,15 @@
 # its libFuzzer and sanitizer runtimes for scripts/fuzz.sh), make, Graphviz, Python venv
 # support, OpenSSL (the AES reference), valgrind (benchmarks), the cross compilers and
 # qemu-user for the NIC platforms (BlueField: aarch64, LiquidIO: mips64), DPDK 22.11
-# (--net dpdk) and memcached (the key-value store's oracle: the tests start their own).
+# (--net dpdk), libpcap (--net pcap; flex, bison and dpkg-dev build it for the NIC
+# platforms' cross compilers: scripts/cross_libpcap.sh) and memcached (the key-value
+# store's oracle: the tests start their own).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(gcc clang libclang-rt-14-dev make graphviz python3-venv python3-dev libffi-dev pkg-config openssl valgrind memcached
-          gcc-aarch64-linux-gnu gcc-mips64-linux-gnuabi64 qemu-user libdpdk-dev dpdk-dev)
+          gcc-aarch64-linux-gnu gcc-mips64-linux-gnuabi64 qemu-user libdpdk-dev dpdk-dev
+          libpcap-dev flex bison dpkg-dev)
 missing=()
 for p in "${packages[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -20,6 +23,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     $sudo apt-get update -qq >&2
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >&2
 fi
+bash scripts/cross_libpcap.sh
 
 if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv >&2

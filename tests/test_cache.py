@@ -342,6 +342,6 @@ def test_cache_compile_errors(tmp_path, case: str) -> None:
     line = next(i for i, l in enumerate(text.splitlines(), 1) if marker in l)
     result = floem("check", str(app))
     assert result.returncode == 1, result.stdout
-    assert f"{app}:{line}:" in result.stderr, result.stderr
+    assert f"{app}:{line}: error: " in result.stderr, result.stderr
     assert message in result.stderr
     assert "Traceback" not in result.stderr

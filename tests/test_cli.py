@@ -1,14 +1,20 @@
-"""The floem command as a user drives it: build outputs and cache, run, check, graph."""
+"""The floem command as a user drives it: build outputs and cache, run, check, graph; its
+conventions (--version, python -m floem, examples in --help, exit statuses, errors and
+warnings in the compilers' FILE:LINE form) and docs/cli.md generated from its parser."""
 from __future__ import annotations
 
+import importlib.metadata
 import os
+import re
 import shutil
 import subprocess
+import sys
 import time
 
 import pytest
 
-from conftest import PROGRAMS, floem
+from conftest import PROGRAMS, ROOT, floem
+from floem.cli import EXAMPLES, EXIT_STATUSES
 
 INC2 = os.path.join(PROGRAMS, "callable_inc2.py")
 
@@ -165,3 +171,99 @@ def test_build_writes_a_launcher_for_multi_process_programs(tmp_path) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout == "received 1000 packets, sum 500500\n"
     assert set(os.listdir("/dev/shm")) - before == set()
+
+
+# -- conventions: --version, python -m floem, --help, error forms, docs/cli.md --------------
+
+def test_version_is_the_package_metadata() -> None:
+    result = floem("--version")
+    assert result.returncode == 0
+    assert result.stdout == f"floem {importlib.metadata.version('floem')}\n"
+
+
+def test_python_m_floem_is_the_command() -> None:
+    result = subprocess.run([sys.executable, "-m", "floem", "check", INC2], capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"{INC2}: ok (1 segments, 4 elements)\n"
+
+
+@pytest.mark.parametrize("command", sorted(EXAMPLES))
+def test_every_subcommand_help_ends_with_an_example(command: str) -> None:
+    result = floem(command, "--help")
+    assert result.returncode == 0, result.stderr
+    example = result.stdout.split("\nexample", 1)[1]
+    assert f"  floem {command} " in example
+
+
+def test_top_help_lists_the_exit_statuses() -> None:
+    result = floem("--help")
+    assert result.returncode == 0
+    assert "exit status:" in result.stdout
+    for status, _ in EXIT_STATUSES:
+        assert f"\n  {status} " in result.stdout
+
+
+def test_usage_error_is_status_2() -> None:
+    result = floem("build", "--nic", "octeon", INC2)
+    assert result.returncode == 2
+    assert "floem build: error: argument --nic: invalid choice: 'octeon'" in result.stderr
+
+
+LOCATED_APP = '''from floem import Element, Segment, Output
+
+class Src(Element):
+    def configure(self):
+        self.out = Output()
+    def impl(self):
+        self.run_c("output { out(); }")
+
+class S(Segment):
+    def impl(self):
+        Src() >> Nowhere()
+S("s")
+'''
+
+
+def test_located_error_has_the_compiler_form(tmp_path) -> None:
+    """`FILE:LINE: error: ...` alone on its line, as editors parse it."""
+    app = write_app(tmp_path, LOCATED_APP)
+    result = floem("check", app)
+    assert result.returncode == 1
+    assert re.fullmatch(rf"{re.escape(app)}:11: error: the app raised NameError: .*Nowhere.*\n",
+                        result.stderr), result.stderr
+
+
+def test_error_in_a_file_at_no_line(tmp_path) -> None:
+    app = write_app(tmp_path, "from floem import param\nparam('n', 1)\n")
+    result = floem("check", app, "-D", "m=2")
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"{app}: error: -D m: no such parameter"), result.stderr
+
+
+def test_error_with_no_place_keeps_the_floem_form(tmp_path) -> None:
+    result = floem("check", str(tmp_path / "missing.py"))
+    assert result.returncode == 1
+    assert result.stderr == f"floem: error: no such app file: {tmp_path / 'missing.py'}\n"
+
+
+def test_gcc_warning_has_the_compiler_form(tmp_path) -> None:
+    app = write_app(tmp_path, 'from floem import main\nmain(r"""\n    int unused;\n""")\n')
+    result = floem("build", app, "-o", str(tmp_path / "out"), env={"FLOEM_CFLAGS": ""})
+    assert result.returncode == 0, result.stderr
+    assert re.search(rf"^{re.escape(app)}:3:\d+: warning: C compiler: unused variable",
+                     result.stderr, re.M), result.stderr
+
+
+def test_cli_doc_is_current() -> None:
+    """docs/cli.md is what `python -m floem.cli_doc` writes from the parser now."""
+    result = subprocess.run([sys.executable, "-m", "floem.cli_doc"], capture_output=True,
+                            text=True, timeout=60, env={**os.environ, "COLUMNS": "200"})
+    assert result.returncode == 0, result.stderr
+    with open(os.path.join(ROOT, "docs", "cli.md")) as f:
+        assert result.stdout == f.read(), \
+            "docs/cli.md is stale: python -m floem.cli_doc > docs/cli.md"
+    for command in EXAMPLES:
+        assert f"## `floem {command}`" in result.stdout and EXAMPLES[command] in result.stdout
+    for status, meaning in EXIT_STATUSES:
+        assert f"| {status} | {meaning} |" in result.stdout

@@ -29,8 +29,8 @@ def read(path: str) -> str:
 NAMES = sorted(f[:-len(".expected")] for f in os.listdir(EXAMPLES) if f.endswith(".expected")
                and os.path.exists(os.path.join(EXAMPLES, f[:-len(".expected")] + ".py")))
 # (command, app, error line) for each mistake the guide shows, e.g.
-# ("check", "type_mismatch.py", "floem: error: .../docs/examples/mistakes/type_mismatch.py:18: ...").
-MISTAKES = re.findall(r"^\$ floem (run|check) docs/examples/mistakes/(\w+\.py)\n(floem: error: .*)$",
+# ("check", "type_mismatch.py", ".../docs/examples/mistakes/type_mismatch.py:18: error: ...").
+MISTAKES = re.findall(r"^\$ floem (run|check) docs/examples/mistakes/(\w+\.py)\n(\S+: error: .*)$",
                       read(GUIDE), re.M)
 
 

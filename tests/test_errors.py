@@ -3,7 +3,8 @@
 Each case is a small app file: a shared header of elements plus the mistake.
 The line the error must name carries the marker ``<-- error`` (a Python
 comment, or a C comment inside a body). The CLI must exit 1 and print
-``floem: error: APP:LINE: ...`` on stderr, with no Python traceback; for a
+``APP:LINE: error: ...`` on stderr (the form of compilers, which editors parse), with no
+Python traceback; for a
 mistake inside a C body it also names the element and the line inside the
 body (counted from the line of ``self.run_c(r'''``, where the body starts).
 """
@@ -442,7 +443,7 @@ def assert_located_error(result, path: str, app: str, message: str) -> None:
     assert result.returncode == 1, result.stdout + result.stderr
     assert "Traceback" not in result.stderr, result.stderr
     first = result.stderr.splitlines()[0]
-    assert first.startswith(f"floem: error: {path}:{line}: "), result.stderr
+    assert first.startswith(f"{path}:{line}: error: "), result.stderr
     assert plain_quotes(message.replace("APP", path)) in plain_quotes(result.stderr)
     inside = body_line(app, line)
     if inside is not None:
@@ -527,7 +528,7 @@ def test_floem_build_maps_gcc_errors_to_the_element(tmp_path, case_text, element
     line = expected_line(app)
     assert_located_error(result, path, app, message)
     assert result.stderr.count("\n") == 1, "one line, not gcc's whole output"
-    assert re.search(rf"^floem: error: {re.escape(path)}:{line}: element '\w+' \(body line",
+    assert re.search(rf"^{re.escape(path)}:{line}: error: element '\w+' \(body line",
                      result.stderr)
 
 
@@ -552,7 +553,7 @@ def test_liveness_warnings_do_not_fail_check(tmp_path):
     result = floem("check", path)
     assert result.returncode == 0, result.stderr
     line = next(i for i, text in enumerate(app.splitlines(), 1) if 'name="dead"' in text)
-    assert result.stderr.startswith(f"floem: warning: {path}:{line}: per-packet field Packet.key "
+    assert result.stderr.startswith(f"{path}:{line}: warning: per-packet field Packet.key "
                                     "is written by 'dead' but never read")
     assert result.stderr.count("\n") == 1
 

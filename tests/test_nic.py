@@ -79,7 +79,7 @@ def test_liquidio_core_limit_is_an_error_at_the_segment(tmp_path) -> None:
     line = LIMIT_APP.splitlines().index(next(l for l in LIMIT_APP.splitlines() if "<--" in l)) + 1
     result = floem("build", str(app), "--nic", "liquidio", "-o", str(tmp_path / "out"))
     assert result.returncode == 1
-    assert f"{app}:{line}:" in result.stderr
+    assert f"{app}:{line}: error: " in result.stderr
     assert "beyond the 12 of --nic liquidio" in result.stderr
     assert "Traceback" not in result.stderr
     inline = floem("build", str(app), "--nic", "liquidio", "--nic-managers", "0",

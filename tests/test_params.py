@@ -58,7 +58,7 @@ def test_bad_values_are_located_errors_listing_every_parameter(app: str, define:
     for command in ("run", "build", "check", "graph", "params"):
         result = floem(command, app, "-D", define)
         assert result.returncode == 1
-        assert f"{app}:{line_of(where)}: {message}" in result.stderr, result.stderr
+        assert f"{app}:{line_of(where)}: error: {message}" in result.stderr, result.stderr
         assert "Traceback" not in result.stderr
         # the listing names all five parameters, also those declared after the bad one
         for name in ("design=cpu (cpu, split, cache-wb): str, the offload design",
@@ -69,7 +69,7 @@ def test_bad_values_are_located_errors_listing_every_parameter(app: str, define:
 def test_unknown_names_are_errors_listing_the_parameters(app: str) -> None:
     result = floem("check", app, "-D", "bogus=1", "-D", "design=split", "-D", "x=2")
     assert result.returncode == 1
-    assert f"{app}: -D bogus, x: no such parameters" in result.stderr
+    assert f"{app}: error: -D bogus, x: no such parameters" in result.stderr
     assert "share_queues=true: bool, GET and SET share physical queues" in result.stderr
 
 
@@ -112,7 +112,7 @@ def test_declaration_mistakes_are_located(tmp_path) -> None:
         path.write_text(f"from floem import param\n{body}\n")
         result = floem("check", str(path))
         assert result.returncode == 1
-        assert f"{path}:2: " in result.stderr and message in result.stderr, result.stderr
+        assert f"{path}:2: error: " in result.stderr and message in result.stderr, result.stderr
 
 
 def test_the_build_cache_keys_on_the_parameters(app: str, tmp_path) -> None:

@@ -112,7 +112,7 @@ def build(floem, work, app, variant):
     exe = out + ".exe"
     check_run([os.environ.get("CC", "cc"), *flags, *extra,
                "-I" + os.path.join(ROOT, "runtime", "include"),
-               "-I" + os.path.join(ROOT, "library", "c"), "-o", exe, *sources])
+               "-I" + os.path.join(ROOT, "library", "c"), "-o", exe, *sources, "-lpcap"])
     return exe, "main"
 
 

@@ -9,7 +9,8 @@
  * allocation limits and counters. Prints one line per received frame
  * ("frame I LEN FIRSTBYTE") and "ok: N checks", then the stats line.
  * `test_net_pcap read-past-end` reads one byte past the first frame, which an
- * AddressSanitizer build must report.
+ * AddressSanitizer build must report. `test_net_pcap take N` receives and sends
+ * N frames (an endless replay, FLOEM_PCAP_LOOP=0, never ends), then stops.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -58,11 +59,33 @@ static int read_past_end(void)
     return 0;
 }
 
+/* Receive and send `n` frames, then print the counters. */
+static int take(unsigned long n)
+{
+    for (unsigned long got = 0; got < n;) {
+        floem_packet_t p;
+        CHECK(!floem_net_rx_done());
+        if (floem_net_rx(0, &p, 1) == 1) {
+            floem_net_tx(0, &p);
+            floem_net_flush(0);
+            got++;
+        }
+    }
+    floem_net_stats_t st;
+    floem_net_stats(&st);
+    printf("rx %llu tx %llu rx_dropped %llu\n", (unsigned long long)st.rx,
+           (unsigned long long)st.tx, (unsigned long long)st.rx_dropped);
+    floem_net_finalize();
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     floem_net_init();
     if (argc == 2 && strcmp(argv[1], "read-past-end") == 0)
         return read_past_end();
+    if (argc == 3 && strcmp(argv[1], "take") == 0)
+        return take(strtoul(argv[2], NULL, 10));
     CHECK(floem_net_queues() == 1);
     test_alloc();
     unsigned frames = 0;

@@ -47,6 +47,6 @@ def test_configuration_error(case: str, tmp_path) -> None:
     app.write_text(source + "\n")
     result = floem("check", str(app))
     assert result.returncode == 1
-    assert result.stderr.startswith(f"floem: error: {app}:2: "), result.stderr
+    assert result.stderr.startswith(f"{app}:2: error: "), result.stderr
     assert message in result.stderr
     assert "Traceback" not in result.stderr

@@ -80,5 +80,5 @@ def test_bad_parameters(values: tuple[str, ...], line: str, message: str) -> Non
     """A FloemError at the app's line, no traceback."""
     result = floem("check", app("aes"), *defines(*values))
     assert result.returncode != 0
-    assert f"{app('aes')}:{line_of('aes', line)}: {message}" in result.stderr
+    assert f"{app('aes')}:{line_of('aes', line)}: error: {message}" in result.stderr
     assert "Traceback" not in result.stderr

@@ -4,8 +4,11 @@
  * defines FLOEM_NET_UDP, FLOEM_NET_PCAP or FLOEM_NET_DPDK); its run-time
  * settings come from the environment, which `floem run` fills:
  *   FLOEM_NET_PORT   udp: the UDP port to serve (default 9000)
- *   FLOEM_PCAP_IN    pcap: the capture to replay (Ethernet link type)
- *   FLOEM_PCAP_OUT   pcap: where transmitted frames are written
+ *   FLOEM_PCAP_IN    pcap: the capture to replay (pcap or pcapng, Ethernet link type)
+ *   FLOEM_PCAP_OUT   pcap: where transmitted frames are written (classic pcap)
+ *   FLOEM_PCAP_LOOP  pcap: how many times to replay the capture (0: until stopped; default 1)
+ *   FLOEM_PCAP_TIMING pcap: replay at the capture's timestamps, this many times faster
+ *                    (1: its own pace); unset: as fast as frames are taken
  *   FLOEM_DPDK_EAL   dpdk: EAL arguments, split on spaces
  *   FLOEM_NET_QUEUES receive/transmit queues to open (default 1; at most the
  *                    number of threads polling them, see floem_net_queues)
