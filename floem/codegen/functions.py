@@ -48,7 +48,8 @@ class Call:
 class ElementFunction:
     """The function of one element instance, in the order its statements run.
 
-    ``pointers``: the persistent states the body reaches, by the name it uses;
+    ``pointers``: the persistent states the body reaches, by the name it uses; ``unused``:
+    the input values it never reads (a port need not be read);
     ``body``: the lowered C the user wrote (``#line`` to the app file); ``statements``:
     C the compiler wrote for a queue or cache element; ``forward``: an argument
     element's call of its output port; ``return_slot``: a return element's slot
@@ -60,6 +61,7 @@ class ElementFunction:
     where: str
     pointers: list[tuple[str, PersistentState]]
     uses_state: bool
+    unused: list[str] = field(default_factory=list)     # input values the body never reads
     body: str = ""
     statements: list[str] = field(default_factory=list)
     forward: Call | None = None
@@ -172,6 +174,9 @@ def element_function(ir: ProgramIR, n: ElementNode,
     elif statements is None:
         e.body = n.plan.body
     e.uses_state = bool(e.forward or e.orders) or mentions("state", [e.body] + e.statements)
+    if not e.forward and not e.return_value:    # they pass on every argument, or inp_0
+        e.unused = [p.name for p in e.function.params[1:]
+                    if not mentions(p.name, [e.body] + e.statements)]
     return e
 
 

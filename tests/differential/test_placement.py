@@ -1,0 +1,182 @@
+"""Placement never changes meaning: random programs print the same with every segment on
+the CPU as with segments placed on the NIC at random, with and without --send-all-fields
+and --no-sync-layer, and the all-CPU output is what the generator's model says.
+
+Each hypothesis example is a batch of programs rendered into one app file (one build per
+placement keeps the gcc time down); see docs/testing.md for what is covered, the fast and
+slow modes and how to reproduce a failure.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+import shlex
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from floem.api import load_app
+from floem.builder import build_program, run_built
+from floem.errors import FloemError
+
+from generate import Program, batches, expected_output, render_app
+
+#: Programs per app file (one build per placement).
+BATCH = 24
+#: NIC cores the platforms leave to segment threads (one manager core).
+NIC_THREADS = {"emu": 63, "liquidio": 11}
+#: Movable groups on the NIC under --no-sync-layer, where each NIC thread does its own DMA.
+#: With many NIC threads a result entry is lost now and then (docs/testing.md, Findings),
+#: so by default one group; FLOEM_DIFF_NO_SYNC_GROUPS=0 places them all at random.
+NO_SYNC_GROUPS = int(os.environ.get("FLOEM_DIFF_NO_SYNC_GROUPS", "1")) or None
+RUN_TIMEOUT = {"emu": 60, "liquidio": 240}
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """One way to build a batch: the NIC platform, the segments on the NIC, the flags."""
+
+    platform: str
+    nic: tuple[str, ...]
+    send_all_fields: bool = False
+    sync_layer: bool = True
+    nic_managers: int = 1
+
+    def command(self, app: str) -> str:
+        """The `floem run` command line that builds and runs ``app`` this way."""
+        flags = ["--nic", self.platform]
+        flags += ["--send-all-fields"] if self.send_all_fields else []
+        flags += [] if self.sync_layer else ["--no-sync-layer"]
+        flags += [] if self.nic_managers == 1 else ["--nic-managers", str(self.nic_managers)]
+        define = ["-D", "nic=" + ",".join(self.nic)] if self.nic else []
+        return shlex.join(["floem", "run", *flags, *define, app])
+
+
+def placement(batch: list[Program], rng: random.Random, platform: str,
+              everything: bool = False, groups: int | None = None) -> tuple[str, ...]:
+    """Segments to put on the NIC: each group that may move, with probability one half (or
+    every group, with ``everything``), within the platform's NIC cores (and at most
+    ``groups`` groups)."""
+    room = NIC_THREADS[platform]
+    movable = [(prog, group) for prog in batch for group in prog.groups()]
+    if groups is not None:
+        movable = rng.sample(movable, min(groups, len(movable)))
+    chosen: list[str] = []
+    for prog, group in movable:
+        threads = prog.threads(group)
+        if (everything or groups is not None or rng.random() < 0.5) and threads <= room:
+            chosen += group
+            room -= threads
+    return tuple(chosen)
+
+
+def build_and_run(app: str, variant: Variant) -> str:
+    """What ``app`` prints built as ``variant``; a located `FloemError` if it is rejected."""
+    program = load_app(app, {"nic": ",".join(variant.nic)})
+    built = build_program(program, nic=variant.platform, send_all_fields=variant.send_all_fields,
+                          sync_layer=variant.sync_layer, nic_managers=variant.nic_managers)
+    result = run_built(built, program, timeout=RUN_TIMEOUT[variant.platform])
+    if result.returncode != 0:
+        raise AssertionError(f"{variant.command(app)} exited with {result.returncode}:\n"
+                             f"{result.stderr}\nstdout:\n{result.stdout}")
+    return result.stdout
+
+
+def by_program(output: str) -> dict[str, list[str]]:
+    """Output lines grouped by the program that printed them (``pN`` prefix)."""
+    groups: dict[str, list[str]] = {}
+    for line in output.splitlines():
+        groups.setdefault(line.split(" ")[0].rstrip(":"), []).append(line)
+    return groups
+
+
+def explain(batch: list[Program], app: str, variant: Variant, got: str, want: str,
+            what: str) -> str:
+    """A failure message: the differing programs, each saved alone as an app file to rerun."""
+    got_by, want_by = by_program(got), by_program(want)
+    lines = [f"{what} ({variant.command(app)}):"]
+    for prog in batch:
+        key = f"p{prog.index}"
+        if got_by.get(key) == want_by.get(key):
+            continue
+        repro = os.path.join(os.path.dirname(app), f"program{prog.index}.py")
+        with open(repro, "w") as f:
+            f.write(render_app([prog]))
+        nic = tuple(n for n in variant.nic if n.startswith(key + "_"))
+        lines += [f"program {prog.index} (seed {prog.seed}, size {prog.size}) differs:",
+                  f"  expected: {want_by.get(key)}", f"  got:      {got_by.get(key)}",
+                  f"  alone: {dataclasses.replace(variant, nic=nic).command(repro)}",
+                  f"--- {repro} ---", render_app([prog]), "---"]
+    return "\n".join(lines)
+
+
+def check_batch(batch: list[Program], variants: list[Variant], directory: str) -> None:
+    """Build ``batch`` all on the CPU (checked against the model), then as each variant
+    (checked against the all-CPU output)."""
+    app = os.path.join(directory, "batch.py")
+    with open(app, "w") as f:
+        f.write(render_app(batch))
+    reference = Variant("emu", ())
+    outputs: dict[Variant, str | FloemError] = {}
+    for variant in [reference] + variants:
+        try:
+            outputs[variant] = build_and_run(app, variant)
+        except FloemError as e:
+            assert e.file == app and e.line, f"{variant.command(app)}: unlocated error: {e}"
+            outputs[variant] = e
+    rejected = {v: e for v, e in outputs.items() if isinstance(e, FloemError)}
+    assert not rejected, "the compiler rejected a program the generator makes as valid:\n" + \
+        "\n".join(f"{v.command(app)}: {e}" for v, e in rejected.items())
+    want = expected_output(batch)
+    assert outputs[reference] == want, explain(batch, app, reference, outputs[reference], want,
+                                               "all on the CPU, not what the model says")
+    for variant in variants:
+        assert outputs[variant] == want, explain(batch, app, variant, outputs[variant], want,
+                                                 "a placement changed what the program prints")
+
+
+def emu_variants(batch: list[Program], seed: int) -> list[Variant]:
+    """Every movable group on the NIC, then random placements with each flag (and sometimes
+    the sync layer's managers run inline on the NIC's threads)."""
+    rng = random.Random(seed)
+    return [Variant("emu", placement(batch, rng, "emu", everything=True)),
+            Variant("emu", placement(batch, rng, "emu"), send_all_fields=True,
+                    nic_managers=int(rng.random() < 0.7)),
+            Variant("emu", placement(batch, rng, "emu", groups=NO_SYNC_GROUPS), sync_layer=False,
+                    send_all_fields=rng.random() < 0.5)]
+
+
+COMMON = dict(derandomize=True, deadline=None, database=None, print_blob=True,
+              phases=[Phase.explicit, Phase.generate],
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@settings(max_examples=int(os.environ.get("FLOEM_DIFF_BATCHES", "2")), **COMMON)
+@given(batch=batches(BATCH), seed=st.integers(0, 2 ** 32 - 1))
+def test_placement_never_changes_meaning(batch: list[Program], seed: int,
+                                         tmp_path_factory: pytest.TempPathFactory) -> None:
+    check_batch(batch, emu_variants(batch, seed), str(tmp_path_factory.mktemp("batch")))
+
+
+@pytest.mark.slow
+@settings(max_examples=int(os.environ.get("FLOEM_DIFF_SLOW_BATCHES", "5")), **COMMON)
+@given(batch=batches(BATCH), seed=st.integers(0, 2 ** 32 - 1))
+def test_placement_never_changes_meaning_slow(batch: list[Program], seed: int,
+                                              tmp_path_factory: pytest.TempPathFactory) -> None:
+    check_batch(batch, emu_variants(batch, seed), str(tmp_path_factory.mktemp("batch")))
+
+
+@pytest.mark.slow
+@settings(max_examples=int(os.environ.get("FLOEM_DIFF_LIQUIDIO_BATCHES", "1")), **COMMON)
+@given(batch=batches(BATCH), seed=st.integers(0, 2 ** 32 - 1))
+def test_placement_never_changes_meaning_on_liquidio(batch: list[Program], seed: int,
+                                                     tmp_path_factory: pytest.TempPathFactory) -> None:
+    rng = random.Random(seed)
+    sync_layer = rng.random() < 0.5
+    variants = [Variant("liquidio", placement(batch, rng, "liquidio",
+                                              groups=None if sync_layer else NO_SYNC_GROUPS),
+                        send_all_fields=rng.random() < 0.5, sync_layer=sync_layer,
+                        nic_managers=int(rng.random() < 0.7))]
+    check_batch(batch, variants, str(tmp_path_factory.mktemp("batch")))
