@@ -35,16 +35,18 @@ def test_nic_program_same_output_on_every_platform(app: str, platform: str) -> N
     assert result.stdout == expected
 
 
-def test_blocking_dma_instead_of_the_sync_layer_gives_the_same_output() -> None:
-    app = os.path.join(PROGRAMS, "nic_roundtrip.py")
+@pytest.mark.parametrize("name", ["nic_roundtrip", "nic_lossy_room"])
+def test_blocking_dma_instead_of_the_sync_layer_gives_the_same_output(name: str) -> None:
+    app = os.path.join(PROGRAMS, name + ".py")
     result = floem("run", "--no-sync-layer", "--timeout", "60", app)
     assert result.returncode == 0, result.stderr
     with open(app[:-3] + ".expected") as f:
         assert result.stdout == f.read()
 
 
-def test_inline_managers_give_the_same_output() -> None:
-    app = os.path.join(PROGRAMS, "nic_steering.py")
+@pytest.mark.parametrize("name", ["nic_steering", "nic_lossy_room"])
+def test_inline_managers_give_the_same_output(name: str) -> None:
+    app = os.path.join(PROGRAMS, name + ".py")
     result = floem("run", "--nic-managers", "0", "--timeout", "60", app)
     assert result.returncode == 0, result.stderr
     with open(app[:-3] + ".expected") as f:

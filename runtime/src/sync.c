@@ -90,6 +90,8 @@ struct floem_sync {
     _Alignas(64) int manager_lock;
     uint64_t writing, modified, reading, invalid;
     uint64_t seen;                   /* from_host: entries before it were seen published */
+    uint64_t held;                   /* to_host: 1 + the position the latest read found the
+                                        host still holding (0: none); workers read it */
     uint64_t last_valid;             /* `valid` as seen by the previous round */
     bool read_pending;
     floem_dma_req_t read_req;
@@ -229,6 +231,20 @@ void floem_sync_init(floem_sync_t *s, floem_queue_t *host_queue, uint32_t size,
     s->multi = multi;
 }
 
+#ifndef FLOEM_SYNC_BLOCKING
+bool floem_sync_enq_full(floem_sync_t *s)
+{
+    uint64_t reading = __atomic_load_n(&s->reading, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&s->held, __ATOMIC_RELAXED) == reading + 1;
+}
+#else
+bool floem_sync_enq_full(floem_sync_t *s)
+{
+    (void)s;                /* the reserve that found nothing has just read the status word */
+    return true;
+}
+#endif
+
 void floem_sync_enq_drop(floem_sync_t *s)
 {
     __atomic_fetch_add(&s->dropped, 1, __ATOMIC_RELAXED);
@@ -335,6 +351,8 @@ static void finish_read(floem_sync_t *s)
             seen++;
         if (seen > s->seen)
             s->seen = seen;
+    } else if (r < s->invalid) {
+        __atomic_store_n(&s->held, r + 1, __ATOMIC_RELAXED);     /* published with reading */
     }
     s->invalid = r;
     s->read_pending = false;

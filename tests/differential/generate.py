@@ -859,8 +859,9 @@ class _Renderer:
 
     def _host_fed(self, q: QueueSpec) -> bool:
         """Whether only the callable push enqueues into ``q``. Only such queues are made
-        lossy: a NIC enqueue into a lossy queue drops packets while the sync layer has not
-        read which host entries are free (tests/differential/regressions/nic_lossy_room.py)."""
+        lossy: a NIC enqueue into a lossy queue dropped packets while the sync layer had not
+        read which host entries are free (fixed since: tests/programs/nic_lossy_room.py;
+        making NIC-fed queues lossy too is left to do)."""
         return q.producers == {0} and not self.p.source
 
     def _tables(self, seg: SegmentSpec) -> bool:

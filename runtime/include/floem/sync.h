@@ -103,6 +103,10 @@ void access_done(floem_sync_t *s, uint64_t i);
 /* Worker wrappers returning the payload (after the 8-byte entry header). */
 void *floem_sync_enq_reserve(floem_sync_t *s);                    /* to_host; NULL when none free yet */
 void floem_sync_enq_commit(floem_sync_t *s, void *payload, uint16_t channel);
+/* After a reserve found nothing: true when the host holds the next entry as of the latest
+ * completed read (the queue is full: a lossy enqueue drops), false while that is not known
+ * yet (no read has covered the entry: try again, running the manager if nobody else does). */
+bool floem_sync_enq_full(floem_sync_t *s);
 void floem_sync_enq_drop(floem_sync_t *s);                        /* count a drop */
 void *floem_sync_deq_acquire(floem_sync_t *s, uint16_t *channel); /* from_host; NULL when empty */
 void floem_sync_deq_release(floem_sync_t *s, void *payload);

@@ -1,6 +1,8 @@
 """A lossy queue from a NIC segment to the host, with room for every packet: it must not
-drop any, as on the CPU (`-D device=cpu`). Through the sync layer, the NIC drops the
-packets it enqueues before its manager has read which host entries are free."""
+drop any, as on the CPU (`-D device=cpu`). Found by the differential test: through the
+sync layer, the NIC dropped the packets it enqueued before its manager had read which host
+entries are free; a lossy NIC enqueue now drops only when the latest read found the host
+still holding the entry (floem_sync_enq_full)."""
 from floem import (CallableSegment, Element, Field, Flow, Input, Int, Output, PerPacket, Queue,
                    Segment, State, main, param, target)
 
