@@ -221,15 +221,13 @@ class _ProcessEmitter:
                 "type": fn.return_type(self.ir, seg)}
 
     def _callable(self, seg: SegmentIR) -> dict[str, Any]:
-        args = self.ir.node(seg.source)
-        count = len(next(iter(args.outputs.values())))
         has_return = fn.return_element(self.ir, seg) is not None
         return {"name": seg.name, "function": fn.callable_signature(self.ir, seg),
                 "state": seg.packet_state.name if seg.packet_state else "",
                 "zero": bool(seg.read_first),
                 "slot": fn.return_slot(seg.name) if has_return else "",
                 "has_value": bool(fn.return_type(self.ir, seg)),
-                "source": seg.source, "args": [f"arg{i}" for i in range(count)],
+                "source": seg.source,
                 "default": seg.default_return or "0"}
 
     def _thread(self, seg: SegmentIR) -> dict[str, Any]:
