@@ -264,7 +264,9 @@ void floem_sync_stats(const floem_sync_t *s, floem_sync_stats_t *out)
 
 void floem_sync_cursors(const floem_sync_t *s, floem_sync_cursors_t *out)
 {
-    *out = (floem_sync_cursors_t){s->writing, s->modified, s->valid, s->reading, s->invalid};
+    *out = (floem_sync_cursors_t){s->writing, s->modified,
+                                  __atomic_load_n(&s->valid, __ATOMIC_RELAXED),
+                                  __atomic_load_n(&s->reading, __ATOMIC_RELAXED), s->invalid};
 }
 
 /* ---- Workers ---------------------------------------------------------------------- */
@@ -626,5 +628,11 @@ void floem_sync_report(FILE *out, floem_sync_t **const *tables, const int *count
                     j, i, (unsigned long long)s.entries, (unsigned long long)s.read_requests,
                     (unsigned long long)s.write_requests, (unsigned long long)s.flushes,
                     (unsigned long long)s.dropped, (unsigned)s.entry_size);
+            floem_sync_cursors_t c;
+            floem_sync_cursors(tables[j][i], &c);
+            fprintf(out, "floem: nic sync shadow %d.%d: positions: written back %llu, finished "
+                         "%llu, fetched %llu, being read %llu\n", j, i,
+                    (unsigned long long)c.writing, (unsigned long long)c.valid,
+                    (unsigned long long)c.reading, (unsigned long long)c.invalid);
         }
 }
