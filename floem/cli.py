@@ -17,6 +17,7 @@ from floem.ir.options import NET_BACKENDS, NIC_PLATFORMS, BuildOptions
 from floem.lang import params
 from floem.launcher import STOP_SIGNALS, TIMEOUT_STATUS, follow_parent, stopped_note
 from floem.platforms import DMA_OPTIONS
+from floem.stats import stats
 
 #: What the command's exit status means (``floem --help``, docs/cli.md).
 EXIT_STATUSES = [
@@ -43,6 +44,8 @@ EXAMPLES = {
     "check": "floem check examples/kvs/kvs.py -D design=split",
     "graph": "floem graph examples/echo/echo.py -D device=nic -o echo.svg",
     "params": "floem params examples/kvs/kvs.py",
+    "stats": "floem stats                  # every running program, refreshed each second\n"
+             "floem stats 4242 --once      # the run of floem run (or a process) 4242, once",
     "explore": "floem explore examples/nf/aes.py -D device=cpu,nic \\\n"
                "    --workload 'python examples/nf/load.py aes --count 20000 --pcap {pcap}'",
 }
@@ -119,6 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="blocking, unbatched DMA per queue entry instead of the sync layer")
         p.add_argument("--send-all-fields", action="store_true",
                        help="queues carry the whole per-packet state, not only live fields")
+        p.add_argument("--no-counters", action="store_true",
+                       help="leave out the per-element packet counters (--report, floem stats)")
         for name, unit in DMA_OPTIONS.items():
             p.add_argument(f"--dma-{name.replace('_', '-')}", type=float, metavar=unit,
                            help=f"DMA cost model: {name.replace('_', ' ')} (default: runtime's)")
@@ -169,6 +174,18 @@ def build_parser() -> argparse.ArgumentParser:
     listing = command("params", "list the app's parameters (-D NAME=VALUE)")
     app_argument(listing)
 
+    live = command("stats", "show running programs' per-element packet counters, live",
+                   "Show the per-element packet counters of running programs (of every one, "
+                   "or of the run PID belongs to), refreshed like top until they end: packets "
+                   "in, runs that sent nothing on (drops and ends of paths), packets out per "
+                   "port, and packets in per second.")
+    live.add_argument("pid", nargs="?", type=int, metavar="PID",
+                      help="a process of the program, or the floem run that started it")
+    live.add_argument("--once", action="store_true", help="print the counters once and exit")
+    live.add_argument("--interval", type=_positive, default=1.0, metavar="S",
+                      help="seconds between refreshes (default 1)")
+    live.add_argument("--json", action="store_true", help="print the counters once, as JSON")
+
     explore = command(
         "explore", "measure an app's configurations on a workload; predict them on NIC "
         "platforms", "Build and run every configuration of APP on a workload capture, count "
@@ -200,6 +217,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     return {**counting, "nic": args.nic, "net": args.net, "dump_after": args.dump_after,
             "report_file": args.report, "nic_managers": args.nic_managers,
             "sync_layer": not args.no_sync_layer, "send_all_fields": args.send_all_fields,
+            "counters": not args.no_counters,
             "dma_model": {k: getattr(args, f"dma_{k}") for k in DMA_OPTIONS
                           if getattr(args, f"dma_{k}") is not None}}
 
@@ -213,6 +231,8 @@ def _command(args: argparse.Namespace) -> int:
     if args.command == "explore":
         from floem.explore.command import explore
         return explore(args)
+    if args.command == "stats":
+        return stats(args.pid, args.once, args.interval, args.json)
     program = load_app(args.app, params.parse_definitions(args.define))
     if args.command == "params":
         sys.stdout.write(params.describe(params.declared()))

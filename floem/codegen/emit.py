@@ -140,7 +140,8 @@ class _ProcessEmitter:
         text = render(
             "process.c.j2", process=self.process, app_file=self.ir.app_file, c_file=c_file,
             nic=self.nic, managers=self.plan.managers, network=self.plan.network,
-            net_queues=self.plan.net_queues,
+            net_queues=self.plan.net_queues, counters=self.plan.counters,
+            counter_layout=self.plan.counter_layout.splitlines(),
             dma_defaults=[(DMA_ENVIRONMENT[k], f"{v:g}" if k == "gbps" else str(int(v)))
                           for k, v in sorted(self.ir.options.dma_model.items())],
             states=[self._state(s) for s in states if homes[s.name] == Home.HOST],

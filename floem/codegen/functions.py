@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from floem.csrc.tokens import tokenize
 from floem.ir import EdgeKind, ElementNode, PersistentState, ProgramIR, Role, SegmentIR
-from floem.ir.plan import port_function
+from floem.ir.plan import ElementCounters, port_function
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,8 @@ class ElementFunction:
     C the compiler wrote for a queue or cache element; ``forward``: an argument
     element's call of its output port; ``return_slot``: a return element's slot
     (``return_value``: it stores a value); ``orders``: elements ordered after this
-    one, called with the packet once it is done."""
+    one, called with the packet once it is done; ``counters``: where its packet counters
+    are (None: not counted)."""
 
     node: ElementNode
     function: Function
@@ -68,6 +69,7 @@ class ElementFunction:
     return_slot: str = ""
     return_value: bool = False
     orders: list[str] = field(default_factory=list)
+    counters: ElementCounters | None = None
 
 
 @dataclass
@@ -78,7 +80,9 @@ class Dispatcher:
     ``packet_begin``: the port of a thread's source starts a packet; ``new_packet``:
     the element emits packets of its own, so the state is made fresh after each
     (``next_seq``: the join sequence number moves on; ``clear_state``: the per-packet
-    state is zeroed, when some field is read before it is written)."""
+    state is zeroed, when some field is read before it is written); ``counter``: the index
+    of the port's packet counter (None: not counted), ``shared``: counted atomically,
+    ``tracked``: the element counts its runs that send nothing on, so the port tells it."""
 
     owner: str
     port: str
@@ -89,6 +93,9 @@ class Dispatcher:
     new_packet: bool
     next_seq: bool
     clear_state: bool
+    counter: int | None = None
+    shared: bool = False
+    tracked: bool = False
 
 
 @dataclass
@@ -165,7 +172,8 @@ def element_function(ir: ProgramIR, n: ElementNode,
         where=f"{os.path.basename(n.loc.file)}:{n.loc.line}",
         pointers=[(attr, n.persistent[attr]) for attr in n.plan.pointers], uses_state=True,
         statements=statements or [],
-        orders=[v for _, v, _ in ir.out_edges(n.name, kind=EdgeKind.ORDER)])
+        orders=[v for _, v, _ in ir.out_edges(n.name, kind=EdgeKind.ORDER)],
+        counters=n.plan.counters)
     if n.role == Role.ARGS:
         out = next(iter(n.outputs))
         e.forward = Call(port_function(n.name, out), len(n.outputs[out]))
@@ -184,6 +192,7 @@ def dispatchers(ir: ProgramIR, n: ElementNode, joins_here: bool) -> list[Dispatc
     """The functions of ``n``'s output ports; ``joins_here``: the process has a join, so
     packets carry sequence numbers."""
     result = []
+    counters = n.plan.counters
     for port, types in n.outputs.items():
         calls = []
         for _, v, d in ir.out_edges(n.name, port):
@@ -195,7 +204,10 @@ def dispatchers(ir: ProgramIR, n: ElementNode, joins_here: bool) -> list[Dispatc
             used=min(len(types), max((c.values for c in calls), default=0)),
             packet_begin=n.plan.thread_source, new_packet=n.plan.emits_packets,
             next_seq=n.plan.emits_packets and joins_here,
-            clear_state=n.plan.emits_packets and bool(ir.segments[n.segment].read_first)))
+            clear_state=n.plan.emits_packets and bool(ir.segments[n.segment].read_first),
+            counter=counters.port(port) if counters else None,
+            shared=bool(counters and counters.shared),
+            tracked=bool(counters and counters.ended is not None)))
     return result
 
 

@@ -25,6 +25,7 @@ class BuildOptions:
     net: str = "udp"                        # --net: the packet I/O backend
     count_instructions: bool = False        # --count-instructions: the NIC build counts (emu)
     cache_steering: bool = True             # caches steer misses by key to queue instances
+    counters: bool = True                   # --no-counters: no per-element packet counters
 
     def __post_init__(self) -> None:
         if self.nic not in NIC_PLATFORMS:

@@ -29,6 +29,35 @@ class QueueSide:
         return f"{' and '.join(ends)} {how}{''.join(extra)}"
 
 
+@dataclass(frozen=True)
+class ElementCounters:
+    """One element's packet counters in its process's counter array
+    (runtime/include/floem/counters.h). Each output port has a counter; packets in are
+    counted only where the feeding ports' counters cannot say (``runs``: after a queue, in a
+    callable, at a join), and runs that sent nothing on only where some run may send on
+    more than one packet (``ended``; otherwise in minus out)."""
+
+    has_inputs: bool                    # it has input ports (a source has none)
+    runs: int | None                    # its own counter of runs (packets in)
+    ended: int | None                   # its own counter of runs that sent nothing on
+    fed_by: tuple[int, ...]             # without ``runs``: the counters of the ports feeding it
+    outs: tuple[tuple[str, int], ...]   # each output port and its counter
+    shared: bool                        # several threads may run it at once: atomic increments
+
+    def port(self, port: str) -> int:
+        """Index of the counter of output ``port``."""
+        return dict(self.outs)[port]
+
+    def layout_line(self, element: str, segment: str) -> str:
+        """Its line of the process's counter layout text: NAME SEGMENT IN ENDED OUTS."""
+        packets_in = ("-" if not self.has_inputs else f"={self.runs}" if self.runs is not None
+                      else "+" + ",".join(map(str, self.fed_by)))
+        ended = ("-" if not self.has_inputs else f"={self.ended}" if self.ended is not None
+                 else "~")
+        outs = ",".join(f"{p}:{i}" for p, i in self.outs) or "-"
+        return f"{element} {segment} {packets_in} {ended} {outs}\n"
+
+
 @dataclass
 class ProcessPlan:
     """What the C of one process needs besides its elements."""
@@ -38,12 +67,15 @@ class ProcessPlan:
     network: bool = False                # packet I/O is initialised
     net_queues: int = 1                  # NIC queues: the widest network-using segment's threads
     queues: dict[str, QueueSide] = field(default_factory=dict)
+    counters: int = 0                    # element counters (0: built without them)
+    counter_layout: str = ""             # their layout, one line per element
 
     def describe(self) -> list[str]:
         """Lines for the IR dump."""
         network = f"network with {self.net_queues} queue(s)" if self.network else "no network"
         managing = ", threads run the sync managers" if self.threads_manage else ""
-        lines = [f"  plan: {self.managers} manager core(s){managing}, {network}"]
+        counting = f", {self.counters} element counters" if self.counters else ""
+        lines = [f"  plan: {self.managers} manager core(s){managing}, {network}{counting}"]
         lines += [f"  queue {name}: {side.describe()}" for name, side in self.queues.items()]
         return lines
 
@@ -59,6 +91,7 @@ class ElementPlan:
     thread_source: bool = False     # the element a thread's loop calls
     emits_packets: bool = False     # a thread source whose each output is a new packet
     out_of_line: bool = False       # never inlined into its caller (bounds inlining depth)
+    counters: ElementCounters | None = None     # its packet counters (None: not counted)
 
     def describe(self) -> str:
         """One line for the IR dump ("" when there is nothing to say)."""
@@ -69,6 +102,12 @@ class ElementPlan:
                                         ("thread source", self.thread_source),
                                         ("each output a new packet", self.emits_packets),
                                         ("out of line", self.out_of_line)) if on]
+        if self.counters is not None:
+            c = self.counters
+            own = [f"{what} {i}" for what, i in (("runs", c.runs), ("ended", c.ended))
+                   if i is not None] + [f"{port} {i}" for port, i in c.outs]
+            parts.append(f"counters: {', '.join(own) or 'none of its own'}"
+                         f"{', atomically' if c.shared else ''}")
         return "; ".join(parts)
 
 

@@ -15,9 +15,13 @@ source's packet boundaries, whether it is kept out of line). Code generation pri
 """
 from __future__ import annotations
 
+from collections import deque
+
 from floem import csrc
-from floem.ir import Device, ElementNode, Home, ProcessIR, ProgramIR, QueueIR, Role, SegmentKind
-from floem.ir.plan import ElementPlan, ProcessPlan, QueueSide, join_slot, port_function
+from floem.ir import (Device, ElementNode, Home, ProcessIR, ProgramIR, QueueIR, Role,
+                      SegmentIR, SegmentKind)
+from floem.ir.plan import (ElementCounters, ElementPlan, ProcessPlan, QueueSide, join_slot,
+                           port_function)
 
 NAME = "plan_code"
 #: In a segment of more elements than this, every INLINE_DEPTH-th element (in program
@@ -38,6 +42,9 @@ def run(ir: ProgramIR) -> ProgramIR:
     positions = {e: i for seg in ir.segments.values() for i, e in enumerate(seg.elements)}
     for n in ir.nodes():
         n.plan = _element_plan(ir, n, positions[n.name])
+    if ir.options.counters:
+        for proc in ir.processes.values():
+            _plan_counters(ir, proc)
     for q in ir.queues.values():
         q.sync_batch = max(1, min(32, q.size // 4))
     if ir.main_info is not None and ir.main.code is not None:
@@ -100,3 +107,61 @@ def _element_plan(ir: ProgramIR, n: ElementNode, position: int) -> ElementPlan:
         emits_packets=source and n.info is not None and n.info.form == "multiple",
         out_of_line=len(seg.elements) > INLINE_DEPTH and position > 0
         and position % INLINE_DEPTH == 0)
+
+
+def _plan_counters(ir: ProgramIR, proc: ProcessIR) -> None:
+    """Lay out the packet counters of ``proc``'s elements, those the user's program names
+    (not the queue and cache plumbing the compiler adds): a counter per output port; runs
+    where the ports feeding an element are not all counted (after a queue, in a callable)
+    or it is a join; runs that sent nothing on where a run may send more than one packet
+    (runtime/include/floem/counters.h). Atomic where several threads may run the element."""
+    counted = [(ir.node(name), seg) for s in proc.segments
+               for seg in [ir.segments[s]] for name in _flow_order(ir, seg)
+               if ir.node(name).role in (Role.ELEMENT, Role.CORE_ID)]
+    outs: dict[tuple[str, str], int] = {}
+    for n, _ in counted:
+        for port in n.outputs:
+            outs[(n.name, port)] = len(outs)
+    total, layout = len(outs), []
+    for n, seg in counted:
+        feeds = [outs.get((u, d["out_port"])) for u, _, d in ir.in_edges(n.name)]
+        own_runs = bool(n.inputs) and (n.join or not feeds or None in feeds)
+        own_ended = bool(n.inputs) and not _sends_at_most_once(n)
+        runs = total if own_runs or own_ended else None
+        total += (runs is not None) + own_ended
+        c = ElementCounters(
+            has_inputs=bool(n.inputs), runs=runs, ended=runs + 1 if own_ended else None,
+            fed_by=() if runs is not None else tuple(i for i in feeds if i is not None),
+            outs=tuple((p, outs[(n.name, p)]) for p in n.outputs),
+            shared=seg.kind == SegmentKind.CALLABLE or len(seg.cores) > 1)
+        if c.has_inputs or c.outs:
+            n.plan.counters = c
+            layout.append(c.layout_line(n.name, seg.name))
+    proc.plan.counters, proc.plan.counter_layout = total, "".join(layout)
+
+
+def _sends_at_most_once(n: ElementNode) -> bool:
+    """Whether a run of ``n`` sends at most one packet on (on one port, once): no output
+    ports, an ``output switch``, or an output block with a single port call."""
+    if not n.outputs:
+        return True
+    info = n.info
+    if info is None:
+        return False
+    return info.form == "switch" or (info.form == "block" and
+                                     sum(len(lines) for lines in info.calls.values()) == 1)
+
+
+def _flow_order(ir: ProgramIR, seg: SegmentIR) -> list[str]:
+    """``seg``'s elements in the order packets reach them from its source (breadth first),
+    then the others in program order."""
+    order, seen = [], set()
+    frontier = deque([seg.source] if seg.source else [])
+    while frontier:
+        name = frontier.popleft()
+        if name in seen or name not in seg.elements:
+            continue
+        seen.add(name)
+        order.append(name)
+        frontier.extend(v for _, v, _ in ir.out_edges(name))
+    return order + [e for e in seg.elements if e not in seen]

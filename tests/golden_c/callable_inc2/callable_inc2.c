@@ -7,6 +7,7 @@
 #include "callable_inc2.h"
 #include "floem/queue.h"
 #include "floem/runtime.h"
+#include "floem/counters.h"
 
 #define FLOEM_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define FLOEM_ALIGN8(n) (((size_t)(n) + 7) & ~(size_t)7)
@@ -15,6 +16,12 @@
 static void *floem_shared;
 static size_t floem_shared_bytes;
 
+
+/* Packet counters of the elements (floem/counters.h), laid out as this text says. */
+static uint64_t *floem_counters;
+static const char floem_counter_layout[] =
+    "Inc0 inc2 =2 ~ out:0\n"
+    "Inc1 inc2 +0 ~ out:1\n";
 
 /* Place (and, in the creating process, initialise) everything shared; returns its size. */
 static size_t floem_layout(uintptr_t base, bool init)
@@ -63,13 +70,14 @@ static void inc2_return(void *state, int inp_0)
 /* element Inc0: Inc, callable_inc2.py:23 */
 static void Inc0(void *state, int inp_0)
 {
+    floem_count_one_shared(&floem_counters[2]);
 #line 11 "<repo>/tests/programs/callable_inc2.py"
 
             int x = inp_0;
 #line 13 "<repo>/tests/programs/callable_inc2.py"
             { Inc0_out(state, x + 1); }
 
-#line 73 "callable_inc2.c"
+#line 81 "callable_inc2.c"
 }
 
 /* element Inc1: Inc, callable_inc2.py:23 */
@@ -81,7 +89,7 @@ static void Inc1(void *state, int inp_0)
 #line 13 "<repo>/tests/programs/callable_inc2.py"
             { Inc1_out(state, x + 1); }
 
-#line 85 "callable_inc2.c"
+#line 93 "callable_inc2.c"
 }
 
 /* port inc2_args.out */
@@ -93,12 +101,14 @@ static inline void inc2_args_out(void *state, int v0)
 /* port Inc0.out */
 static inline void Inc0_out(void *state, int v0)
 {
+    floem_count_one_shared(&floem_counters[0]);
     Inc1(state, v0);
 }
 
 /* port Inc1.out */
 static inline void Inc1_out(void *state, int v0)
 {
+    floem_count_one_shared(&floem_counters[1]);
     inc2_return(state, v0);
 }
 
@@ -115,6 +125,7 @@ int inc2(int arg0)
 void floem_init(void)
 {
     floem_ignore_report_signal();       /* SIGUSR1 asks for a report: never die of it */
+    floem_counters = floem_counters_open("callable_inc2", floem_counter_layout, 3);
     bool creator;
     floem_shared_bytes = floem_layout(0, false);
     floem_shared = floem_shared_attach(floem_shared_bytes, &creator);
@@ -138,6 +149,7 @@ static void floem_report(void)
 {
     floem_threads_report(stderr, "callable_inc2");
     floem_count_report(stderr, "callable_inc2");
+    floem_counters_report(stderr, "callable_inc2", floem_counter_layout, floem_counters);
 }
 
 void floem_finalize(void)
@@ -158,7 +170,7 @@ static int floem_main(int argc, char **argv)
     for (int i = 0; i < 3; i++)
         printf("inc2(%d) = %d\n", i * 10, inc2(i * 10));
 
-#line 162 "callable_inc2.c"
+#line 174 "callable_inc2.c"
     return 0;
 }
 

@@ -7,6 +7,7 @@
 #include "echo.h"
 #include "floem/queue.h"
 #include "floem/runtime.h"
+#include "floem/counters.h"
 #include "floem/net.h"
 
 #define FLOEM_MAX(a, b) ((a) > (b) ? (a) : (b))
@@ -17,6 +18,15 @@ static void *floem_shared;
 static size_t floem_shared_bytes;
 static UDPCheckStats *_udpcheckstats0_state;
 
+
+/* Packet counters of the elements (floem/counters.h), laid out as this text says. */
+static uint64_t *floem_counters;
+static const char floem_counter_layout[] =
+    "FromNet0 echo - - out:0\n"
+    "CheckUDP0 echo +0 ~ out:1,drop:2\n"
+    "SwapUDP0 echo +1 ~ out:3\n"
+    "NetFree0 echo +2 ~ -\n"
+    "ToNet0 echo +3 ~ -\n";
 
 /* Place (and, in the creating process, initialise) everything shared; returns its size. */
 static size_t floem_layout(uintptr_t base, bool init)
@@ -73,7 +83,7 @@ static void CheckUDP0(void *state, size_t inp_0, uint8_t *inp_1, void *inp_2)
                 } else { CheckUDP0_drop(state, size, data, buf);
             } }
 
-#line 77 "echo.c"
+#line 87 "echo.c"
 }
 
 /* element SwapUDP0: SwapUDP, echo.py:37 */
@@ -86,7 +96,7 @@ static void SwapUDP0(void *state, size_t inp_0, uint8_t *inp_1, void *inp_2)
 #line 159 "<repo>/library/headers.py"
             { SwapUDP0_out(state, size, data, buf); }
 
-#line 90 "echo.c"
+#line 100 "echo.c"
 }
 
 /* element FromNet0: FromNet, echo.py:44 */
@@ -104,7 +114,7 @@ static void FromNet0(void *state)
             if (n == 0)
                 floem_idle = 1;
 
-#line 108 "echo.c"
+#line 118 "echo.c"
 }
 
 /* element ToNet0: ToNet, echo.py:45 */
@@ -120,7 +130,7 @@ static void ToNet0(void *state, size_t inp_0, uint8_t *inp_1, void *inp_2)
             floem_packet_t pkt = { data, size <= UINT32_MAX ? (uint32_t)size : UINT32_MAX, buffer };
             floem_net_tx((unsigned)queue, &pkt);
 
-#line 124 "echo.c"
+#line 134 "echo.c"
 }
 
 /* element NetFree0: NetFree, echo.py:46 */
@@ -133,30 +143,34 @@ static void NetFree0(void *state, size_t inp_0, uint8_t *inp_1, void *inp_2)
             floem_packet_t pkt = { data, size <= UINT32_MAX ? (uint32_t)size : UINT32_MAX, buffer };
             floem_net_free(&pkt);
 
-#line 137 "echo.c"
+#line 147 "echo.c"
 }
 
 /* port CheckUDP0.out */
 static inline void CheckUDP0_out(void *state, size_t v0, uint8_t *v1, void *v2)
 {
+    floem_count_one(&floem_counters[1]);
     SwapUDP0(state, v0, v1, v2);
 }
 
 /* port CheckUDP0.drop */
 static inline void CheckUDP0_drop(void *state, size_t v0, uint8_t *v1, void *v2)
 {
+    floem_count_one(&floem_counters[2]);
     NetFree0(state, v0, v1, v2);
 }
 
 /* port SwapUDP0.out */
 static inline void SwapUDP0_out(void *state, size_t v0, uint8_t *v1, void *v2)
 {
+    floem_count_one(&floem_counters[3]);
     ToNet0(state, v0, v1, v2);
 }
 
 /* port FromNet0.out */
 static inline void FromNet0_out(void *state, size_t v0, uint8_t *v1, void *v2)
 {
+    floem_count_one(&floem_counters[0]);
     floem_packet_begin();
     CheckUDP0(state, v0, v1, v2);
     /* the next value emitted is a new packet */
@@ -179,6 +193,7 @@ void floem_init(void)
 #ifdef FLOEM_LIBRARY
     floem_ignore_report_signal();       /* SIGUSR1 asks for a report: never die of it */
 #endif
+    floem_counters = floem_counters_open("echo", floem_counter_layout, 4);
     bool creator;
     floem_shared_bytes = floem_layout(0, false);
     floem_shared = floem_shared_attach(floem_shared_bytes, &creator);
@@ -205,6 +220,7 @@ static void floem_report(void)
 {
     floem_threads_report(stderr, "echo");
     floem_count_report(stderr, "echo");
+    floem_counters_report(stderr, "echo", floem_counter_layout, floem_counters);
 }
 
 void floem_finalize(void)

@@ -7,6 +7,7 @@
 #include "nic.h"
 #include "floem/queue.h"
 #include "floem/runtime.h"
+#include "floem/counters.h"
 #include "floem/dma.h"
 #include "floem/sync.h"
 #include "floem/wire.h"
@@ -59,6 +60,11 @@ static inline void floem_wire_Packet(Packet *s)
     s->c = floem_wire(s->c);
     s->d = floem_wire(s->d);
 }
+
+/* Packet counters of the elements (floem/counters.h), laid out as this text says. */
+static uint64_t *floem_counters;
+static const char floem_counter_layout[] =
+    "Transform0 on_nic =1 ~ out:0\n";
 
 /* Place (and, in the creating process, initialise) everything shared; returns its size. */
 static size_t floem_layout(uintptr_t base, bool init)
@@ -182,6 +188,7 @@ static void to_host_enq0(Packet *state)
 /* element Transform0: Transform, nic_roundtrip.py:75 */
 static void Transform0(Packet *state)
 {
+    floem_count_one(&floem_counters[1]);
 #line 37 "<repo>/tests/programs/nic_roundtrip.py"
 
             state->a += 7;
@@ -191,7 +198,7 @@ static void Transform0(Packet *state)
 #line 42 "<repo>/tests/programs/nic_roundtrip.py"
             { Transform0_out(state); }
 
-#line 195 "nic.c"
+#line 202 "nic.c"
 }
 
 /* element to_nic_release: QueueRelease, nic_roundtrip.py:58 */
@@ -218,6 +225,7 @@ static inline void to_nic_save0_out(Packet *state)
 /* port Transform0.out */
 static inline void Transform0_out(Packet *state)
 {
+    floem_count_one(&floem_counters[0]);
     to_host_enq0(state);
 }
 
@@ -253,6 +261,7 @@ void floem_init(void)
 #ifdef FLOEM_LIBRARY
     floem_ignore_report_signal();       /* SIGUSR1 asks for a report: never die of it */
 #endif
+    floem_counters = floem_counters_open("nic", floem_counter_layout, 2);
     floem_shared_bytes = floem_layout(0, false);
     floem_shared = floem_shared_map_for_dma(floem_shared_bytes);
     floem_dma_model_t model = floem_dma_model_from_env();
@@ -283,6 +292,7 @@ static void floem_report(void)
 {
     floem_threads_report(stderr, "nic");
     floem_count_report(stderr, "nic");
+    floem_counters_report(stderr, "nic", floem_counter_layout, floem_counters);
     floem_sync_report(stderr, floem_shadows, floem_shadow_counts);
     floem_dma_report(stderr);
     fprintf(stderr, "floem: queue to_host (process nic): bad qid %llu\n",

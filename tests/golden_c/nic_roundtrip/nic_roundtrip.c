@@ -7,6 +7,7 @@
 #include "nic_roundtrip.h"
 #include "floem/queue.h"
 #include "floem/runtime.h"
+#include "floem/counters.h"
 
 #define FLOEM_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define FLOEM_ALIGN8(n) (((size_t)(n) + 7) & ~(size_t)7)
@@ -37,6 +38,12 @@ struct to_host_entry0 {
     uint32_t c;
     int64_t d;
 } __attribute__((packed));
+
+/* Packet counters of the elements (floem/counters.h), laid out as this text says. */
+static uint64_t *floem_counters;
+static const char floem_counter_layout[] =
+    "Make0 push =2 ~ out:0\n"
+    "Show0 pop =3 ~ out:1\n";
 
 /* Place (and, in the creating process, initialise) everything shared; returns its size. */
 static size_t floem_layout(uintptr_t base, bool init)
@@ -129,6 +136,7 @@ static void push_args(Packet *state, int arg0)
 /* element Make0: Make, nic_roundtrip.py:71 */
 static void Make0(Packet *state, int inp_0)
 {
+    floem_count_one_shared(&floem_counters[2]);
 #line 19 "<repo>/tests/programs/nic_roundtrip.py"
 
             int x = inp_0;
@@ -139,7 +147,7 @@ static void Make0(Packet *state, int inp_0)
 #line 25 "<repo>/tests/programs/nic_roundtrip.py"
             { Make0_out(state); }
 
-#line 143 "nic_roundtrip.c"
+#line 151 "nic_roundtrip.c"
 }
 
 /* element to_host_deq: Dequeue, nic_roundtrip.py:59 */
@@ -191,13 +199,14 @@ static void pop_return(Packet *state, int inp_0)
 /* element Show0: Show, nic_roundtrip.py:84 */
 static void Show0(Packet *state)
 {
+    floem_count_one_shared(&floem_counters[3]);
 #line 52 "<repo>/tests/programs/nic_roundtrip.py"
 
             printf("a=%u b=%u c=%u d=%lld\n", state->a, state->b, state->c, (long long)state->d);
 #line 54 "<repo>/tests/programs/nic_roundtrip.py"
             { Show0_out(state, 1); }
 
-#line 201 "nic_roundtrip.c"
+#line 210 "nic_roundtrip.c"
 }
 
 /* element to_host_release: QueueRelease, nic_roundtrip.py:59 */
@@ -217,6 +226,7 @@ static inline void push_args_out(Packet *state, int v0)
 /* port Make0.out */
 static inline void Make0_out(Packet *state)
 {
+    floem_count_one_shared(&floem_counters[0]);
     to_nic_enq0(state);
 }
 
@@ -241,6 +251,7 @@ static inline void pop_args_out(Packet *state, int v0)
 /* port Show0.out */
 static inline void Show0_out(Packet *state, int v0)
 {
+    floem_count_one_shared(&floem_counters[1]);
     pop_return(state, v0);
 }
 
@@ -265,6 +276,7 @@ int pop(int arg0)
 void floem_init(void)
 {
     floem_ignore_report_signal();       /* SIGUSR1 asks for a report: never die of it */
+    floem_counters = floem_counters_open("nic_roundtrip", floem_counter_layout, 4);
     bool creator;
     floem_shared_bytes = floem_layout(0, false);
     floem_shared = floem_shared_attach(floem_shared_bytes, &creator);
@@ -288,6 +300,7 @@ static void floem_report(void)
 {
     floem_threads_report(stderr, "nic_roundtrip");
     floem_count_report(stderr, "nic_roundtrip");
+    floem_counters_report(stderr, "nic_roundtrip", floem_counter_layout, floem_counters);
     floem_queue_report(stderr, "to_nic", "nic_roundtrip", to_nic_inst, 1);
     fprintf(stderr, "floem: queue to_nic (process nic_roundtrip): bad qid %llu\n",
             (unsigned long long)to_nic_bad_qid);
@@ -314,7 +327,7 @@ static int floem_main(int argc, char **argv)
     for (int shown = 0; shown < 6; )
         shown += pop(0);
 
-#line 318 "nic_roundtrip.c"
+#line 331 "nic_roundtrip.c"
     return 0;
 }
 

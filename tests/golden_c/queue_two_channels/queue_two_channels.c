@@ -7,6 +7,7 @@
 #include "queue_two_channels.h"
 #include "floem/queue.h"
 #include "floem/runtime.h"
+#include "floem/counters.h"
 
 #define FLOEM_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define FLOEM_ALIGN8(n) (((size_t)(n) + 7) & ~(size_t)7)
@@ -31,6 +32,13 @@ struct requests_entry1 {
     int key;
     int val;
 } __attribute__((packed));
+
+/* Packet counters of the elements (floem/counters.h), laid out as this text says. */
+static uint64_t *floem_counters;
+static const char floem_counter_layout[] =
+    "Classify0 request =2 ~ get:0,set:1\n"
+    "Get0 serve =3 ~ -\n"
+    "Set0 serve =4 ~ -\n";
 
 /* Place (and, in the creating process, initialise) everything shared; returns its size. */
 static size_t floem_layout(uintptr_t base, bool init)
@@ -131,6 +139,7 @@ static void request_args(Request *state, int arg0, int arg1, int arg2)
 /* element Classify0: Classify, queue_two_channels.py:78 */
 static void Classify0(Request *state, int inp_0, int inp_1, int inp_2)
 {
+    floem_count_one_shared(&floem_counters[2]);
 #line 24 "<repo>/tests/programs/queue_two_channels.py"
 
             int op = inp_0; int key = inp_1; int val = inp_2;
@@ -140,7 +149,7 @@ static void Classify0(Request *state, int inp_0, int inp_1, int inp_2)
 #line 29 "<repo>/tests/programs/queue_two_channels.py"
             { if ( op == 0) { Classify0_get(state); } else { Classify0_set(state); } }
 
-#line 144 "queue_two_channels.c"
+#line 153 "queue_two_channels.c"
 }
 
 /* element requests_deq: Dequeue, queue_two_channels.py:66 */
@@ -184,25 +193,27 @@ static void requests_save1(Request *state)
 /* element Get0: Get, queue_two_channels.py:85 */
 static void Get0(Request *state)
 {
+    floem_count_one(&floem_counters[3]);
     Done *const done = done_state;
 #line 43 "<repo>/tests/programs/queue_two_channels.py"
 
             printf("get %d\n", state->key);
             __atomic_fetch_add(&done->count, 1, __ATOMIC_RELEASE);
 
-#line 194 "queue_two_channels.c"
+#line 204 "queue_two_channels.c"
 }
 
 /* element Set0: Set, queue_two_channels.py:86 */
 static void Set0(Request *state)
 {
+    floem_count_one(&floem_counters[4]);
     Done *const done = done_state;
 #line 59 "<repo>/tests/programs/queue_two_channels.py"
 
             printf("set %d = %d\n", state->key, state->val);
             __atomic_fetch_add(&done->count, 1, __ATOMIC_RELEASE);
 
-#line 206 "queue_two_channels.c"
+#line 217 "queue_two_channels.c"
 }
 
 /* element requests_release: QueueRelease, queue_two_channels.py:66 */
@@ -222,12 +233,14 @@ static inline void request_args_out(Request *state, int v0, int v1, int v2)
 /* port Classify0.get */
 static inline void Classify0_get(Request *state)
 {
+    floem_count_one_shared(&floem_counters[0]);
     requests_enq0(state);
 }
 
 /* port Classify0.set */
 static inline void Classify0_set(Request *state)
 {
+    floem_count_one_shared(&floem_counters[1]);
     requests_enq1(state);
 }
 
@@ -280,6 +293,7 @@ void request(int arg0, int arg1, int arg2)
 void floem_init(void)
 {
     floem_ignore_report_signal();       /* SIGUSR1 asks for a report: never die of it */
+    floem_counters = floem_counters_open("queue_two_channels", floem_counter_layout, 5);
     bool creator;
     floem_shared_bytes = floem_layout(0, false);
     floem_shared = floem_shared_attach(floem_shared_bytes, &creator);
@@ -304,6 +318,7 @@ static void floem_report(void)
 {
     floem_threads_report(stderr, "queue_two_channels");
     floem_count_report(stderr, "queue_two_channels");
+    floem_counters_report(stderr, "queue_two_channels", floem_counter_layout, floem_counters);
     floem_queue_report(stderr, "requests", "queue_two_channels", requests_inst, 1);
     fprintf(stderr, "floem: queue requests (process queue_two_channels): bad qid %llu\n",
             (unsigned long long)requests_bad_qid);
@@ -335,7 +350,7 @@ static int floem_main(int argc, char **argv)
     while (__atomic_load_n(&done->count, __ATOMIC_ACQUIRE) < 25)
         usleep(1000);
 
-#line 339 "queue_two_channels.c"
+#line 354 "queue_two_channels.c"
     return 0;
 }
 

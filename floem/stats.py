@@ -1,0 +1,189 @@
+"""`floem stats`: the per-element packet counters of running programs, read live.
+
+Every process of a program built with counters (the default) keeps them in a memory file
+named ``floem-counters`` (runtime/include/floem/counters.h); this module finds those files
+through ``/proc/PID/fd``, reads them without disturbing the program (a read-only view, as a
+monitoring tool reads a device's counter registers: the emulated NIC's too), and prints
+them as a table, refreshed like ``top``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import struct
+import sys
+import time
+from dataclasses import dataclass, field
+
+from floem.errors import FloemError
+
+MAGIC = b"FLOEMCNT"
+#: magic, byte-order mark, version, counters, layout bytes, counters offset, pid, process, run
+HEADER = "8sIIIIQq32s64s"
+MEMFD_LINK = "/memfd:floem-counters"
+
+
+@dataclass
+class ElementCounts:
+    """One element's counters: packets in (``runs``) and runs that sent nothing on
+    (``ended``: drops and ends of paths), for an element with input ports (None for a
+    source); packets sent on each output port."""
+
+    name: str
+    segment: str
+    runs: int | None
+    ended: int | None
+    outs: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class ProcessCounts:
+    """The counters of one process of a running program."""
+
+    process: str
+    pid: int
+    run: str            # the program's shared memory name: the processes of one run share it
+    elements: list[ElementCounts]
+
+
+def read_counters(path: str) -> ProcessCounts | None:
+    """The counters in the memory file at ``path`` (None if it is not one, or is gone)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(struct.calcsize("<" + HEADER))
+            if len(head) < struct.calcsize("<" + HEADER) or head[:8] != MAGIC:
+                return None
+            order = ">" if head[8:12] == b"\x01\x02\x03\x04" else "<"
+            (_, _, version, count, layout_bytes, offset, pid, process,
+             run) = struct.unpack(order + HEADER, head)
+            if version != 1:
+                return None
+            layout = f.read(layout_bytes).rstrip(b"\0").decode()
+            f.seek(offset)
+            values = struct.unpack(f"{order}{count}Q", f.read(8 * count))
+    except (OSError, struct.error, UnicodeDecodeError):
+        return None
+    return ProcessCounts(process.rstrip(b"\0").decode(), pid, run.rstrip(b"\0").decode(),
+                         [_element(line, values) for line in layout.splitlines() if line])
+
+
+def _element(line: str, values: tuple[int, ...]) -> ElementCounts:
+    """An element's counts from its layout line, NAME SEGMENT IN ENDED OUTS
+    (runtime/include/floem/counters.h)."""
+    name, segment, packets_in, ended, outs = line.split(" ")
+    e = ElementCounts(name, segment, None, None, {
+        port: values[int(i)] for port, i in
+        (o.split(":") for o in ([] if outs == "-" else outs.split(",")))})
+    if packets_in != "-":
+        e.runs = sum(values[int(i)] for i in packets_in[1:].split(","))
+        e.ended = (values[int(ended[1:])] if ended.startswith("=")
+                   else max(0, e.runs - sum(e.outs.values())))
+    return e
+
+
+def find_counters(pid: int | None = None) -> list[ProcessCounts]:
+    """The counters of every running process that has them, or only those of the run that
+    process ``pid`` belongs to (a program's process, or the `floem run` that started it)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        fds = f"/proc/{entry}/fd"
+        try:
+            names = os.listdir(fds)
+        except OSError:
+            continue
+        for fd in names:
+            try:
+                if not os.readlink(f"{fds}/{fd}").startswith(MEMFD_LINK):
+                    continue
+            except OSError:
+                continue
+            counts = read_counters(f"{fds}/{fd}")
+            if counts is not None:
+                found.append(counts)
+    if pid is not None:
+        runs = {c.run for c in found if c.pid == pid or _launcher(c.run) == pid}
+        found = [c for c in found if (c.run and c.run in runs) or c.pid == pid]
+    return sorted(found, key=lambda c: (c.run, c.pid))
+
+
+def _launcher(run: str) -> int | None:
+    """The pid of the launcher that named shared memory ``run`` (/floem-PID-START-N)."""
+    parts = run.lstrip("/").split("-")
+    return int(parts[1]) if len(parts) == 4 and parts[0] == "floem" and parts[1].isdigit() else None
+
+
+def table(processes: list[ProcessCounts], rates: dict[tuple[int, str], float] | None = None) -> str:
+    """The counters as text, a table per process; ``rates``: packets in per second by
+    (pid, element), shown as a column when given."""
+    lines = []
+    for p in processes:
+        lines.append(f"process {p.process} (pid {p.pid}{', run ' + p.run if p.run else ''}):")
+        head = f"  {'element':<28} {'segment':<20} {'in':>12} {'ended':>12}"
+        lines.append(head + (f" {'in/s':>12}" if rates is not None else "") + "  out")
+        for e in p.elements:
+            row = f"  {e.name:<28} {e.segment:<20} {_count(e.runs):>12} {_count(e.ended):>12}"
+            if rates is not None:
+                rate = rates.get((p.pid, e.name))
+                row += f" {'-' if rate is None else f'{rate:.0f}':>12}"
+            lines.append(f"{row}  {_ports(e.outs) or '-'}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _count(n: int | None) -> str:
+    return "-" if n is None else str(n)
+
+
+def _ports(ports: dict[str, int]) -> str:
+    return ", ".join(f"{name} {n}" for name, n in ports.items())
+
+
+def as_json(processes: list[ProcessCounts]) -> str:
+    """The counters as JSON: a list of processes, each with its elements."""
+    return json.dumps([{"process": p.process, "pid": p.pid, "run": p.run,
+                        "elements": [e.__dict__ for e in p.elements]} for p in processes],
+                      indent=1)
+
+
+def stats(pid: int | None, once: bool, interval: float, as_json_text: bool) -> int:
+    """`floem stats`: print the counters of running programs once, or every ``interval``
+    seconds until they end; 1 when no running program has counters."""
+    found = find_counters(pid)
+    if not found:
+        which = f"process {pid}" if pid is not None else "any running program"
+        raise FloemError(f"no element counters found for {which} (is it running, and built "
+                         "without --no-counters?)")
+    try:
+        return _show(found, pid, once, interval, as_json_text)
+    except BrokenPipeError:             # e.g. `floem stats | head`: the reader has had enough
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _show(found: list[ProcessCounts], pid: int | None, once: bool, interval: float,
+          as_json_text: bool) -> int:
+    if once or as_json_text:
+        sys.stdout.write(as_json(found) + "\n" if as_json_text else table(found))
+        return 0
+    clear = "\x1b[H\x1b[J" if sys.stdout.isatty() else ""
+    before, then = _runs(found), time.monotonic()
+    sys.stdout.write(clear + table(found))
+    while True:
+        time.sleep(interval)
+        found, now = find_counters(pid), time.monotonic()
+        if not found:
+            print("floem: the program has ended")
+            return 0
+        after = _runs(found)
+        rates = {k: (v - before[k]) / (now - then) for k, v in after.items() if k in before}
+        sys.stdout.write(clear + table(found, rates))
+        sys.stdout.flush()
+        before, then = after, now
+
+
+def _runs(processes: list[ProcessCounts]) -> dict[tuple[int, str], int]:
+    """Packets in (runs, or a source's packets out) by (pid, element)."""
+    return {(p.pid, e.name): e.runs if e.runs is not None else sum(e.outs.values())
+            for p in processes for e in p.elements}

@@ -1,0 +1,114 @@
+/* Per-element packet counters in a memory file `floem stats` can map (floem/counters.h). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "floem/counters.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+_Thread_local uint64_t floem_fired;
+
+static void out_of_memory(void)
+{
+    fprintf(stderr, "floem: no memory for the element counters\n");
+    abort();
+}
+
+/* Shared zeroed memory of `bytes` in a memory file, or private memory when there is none. */
+static void *counter_memory(size_t bytes)
+{
+    int fd = memfd_create("floem-counters", MFD_CLOEXEC);
+    if (fd >= 0 && ftruncate(fd, (off_t)bytes) == 0) {
+        void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (p != MAP_FAILED)
+            return p;           /* the descriptor stays open: /proc/PID/fd is how readers find it */
+    }
+    if (fd >= 0)
+        close(fd);
+    void *p = calloc(1, bytes);
+    if (p == NULL)
+        out_of_memory();
+    return p;
+}
+
+uint64_t *floem_counters_open(const char *process, const char *layout, uint32_t count)
+{
+    size_t layout_bytes = strlen(layout) + 1;
+    size_t offset = (sizeof(struct floem_counters_header) + layout_bytes + 63) & ~(size_t)63;
+    char *base = counter_memory(offset + (size_t)count * sizeof(uint64_t));
+    struct floem_counters_header *h = (struct floem_counters_header *)base;
+    memcpy(h->magic, FLOEM_COUNTERS_MAGIC, sizeof h->magic);
+    h->order = 0x01020304u;
+    h->version = FLOEM_COUNTERS_VERSION;
+    h->counters = count;
+    h->layout_bytes = (uint32_t)layout_bytes;
+    h->counters_offset = offset;
+    h->pid = (int64_t)getpid();
+    snprintf(h->process, sizeof h->process, "%s", process);
+    const char *run = getenv("FLOEM_SHM");
+    snprintf(h->run, sizeof h->run, "%s", run ? run : "");
+    memcpy(base + sizeof *h, layout, layout_bytes);
+    return (uint64_t *)(base + offset);
+}
+
+/* The next space-separated word of a layout line, copied into `word` (at most `size` bytes). */
+static const char *next_word(const char *p, char *word, size_t size)
+{
+    size_t n = strcspn(p, " \n");
+    snprintf(word, size, "%.*s", (int)n, p);
+    return p[n] == ' ' ? p + n + 1 : p + n;
+}
+
+/* The value of an IN or ENDED field: "=I" (counter I), "+I,J,..." (their sum). */
+static uint64_t field_value(const char *field, const uint64_t *counters)
+{
+    uint64_t sum = 0;
+    for (const char *p = field + 1; *p != '\0';) {
+        char *end;
+        sum += counters[strtoul(p, &end, 10)];
+        p = end + (*end == ',');
+    }
+    return sum;
+}
+
+void floem_counters_report(FILE *out, const char *process, const char *layout,
+                           const uint64_t *counters)
+{
+    fprintf(out, "floem: elements of process %s (packets):\n", process);
+    fprintf(out, "floem:   %-28s %-20s %12s %12s  %s\n", "element", "segment", "in", "ended",
+            "out");
+    for (const char *p = layout; *p != '\0';) {
+        char name[128], segment[128], in[512], ended[24], outs[512];
+        p = next_word(p, name, sizeof name);
+        p = next_word(p, segment, sizeof segment);
+        p = next_word(p, in, sizeof in);
+        p = next_word(p, ended, sizeof ended);
+        p = next_word(p, outs, sizeof outs);
+        p += *p == '\n';
+        uint64_t sent = 0;
+        char ports[1024] = "-";
+        size_t used = 0;
+        for (const char *o = outs; strcmp(outs, "-") != 0 && *o != '\0';) {
+            size_t n = strcspn(o, ":");
+            char *end;
+            uint64_t v = counters[strtoul(o + n + 1, &end, 10)];
+            sent += v;
+            used += (size_t)snprintf(ports + used, used < sizeof ports ? sizeof ports - used : 0,
+                                     "%s%.*s %llu", used ? ", " : "", (int)n, o,
+                                     (unsigned long long)v);
+            o = end + (*end == ',');
+        }
+        fprintf(out, "floem:   %-28s %-20s ", name, segment);
+        if (in[0] == '-') {
+            fprintf(out, "%12s %12s", "-", "-");
+        } else {
+            uint64_t packets = field_value(in, counters);
+            uint64_t none = ended[0] == '=' ? field_value(ended, counters) : packets - sent;
+            fprintf(out, "%12llu %12llu", (unsigned long long)packets, (unsigned long long)none);
+        }
+        fprintf(out, "  %s\n", ports);
+    }
+}

@@ -1,0 +1,128 @@
+"""Per-element packet counters: `floem run --report`'s table and `floem stats`, live.
+
+Counters add up at every element (packets in = packets out + runs that sent nothing on)
+over a pcap replay with malformed frames, on the CPU and on the NIC; they match what the
+echo must do with the capture; `floem stats` reads a running program's counters; and
+`--no-counters` leaves them out.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+from test_echo import ECHO, capture, on, write_capture
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: A row of the table: element, segment, in, ended, then "port N, port N" (or "-").
+ROW = re.compile(r"^floem:   (\S+)\s+(\S+)\s+(\S+)\s+(\S+)  (.*)$")
+
+
+def floem(*args: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "floem.cli", *args], capture_output=True,
+                          text=True, timeout=300, cwd=ROOT, **kw)
+
+
+def table(stderr: str) -> dict[str, tuple[int | None, int | None, dict[str, int]]]:
+    """The element table of a --report: element -> (in, ended, packets out by port)."""
+    rows = {}
+    for line in stderr.splitlines():
+        m = ROW.match(line)
+        if m is None or m.group(1) == "element":
+            continue
+        name, _, packets_in, ended, outs = m.groups()
+        ports = {} if outs == "-" else {p.rsplit(" ", 1)[0]: int(p.rsplit(" ", 1)[1])
+                                        for p in outs.split(", ")}
+        rows[name] = (None if packets_in == "-" else int(packets_in),
+                      None if ended == "-" else int(ended), ports)
+    return rows
+
+
+@pytest.mark.parametrize("device", ["cpu", "nic"])
+def test_counters_add_up_over_a_replay_with_malformed_frames(device: str, tmp_path) -> None:
+    frames, valid = capture()
+    assert 0 < len(valid) < len(frames)
+    src, out = str(tmp_path / "in.pcap"), str(tmp_path / "out.pcap")
+    write_capture(src, frames)
+    result = floem("run", ECHO, *on(device), "--report", "--net", "pcap", "--pcap-in", src,
+                   "--pcap-out", out, "--duration", "1")
+    assert result.returncode == 0, result.stderr
+    process = "nic" if device == "nic" else "echo"
+    assert f"floem: elements of process {process} (packets):" in result.stderr
+    rows = table(result.stderr)
+    assert set(rows) == {"FromNet0", "CheckUDP0", "SwapUDP0", "ToNet0", "NetFree0"}
+    for name, (packets_in, ended, outs) in rows.items():
+        if packets_in is not None:
+            assert packets_in == sum(outs.values()) + ended, name
+    assert rows["FromNet0"] == (None, None, {"out": len(frames)})
+    assert rows["CheckUDP0"] == (len(frames), 0,
+                                 {"out": len(valid), "drop": len(frames) - len(valid)})
+    assert rows["SwapUDP0"] == (len(valid), 0, {"out": len(valid)})
+    assert rows["ToNet0"] == (len(valid), len(valid), {})
+    assert rows["NetFree0"] == (len(frames) - len(valid), len(frames) - len(valid), {})
+
+
+def test_a_callable_and_a_join_count_their_own_runs() -> None:
+    """fanout_join: a callable segment (fed by its caller, not a counted port) whose
+    fan-out meets again at a join, called twice by main."""
+    result = floem("run", "--report", "tests/programs/fanout_join.py")
+    assert result.returncode == 0, result.stderr
+    assert table(result.stderr) == {name: (2, 0, {"out": 2})
+                                    for name in ("Square0", "Negate0", "Sum0")}
+
+
+def test_floem_stats_shows_a_running_programs_counters(tmp_path) -> None:
+    frames, valid = capture()
+    src = str(tmp_path / "in.pcap")
+    write_capture(src, frames)
+    run = subprocess.Popen([sys.executable, "-m", "floem.cli", "run", ECHO, "-D", "device=nic",
+                            "--net", "pcap", "--pcap-in", src, "--pcap-loop", "0",
+                            "--pcap-out", os.devnull, "--duration", "30"],
+                           cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline, seen = time.monotonic() + 120, None
+        while time.monotonic() < deadline and run.poll() is None:
+            stats = floem("stats", str(run.pid), "--json")
+            if stats.returncode == 0:
+                processes = json.loads(stats.stdout)
+                nic = [p for p in processes if p["process"] == "nic"]
+                if nic and nic[0]["elements"][0]["outs"]["out"] > 10 * len(frames):
+                    seen = nic[0]
+                    break
+            time.sleep(0.5)
+        assert seen is not None, "floem stats never showed the NIC's counters"
+        elements = {e["name"]: e for e in seen["elements"]}
+        check = elements["CheckUDP0"]
+        assert check["outs"]["drop"] > 0 and check["outs"]["out"] > 0
+        assert check["runs"] >= check["outs"]["out"] + check["outs"]["drop"]
+        text = floem("stats", str(run.pid), "--once")
+        assert text.returncode == 0, text.stderr
+        assert re.search(r"^process nic \(pid \d+, run /floem-%d-" % run.pid, text.stdout, re.M)
+        assert re.search(r"^  CheckUDP0\s+echo\s+\d+\s+0\s+out \d+, drop \d+$", text.stdout, re.M)
+    finally:
+        run.terminate()
+        run.wait(30)
+    gone = floem("stats", str(run.pid), "--once")
+    assert gone.returncode == 1
+    assert gone.stderr.startswith(f"floem: error: no element counters found for process {run.pid}")
+    assert "Traceback" not in gone.stderr
+
+
+def test_no_counters_leaves_them_out(tmp_path) -> None:
+    out = str(tmp_path / "out")
+    result = floem("build", ECHO, "--no-counters", "-o", out)
+    assert result.returncode == 0, result.stderr
+    with open(os.path.join(out, "echo.c")) as f:
+        assert "floem_counters" not in f.read()
+    frames, _ = capture()
+    src = str(tmp_path / "in.pcap")
+    write_capture(src, frames)
+    result = floem("run", ECHO, "--no-counters", "--report", "--net", "pcap", "--pcap-in", src,
+                   "--pcap-out", os.devnull, "--duration", "1")
+    assert result.returncode == 0, result.stderr
+    assert "floem: elements of process" not in result.stderr
