@@ -106,7 +106,8 @@ void floem_counters_report(FILE *out, const char *process, const char *layout,
             fprintf(out, "%12s %12s", "-", "-");
         } else {
             uint64_t packets = field_value(in, counters);
-            uint64_t none = ended[0] == '=' ? field_value(ended, counters) : packets - sent;
+            uint64_t none = ended[0] == '=' ? field_value(ended, counters)
+                            : packets > sent ? packets - sent : 0;
             fprintf(out, "%12llu %12llu", (unsigned long long)packets, (unsigned long long)none);
         }
         fprintf(out, "  %s\n", ports);
