@@ -6,6 +6,7 @@ import importlib.metadata
 import os
 import signal
 import sys
+import tempfile
 import textwrap
 from typing import Any
 
@@ -17,7 +18,7 @@ from floem.ir.options import NET_BACKENDS, NIC_PLATFORMS, BuildOptions
 from floem.lang import params
 from floem.launcher import STOP_SIGNALS, TIMEOUT_STATUS, follow_parent, stopped_note
 from floem.platforms import DMA_OPTIONS
-from floem.stats import stats
+from floem.stats import load_counts, save_counts, stats
 
 #: What the command's exit status means (``floem --help``, docs/cli.md).
 EXIT_STATUSES = [
@@ -42,7 +43,9 @@ EXAMPLES = {
            "    --pcap-timing 2 --pcap-loop 3 --duration 5\n"
            "floem run app.py --timeout 60 -- ARG1 ARG2",
     "check": "floem check examples/kvs/kvs.py -D design=split",
-    "graph": "floem graph examples/echo/echo.py -D device=nic -o echo.svg",
+    "graph": "floem graph examples/echo/echo.py -D device=nic -o echo.svg\n"
+             "floem run examples/echo/echo.py --net pcap --pcap-in in.pcap --stats echo.json\n"
+             "floem graph examples/echo/echo.py --stats echo.json -o echo.svg",
     "params": "floem params examples/kvs/kvs.py",
     "stats": "floem stats                  # every running program, refreshed each second\n"
              "floem stats 4242 --once      # the run of floem run (or a process) 4242, once",
@@ -155,6 +158,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="--net pcap: replay the capture N times (0: until stopped; default 1)")
     run.add_argument("--eal", metavar="ARGS", help="--net dpdk: EAL arguments, e.g. "
                      "'--no-huge --no-pci -m 256 --vdev=net_ring0'")
+    run.add_argument("--stats", metavar="FILE",
+                     help="write the element counters as JSON when the program ends (for "
+                          "floem graph --stats)")
     run.add_argument("--count-instructions", metavar="FILE",
                      help="--nic emu: run the NIC under callgrind, counting the instructions "
                           "its segment threads execute on packets into FILE (floem explore)")
@@ -170,6 +176,8 @@ def build_parser() -> argparse.ArgumentParser:
     app_argument(graph)
     graph.add_argument("-o", "--out", metavar="FILE", help=".dot, .svg or .png (default: stdout)")
     graph.add_argument("--after", metavar="PASS", help="draw the IR after PASS (default: all passes)")
+    graph.add_argument("--stats", metavar="FILE", help="counters to draw on the graph: packets on "
+                       "edges, drops on elements (from floem run --stats or floem stats --json)")
 
     listing = command("params", "list the app's parameters (-D NAME=VALUE)")
     app_argument(listing)
@@ -244,10 +252,11 @@ def _command(args: argparse.Namespace) -> int:
         return 0
     if args.command == "graph":
         ir = check_program(program, stop_after=args.after)
+        counts = load_counts(args.stats) if args.stats else None
         if args.out:
-            write_graph(ir, args.out)
+            write_graph(ir, args.out, counts)
         else:
-            sys.stdout.write(to_dot(ir))
+            sys.stdout.write(to_dot(ir, counts))
         return 0
     if args.command == "build":
         out = args.out or os.path.join("build", program.display_name)
@@ -267,12 +276,17 @@ def _command(args: argparse.Namespace) -> int:
         with open(built.report) as f:
             sys.stderr.write(f.read())
     sys.stdout.flush()
-    result = run_built(built, program, timeout=args.timeout, duration=args.duration,
-                       args=args.args, capture=False, env=network_environment(
-                           args.net, port=args.port, pcap_in=args.pcap_in,
-                           pcap_out=args.pcap_out, eal=args.eal, pcap_timing=args.pcap_timing,
-                           pcap_loop=args.pcap_loop),
-                       count_file=args.count_instructions)
+    env = network_environment(args.net, port=args.port, pcap_in=args.pcap_in,
+                              pcap_out=args.pcap_out, eal=args.eal, pcap_timing=args.pcap_timing,
+                              pcap_loop=args.pcap_loop)
+    with tempfile.TemporaryDirectory(prefix="floem-counters-") as kept:
+        if args.stats:
+            env["FLOEM_COUNTERS_DIR"] = kept
+        result = run_built(built, program, timeout=args.timeout, duration=args.duration,
+                           args=args.args, capture=False, env=env,
+                           count_file=args.count_instructions)
+        if args.stats:
+            save_counts(kept, args.stats)
     return result.returncode
 
 

@@ -1,17 +1,27 @@
-"""``floem graph``: the program as Graphviz DOT (segments as clusters, devices coloured)."""
+"""``floem graph``: the program as Graphviz DOT (segments as clusters, devices coloured),
+with what each queue channel carries and, given a run's counters, packets on every edge and
+drops on the elements."""
 from __future__ import annotations
 
 import shutil
 import subprocess
 
+from floem.codegen.queues import channels
+from floem.codegen.report import channel_bytes
 from floem.errors import FloemError
-from floem.ir import EdgeKind, ProgramIR, Role
+from floem.ir import EdgeKind, ProgramIR, QueueIR, Role
+from floem.stats import ElementCounts
 
 DEVICE_COLOURS = {"CPU": "#dbe9f6", "NIC": "#fde2c8"}
+DROP_COLOUR = "#c0392b"
 
 
-def to_dot(ir: ProgramIR) -> str:
-    """DOT text: one cluster per segment, element nodes, edges labelled with their ports."""
+def to_dot(ir: ProgramIR, counts: dict[str, ElementCounts] | None = None) -> str:
+    """DOT text: one cluster per segment, element nodes, edges labelled with their ports
+    and types, queue channels with the fields they carry; with ``counts`` (a run's counters
+    by element), packets in on elements, packets on edges, and the drops of elements that
+    sent some packets nowhere (outlined)."""
+    counts = counts or {}
     lines = [f'digraph "{ir.name}" {{', "  rankdir=LR;",
              '  node [shape=box, style="rounded,filled", fillcolor=white, fontname="Helvetica"];',
              '  edge [fontname="Helvetica", fontsize=9];']
@@ -24,7 +34,12 @@ def to_dot(ir: ProgramIR) -> str:
             n = ir.node(name)
             kind = n.role.replace("_", " ") if n.role.startswith("cache") else n.cls_name
             label = f"{n.name}\\n{kind}" + ("\\n[join]" if n.join else "")
-            lines.append(f'    "{n.name}" [label="{label}"];')
+            e = counts.get(name)
+            dropped = e is not None and bool(e.ended) and bool(n.outputs)
+            if e is not None and e.runs is not None:
+                label += f"\\nin {e.runs}" + (f", dropped {e.ended}" if dropped else "")
+            style = f', color="{DROP_COLOUR}", penwidth=2' if dropped else ""
+            lines.append(f'    "{n.name}" [label="{label}"{style}];')
         lines.append("  }")
     for u, v, d in ir.graph.edges(data=True):
         if d["kind"] == EdgeKind.DATA:
@@ -33,23 +48,39 @@ def to_dot(ir: ProgramIR) -> str:
                     ir.caches[ir.node(u).cache].policy == "write_back":
                 types = "write-back: evictions" + (", misses" if ir.caches[ir.node(u).cache]
                                                    .write_miss == "no_write_alloc" else "")
+            sent = counts[u].outs.get(d["out_port"]) if u in counts else None
+            label = types if sent is None else f"{sent} pkts" + (f"\\n{types}" if types else "")
             lines.append(f'  "{u}" -> "{v}" [taillabel="{d["out_port"]}", '
-                         f'headlabel="{d["in_port"]}", label="{types}"];')
+                         f'headlabel="{d["in_port"]}", label="{label}"];')
         else:
             lines.append(f'  "{u}" -> "{v}" [style=dashed, label="run_order"];')
     for q in ir.queues.values():
+        carried = _carried(ir, q)
         for c, names in enumerate(q.enqueuers):
             for name in names:
                 if name in ir.graph and q.dequeuer in ir.graph:
                     lines.append(f'  "{name}" -> "{q.dequeuer}" [style=dotted, '
-                                 f'label="queue {q.name}[{c}]"];')
+                                 f'label="queue {q.name}[{c}]{carried[c]}"];')
     lines.append("}")
     return "\n".join(lines) + "\n"
 
 
-def write_graph(ir: ProgramIR, path: str) -> None:
+def _carried(ir: ProgramIR, q: QueueIR) -> list[str]:
+    """Per channel of ``q``, a label line saying what its entries carry (once liveness has
+    chosen the fields): the fields and their bytes."""
+    if len(q.fields) != q.channels:
+        return [""] * q.channels
+    result = []
+    for ch in channels(ir, q):
+        names = ", ".join(f.name for f in ch.fixed + ch.variable) or "nothing"
+        size = channel_bytes(ch)
+        result.append(f"\\n{names}" + (f" ({size} B)" if size is not None else ""))
+    return result
+
+
+def write_graph(ir: ProgramIR, path: str, counts: dict[str, ElementCounts] | None = None) -> None:
     """Write ``path``: DOT as is, SVG or PNG rendered by Graphviz ``dot``."""
-    dot = to_dot(ir)
+    dot = to_dot(ir, counts)
     fmt = path.rsplit(".", 1)[-1].lower() if "." in path else "dot"
     if fmt in ("dot", "gv"):
         with open(path, "w") as f:

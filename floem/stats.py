@@ -147,6 +147,32 @@ def as_json(processes: list[ProcessCounts]) -> str:
                       indent=1)
 
 
+def save_counts(directory: str, path: str) -> None:
+    """Write, as JSON at ``path``, the counter files the processes of a run kept in
+    ``directory`` when they ended (``floem run --stats``)."""
+    found = [c for name in sorted(os.listdir(directory)) if name.endswith(".counters")
+             if (c := read_counters(os.path.join(directory, name))) is not None]
+    try:
+        with open(path, "w") as f:
+            f.write(as_json(found) + "\n")
+    except OSError as e:
+        raise FloemError(f"cannot write the counters to {path}: {e.strerror}") from None
+
+
+def load_counts(path: str) -> dict[str, ElementCounts]:
+    """The element counters in a JSON file of ``floem run --stats`` or ``floem stats --json``,
+    by element name."""
+    try:
+        with open(path) as f:
+            processes = json.load(f)
+        return {e["name"]: ElementCounts(**e) for p in processes for e in p["elements"]}
+    except OSError as e:
+        raise FloemError(f"cannot read the counters in {path}: {e.strerror}") from None
+    except (ValueError, TypeError, KeyError):
+        raise FloemError(f"{path}: not the counters of floem run --stats or floem stats --json") \
+            from None
+
+
 def stats(pid: int | None, once: bool, interval: float, as_json_text: bool) -> int:
     """`floem stats`: print the counters of running programs once, or every ``interval``
     seconds until they end; 1 when no running program has counters."""

@@ -126,3 +126,45 @@ def test_no_counters_leaves_them_out(tmp_path) -> None:
                    "--pcap-out", os.devnull, "--duration", "1")
     assert result.returncode == 0, result.stderr
     assert "floem: elements of process" not in result.stderr
+
+
+def test_a_runs_counters_drawn_on_its_graph(tmp_path) -> None:
+    """floem run --stats writes the counters when the program ends; floem graph --stats
+    puts them on the edges and elements, and each queue edge says what its entries carry."""
+    frames, valid = capture()
+    src, counts = str(tmp_path / "in.pcap"), str(tmp_path / "echo.json")
+    write_capture(src, frames)
+    result = floem("run", ECHO, "-D", "device=nic", "--net", "pcap", "--pcap-in", src,
+                   "--pcap-out", os.devnull, "--duration", "1", "--stats", counts)
+    assert result.returncode == 0, result.stderr
+    with open(counts) as f:
+        [nic] = json.load(f)
+    assert nic["process"] == "nic"
+    check = {e["name"]: e for e in nic["elements"]}["CheckUDP0"]
+    assert (check["runs"], check["ended"], check["outs"]) == (
+        len(frames), 0, {"out": len(valid), "drop": len(frames) - len(valid)})
+    dot = floem("graph", ECHO, "-D", "device=nic", "--stats", counts)
+    assert dot.returncode == 0, dot.stderr
+    assert f'"FromNet0" -> "CheckUDP0" [taillabel="out", headlabel="inp", label="{len(frames)} pkts' \
+        in dot.stdout
+    assert f'"CheckUDP0" -> "NetFree0" [taillabel="drop", headlabel="inp", ' \
+           f'label="{len(frames) - len(valid)} pkts' in dot.stdout
+    assert f'"CheckUDP0" [label="CheckUDP0\\nCheckUDP\\nin {len(frames)}"]' in dot.stdout
+    queues = floem("graph", "tests/programs/nic_roundtrip.py")
+    assert 'label="queue to_nic[0]\\na, b, c, d (15 B)"' in queues.stdout
+
+
+def test_an_element_that_sends_nothing_on_is_outlined_with_its_drops(tmp_path) -> None:
+    counts = tmp_path / "counts.json"
+    counts.write_text(json.dumps([{"process": "echo", "pid": 1, "run": "", "elements": [
+        {"name": "CheckUDP0", "segment": "echo", "runs": 9, "ended": 4,
+         "outs": {"out": 3, "drop": 2}}]}]))
+    dot = floem("graph", ECHO, "--stats", str(counts))
+    assert dot.returncode == 0, dot.stderr
+    assert '"CheckUDP0" [label="CheckUDP0\\nCheckUDP\\nin 9, dropped 4", color="#c0392b"' \
+        in dot.stdout
+    counts.write_text("[1, 2]")
+    bad = floem("graph", ECHO, "--stats", str(counts))
+    assert bad.returncode == 1
+    assert bad.stderr == f"floem: error: {counts}: not the counters of floem run --stats " \
+                         "or floem stats --json\n"

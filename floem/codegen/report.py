@@ -1,7 +1,7 @@
 """The ``--report`` text: segments, devices, cores, per-packet state and what each segment uses."""
 from __future__ import annotations
 
-from floem.codegen.queues import DEFAULT_VARIABLE_BYTES, channels
+from floem.codegen.queues import DEFAULT_VARIABLE_BYTES, Channel, channels
 from floem.codegen.sizes import entry_size, field_size, state_size
 from floem.ir import ProgramIR, QueueIR
 
@@ -50,8 +50,7 @@ def _queue(ir: ProgramIR, q: QueueIR) -> list[str]:
              f"entries, {'lossless' if q.lossless else 'lossy'}, {variant}"]
     payloads = []
     for ch in channels(ir, q):
-        sizes = [field_size(f) for f in ch.fixed]
-        fixed = None if None in sizes else sum(sizes) + 4 * len(ch.variable)
+        fixed = channel_bytes(ch)
         payloads.append(fixed)
         sent = ", ".join(f.name + (" (variable)" if f.size else "") for f in ch.fixed + ch.variable)
         room = DEFAULT_VARIABLE_BYTES
@@ -66,6 +65,12 @@ def _queue(ir: ProgramIR, q: QueueIR) -> list[str]:
         largest = max(p + ch.variable_room for p, ch in zip(payloads, channels(ir, q)))
         lines.append(f"    entry: {entry_size(largest)} bytes (8-byte header, rounded)")
     return lines
+
+
+def channel_bytes(ch: Channel) -> int | None:
+    """Bytes a channel's entries carry besides variable-size contents (None: unknown)."""
+    sizes = [field_size(f) for f in ch.fixed]
+    return None if None in sizes else sum(sizes) + 4 * len(ch.variable)
 
 
 def _bytes(n: int | None) -> str:

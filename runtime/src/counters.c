@@ -11,6 +11,10 @@
 
 _Thread_local uint64_t floem_fired;
 
+/* The process's counter file: header, layout, counters (floem_counters_keep writes it). */
+static const char *counters_file;
+static size_t counters_file_bytes;
+
 static void out_of_memory(void)
 {
     fprintf(stderr, "floem: no memory for the element counters\n");
@@ -51,7 +55,23 @@ uint64_t *floem_counters_open(const char *process, const char *layout, uint32_t 
     const char *run = getenv("FLOEM_SHM");
     snprintf(h->run, sizeof h->run, "%s", run ? run : "");
     memcpy(base + sizeof *h, layout, layout_bytes);
+    counters_file = base;
+    counters_file_bytes = offset + (size_t)count * sizeof(uint64_t);
     return (uint64_t *)(base + offset);
+}
+
+void floem_counters_keep(const char *process)
+{
+    const char *dir = getenv("FLOEM_COUNTERS_DIR");
+    if (dir == NULL || counters_file == NULL)
+        return;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.counters", dir, process);
+    FILE *f = fopen(path, "wb");
+    if (f == NULL || fwrite(counters_file, 1, counters_file_bytes, f) != counters_file_bytes)
+        fprintf(stderr, "floem: cannot write the element counters to %s\n", path);
+    if (f != NULL)
+        fclose(f);
 }
 
 /* The next space-separated word of a layout line, copied into `word` (at most `size` bytes). */

@@ -112,6 +112,9 @@ static inline void floem_port_fired_shared(uint64_t *counter)
 /* The counters of process `process` (zeroed): `count` of them, laid out as `layout` says. In
  * a memory file `floem stats` can find; in ordinary memory if the system has none. */
 uint64_t *floem_counters_open(const char *process, const char *layout, uint32_t count);
+/* With FLOEM_COUNTERS_DIR set (`floem run --stats`), write the counter file as it is now
+ * to $FLOEM_COUNTERS_DIR/PROCESS.counters (when the process ends). */
+void floem_counters_keep(const char *process);
 /* Print the counters as a table, one line per element. */
 void floem_counters_report(FILE *out, const char *process, const char *layout,
                            const uint64_t *counters);

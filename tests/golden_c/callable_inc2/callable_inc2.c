@@ -156,6 +156,7 @@ void floem_finalize(void)
 {
     if (getenv("FLOEM_REPORT") != NULL)
         floem_report();
+    floem_counters_keep("callable_inc2");
     floem_shared_detach(floem_shared, floem_shared_bytes);
     floem_shared = NULL;
 }
@@ -170,7 +171,7 @@ static int floem_main(int argc, char **argv)
     for (int i = 0; i < 3; i++)
         printf("inc2(%d) = %d\n", i * 10, inc2(i * 10));
 
-#line 174 "callable_inc2.c"
+#line 175 "callable_inc2.c"
     return 0;
 }
 

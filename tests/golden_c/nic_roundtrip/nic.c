@@ -303,6 +303,7 @@ void floem_finalize(void)
 {
     if (getenv("FLOEM_REPORT") != NULL)
         floem_report();
+    floem_counters_keep("nic");
     floem_shared_detach(floem_shared, floem_shared_bytes);
     floem_shared = NULL;
 }

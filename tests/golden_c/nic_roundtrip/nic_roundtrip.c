@@ -311,6 +311,7 @@ void floem_finalize(void)
 {
     if (getenv("FLOEM_REPORT") != NULL)
         floem_report();
+    floem_counters_keep("nic_roundtrip");
     floem_shared_detach(floem_shared, floem_shared_bytes);
     floem_shared = NULL;
 }
@@ -327,7 +328,7 @@ static int floem_main(int argc, char **argv)
     for (int shown = 0; shown < 6; )
         shown += pop(0);
 
-#line 331 "nic_roundtrip.c"
+#line 332 "nic_roundtrip.c"
     return 0;
 }
 

@@ -328,6 +328,7 @@ void floem_finalize(void)
 {
     if (getenv("FLOEM_REPORT") != NULL)
         floem_report();
+    floem_counters_keep("queue_two_channels");
     floem_shared_detach(floem_shared, floem_shared_bytes);
     floem_shared = NULL;
 }
@@ -350,7 +351,7 @@ static int floem_main(int argc, char **argv)
     while (__atomic_load_n(&done->count, __ATOMIC_ACQUIRE) < 25)
         usleep(1000);
 
-#line 354 "queue_two_channels.c"
+#line 355 "queue_two_channels.c"
     return 0;
 }
 
