@@ -8,9 +8,10 @@ segment that ends packets a result queue drained by a callable `pK_collectJ`. In
 segment, elements read and write per-packet fields (scalars of every width and
 signedness, arrays) and port values, fan out, join, branch with `output switch` (with and
 without `else:`), merge, read a persistent table, count packets in a persistent counter
-(only where packets arrive in a fixed order), and steer by `state->qid`. Every thread
-segment may be placed on the CPU or the NIC (``-D nic=SEG,SEG``); segments feeding one
-queue move together (`Program.groups`), since a queue's producers share a device.
+(only where packets arrive in a fixed order), steer by `state->qid`, and sometimes leave
+an input port whose value they do not use unread. Every thread segment may be placed on
+the CPU or the NIC (``-D nic=SEG,SEG``); segments feeding one queue move together
+(`Program.groups`), since a queue's producers share a device.
 
 Everything is drawn from a `random.Random` seeded through the hypothesis strategy
 `batches`, so a program is fully given by its seed and size (`Program.generate`). A *batch* of
@@ -225,6 +226,9 @@ class Elem:
     counts: bool = False
     report: Expr | None = None             # a collect's Report: the row's hash
     source: bool = False                   # makes PACKETS packets, then sleeps
+    #: Input ports the body leaves unread when it does not use their value (allowed: a port
+    #: need not be read at all); the others it reads, discarding the value (``inp();``).
+    unread: set[str] = field(default_factory=set)
 
     def exprs(self) -> Iterator[Expr]:
         """Every expression of the body."""
@@ -245,7 +249,8 @@ class Elem:
         """The C body."""
         used = set().union(*(e.values_used() for e in self.exprs()))
         lines = [f"uint64_t v{i} = {port}();" if i in used else f"{port}();"
-                 for i, (port, types) in enumerate(self.inputs) if types != "NONE"]
+                 for i, (port, types) in enumerate(self.inputs)
+                 if types != "NONE" and (i in used or port not in self.unread)]
         if self.source:
             lines += ["static uint32_t next;", f"if (next == {PACKETS}) {{",
                       "    usleep(1000);       /* done: do not spin */", "    return;", "}",
@@ -277,9 +282,9 @@ class QueueSpec:
     inst: int
     size: int
     producers: set[int] = field(default_factory=set)    # segment indices
-    #: Other arguments of `Queue`: lossy (rendered with room for every entry, so that it
-    #: never drops, and only when the host feeds it), a fixed entry_size, forced atomic
-    #: sides.
+    #: Other arguments of `Queue`: lossy (rendered with room for every entry the queue
+    #: receives, so that it never drops, whoever feeds it), a fixed entry_size, forced
+    #: atomic sides.
     options: dict[str, object] = field(default_factory=dict)
 
 
@@ -334,6 +339,9 @@ class Program:
         self.fields: list[FieldSpec] = []
         self.segments: list[SegmentSpec] = []
         self._rng = rng
+        #: Which unused port values are left unread: a stream of its own, so that the
+        #: programs earlier seeds make (docs/testing.md, Findings) keep their graphs.
+        self._unread_rng = random.Random(f"unread {seed}")
         self._count = 0
         self._budget = 0
 
@@ -393,6 +401,8 @@ class Program:
     def _new(self, seg: SegmentSpec, inputs: list[tuple[str, str]],
              outputs: list[tuple[str, str]]) -> Elem:
         e = Elem(f"p{self.index}_e{self._count}", inputs, outputs)
+        e.unread = {port for port, types in inputs
+                    if types != "NONE" and self._unread_rng.random() < 0.5}
         self._count += 1
         seg.elems.append(e)
         return e
@@ -823,11 +833,11 @@ class _Renderer:
         for seg in p.segments:
             if seg.queue is not None:
                 q = seg.queue
-                options = dict(q.options)
-                if not self._host_fed(q):
-                    options.pop("lossless", None)
-                size = max(q.size, self.entries[seg.index]) if "lossless" in options else q.size
-                options_text = "".join(f", {k}={v}" for k, v in options.items())
+                # A lossy queue has room for every entry it receives (its channels share
+                # each instance's entries), so it never drops and the model stays exact.
+                size = max(q.size, self.entries[seg.index]) if "lossless" in q.options \
+                    else q.size
+                options_text = "".join(f", {k}={v}" for k, v in q.options.items())
                 out.append(f'{q.name} = Queue("{q.name}", channel={q.channels}, inst={q.inst}, '
                            f'size={size}{options_text})')
             if seg.report is not None:
@@ -856,13 +866,6 @@ class _Renderer:
                            f'default_return="0")')
         out += ["", "", f"Prog{p.index}()", "", ""]
         return out
-
-    def _host_fed(self, q: QueueSpec) -> bool:
-        """Whether only the callable push enqueues into ``q``. Only such queues are made
-        lossy: a NIC enqueue into a lossy queue dropped packets while the sync layer had not
-        read which host entries are free (fixed since: tests/programs/nic_lossy_room.py;
-        making NIC-fed queues lossy too is left to do)."""
-        return q.producers == {0} and not self.p.source
 
     def _tables(self, seg: SegmentSpec) -> bool:
         return any(e.uses("tbl") or e.uses("base") for e in seg.elems) or self._counts(seg)
