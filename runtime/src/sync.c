@@ -266,7 +266,8 @@ void floem_sync_cursors(const floem_sync_t *s, floem_sync_cursors_t *out)
 {
     *out = (floem_sync_cursors_t){s->writing, s->modified,
                                   __atomic_load_n(&s->valid, __ATOMIC_RELAXED),
-                                  __atomic_load_n(&s->reading, __ATOMIC_RELAXED), s->invalid};
+                                  __atomic_load_n(&s->reading, __ATOMIC_RELAXED), s->invalid,
+                                  s->take > s->valid ? s->take : s->valid};
 }
 
 /* ---- Workers ---------------------------------------------------------------------- */
@@ -483,7 +484,7 @@ void floem_sync_flush(floem_sync_t *s)
 
 void floem_sync_cursors(const floem_sync_t *s, floem_sync_cursors_t *out)
 {
-    *out = (floem_sync_cursors_t){s->take, s->take, s->take, s->take, s->take};
+    *out = (floem_sync_cursors_t){s->take, s->take, s->take, s->take, s->take, s->take};
 }
 
 /* Read position i's host status word into its slot, and when the entry is NIC-owned and
@@ -631,8 +632,9 @@ void floem_sync_report(FILE *out, floem_sync_t **const *tables, const int *count
             floem_sync_cursors_t c;
             floem_sync_cursors(tables[j][i], &c);
             fprintf(out, "floem: nic sync shadow %d.%d: positions: written back %llu, finished "
-                         "%llu, fetched %llu, being read %llu\n", j, i,
+                         "%llu, handed out %llu, fetched %llu, being read %llu\n", j, i,
                     (unsigned long long)c.writing, (unsigned long long)c.valid,
-                    (unsigned long long)c.reading, (unsigned long long)c.invalid);
+                    (unsigned long long)c.taken, (unsigned long long)c.reading,
+                    (unsigned long long)c.invalid);
         }
 }

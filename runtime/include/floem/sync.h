@@ -71,9 +71,10 @@ typedef struct {
 } floem_sync_stats_t;
 
 /* The five cursors, each the first position in its state (see above):
- * writing <= modified <= valid <= reading <= invalid <= writing + size. */
+ * writing <= modified <= valid <= reading <= invalid <= writing + size; and `taken`, the
+ * next position the enqueue/dequeue wrappers hand out (valid <= taken). */
 typedef struct {
-    uint64_t writing, modified, valid, reading, invalid;
+    uint64_t writing, modified, valid, reading, invalid, taken;
 } floem_sync_cursors_t;
 
 /* NIC memory to reserve (64-byte aligned; a multiple of 64, so shadows can be laid out one
