@@ -292,6 +292,7 @@ def _result(out: IO | None, err: IO | None, code: int, timed_out: bool, notes: l
         if message:
             os.write(2, message.encode())
         return RunResult("", message, code, timed_out)
-    out.seek(0)
-    err.seek(0)
-    return RunResult(out.read(), err.read() + message, code, timed_out)
+    with out, err:
+        out.seek(0)
+        err.seek(0)
+        return RunResult(out.read(), err.read() + message, code, timed_out)
