@@ -87,15 +87,28 @@ def build_and_run(app: str, variant: Variant) -> str:
     program = load_app(app, {"nic": ",".join(variant.nic)})
     built = build_program(program, nic=variant.platform, send_all_fields=variant.send_all_fields,
                           sync_layer=variant.sync_layer, nic_managers=variant.nic_managers)
+    before = _cpu_times()
     result = run_built(built, program, timeout=RUN_TIMEOUT[variant.platform], env=REPORT)
     if result.returncode == TIMEOUT_STATUS:
-        evidence = _keep_hang(app, variant, result.stdout, result.stderr)
+        spent = {k: after - before[k] for k, after in _cpu_times().items()}
+        evidence = _keep_hang(app, variant, result.stdout,
+                              f"machine CPU seconds during the run: {spent}\n{result.stderr}")
         warnings.warn(f"{variant.command(app)} hung; ran it again (counters in {evidence})")
         result = run_built(built, program, timeout=RUN_TIMEOUT[variant.platform], env=REPORT)
     if result.returncode != 0:
         raise AssertionError(f"{variant.command(app)} exited with {result.returncode}:\n"
                              f"{result.stderr}\nstdout:\n{result.stdout}")
     return result.stdout
+
+
+def _cpu_times() -> dict[str, float]:
+    """The machine's CPU time so far by kind (/proc/stat), in seconds: a hang with much
+    ``steal`` was the virtual machine not running, not the program."""
+    kinds = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+    with open("/proc/stat") as f:
+        ticks = f.readline().split()[1:1 + len(kinds)]
+    hz = os.sysconf("SC_CLK_TCK")
+    return {k: int(t) / hz for k, t in zip(kinds, ticks)}
 
 
 def _keep_hang(app: str, variant: Variant, stdout: str, stderr: str) -> str:
