@@ -168,3 +168,11 @@ def test_an_element_that_sends_nothing_on_is_outlined_with_its_drops(tmp_path) -
     assert bad.returncode == 1
     assert bad.stderr == f"floem: error: {counts}: not the counters of floem run --stats " \
                          "or floem stats --json\n"
+
+
+def test_a_program_named_like_a_runtime_header_builds() -> None:
+    """examples/demo/counters.py: its process header counters.h must not hide the runtime's
+    floem/counters.h (their include guards once had the same name)."""
+    result = floem("run", "--timeout", "60", "examples/demo/counters.py")
+    assert result.returncode == 0, result.stderr
+    assert "small packets:" in result.stdout

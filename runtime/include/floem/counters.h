@@ -90,10 +90,11 @@ static inline void floem_element_end_shared(floem_element_run_t *run)
 /* Count an element's run from here to the end of the enclosing block, however the block is
  * left (the user's body may `return`): runs now, ended at the block's end. */
 #define FLOEM_ELEMENT_RUN(counters)                                                          \
-    floem_element_run_t floem_run_ __attribute__((cleanup(floem_element_end))) =             \
+    floem_element_run_t floem_run_ __attribute__((unused, cleanup(floem_element_end))) =     \
         floem_element_begin(counters)
 #define FLOEM_ELEMENT_RUN_SHARED(counters)                                                   \
-    floem_element_run_t floem_run_ __attribute__((cleanup(floem_element_end_shared))) =      \
+    floem_element_run_t floem_run_                                                           \
+        __attribute__((unused, cleanup(floem_element_end_shared))) =                         \
         floem_element_begin_shared(counters)
 
 /* An output port sent a packet. */

@@ -4,8 +4,8 @@
  * floem_init() and floem_run_threads() before the segment functions, and
  * floem_kill_threads() and floem_finalize() when done.
  */
-#ifndef FLOEM_NIC_H
-#define FLOEM_NIC_H
+#ifndef FLOEM_PROCESS_NIC_H
+#define FLOEM_PROCESS_NIC_H
 
 #include <inttypes.h>
 #include <pthread.h>
