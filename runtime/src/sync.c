@@ -631,8 +631,9 @@ void floem_sync_report(FILE *out, floem_sync_t **const *tables, const int *count
                     (unsigned long long)s.dropped, (unsigned)s.entry_size);
             floem_sync_cursors_t c;
             floem_sync_cursors(tables[j][i], &c);
-            fprintf(out, "floem: nic sync shadow %d.%d: positions: written back %llu, finished "
-                         "%llu, handed out %llu, fetched %llu, being read %llu\n", j, i,
+            fprintf(out, "floem: nic sync shadow %d.%d: positions %s: written back %llu, "
+                         "finished %llu, handed out %llu, fetched %llu, being read %llu\n", j, i,
+                    tables[j][i]->dir == FLOEM_SYNC_TO_HOST ? "to host" : "from host",
                     (unsigned long long)c.writing, (unsigned long long)c.valid,
                     (unsigned long long)c.taken, (unsigned long long)c.reading,
                     (unsigned long long)c.invalid);

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import random
+import re
 import shlex
 import warnings
 
@@ -93,7 +94,8 @@ def build_and_run(app: str, variant: Variant) -> str:
         spent = {k: after - before[k] for k, after in _cpu_times().items()}
         evidence = _keep_hang(app, variant, result.stdout,
                               f"machine CPU seconds during the run: {spent}\n{result.stderr}")
-        warnings.warn(f"{variant.command(app)} hung; ran it again (counters in {evidence})")
+        warnings.warn(f"{variant.command(app)} hung; ran it again (counters in {evidence}); "
+                      f"steal {spent['steal']:.1f} s, {_hang_summary(result.stderr)}")
         result = run_built(built, program, timeout=RUN_TIMEOUT[variant.platform], env=REPORT)
     if result.returncode != 0:
         raise AssertionError(f"{variant.command(app)} exited with {result.returncode}:\n"
@@ -109,6 +111,25 @@ def _cpu_times() -> dict[str, float]:
         ticks = f.readline().split()[1:1 + len(kinds)]
     hz = os.sysconf("SC_CLK_TCK")
     return {k: int(t) / hz for k, t in zip(kinds, ticks)}
+
+
+def _hang_summary(report: str) -> str:
+    """What a hung run's counters say in a line, for the warning (CI shows it; the kept file
+    may be gone by the time someone looks): the NIC threads' CPU time and the sync shadows
+    holding entries the workers were handed but did not finish, or finished but the host
+    has not been sent."""
+    cpu = sum(int(m.group(1)) for m in re.finditer(r"\(process nic\): .*cpu (\d+) ns", report))
+    held = []
+    for m in re.finditer(r"sync shadow (\S+): positions (to host|from host): written back (\d+), "
+                         r"finished (\d+), handed out (\d+), fetched (\d+)", report):
+        shadow, direction, *positions = m.groups()
+        # A NIC-to-host shadow fetches free slots ahead of the workers: only the first three
+        # must meet; a host-to-NIC one has fetched nothing the workers were not handed.
+        must_meet = positions if direction == "from host" else positions[:3]
+        if len(set(must_meet)) > 1:
+            held.append(f"{shadow} {direction} {'/'.join(positions)}")
+    return (f"NIC threads' CPU {cpu / 1e9:.2f} s, shadows not settled (written back/finished/"
+            f"handed out/fetched): {', '.join(held) or 'none'}")
 
 
 def _keep_hang(app: str, variant: Variant, stdout: str, stderr: str) -> str:
