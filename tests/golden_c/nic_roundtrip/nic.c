@@ -292,11 +292,11 @@ static void floem_report(void)
 {
     floem_threads_report(stderr, "nic");
     floem_count_report(stderr, "nic");
-    floem_counters_report(stderr, "nic", floem_counter_layout, floem_counters);
     floem_sync_report(stderr, floem_shadows, floem_shadow_counts);
     floem_dma_report(stderr);
     fprintf(stderr, "floem: queue to_host (process nic): bad qid %llu\n",
             (unsigned long long)to_host_bad_qid);
+    floem_counters_report(stderr, "nic", floem_counter_layout, floem_counters);
 }
 
 void floem_finalize(void)

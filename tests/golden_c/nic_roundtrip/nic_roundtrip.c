@@ -300,11 +300,11 @@ static void floem_report(void)
 {
     floem_threads_report(stderr, "nic_roundtrip");
     floem_count_report(stderr, "nic_roundtrip");
-    floem_counters_report(stderr, "nic_roundtrip", floem_counter_layout, floem_counters);
     floem_queue_report(stderr, "to_nic", "nic_roundtrip", to_nic_inst, 1);
     fprintf(stderr, "floem: queue to_nic (process nic_roundtrip): bad qid %llu\n",
             (unsigned long long)to_nic_bad_qid);
     floem_queue_report(stderr, "to_host", "nic_roundtrip", to_host_inst, 1);
+    floem_counters_report(stderr, "nic_roundtrip", floem_counter_layout, floem_counters);
 }
 
 void floem_finalize(void)

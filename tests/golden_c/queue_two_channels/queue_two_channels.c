@@ -318,10 +318,10 @@ static void floem_report(void)
 {
     floem_threads_report(stderr, "queue_two_channels");
     floem_count_report(stderr, "queue_two_channels");
-    floem_counters_report(stderr, "queue_two_channels", floem_counter_layout, floem_counters);
     floem_queue_report(stderr, "requests", "queue_two_channels", requests_inst, 1);
     fprintf(stderr, "floem: queue requests (process queue_two_channels): bad qid %llu\n",
             (unsigned long long)requests_bad_qid);
+    floem_counters_report(stderr, "queue_two_channels", floem_counter_layout, floem_counters);
 }
 
 void floem_finalize(void)
