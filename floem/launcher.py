@@ -234,6 +234,13 @@ def remove_stale_segments() -> None:
             pass
 
 
+def launcher_of(shm: str) -> int | None:
+    """The pid of the `floem run` that named shared memory object ``shm`` (None if floem
+    did not name it)."""
+    m = _SEGMENT.fullmatch(shm.lstrip("/"))
+    return int(m["pid"]) if m else None
+
+
 def _start_time(pid: int) -> str | None:
     """When process ``pid`` started (clock ticks after boot, field 22 of /proc/PID/stat),
     or None when there is no such process."""

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 
 from floem.errors import FloemError
+from floem.launcher import launcher_of
 
 MAGIC = b"FLOEMCNT"
 #: magic, byte-order mark, version, counters, layout bytes, counters offset, pid, process, run
@@ -103,15 +104,9 @@ def find_counters(pid: int | None = None) -> list[ProcessCounts]:
             if counts is not None:
                 found.append(counts)
     if pid is not None:
-        runs = {c.run for c in found if c.pid == pid or _launcher(c.run) == pid}
+        runs = {c.run for c in found if c.pid == pid or launcher_of(c.run) == pid}
         found = [c for c in found if (c.run and c.run in runs) or c.pid == pid]
     return sorted(found, key=lambda c: (c.run, c.pid))
-
-
-def _launcher(run: str) -> int | None:
-    """The pid of the launcher that named shared memory ``run`` (/floem-PID-START-N)."""
-    parts = run.lstrip("/").split("-")
-    return int(parts[1]) if len(parts) == 4 and parts[0] == "floem" and parts[1].isdigit() else None
 
 
 def table(processes: list[ProcessCounts], rates: dict[tuple[int, str], float] | None = None) -> str:

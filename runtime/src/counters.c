@@ -42,7 +42,8 @@ uint64_t *floem_counters_open(const char *process, const char *layout, uint32_t 
 {
     size_t layout_bytes = strlen(layout) + 1;
     size_t offset = (sizeof(struct floem_counters_header) + layout_bytes + 63) & ~(size_t)63;
-    char *base = counter_memory(offset + (size_t)count * sizeof(uint64_t));
+    size_t bytes = offset + (size_t)count * sizeof(uint64_t);
+    char *base = counter_memory(bytes);
     struct floem_counters_header *h = (struct floem_counters_header *)base;
     memcpy(h->magic, FLOEM_COUNTERS_MAGIC, sizeof h->magic);
     h->order = 0x01020304u;
@@ -56,7 +57,7 @@ uint64_t *floem_counters_open(const char *process, const char *layout, uint32_t 
     snprintf(h->run, sizeof h->run, "%s", run ? run : "");
     memcpy(base + sizeof *h, layout, layout_bytes);
     counters_file = base;
-    counters_file_bytes = offset + (size_t)count * sizeof(uint64_t);
+    counters_file_bytes = bytes;
     return (uint64_t *)(base + offset);
 }
 
@@ -116,9 +117,10 @@ void floem_counters_report(FILE *out, const char *process, const char *layout,
             char *end;
             uint64_t v = counters[strtoul(o + n + 1, &end, 10)];
             sent += v;
-            used += (size_t)snprintf(ports + used, used < sizeof ports ? sizeof ports - used : 0,
-                                     "%s%.*s %llu", used ? ", " : "", (int)n, o,
-                                     (unsigned long long)v);
+            used += (size_t)snprintf(ports + used, sizeof ports - used, "%s%.*s %llu",
+                                     used ? ", " : "", (int)n, o, (unsigned long long)v);
+            if (used >= sizeof ports)       /* cut short: stay inside the buffer */
+                used = sizeof ports - 1;
             o = end + (*end == ',');
         }
         fprintf(out, "floem:   %-28s %-20s ", name, segment);

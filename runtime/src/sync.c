@@ -262,12 +262,20 @@ void floem_sync_stats(const floem_sync_t *s, floem_sync_stats_t *out)
 
 #ifndef FLOEM_SYNC_BLOCKING
 
+/* The next position the wrappers hand out: `take`, or `valid` once the workers' finishing
+ * has moved it past (entries accessed directly, not through the wrappers). */
+static uint64_t next_take(const floem_sync_t *s)
+{
+    uint64_t valid = __atomic_load_n(&s->valid, __ATOMIC_RELAXED);
+    return s->take > valid ? s->take : valid;
+}
+
 void floem_sync_cursors(const floem_sync_t *s, floem_sync_cursors_t *out)
 {
     *out = (floem_sync_cursors_t){s->writing, s->modified,
                                   __atomic_load_n(&s->valid, __ATOMIC_RELAXED),
                                   __atomic_load_n(&s->reading, __ATOMIC_RELAXED), s->invalid,
-                                  s->take > s->valid ? s->take : s->valid};
+                                  next_take(s)};
 }
 
 /* ---- Workers ---------------------------------------------------------------------- */
@@ -314,7 +322,7 @@ void access_done(floem_sync_t *s, uint64_t i)
 /* The next valid entry for the wrappers, or NULL. */
 static struct floem_queue_entry *take_next(floem_sync_t *s)
 {
-    uint64_t p = s->take > s->valid ? s->take : s->valid;
+    uint64_t p = next_take(s);
     if (p >= __atomic_load_n(&s->reading, __ATOMIC_ACQUIRE))
         return NULL;
     s->take = p + 1;

@@ -120,7 +120,8 @@ void floem_sync_flush(floem_sync_t *s);
 void floem_sync_stats(const floem_sync_t *s, floem_sync_stats_t *out);
 /* Two lines per shadow of a NULL-terminated table of shadow arrays (with their instance
  * counts): its counters ("floem: nic sync shadow J.I: entries ...") and its cursors
- * ("... positions: written back W, finished V, fetched R, being read I"). */
+ * ("... positions to host|from host: written back W, finished V, handed out T, fetched R,
+ * being read I"). */
 void floem_sync_report(FILE *out, floem_sync_t **const *tables, const int *counts);
 /* The cursors, for tests and reports; exact only while no worker or manager is running.
  * In the blocking build all five are the workers' next position. */
