@@ -10,7 +10,7 @@ from floem.lang.params import param
 from floem.lang.queue import Queue
 from floem.lang.program import Program, cflags, depend, external_main, include, main
 from floem.lang.segment import CallableSegment, Flow, Segment, run_order, target
-from floem.lang.state import Field, MemoryRegion, PerPacket, Persistent, State
+from floem.lang.state import Field, Frame, MemoryRegion, PerPacket, Persistent, State
 from floem.lang.types import (Array, Bool, Double, Float, Int, Pointer, SizeT, Sint, Type, Uint,
                               Void)
 from floem.api import build, run
@@ -18,7 +18,8 @@ from floem.api import build, run
 __all__ = [
     "FloemError", "Cache", "Queue", "Composite", "Element", "Input", "Output", "Program",
     "build", "cflags", "depend", "external_main", "include", "main", "param", "run",
-    "CallableSegment", "Flow", "Segment", "run_order", "target", "Field", "MemoryRegion",
+    "CallableSegment", "Flow", "Segment", "run_order", "target", "Field", "Frame",
+    "MemoryRegion",
     "PerPacket", "Persistent", "State", "Array", "Bool", "Double", "Float", "Int", "Pointer",
     "SizeT", "Sint", "Type", "Uint", "Void",
 ]

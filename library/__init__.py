@@ -10,6 +10,9 @@ from floem.library.batch import Batcher, Debatcher
 from floem.library.hash import CRC32CHash, JenkinsHash, RSSHash, Steer, ToeplitzHash
 from floem.library.headers import CheckUDP, FillUDP, SetUDPLength, SwapUDP, UDPCheckStats
 from floem.library.memcached import MemcachedReply, MemcachedStats, ParseMemcached
+from floem.library.packets import (CheckFrame, DropFrame, EthernetHeader, FrameCheckStats,
+                                   IPv4Frame, IPv4Header, LoadFrame, StoreFrame, TCPHeader,
+                                   TransportHeader, UDPHeader)
 from floem.library.sequencer import Sequencer
 from floem.library.sketch import CountMin
 
@@ -20,6 +23,8 @@ __all__ += [
     "CRC32CHash", "JenkinsHash", "RSSHash", "Steer", "ToeplitzHash",
     "CheckUDP", "FillUDP", "SetUDPLength", "SwapUDP", "UDPCheckStats",
     "MemcachedReply", "MemcachedStats", "ParseMemcached",
+    "CheckFrame", "DropFrame", "EthernetHeader", "FrameCheckStats", "IPv4Frame", "IPv4Header",
+    "LoadFrame", "StoreFrame", "TCPHeader", "TransportHeader", "UDPHeader",
     "Sequencer",
     "CountMin",
 ]

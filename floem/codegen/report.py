@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from floem.codegen.queues import DEFAULT_VARIABLE_BYTES, Channel, channels
-from floem.codegen.sizes import entry_size, field_size, state_size
+from floem.ir.sizes import entry_size, field_size, state_size
 from floem.ir import ProgramIR, QueueIR
 
 

@@ -2,7 +2,7 @@
 C; the state's struct declaration is in floem/ir/state.py)."""
 from __future__ import annotations
 
-from floem.codegen.sizes import SCALARS, UNSIGNED
+from floem.ir.sizes import SCALARS, UNSIGNED
 from floem.ir import FieldLayout
 
 

@@ -14,7 +14,7 @@ from pycparser import c_ast
 
 from floem.csrc.fields import StateVisitor
 from floem.csrc.forms import Forms, OutputForm, asm_replacements, scan
-from floem.csrc.model import Body, BodyError, BodyInfo, FieldUse
+from floem.csrc.model import Body, BodyError, BodyInfo
 from floem.csrc.ports import Call, PortVisitor
 from floem.csrc.tokens import TokenList, render
 from floem.csrc.unit import INCLUDE_FILE, PRELUDE_FILE, UnitError, parse_unit
@@ -109,7 +109,7 @@ def _analyze_body(body: Body, forms: Forms, top: c_ast.Compound) -> BodyInfo:
         always_fires={c.port for c in ports.calls if form == "block" and c.direct},
         switch_ports=[c.port for c in sorted(ports.calls, key=lambda c: c.case)] if switch else [],
         switch_has_else=switch and forms.outputs[0].cases[-1].is_else,
-        fields=FieldUse(state.fields.uses, state.fields.kills, state.fields.writes),
+        fields=state.fields,
         persistent_used=state.persistent_used,
         body=body,
         consumed={port for port, reads in ports.reads.items() if reads[0].how == "consume"},

@@ -26,7 +26,7 @@ from __future__ import annotations
 from pycparser import c_ast
 
 from floem.csrc.forms import FORM_LABELS
-from floem.csrc.model import Body, BodyError, FieldUse
+from floem.csrc.model import Body, BodyError, ByteUse, FieldUse, Member, PacketView, Range
 from floem.csrc.visiting import ParentVisitor, call_name
 
 STATE = "state"
@@ -115,14 +115,57 @@ class StateVisitor(ParentVisitor):
             raise BodyError(f"the per-packet state has no field '{name}' (fields: {known})", line)
         if self._unevaluated:
             return
-        node, steps, k = ref, [], len(self.parents) - 1
+        node, steps, chain, k = ref, [], [], len(self.parents) - 1
         while k >= 0 and (step := _step(self.parents[k], node)) is not None:
             steps.append(step)
             node, k = self.parents[k], k - 1
+            chain.append(node)
         parent = self.parents[k] if k >= 0 else None
-        effect = self._effect(node, steps, parent, self.parents[k - 1] if k > 0 else None, name)
+        grandparent = self.parents[k - 1] if k > 0 else None
+        effect = self._effect(node, steps, parent, grandparent, name)
         for kind in effect:
             getattr(self.fields, kind).add(name)
+        if name in self.body.packets:
+            self._bytes(name, chain, parent, grandparent, line)
+
+    def _bytes(self, name: str, chain: list[c_ast.Node], parent: c_ast.Node | None,
+               grandparent: c_ast.Node | None, line: int) -> None:
+        """Record the bytes of typed packet ``name`` that ``state->name`` followed by
+        ``chain`` (the member accesses, innermost first) reads and writes."""
+        use = self.fields.bytes.setdefault(name, ByteUse())
+        if not chain:
+            if isinstance(parent, c_ast.Assignment) and parent.lvalue is not None \
+                    and _is_state_ref(parent.lvalue, name) and parent.op == "=":
+                return                        # the pointer itself is set: no byte is touched
+            use.unbounded = use.unbounded or (line, f"state->{name} is used as a whole "
+                                              "pointer (passed on, copied or computed with)")
+            return
+        view = self.body.packets[name]
+        if view is None:
+            use.unbounded = use.unbounded or (line, f"a member of what state->{name} points "
+                                              "at has a size the compiler does not know")
+            return
+        span = _member_span(view, chain)
+        if span is None:
+            use.unbounded = use.unbounded or (line, f"state->{name} is indexed by something "
+                                              "other than 0")
+            return
+        if isinstance(span, str):
+            raise BodyError(f"state->{name} has no member '{span}'", line)
+        outer = chain[-1]
+        reads, writes = True, False
+        if isinstance(parent, c_ast.Assignment) and parent.lvalue is outer:
+            reads, writes = parent.op != "=", True
+        elif isinstance(parent, c_ast.UnaryOp) and (parent.op in _INCREMENTS or parent.op == "&"):
+            writes = True
+        elif (isinstance(parent, c_ast.ExprList) and isinstance(grandparent, c_ast.FuncCall)
+              and view_is_array(view, chain)
+              and _call_writes(grandparent, _position(parent, outer), self._ports)):
+            writes = True
+        if reads:
+            use.reads.add(span)
+        if writes:
+            use.writes.add(span)
 
     def _effect(self, node: c_ast.Node, steps: list[str], parent: c_ast.Node | None,
                 grandparent: c_ast.Node | None, name: str) -> tuple[str, ...]:
@@ -143,6 +186,73 @@ class StateVisitor(ParentVisitor):
                 and _call_writes(grandparent, _position(parent, node), self._ports)):
             return ("uses", "writes")
         return ("uses",)
+
+
+def _is_state_ref(node: c_ast.Node, name: str) -> bool:
+    return (isinstance(node, c_ast.StructRef) and node.field.name == name
+            and isinstance(node.name, c_ast.ID) and node.name.name == STATE)
+
+
+def _member_path(chain: list[c_ast.Node]) -> tuple[list[str], list[c_ast.Node]] | None:
+    """The member names ``chain`` follows from the packet's start, and the subscripts and
+    dereferences after the last member; None when the packet itself is indexed by
+    anything but 0 (``state->p[i]``)."""
+    path: list[str] = []
+    first = chain[0]
+    if isinstance(first, c_ast.StructRef):
+        path.append(first.field.name)
+    elif isinstance(first, c_ast.ArrayRef):
+        if not _constant(first.subscript) == 0:
+            return None
+    rest = chain[1:]
+    while rest and isinstance(rest[0], c_ast.StructRef) and rest[0].type == "." \
+            and (path or isinstance(first, (c_ast.ArrayRef, c_ast.UnaryOp))):
+        path.append(rest[0].field.name)
+        rest = rest[1:]
+    return path, rest
+
+
+def _member_span(view: PacketView, chain: list[c_ast.Node]) -> Range | str | None:
+    """The bytes the access ``chain`` reaches (a whole member, or one element of an array
+    member indexed by a constant); a member name that does not exist; None when unbounded."""
+    found = _member_path(chain)
+    if found is None:
+        return None
+    path, rest = found
+    if not path:
+        return (0, view.size)
+    member: Member | None = None
+    for k in range(1, len(path) + 1):
+        member = view.members.get(tuple(path[:k]))
+        if member is None:
+            return ".".join(path[:k])
+    assert member is not None
+    if rest and isinstance(rest[0], c_ast.ArrayRef) and member.element_size:
+        index = _constant(rest[0].subscript)
+        if index is not None and 0 <= index < member.size // member.element_size:
+            start = member.offset + index * member.element_size
+            return (start, start + member.element_size)
+    return (member.offset, member.offset + member.size)
+
+
+def view_is_array(view: PacketView, chain: list[c_ast.Node]) -> bool:
+    """Does ``chain`` end at an array member (which a call receives as a pointer)?"""
+    found = _member_path(chain)
+    if found is None or not found[0] or found[1]:
+        return False
+    member = view.members.get(tuple(found[0]))
+    return member is not None and member.element_size is not None
+
+
+def _constant(node: c_ast.Node) -> int | None:
+    """The value of an integer constant expression made of one literal, else None."""
+    if isinstance(node, c_ast.Constant) and node.type in ("int", "unsigned int", "long int",
+                                                          "unsigned long int"):
+        try:
+            return int(node.value.rstrip("uUlL"), 0)
+        except ValueError:
+            return None
+    return None
 
 
 def _step(parent: c_ast.Node, node: c_ast.Node) -> str | None:

@@ -19,6 +19,51 @@ class Port:
     types: list[str]            # C types, e.g. ["int"], ["uint8_t*", "size_t"]; [] for no value
 
 
+@dataclass(frozen=True)
+class Member:
+    """A member of a typed packet: its first byte and size, and for an array the size of
+    one element."""
+
+    offset: int
+    size: int
+    element_size: int | None = None
+
+
+@dataclass(frozen=True)
+class PacketView:
+    """What a typed packet field points at: its members by path (``("ip", "ttl")``, nested
+    members included) and the size of the whole described struct."""
+
+    members: dict[tuple[str, ...], Member]
+    size: int
+
+
+#: A byte range of a typed packet: first byte, and the byte after the last.
+Range = tuple[int, int]
+
+
+def merge_ranges(ranges: "list[Range] | set[Range]", gap: int = 0) -> list[Range]:
+    """``ranges`` sorted, with those that overlap or are at most ``gap`` bytes apart joined."""
+    merged: list[Range] = []
+    for lo, hi in sorted(ranges):
+        if merged and lo <= merged[-1][1] + gap:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
+        else:
+            merged.append((lo, hi))
+    return merged
+
+
+@dataclass
+class ByteUse:
+    """How a body touches the bytes a typed packet field points at: the ranges it reads and
+    writes, or, when it cannot bound an access, where and why (then every byte may be read
+    and written)."""
+
+    reads: set[Range] = field(default_factory=set)
+    writes: set[Range] = field(default_factory=set)
+    unbounded: tuple[int, str] | None = None     # (body line, what the access is)
+
+
 @dataclass
 class Body:
     """One element's C body and everything needed to read it."""
@@ -31,6 +76,8 @@ class Body:
     outputs: list[Port]
     state_fields: dict[str, str] | None   # per-packet field -> C type; None: no per-packet state
     persistent: dict[str, str]  # name usable in the body -> C type name of the state struct
+    packets: dict[str, PacketView | None] = field(default_factory=dict)
+    # typed packet fields -> their members (None: a member's size is unknown, so whole)
 
     def error(self, message: str, body_line: int | None = None) -> FloemError:
         """A `FloemError` at `body_line` of this body (or at the body itself)."""
@@ -46,6 +93,7 @@ class FieldUse:
     uses: set[str] = field(default_factory=set)    # fields read (any rvalue use)
     kills: set[str] = field(default_factory=set)   # overwritten by a top-level `state->f = e;`
     writes: set[str] = field(default_factory=set)  # modified in any way
+    bytes: dict[str, ByteUse] = field(default_factory=dict)  # typed packet field -> its bytes
 
 
 @dataclass

@@ -7,6 +7,7 @@ Nodes of ``ProgramIR.graph`` are element instance names; node attribute
 """
 from __future__ import annotations
 
+from enum import StrEnum
 from dataclasses import dataclass, field
 import networkx as nx
 
@@ -74,6 +75,38 @@ class SegmentIR:
     read_first: set[str] = field(default_factory=set)   # read before written on some path
 
 
+class FrameCrossing(StrEnum):
+    """How a frame crosses a queue channel (``slice_packets``), by where its ends are
+    relative to the process owning the network port (the frame's buffer is there)."""
+
+    STAYS = "stays"         # both ends by the port: pointer, length and buffer cross
+    LEAVES = "leaves"       # away from the port: bytes cross; the frame is kept there or freed
+    RETURNS = "returns"     # back to the port: bytes go onto the kept frame, or a new buffer
+    AWAY = "away"           # both ends away from the port: bytes and the reference cross
+
+
+#: The end of a byte range that runs to the end of a typed packet (its size expression).
+TO_THE_END = 1 << 40
+
+
+@dataclass
+class PacketBytes:
+    """What a queue channel carries of one typed packet field: the byte ranges live after
+    it (``liveness``; a range ending at `TO_THE_END` runs to the packet's end, and
+    ``causes`` say which accesses made it so), then (``slice_packets``) the window that
+    crosses, bytes ``[0, window)`` (None: the whole packet), and for a frame how it crosses."""
+
+    ranges: list[tuple[int, int]]
+    causes: list[str] = field(default_factory=list)
+    window: int | None = None
+    crossing: FrameCrossing | None = None
+
+    @property
+    def whole(self) -> bool:
+        """True when some byte range runs to the packet's end."""
+        return any(hi == TO_THE_END for _, hi in self.ranges)
+
+
 @dataclass
 class QueueIR:
     """A queue: its channels' ends, instances, and (after liveness) what each entry carries."""
@@ -90,6 +123,7 @@ class QueueIR:
     deq_atomic: bool | None = None
     entry_size: int | None = None
     fields: list[list[str]] = field(default_factory=list)
+    packets: list[dict[str, PacketBytes]] = field(default_factory=list)
     multi_producer: bool = False
     multi_consumer: bool = False
     sync_batch: int = 1                     # plan_code: entries the sync layer moves at once

@@ -84,15 +84,33 @@ class CType:
 
 
 @dataclass(frozen=True)
+class FrameParts:
+    """The companions of a `Frame` field: the fields holding its length and its buffer."""
+
+    length: str
+    buffer: str
+
+
+@dataclass(frozen=True)
 class FieldLayout:
-    """A field of a state: its type, a C size expression when variable-size, and the
-    layout of the state it holds when its type is a state."""
+    """A field of a state: its type, a C size expression when variable-size, the layout of
+    the state it holds when its type is a state, the layout of the state it points at when
+    it is a typed packet (``Field(Pointer(S), size=...)`` or a `Frame`), and for a frame
+    the names of its length and buffer fields."""
 
     name: str
     type: CType
     loc: Location
     size: str | None = None
     nested: "StateLayout | None" = None
+    points_to: "StateLayout | None" = None
+    frame: FrameParts | None = None
+
+    @property
+    def typed_packet(self) -> bool:
+        """True for a variable-size field pointing at a described packet: its bytes are
+        analysed member by member."""
+        return self.points_to is not None and self.size is not None
 
 
 @dataclass(frozen=True)
@@ -105,6 +123,12 @@ class StateLayout:
     packed: bool = True
     declare: bool = True
     report: bool = False
+    union: bool = False
+
+    @property
+    def keyword(self) -> str:
+        """``struct`` or ``union``."""
+        return "union" if self.union else "struct"
 
     def field(self, name: str) -> FieldLayout | None:
         """The field called ``name``, or None."""
@@ -153,17 +177,18 @@ def layouts_in_order(roots: list[StateLayout]) -> list[StateLayout]:
             ordered.append(layout)
             continue
         stack.append((layout, True))
-        stack.extend((f.nested, False) for f in reversed(layout.fields) if f.nested is not None)
+        stack.extend((held, False) for f in reversed(layout.fields)
+                     for held in (f.nested, f.points_to) if held is not None)
     return ordered
 
 
 def struct_declarations(layouts: list[StateLayout]) -> str:
     """Typedefs and struct definitions for ``layouts`` (skipping ``declare = False`` ones)."""
-    lines = [f"typedef struct {s.name} {s.name};" for s in layouts if s.declare]
+    lines = [f"typedef {s.keyword} {s.name} {s.name};" for s in layouts if s.declare]
     for s in layouts:
         if not s.declare:
             continue
-        lines.append(f"struct {s.name} {{")
+        lines.append(f"{s.keyword} {s.name} {{")
         lines += [f"    {f.type.declare(f.name)};" for f in s.fields] or ["    char _empty;"]
         lines.append("}" + (" __attribute__((packed))" if s.packed else "") + ";")
     return "\n".join(lines) + "\n"

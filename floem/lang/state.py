@@ -7,17 +7,23 @@ from typing import Any, ClassVar
 from floem.errors import FloemError, Location
 from floem.lang.location import caller_location
 from floem.lang.program import current_program
-from floem.lang.types import Type, TypeLike, as_type
+from floem.lang.types import Pointer, SizeT, Type, TypeLike, Void, as_type
 
 _order = itertools.count()
 
 
 class Field:
-    """A field of a `State`; ``size`` (a C expression) makes it variable-size."""
+    """A field of a `State`; ``size`` (a C expression) makes it variable-size.
+
+    A variable-size field whose type is a pointer to a `State` (``Field(Pointer(Hdr),
+    size="state->len")``) is a *typed packet*: the compiler follows ``state->f->a.b`` to the
+    bytes of member ``a.b`` and sends across a queue only the bytes read after it.
+    """
 
     def __init__(self, type: TypeLike, size: str | None = None) -> None:
         self.type: Type = as_type(type)
         self.state_class = self.type.state
+        self.points_to: type[State] | None = self.type.points_to
         self.size = size
         self.loc = caller_location()
         self.name = ""
@@ -30,11 +36,52 @@ class Field:
         return f"Field({self.type}, {self.name})"
 
 
+class Frame(Field):
+    """A network frame held in the per-packet state, typed by the `State` that describes
+    its headers (e.g. `floem.library.packets.IPv4Frame`).
+
+    ``Frame(IPv4Frame)`` as field ``pkt`` declares three C members: ``pkt`` points at the
+    frame's first byte (``state->pkt->ip.ttl`` reads one header field), ``pkt_len`` is its
+    length in bytes (``size_t``) and ``pkt_buf`` the network buffer holding it, which only
+    the library's frame elements (`StoreFrame`, `LoadFrame`, `DropFrame`) touch. A frame is
+    a typed packet of ``pkt_len`` bytes: across a queue between CPU and NIC only the bytes
+    read after it cross, and a frame received on the NIC whose payload the host never reads
+    keeps its payload on the NIC (docs/slicing.md).
+    """
+
+    def __init__(self, layout: type["State"]) -> None:
+        if not (isinstance(layout, type) and issubclass(layout, State)):
+            raise caller_location().error(f"Frame({layout!r}): not a State subclass")
+        super().__init__(Pointer(layout))
+        self.length = Field(SizeT)
+        self.buffer = Field(Pointer(Void))
+        for k, companion in enumerate((self.length, self.buffer), 1):
+            companion.loc = self.loc
+            companion.order = self.order + k / 4       # right after the frame, in any layout
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        super().__set_name__(owner, name)
+        self.size = f"state->{name}_len"
+        for suffix, companion in (("_len", self.length), ("_buf", self.buffer)):
+            if name + suffix in vars(owner):
+                raise self.loc.error(f"{owner.__name__}: field {name + suffix} is taken by "
+                                     f"frame {name}'s {suffix[1:]}")
+            setattr(owner, name + suffix, companion)
+            companion.__set_name__(owner, name + suffix)
+
+    @property
+    def companions(self) -> tuple[Field, Field]:
+        """The length and buffer fields this frame declares."""
+        return self.length, self.buffer
+
+
 class State:
     """A C struct. Subclass with `Field` attributes and an optional ``init``.
 
-    Class options: ``layout = [...]`` (field order, names or fields),
-    ``packed`` (default True), ``declare`` (default True; False when the struct
+    Class options: ``layout = [...]`` (field order, names or fields; a `Frame`'s length
+    and buffer follow it), ``packed`` (default True), ``union`` (default False; True: a C
+    union, its fields overlapping, for views of packet bytes such as a transport header
+    that is UDP or TCP), ``declare`` (default True; False when the struct
     is defined in an included header), ``report`` (default False; True: with
     ``--report``, each process whose elements use an instance prints its numeric
     fields when it ends). An instance is a persistent state: ``Tracker()`` or
@@ -43,6 +90,7 @@ class State:
 
     layout: ClassVar[list[Any] | None] = None
     packed: ClassVar[bool] = True
+    union: ClassVar[bool] = False
     declare: ClassVar[bool] = True
     report: ClassVar[bool] = False
     class_loc: ClassVar[Location]
@@ -73,6 +121,8 @@ class State:
                 raise FloemError(f"{cls.__name__}.layout names unknown field {name!r}",
                                  cls.class_loc.file, cls.class_loc.line)
             ordered.append(found[name])
+            if isinstance(found[name], Frame):
+                ordered.extend(found[name].companions)
         missing = set(found) - {f.name for f in ordered}
         if missing:
             raise FloemError(f"{cls.__name__}.layout leaves out {sorted(missing)}",

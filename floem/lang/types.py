@@ -14,6 +14,7 @@ class Type:
     c: str
     array_len: int | None = None
     state: Any = field(default=None, compare=False)
+    points_to: Any = field(default=None, compare=False)
 
     def declare(self, name: str) -> str:
         """A C declaration of ``name`` with this type (arrays put ``[n]`` after the name)."""
@@ -55,8 +56,11 @@ def Sint(bits: int) -> Type:
 
 
 def Pointer(t: "TypeLike") -> Type:
-    """Pointer to ``t``."""
-    return Type(_normalise_c(as_type(t).c + "*"))
+    """Pointer to ``t``; a pointer to a `State` remembers it (``points_to``), so that a
+    variable-size field of that type is a *typed packet* the compiler reads member by member."""
+    inner = as_type(t)
+    pointee = inner.state if inner.array_len is None else None
+    return Type(_normalise_c(inner.c + "*"), points_to=pointee)
 
 
 def Array(t: "TypeLike", n: int) -> Type:

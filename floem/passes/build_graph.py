@@ -28,7 +28,7 @@ import networkx as nx
 
 from floem.errors import Location
 from floem.ir import (BuildOptions, CacheIR, CCode, CType, Device, EdgeKind, ElementNode,
-                      FieldLayout, MainIR, MemoryRegionIR, PersistentState, ProgramIR, QueueIR,
+                      FieldLayout, FrameParts, MainIR, MemoryRegionIR, PersistentState, ProgramIR, QueueIR,
                       Role, SegmentIR, SegmentKind, StateLayout)
 from floem.ir.state import layouts_in_order
 from floem.lang.cache import CacheEnd
@@ -36,7 +36,7 @@ from floem.lang.element import Composite, Connection, Element, Port
 from floem.lang.program import Program
 from floem.lang.queue import Dequeue, Enqueue, Queue
 from floem.lang.segment import CallableSegment, CallArgs, CoreId, Return, Segment
-from floem.lang.state import State, state_initializer
+from floem.lang.state import Frame, State, state_initializer
 
 NAME = "build_graph"
 #: What this pass needs done before it, and what it gives the passes after it.
@@ -90,11 +90,14 @@ class _LayoutMaker:
     def __call__(self, cls: type[State]) -> StateLayout:
         if cls not in self.made:
             fields = tuple(FieldLayout(f.name, CType(f.type.c, f.type.array_len), f.loc, f.size,
-                                       self(f.state_class) if f.state_class else None)
+                                       self(f.state_class) if f.state_class else None,
+                                       self(f.points_to) if f.points_to else None,
+                                       FrameParts(f.length.name, f.buffer.name)
+                                       if isinstance(f, Frame) else None)
                            for f in cls.fields())
             self.made[cls] = StateLayout(cls.c_type_name(), fields, cls.class_loc,
                                          packed=cls.packed, declare=cls.declare,
-                                         report=cls.report)
+                                         report=cls.report, union=cls.union)
         return self.made[cls]
 
 

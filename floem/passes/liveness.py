@@ -14,7 +14,10 @@ entries must carry.
 Before: bodies analysed; queues as enqueue/dequeue elements.
 
 After: ``QueueIR.fields[c]`` lists the fields channel ``c`` carries (in state
-layout order; every field with the ``send_all_fields`` option, for comparison); each segment's ``uses`` is the set of fields its elements read;
+layout order; every field with the ``send_all_fields`` option, for comparison);
+``QueueIR.packets[c]`` says, for each typed packet field it carries, the byte ranges that
+elements after it read or write (a range to the packet's end where an access cannot be
+bounded, with the elements and lines that made it so); each segment's ``uses`` is the set of fields its elements read;
 ``read_first`` the fields some path from its source reads before writing (the
 per-packet state is zeroed for each packet only when there are such fields);
 warnings name a field written but never read afterwards, and a field read on
@@ -22,10 +25,18 @@ some path where it was never written::
 
     A (writes key, len) -> q.enq[0] ... q.deq[0] -> B (reads key)
         q channel 0 carries key          warning: len written by A, never read
+
+Bytes of a typed packet (``state->pkt->ip.ttl``) are followed the same way, as byte ranges
+in use (read or written: the receiving side needs memory for what it writes too) after
+each element; assigning the pointer itself (``state->pkt = ...;``) ends them::
+
+    A (state->pkt = data) -> q -> B (reads pkt->ip.ttl) -> C (writes pkt->eth.dst)
+        q channel 0 carries pkt: bytes 0-6, 22-23
 """
 from __future__ import annotations
 
-from floem.ir import EdgeKind, ElementNode, ProgramIR, Role
+from floem.csrc.model import Range, merge_ranges
+from floem.ir import TO_THE_END, EdgeKind, ElementNode, PacketBytes, ProgramIR, QueueIR, Role
 
 NAME = "liveness"
 #: What this pass needs done before it, and what it gives the passes after it.
@@ -44,6 +55,7 @@ def run(ir: ProgramIR) -> ProgramIR:
         carried = [set().union(*(live_in[v] for _, v, _ in ir.out_edges(q.dequeuer, f"out{c}")))
                    for c in range(q.channels)]
         q.fields = [[f for f in order if send_all or f in carried[c]] for c in range(q.channels)]
+        q.packets = [_packet_bytes(ir, succ, q, c) for c in range(q.channels)]
     for seg in ir.segments.values():
         seg.read_first = set(live_in[seg.source]) if seg.source in live_in else set()
         seg.uses = set()
@@ -146,6 +158,50 @@ def _must_defined(ir: ProgramIR, succ: dict[str, list[str]]) -> dict[str, set[st
             if new != defined_in[name]:
                 defined_in[name], changed = new, True
     return defined_in
+
+
+def _byte_uses(n: ElementNode, field: str) -> list[Range]:
+    """The bytes of typed packet ``field`` that ``n`` reads or writes."""
+    use = n.info.fields.bytes.get(field) if n.info is not None else None
+    if use is None:
+        return []
+    if use.unbounded is not None:
+        return [(0, TO_THE_END)]
+    return merge_ranges(use.reads | use.writes)
+
+
+def _packet_bytes(ir: ProgramIR, succ: dict[str, list[str]], q: QueueIR, c: int) -> dict[str, PacketBytes]:
+    """The bytes of each typed packet field channel ``c`` of ``q`` carries that the elements
+    after it use: found forward from the dequeue, up to where the field's pointer is set
+    again."""
+    state = ir.node(q.dequeuer).packet_state
+    if state is None:
+        return {}
+    result = {}
+    for f in state.fields:
+        if not f.typed_packet or f.name not in q.fields[c]:
+            continue
+        ranges: list[Range] = []
+        causes: list[str] = []
+        start = [v for _, v, _ in ir.out_edges(q.dequeuer, f"out{c}")]
+        seen = set(start)
+        while start:
+            name = start.pop()
+            n = ir.node(name)
+            ranges += _byte_uses(n, f.name)
+            use = n.info.fields.bytes.get(f.name) if n.info is not None else None
+            if use is not None and use.unbounded is not None:
+                line = n.info.body.app_line + use.unbounded[0] - 1
+                causes.append(f"'{n.name}' (made at {n.loc}), {n.info.body.app_file}:{line}: "
+                              f"{use.unbounded[1]}")
+            if f.name in _kills(n):
+                continue
+            for s in succ[name]:
+                if s not in seen:
+                    seen.add(s)
+                    start.append(s)
+        result[f.name] = PacketBytes(merge_ranges(ranges), sorted(set(causes)))
+    return result
 
 
 def _field_order(n: ElementNode) -> list[str]:

@@ -3,7 +3,8 @@
 Before: IR nodes whose ``code`` is C text with the Floem forms.
 
 After: every node but a callable's arguments and return has ``info`` (a `floem.csrc.BodyInfo`: ports read, output
-form and calls, per-packet fields used/written, persistent states touched);
+form and calls, per-packet fields used/written, the byte ranges of typed packets read and
+written or why they cannot be bounded, persistent states touched);
 ``ir.main_info`` holds the analysis of the main code;
 ``ir.size_uses[S][f]`` names the fields the size expression of variable-size
 field ``f`` of state class ``S`` (by name) reads (an enqueue reads them when it sends
@@ -17,6 +18,7 @@ import os
 
 from floem import csrc
 from floem.ir import CCode, Device, ElementNode, PersistentState, ProgramIR, Role, StateLayout
+from floem.ir.sizes import packet_view
 from floem.ir.state import struct_declarations
 
 NAME = "parse_bodies"
@@ -84,6 +86,8 @@ def _body(n: ElementNode, nic: bool) -> csrc.Body:
         outputs=[csrc.Port(p, t) for p, t in n.outputs.items()],
         state_fields=fields,
         persistent={attr: s.layout.name for attr, s in n.persistent.items()},
+        packets={f.name: packet_view(f.points_to) for f in n.packet_state.fields
+                 if f.typed_packet and f.points_to is not None} if n.packet_state else {},
     )
 
 
