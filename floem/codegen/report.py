@@ -81,19 +81,16 @@ def packet_lines(packet: PacketBytes, threshold: int) -> list[str]:
     """What of a typed packet crosses a channel, and why: the byte ranges in use after it,
     the window, whether the payload stays by the port, or what made every byte cross."""
     used = ", ".join(f"{lo}-{'end' if hi == TO_THE_END else hi}" for lo, hi in packet.ranges)
+    head = f"the frame {_CROSSINGS[packet.crossing]}; " if packet.crossing is not None else ""
     if packet.window is None:
-        lines = [f"every byte crosses (in use after it: {used or 'none'}), because:"]
-        lines += [f"  {cause}" for cause in packet.causes]
-    elif packet.sliced:
+        return ([f"{head}every byte crosses (in use after it: {used or 'none'}), because:"]
+                + [f"  {cause}" for cause in packet.causes])
+    if packet.sliced:
         shorter = f"frames under {threshold} bytes, and " if threshold else ""
-        lines = [f"bytes 0-{packet.window} cross, the rest stays where the frame arrived "
-                 f"(sliced: away from its port, elements use bytes 0-{packet.window}); "
-                 f"{shorter}any frame the pool cannot keep crosses whole"]
-    else:
-        lines = [f"bytes 0-{packet.window} cross (in use after it: {used or 'none'})"]
-    if packet.crossing is not None:
-        lines[0] += f"; the frame {_CROSSINGS[packet.crossing]}"
-    return lines
+        return [f"{head}bytes 0-{packet.window} cross, the rest stays where the frame arrived "
+                f"(sliced: away from its port, elements use bytes 0-{packet.window}); "
+                f"{shorter}any frame the pool cannot keep crosses whole"]
+    return [f"{head}bytes 0-{packet.window} cross (in use after it: {used or 'none'})"]
 
 
 _CROSSINGS = {
@@ -107,7 +104,7 @@ _CROSSINGS = {
 def channel_bytes(ch: Channel) -> int | None:
     """Bytes a channel's entries carry besides variable-size contents (None: unknown)."""
     sizes = [field_size(f) for f in ch.fixed]
-    return None if None in sizes else sum(sizes) + 4 * len(ch.variable)
+    return None if None in sizes else sum(sizes) + 4 * len(ch.variable) + 8 * len(ch.references)
 
 
 def _bytes(n: int | None) -> str:

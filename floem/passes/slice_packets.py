@@ -43,15 +43,15 @@ PROVIDES = frozenset({"packet_windows"})
 def run(ir: ProgramIR) -> ProgramIR:
     """Set the window of every typed packet a queue carries, and how each frame crosses."""
     ports = {ir.segments[n.segment].device for n in ir.nodes() if n.uses_network}
-    crossings = [(q, (_state(ir, q), name), bytes_) for q in ir.queues.values()
-                 for carried in q.packets for name, bytes_ in carried.items()]
-    for q, (state, name), bytes_ in crossings:
+    crossings = [(q, c, (_state(ir, q), name), bytes_) for q in ir.queues.values()
+                 for c, carried in enumerate(q.packets) for name, bytes_ in carried.items()]
+    for q, _, (state, name), bytes_ in crossings:
         f = ir.node(q.dequeuer).packet_state.field(name)
         bytes_.window = _window(bytes_.ranges)
         if f.frame is not None:
             bytes_.crossing = _crossing(q, f, ports)
     for frame, away in _sliced(ir, crossings, ports).items():
-        for _, key, bytes_ in crossings:
+        for _, _, key, bytes_ in crossings:
             if key == frame and bytes_.crossing != FrameCrossing.STAYS:
                 bytes_.window = away
                 bytes_.sliced = True
@@ -82,28 +82,45 @@ def _crossing(q: QueueIR, f: FieldLayout, ports: set[Device]) -> FrameCrossing:
     return FrameCrossing.RETURNS if q.deq_device == port else FrameCrossing.AWAY
 
 
-def _sliced(ir: ProgramIR, crossings: list[tuple[QueueIR, tuple[str, str], PacketBytes]],
+def _sliced(ir: ProgramIR, crossings: list[tuple[QueueIR, int, tuple[str, str], PacketBytes]],
             ports: set[Device]) -> dict[tuple[str, str], int]:
     """The window of each frame (state and field) that keeps its payload by the port: it
-    leaves, comes back, and every element away from the port touches it through bounded
-    members only."""
+    leaves, comes back, its buffer crosses with its bytes everywhere (so the other side
+    knows a kept frame from a whole one), and every element away from the port touches it
+    through bounded members only. A frame that could be sliced but for such an element is
+    warned about, with the element and line."""
     if not ir.options.slicing or len(ports) != 1:
         return {}
     port = next(iter(ports))
     result = {}
-    for frame in {key for _, key, b in crossings if b.crossing == FrameCrossing.LEAVES}:
-        if FrameCrossing.RETURNS not in {b.crossing for _, key, b in crossings if key == frame}:
-            continue
+    for frame in {key for _, _, key, b in crossings if b.crossing == FrameCrossing.LEAVES}:
         state, name = frame
-        ends = []
+        mine = [(q, c, b) for q, c, key, b in crossings
+                if key == frame and b.crossing != FrameCrossing.STAYS]
+        if FrameCrossing.RETURNS not in {b.crossing for _, _, b in mine}:
+            continue
+        buffer = ir.node(mine[0][0].dequeuer).packet_state.field(name).frame.buffer
+        if any(name in q.fields[c] and buffer not in q.fields[c] for q, c, _ in mine):
+            continue
+        ends, blocking = [], []
         for n in ir.nodes():
             use = n.info.fields.bytes.get(name) if n.info is not None else None
             if (use is None or n.packet_state is None or n.packet_state.name != state
                     or ir.segments[n.segment].device == port):
                 continue
             if use.unbounded is not None:
-                break
+                line = n.info.body.app_line + use.unbounded[0] - 1
+                blocking.append(f"'{n.name}' (made at {n.loc}) at {n.info.body.app_file}:"
+                                f"{line}: {use.unbounded[1]}")
             ends += [hi for _, hi in use.reads | use.writes]
+        if blocking:
+            ir.warnings.append(f"{mine[0][0].loc}: frame {state}.{name} crosses between "
+                               f"{port} and {_other(port)} whole, where its payload could stay "
+                               f"on the {port}, because " + "; ".join(blocking))
         else:
             result[frame] = max(ends, default=0)
     return result
+
+
+def _other(device: Device) -> Device:
+    return Device.CPU if device == Device.NIC else Device.NIC
