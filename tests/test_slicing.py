@@ -2,8 +2,8 @@
 
 tests/slicing/forward.py decrements the TTL of every IPv4 frame (its checksum updated) and
 drops malformed frames and expiring ones. Whatever its placement (all on the CPU, all on
-the NIC, or split: packet I/O on the NIC and the forwarding on the CPU) and with slicing on
-or off, a capture replayed through it must come out byte for byte as a Python model of the
+the NIC, split: packet I/O on the NIC and the forwarding on the CPU, or the reverse) and
+with slicing on or off, a capture replayed through it must come out byte for byte as a Python model of the
 step says, with the kept-frame pool doing what its counters say.
 """
 from __future__ import annotations
@@ -95,9 +95,11 @@ def replay(tmp_path: Path, *options: str, nic: str = "emu") -> tuple[list[bytes]
         return [bytes(data) for _, data in dpkt.pcap.Reader(f)], result.stderr
 
 
-def frames_counters(stderr: str) -> dict[str, int]:
-    """The numbers of the NIC's ``floem: frames (process nic): ...`` line."""
-    line = next(ln for ln in stderr.splitlines() if ln.startswith("floem: frames (process nic)"))
+def frames_counters(stderr: str, process: str = "nic") -> dict[str, int]:
+    """The numbers of the ``floem: frames (process PROCESS): ...`` line of the process that
+    keeps frames."""
+    line = next(ln for ln in stderr.splitlines()
+                if ln.startswith(f"floem: frames (process {process})"))
     return {k: int(v) for k, v in re.findall(r"(\w+) (\d+)", line.split("):", 1)[1])}
 
 
@@ -117,6 +119,7 @@ PLACEMENTS = [
     ["-D", "device=split"],
     ["-D", "device=split", "--no-slicing"],
     ["-D", "device=split", "--slice-threshold", "0"],
+    ["-D", "device=reverse", "--slice-threshold", "0"],
 ]
 
 
@@ -129,9 +132,10 @@ def test_the_workload_has_every_kind_of_frame():
 def test_every_placement_forwards_as_the_model_says(tmp_path, options):
     sent, stderr = replay(tmp_path, *options)
     assert sent == EXPECTED
-    if "device=split" in options and "--no-slicing" not in options:
+    if "device=cpu" not in options and "device=nic" not in options \
+            and "--no-slicing" not in options:
         threshold = 0 if "--slice-threshold" in options else 512
-        kept = frames_counters(stderr)
+        kept = frames_counters(stderr, "nic" if "device=split" in options else "forward")
         assert kept["kept"] == sum(1 for f in CHECKED if len(f) >= threshold)
         assert kept["taken"] == sum(1 for f in EXPECTED if len(f) >= threshold)
         assert kept["dropped"] == kept["kept"] - kept["taken"]     # expired TTLs, sent back

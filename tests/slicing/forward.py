@@ -6,15 +6,17 @@
 
 cpu: everything on the CPU; nic: everything on the NIC; split: packet I/O on the NIC and
 the forwarding step on the CPU, where it reads and writes only the IPv4 header, so a frame
-keeps its payload on the NIC (tests/test_slicing.py)."""
+keeps its payload on the NIC; reverse: packet I/O on the CPU and the step on the NIC, so
+frames cross the other way and the host keeps the payloads (tests/test_slicing.py)."""
 from floem import Element, Flow, Frame, Input, Output, PerPacket, Queue, Segment, State, param
 from floem import target
 from floem.library import CheckFrame, DropFrame, FromNet, IPv4Frame, LoadFrame, StoreFrame, ToNet
 from floem.library import packets
 
-device = param("device", "cpu", choices=["cpu", "nic", "split"], help="where the segments run")
-port = target.CPU if device == "cpu" else target.NIC
-work = target.NIC if device == "nic" else target.CPU
+device = param("device", "cpu", choices=["cpu", "nic", "split", "reverse"],
+               help="where the segments run")
+port = target.CPU if device in ("cpu", "reverse") else target.NIC
+work = target.NIC if device in ("nic", "reverse") else target.CPU
 
 
 class Pkt(State):
