@@ -101,6 +101,13 @@ def test_no_slicing_sends_the_frame_whole():
     assert not rx.sliced and rx.window is None
 
 
+def test_sending_all_fields_sends_every_byte():
+    ir = run_until(forwarder(TTL), "slice_packets", send_all_fields=True)
+    for q in ir.queues.values():
+        for carried in q.packets:
+            assert all(b.window is None and not b.sliced for b in carried.values())
+
+
 @pytest.mark.parametrize("device", [target.CPU, target.NIC])
 def test_frames_on_one_device_stay_in_their_buffers(device):
     ir = run_until(forwarder(TTL, io=device, at=device), "slice_packets")
