@@ -75,6 +75,7 @@ static void test_references(void)
     floem_frames_stats_t st;
     floem_frames_stats(&st);
     CHECK(st.kept == 4 && st.taken == 2 && st.full == 1 && st.stale == 6 && st.dropped == 1);
+    CHECK(st.kept == st.taken + st.dropped + st.expired + st.held);
     CHECK(st.held == 1 && st.slots == 3);
 
     floem_frames_finalize();                                        /* refs[0] still held */
