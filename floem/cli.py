@@ -19,6 +19,7 @@ from floem.lang import params
 from floem.launcher import STOP_SIGNALS, TIMEOUT_STATUS, follow_parent, stopped_note
 from floem.platforms import DMA_OPTIONS
 from floem.stats import load_counts, save_counts, stats
+from floem.trace import MAX_PACKETS as TRACE_MAX_PACKETS, read_traces, trace_report
 
 #: What the command's exit status means (``floem --help``, docs/cli.md).
 EXIT_STATUSES = [
@@ -39,6 +40,8 @@ EXIT_STATUSES = [
 EXAMPLES = {
     "build": "floem build examples/echo/echo.py -D device=nic --nic liquidio -o build/echo",
     "run": "floem run examples/echo/echo.py --duration 10\n"
+           "floem run examples/echo/echo.py --net pcap --pcap-in in.pcap --duration 1 \\\n"
+           "    --trace 3 --trace-filter 'v0 > 42 && v1[23] == 17'\n"
            "floem run examples/echo/echo.py --net pcap --pcap-in in.pcapng --pcap-out out.pcap \\\n"
            "    --pcap-timing 2 --pcap-loop 3 --duration 5\n"
            "floem run app.py --timeout 60 -- ARG1 ARG2",
@@ -77,6 +80,14 @@ def _count(text: str) -> int:
     """An argparse type: a whole number, 0 or more."""
     if not text.isdigit():
         raise argparse.ArgumentTypeError(f"need a whole number, 0 or more, not {text!r}")
+    return int(text)
+
+
+def _packets(text: str) -> int:
+    """An argparse type: a number of packets to trace, from 1 to 16777215."""
+    if not text.isdigit() or not 1 <= int(text) <= TRACE_MAX_PACKETS:
+        raise argparse.ArgumentTypeError(f"need a whole number from 1 to {TRACE_MAX_PACKETS}, "
+                                         f"not {text!r}")
     return int(text)
 
 
@@ -127,6 +138,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="queues carry the whole per-packet state, not only live fields")
         p.add_argument("--no-counters", action="store_true",
                        help="leave out the per-element packet counters (--report, floem stats)")
+        p.add_argument("--trace-filter", metavar="EXPR",
+                       help="with --trace: trace only the packets for which this C expression "
+                            "is true where they enter, on their per-packet state (state->op == "
+                            "1) or the values the entering port sends (v0, v1, ...)")
         for name, unit in DMA_OPTIONS.items():
             p.add_argument(f"--dma-{name.replace('_', '-')}", type=float, metavar=unit,
                            help=f"DMA cost model: {name.replace('_', ' ')} (default: runtime's)")
@@ -136,11 +151,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     build = command("build", "compile an app into C and executables")
     target_options(build)
+    build.add_argument("--trace", action="store_true",
+                       help="with the packet-trace code (its processes trace FLOEM_TRACE packets)")
     build.add_argument("-o", "--out", metavar="DIR", help="output directory (default: ./build/<app>)")
 
     run = command("run", "build (cached) and run an app")
     target_options(run)
     run.add_argument("-o", "--out", metavar="DIR", help="build directory (default: the cache)")
+    run.add_argument("--trace", type=_packets, metavar="N",
+                     help="print the path of the first N packets to enter the program through "
+                          "its elements and queues, with the per-packet fields each changed")
     run.add_argument("--timeout", type=float, metavar="S",
                      help="kill and report the app after S seconds")
     run.add_argument("--duration", type=float, metavar="S",
@@ -225,7 +245,8 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     return {**counting, "nic": args.nic, "net": args.net, "dump_after": args.dump_after,
             "report_file": args.report, "nic_managers": args.nic_managers,
             "sync_layer": not args.no_sync_layer, "send_all_fields": args.send_all_fields,
-            "counters": not args.no_counters,
+            "counters": not args.no_counters, "trace": bool(args.trace),
+            "trace_filter": args.trace_filter or "",
             "dma_model": {k: getattr(args, f"dma_{k}") for k in DMA_OPTIONS
                           if getattr(args, f"dma_{k}") is not None}}
 
@@ -279,14 +300,20 @@ def _command(args: argparse.Namespace) -> int:
     env = network_environment(args.net, port=args.port, pcap_in=args.pcap_in,
                               pcap_out=args.pcap_out, eal=args.eal, pcap_timing=args.pcap_timing,
                               pcap_loop=args.pcap_loop)
-    with tempfile.TemporaryDirectory(prefix="floem-counters-") as kept:
+    with tempfile.TemporaryDirectory(prefix="floem-counters-") as kept, \
+            tempfile.TemporaryDirectory(prefix="floem-trace-") as traced:
         if args.stats:
             env["FLOEM_COUNTERS_DIR"] = kept
+        if args.trace:
+            env.update(FLOEM_TRACE=str(args.trace), FLOEM_TRACE_DIR=traced)
         result = run_built(built, program, timeout=args.timeout, duration=args.duration,
                            args=args.args, capture=False, env=env,
                            count_file=args.count_instructions)
         if args.stats:
             save_counts(kept, args.stats)
+        if args.trace:
+            sys.stderr.write(trace_report(read_traces(traced), args.trace,
+                                          bool(args.trace_filter)))
     return result.returncode
 
 

@@ -142,6 +142,7 @@ class _ProcessEmitter:
             nic=self.nic, managers=self.plan.managers, network=self.plan.network,
             net_queues=self.plan.net_queues, counters=self.plan.counters,
             counter_layout=self.plan.counter_layout.splitlines(),
+            trace=self.plan.trace_number, trace_sites=self.plan.trace_sites,
             dma_defaults=[(DMA_ENVIRONMENT[k], f"{v:g}" if k == "gbps" else str(int(v)))
                           for k, v in sorted(self.ir.options.dma_model.items())],
             states=[self._state(s) for s in states if homes[s.name] == Home.HOST],

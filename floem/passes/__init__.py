@@ -9,7 +9,7 @@ from floem.ir import BuildOptions, ProgramIR
 from floem.lang.program import Program
 from floem.passes import (build_graph, check_callables, check_segments, check_types,
                           expand_caches, find_sources, liveness, lower_queues, order_graph,
-                          parse_bodies, place_memory, placement, plan_code)
+                          parse_bodies, place_memory, placement, plan_code, trace_packets)
 
 #: The passes after the front end (``build_graph``, which makes the IR from the program).
 PIPELINE: list[ModuleType] = [
@@ -20,6 +20,7 @@ PIPELINE: list[ModuleType] = [
     check_segments,
     expand_caches,
     check_callables,
+    trace_packets,
     liveness,
     lower_queues,
     placement,

@@ -29,7 +29,7 @@ from floem.ir import EdgeKind, ElementNode, ProgramIR, Role
 
 NAME = "liveness"
 #: What this pass needs done before it, and what it gives the passes after it.
-REQUIRES = frozenset({"bodies", "sources", "queues", "cache_regions"})
+REQUIRES = frozenset({"bodies", "sources", "queues", "cache_regions", "trace_field"})
 PROVIDES = frozenset({"queue_fields", "segment_uses"})
 
 
