@@ -19,7 +19,7 @@ from floem.lang import params
 from floem.launcher import STOP_SIGNALS, TIMEOUT_STATUS, follow_parent, stopped_note
 from floem.platforms import DMA_OPTIONS
 from floem.stats import load_counts, save_counts, stats
-from floem.trace import MAX_PACKETS as TRACE_MAX_PACKETS, read_traces, trace_report
+from floem.trace import MAX_PACKETS as TRACE_MAX_PACKETS
 
 #: What the command's exit status means (``floem --help``, docs/cli.md).
 EXIT_STATUSES = [
@@ -246,7 +246,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
             "report_file": args.report, "nic_managers": args.nic_managers,
             "sync_layer": not args.no_sync_layer, "send_all_fields": args.send_all_fields,
             "counters": not args.no_counters, "trace": bool(args.trace),
-            "trace_filter": args.trace_filter or "",
+            "trace_filter": args.trace_filter,
             "dma_model": {k: getattr(args, f"dma_{k}") for k in DMA_OPTIONS
                           if getattr(args, f"dma_{k}") is not None}}
 
@@ -300,20 +300,14 @@ def _command(args: argparse.Namespace) -> int:
     env = network_environment(args.net, port=args.port, pcap_in=args.pcap_in,
                               pcap_out=args.pcap_out, eal=args.eal, pcap_timing=args.pcap_timing,
                               pcap_loop=args.pcap_loop)
-    with tempfile.TemporaryDirectory(prefix="floem-counters-") as kept, \
-            tempfile.TemporaryDirectory(prefix="floem-trace-") as traced:
+    with tempfile.TemporaryDirectory(prefix="floem-counters-") as kept:
         if args.stats:
             env["FLOEM_COUNTERS_DIR"] = kept
-        if args.trace:
-            env.update(FLOEM_TRACE=str(args.trace), FLOEM_TRACE_DIR=traced)
         result = run_built(built, program, timeout=args.timeout, duration=args.duration,
                            args=args.args, capture=False, env=env,
-                           count_file=args.count_instructions)
+                           count_file=args.count_instructions, trace=args.trace)
         if args.stats:
             save_counts(kept, args.stats)
-        if args.trace:
-            sys.stderr.write(trace_report(read_traces(traced), args.trace,
-                                          bool(args.trace_filter)))
     return result.returncode
 
 

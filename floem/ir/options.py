@@ -27,7 +27,7 @@ class BuildOptions:
     cache_steering: bool = True             # caches steer misses by key to queue instances
     counters: bool = True                   # --no-counters: no per-element packet counters
     trace: bool = False                     # --trace: the packet-trace code (floem run --trace N)
-    trace_filter: str = ""                  # --trace-filter EXPR: which entering packets to trace
+    trace_filter: str | None = None         # --trace-filter EXPR: which entering packets to trace
 
     def __post_init__(self) -> None:
         if self.nic not in NIC_PLATFORMS:
@@ -42,7 +42,7 @@ class BuildOptions:
         if self.count_instructions and self.nic != "emu":
             raise FloemError("--count-instructions runs the NIC natively under callgrind: "
                              "use --nic emu")
-        if self.trace_filter and not self.trace:
+        if self.trace_filter is not None and not self.trace:
             raise FloemError("--trace-filter selects the packets --trace traces: give --trace too")
 
     @classmethod

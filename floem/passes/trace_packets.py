@@ -56,7 +56,7 @@ def run(ir: ProgramIR) -> ProgramIR:
         for c in range(q.channels):
             for _, v, _ in ir.out_edges(q.dequeuer, f"out{c}"):
                 _add_fields(ir, v, uses={TRACE_FIELD})
-    if ir.options.trace_filter:
+    if ir.options.trace_filter is not None:
         ir.trace_filter = _read_filter(ir, ir.options.trace_filter)
     return ir
 

@@ -35,8 +35,10 @@ static size_t used;             /* words reserved so far (may pass capacity) */
 static uint64_t lost;           /* events that did not fit */
 static uint32_t number;
 static const char *site_table;
-/* The calling thread's events of pending packets, laid out as in `events`. */
-static _Thread_local uint64_t aside[FLOEM_TRACE_ASIDE_WORDS];
+/* The calling thread's events of pending packets, laid out as in `events` (mapped when the
+ * thread first needs it: a program traces on few threads, and builds without tracing never
+ * do; unmapped when the process ends). */
+static _Thread_local uint64_t *aside;
 
 static uint64_t now_ns(void)
 {
@@ -97,8 +99,13 @@ void floem_trace_record(uint32_t packet, uint32_t site, const uint64_t *values, 
         keep((uint64_t)packet << 32 | head, now_ns(), values, count);
         return;
     }
+    if (aside == NULL) {
+        void *p = mmap(NULL, FLOEM_TRACE_ASIDE_WORDS * sizeof(uint64_t), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        aside = p == MAP_FAILED ? NULL : p;
+    }
     uint32_t at = floem_trace_aside_end;
-    if (at + 2 + count > FLOEM_TRACE_ASIDE_WORDS) {
+    if (aside == NULL || at + 2 + count > FLOEM_TRACE_ASIDE_WORDS) {
         __atomic_fetch_add(&lost, 1, __ATOMIC_RELAXED);
         return;
     }

@@ -158,5 +158,6 @@ main(r'''
     /* 6 requests: 2 rejected (op 2), 1 dropped by Lookup (key 40), 3 replies */
     while (__atomic_load_n(&totals->replied, __ATOMIC_ACQUIRE) < 5)
         usleep(1000);
-    printf("counted %d, answered %d\n", totals->counted, totals->replied);
+    printf("counted %d, answered %d\n", __atomic_load_n(&totals->counted, __ATOMIC_RELAXED),
+           totals->replied);
 ''')
