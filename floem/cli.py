@@ -41,7 +41,7 @@ EXAMPLES = {
     "build": "floem build examples/echo/echo.py -D device=nic --nic liquidio -o build/echo",
     "run": "floem run examples/echo/echo.py --duration 10\n"
            "floem run examples/echo/echo.py --net pcap --pcap-in in.pcap --duration 1 \\\n"
-           "    --trace 3 --trace-filter 'v0 > 42 && v1[23] == 17'\n"
+           "    --trace 3 --trace-filter 'v0 > 23 && v1[23] == 17'\n"
            "floem run examples/echo/echo.py --net pcap --pcap-in in.pcapng --pcap-out out.pcap \\\n"
            "    --pcap-timing 2 --pcap-loop 3 --duration 5\n"
            "floem run app.py --timeout 60 -- ARG1 ARG2",
@@ -140,8 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="leave out the per-element packet counters (--report, floem stats)")
         p.add_argument("--trace-filter", metavar="EXPR",
                        help="with --trace: trace only the packets for which this C expression "
-                            "is true where they enter, on their per-packet state (state->op == "
-                            "1) or the values the entering port sends (v0, v1, ...)")
+                            "is true: on their per-packet state (state->op == 1, decided once "
+                            "their segment has written what it reads) or on the values they "
+                            "enter the program with (v0, v1, ...)")
         for name, unit in DMA_OPTIONS.items():
             p.add_argument(f"--dma-{name.replace('_', '-')}", type=float, metavar=unit,
                            help=f"DMA cost model: {name.replace('_', ' ')} (default: runtime's)")
