@@ -142,6 +142,8 @@ class _ProcessEmitter:
             nic=self.nic, managers=self.plan.managers, network=self.plan.network,
             net_queues=self.plan.net_queues, counters=self.plan.counters,
             counter_layout=self.plan.counter_layout.splitlines(),
+            counter_notes=[{"line": line, **self._reported(self.ir.states[state])}
+                           for line, state in self.plan.counter_notes],
             trace=self.plan.trace_number, trace_sites=self.plan.trace_sites,
             dma_defaults=[(DMA_ENVIRONMENT[k], f"{v:g}" if k == "gbps" else str(int(v)))
                           for k, v in sorted(self.ir.options.dma_model.items())],
@@ -181,10 +183,15 @@ class _ProcessEmitter:
         fields printed (numeric scalars) and how."""
         home = Home.NIC if self.nic else Home.HOST
         used = {s.name for n in self.nodes for s in n.persistent.values()}
-        return [{"state": s, "fields": [(f.name, *conv) for f in s.layout.fields
-                                        if (conv := printf_conversion(f)) is not None]}
-                for s in self.ir.states.values()
+        return [self._reported(s) for s in self.ir.states.values()
                 if s.name in used and s.layout.report and self.ir.state_homes[s.name] == home]
+
+    @staticmethod
+    def _reported(s: PersistentState) -> dict[str, Any]:
+        """A ``report = True`` state with the fields its line prints (numeric scalars), each
+        with its printf conversion and the type it is cast to."""
+        return {"state": s, "fields": [(f.name, *conv) for f in s.layout.fields
+                                       if (conv := printf_conversion(f)) is not None]}
 
     @staticmethod
     def _state(s: PersistentState) -> dict[str, str]:

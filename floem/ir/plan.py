@@ -126,6 +126,8 @@ class ProcessPlan:
     queues: dict[str, QueueSide] = field(default_factory=dict)
     counters: int = 0                    # element counters (0: built without them)
     counter_layout: str = ""             # their layout, one line per element
+    counter_notes: list[tuple[int, str]] = field(default_factory=list)  # (layout line, a
+    #   report = True state its element uses): the state's line goes under that row
     trace_number: int = 0                # traced build: the process's number in trace ids
     trace_sites: list[str] = field(default_factory=list)    # what each trace site records
 

@@ -125,10 +125,14 @@ def _plan_counters(ir: ProgramIR, proc: ProcessIR) -> None:
     (not the queue and cache plumbing the compiler adds): a counter per output port; runs
     where the ports feeding an element are not all counted (after a queue, in a callable)
     or it is a join; runs that sent nothing on where a run may send more than one packet
-    (runtime/include/floem/counters.h). Atomic where several threads may run the element."""
+    (runtime/include/floem/counters.h). Atomic where several threads may run the element.
+    The ``report = True`` states an element uses (its drops by reason, say) are printed
+    under its row of the table, where the process can read them."""
     counted = [(ir.node(name), seg) for s in proc.segments
                for seg in [ir.segments[s]] for name in _flow_order(ir, seg)
                if ir.node(name).role in (Role.ELEMENT, Role.CORE_ID)]
+    home = Home.NIC if proc.device == Device.NIC else Home.HOST
+    notes = []
     outs: dict[tuple[str, str], int] = {}
     for n, _ in counted:
         for port in n.outputs:
@@ -148,7 +152,11 @@ def _plan_counters(ir: ProgramIR, proc: ProcessIR) -> None:
         if c.has_inputs or c.outs:
             n.plan.counters = c
             layout.append(c.layout_line(n.name, seg.name))
+            notes += [(len(layout) - 1, s.name) for attr, s in n.persistent.items()
+                      if s.layout.report and attr in n.plan.pointers
+                      and ir.state_homes[s.name] == home]
     proc.plan.counters, proc.plan.counter_layout = total, "".join(layout)
+    proc.plan.counter_notes = notes
 
 
 def _sends_at_most_once(n: ElementNode) -> bool:

@@ -52,7 +52,8 @@ def run(ir: ProgramIR) -> ProgramIR:
             continue
         for names in q.enqueuers:
             for name in names:
-                _add_fields(ir, name, kills={TRACE_FIELD})
+                if name in ir.graph:            # as liveness: only the enqueues there are
+                    _add_fields(ir, name, kills={TRACE_FIELD})
         for c in range(q.channels):
             for _, v, _ in ir.out_edges(q.dequeuer, f"out{c}"):
                 _add_fields(ir, v, uses={TRACE_FIELD})

@@ -98,6 +98,13 @@ static uint64_t field_value(const char *field, const uint64_t *counters)
 void floem_counters_report(FILE *out, const char *process, const char *layout,
                            const uint64_t *counters)
 {
+    floem_counters_report_notes(out, process, layout, counters, NULL);
+}
+
+void floem_counters_report_notes(FILE *out, const char *process, const char *layout,
+                                 const uint64_t *counters, const char *const *notes)
+{
+    size_t row = 0;
     fprintf(out, "floem: elements of process %s (packets):\n", process);
     fprintf(out, "floem:   %-28s %-20s %12s %12s  %s\n", "element", "segment", "in", "ended",
             "out");
@@ -133,5 +140,8 @@ void floem_counters_report(FILE *out, const char *process, const char *layout,
             fprintf(out, "%12llu %12llu", (unsigned long long)packets, (unsigned long long)none);
         }
         fprintf(out, "  %s\n", ports);
+        if (notes != NULL && notes[row] != NULL)
+            fprintf(out, "floem:     %s\n", notes[row]);
+        row++;
     }
 }

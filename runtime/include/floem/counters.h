@@ -119,5 +119,9 @@ void floem_counters_keep(const char *process);
 /* Print the counters as a table, one line per element. */
 void floem_counters_report(FILE *out, const char *process, const char *layout,
                            const uint64_t *counters);
+/* The same, with `notes[i]` (when not NULL) printed under the row of layout line i: the
+ * `report = True` states the element uses, e.g. its drops by reason. */
+void floem_counters_report_notes(FILE *out, const char *process, const char *layout,
+                                 const uint64_t *counters, const char *const *notes);
 
 #endif
