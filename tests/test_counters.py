@@ -1,4 +1,5 @@
-"""Per-element packet counters: `floem run --report`'s table and `floem stats`, live.
+"""Per-element packet counters: `floem run --report`'s table and `floem stats`, live (with
+the segment threads' statistics).
 
 Counters add up at every element (packets in = packets out + runs that sent nothing on)
 over a pcap replay with malformed frames, on the CPU and on the NIC; they match what the
@@ -100,10 +101,17 @@ def test_floem_stats_shows_a_running_programs_counters(tmp_path) -> None:
         check = elements["CheckUDP0"]
         assert check["outs"]["drop"] > 0 and check["outs"]["out"] > 0
         assert check["runs"] >= check["outs"]["out"] + check["outs"]["drop"]
+        # the segment thread's statistics, which it keeps in the same file
+        [thread] = seen["threads"]
+        assert (thread["segment"], thread["index"]) == ("echo", 0)
+        assert thread["packets"] >= elements["FromNet0"]["outs"]["out"] > 0
+        assert 0 < thread["runs"] <= thread["packets"] and thread["busy_ns"] > 0
         text = floem("stats", str(run.pid), "--once")
         assert text.returncode == 0, text.stderr
         assert re.search(r"^process nic \(pid \d+, run /floem-%d-" % run.pid, text.stdout, re.M)
         assert re.search(r"^  CheckUDP0\s+echo\s+\d+\s+0\s+out \d+, drop \d+$", text.stdout, re.M)
+        assert re.search(r"^  echo\[0\]\s+\d+\s+\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+$", text.stdout,
+                         re.M)
     finally:
         run.terminate()
         run.wait(30)
@@ -140,6 +148,8 @@ def test_a_runs_counters_drawn_on_its_graph(tmp_path) -> None:
     with open(counts) as f:
         [nic] = json.load(f)
     assert nic["process"] == "nic"
+    [thread] = nic["threads"]           # ended: its CPU time and lifetime are in too
+    assert thread["packets"] == len(frames) and 0 < thread["cpu_ns"] <= thread["wall_ns"]
     check = {e["name"]: e for e in nic["elements"]}["CheckUDP0"]
     assert (check["runs"], check["ended"], check["outs"]) == (
         len(frames), 0, {"out": len(valid), "drop": len(frames) - len(valid)})

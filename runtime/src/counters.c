@@ -12,7 +12,7 @@
 _Thread_local uint64_t floem_fired;
 
 /* The process's counter file: header, layout, counters (floem_counters_keep writes it). */
-static const char *counters_file;
+static char *counters_file;
 static size_t counters_file_bytes;
 
 static void out_of_memory(void)
@@ -42,7 +42,8 @@ uint64_t *floem_counters_open(const char *process, const char *layout, uint32_t 
 {
     size_t layout_bytes = strlen(layout) + 1;
     size_t offset = (sizeof(struct floem_counters_header) + layout_bytes + 63) & ~(size_t)63;
-    size_t bytes = offset + (size_t)count * sizeof(uint64_t);
+    size_t threads = (offset + (size_t)count * sizeof(uint64_t) + 63) & ~(size_t)63;
+    size_t bytes = threads + FLOEM_MAX_THREADS * sizeof(floem_thread_stats_t);
     char *base = counter_memory(bytes);
     struct floem_counters_header *h = (struct floem_counters_header *)base;
     memcpy(h->magic, FLOEM_COUNTERS_MAGIC, sizeof h->magic);
@@ -51,6 +52,9 @@ uint64_t *floem_counters_open(const char *process, const char *layout, uint32_t 
     h->counters = count;
     h->layout_bytes = (uint32_t)layout_bytes;
     h->counters_offset = offset;
+    h->threads_offset = threads;
+    h->thread_slots = FLOEM_MAX_THREADS;
+    h->thread_bytes = (uint32_t)sizeof(floem_thread_stats_t);
     h->pid = (int64_t)getpid();
     snprintf(h->process, sizeof h->process, "%s", process);
     const char *run = getenv("FLOEM_SHM");
@@ -59,6 +63,16 @@ uint64_t *floem_counters_open(const char *process, const char *layout, uint32_t 
     counters_file = base;
     counters_file_bytes = bytes;
     return (uint64_t *)(base + offset);
+}
+
+floem_thread_stats_t *floem_counters_thread(int i)
+{
+    if (counters_file == NULL || i < 0 || i >= FLOEM_MAX_THREADS)
+        return NULL;
+    const struct floem_counters_header *h = (const struct floem_counters_header *)counters_file;
+    floem_thread_stats_t *slot = (floem_thread_stats_t *)(counters_file + h->threads_offset) + i;
+    memset(slot, 0, sizeof *slot);
+    return slot;
 }
 
 void floem_counters_keep(const char *process)

@@ -56,6 +56,9 @@ void floem_idle_wait(void);
  * scaled by the share of its runnable time it was on a core, it estimates the CPU
  * time the runs took: (busy_ns - waited_ns) * cpu_ns / (wall_ns - slept_ns).
  */
+/* Threads a process starts at most (floem_thread_spawn). */
+#define FLOEM_MAX_THREADS 256
+
 typedef struct {
     char segment[48];
     int index;
