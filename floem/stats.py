@@ -22,11 +22,14 @@ from floem.launcher import launcher_of
 MAGIC = b"FLOEMCNT"
 VERSION = 2
 #: magic, byte-order mark, version, counters, layout bytes, counters offset, pid, process, run,
-#: threads offset, thread slots, bytes per slot
-HEADER = "8sIIIIQq32s64sQII"
+#: threads offset, thread slots, bytes per slot, (a kept file) queues offset, queues, bytes each
+HEADER = "8sIIIIQq32s64sQIIQII"
 #: A thread's slot (floem_thread_stats_t): segment, index, runs, packets, busy, waited, idle,
 #: slept, cpu and wall time (ns; cpu and wall once the thread has ended)
 THREAD = "48si4x8Q"
+#: A queue instance's counters in a kept file: queue, instance, enqueued, dequeued, dropped,
+#: full-spins
+QUEUE = "48sI4x4Q"
 MEMFD_LINK = "/memfd:floem-counters"
 
 
@@ -68,6 +71,18 @@ class ThreadCounts:
 
 
 @dataclass
+class QueueCounts:
+    """One queue instance's counters when the process that counts it ended."""
+
+    queue: str
+    instance: int
+    enqueued: int
+    dequeued: int
+    dropped: int
+    full_spins: int
+
+
+@dataclass
 class ProcessCounts:
     """The counters of one process of a running program."""
 
@@ -76,6 +91,7 @@ class ProcessCounts:
     run: str            # the program's shared memory name: the processes of one run share it
     elements: list[ElementCounts]
     threads: list[ThreadCounts] = field(default_factory=list)
+    queues: list[QueueCounts] = field(default_factory=list)     # a kept file's
 
 
 def read_counters(path: str) -> ProcessCounts | None:
@@ -87,8 +103,10 @@ def read_counters(path: str) -> ProcessCounts | None:
                 return None
             order = ">" if head[8:12] == b"\x01\x02\x03\x04" else "<"
             (_, _, version, count, layout_bytes, offset, pid, process, run, threads_offset,
-             slots, slot_bytes) = struct.unpack(order + HEADER, head)
-            if version != VERSION or slot_bytes != struct.calcsize(order + THREAD):
+             slots, slot_bytes, queues_offset, queues,
+             queue_bytes) = struct.unpack(order + HEADER, head)
+            if version != VERSION or slot_bytes != struct.calcsize(order + THREAD) or \
+                    (queues and queue_bytes != struct.calcsize(order + QUEUE)):
                 return None
             layout = f.read(layout_bytes).rstrip(b"\0").decode()
             f.seek(offset)
@@ -96,17 +114,26 @@ def read_counters(path: str) -> ProcessCounts | None:
             f.seek(threads_offset)
             threads = [_thread(struct.unpack_from(order + THREAD, f.read(slot_bytes)))
                        for _ in range(slots)]
+            f.seek(queues_offset)
+            counted = [struct.unpack_from(order + QUEUE, f.read(queue_bytes))
+                       for _ in range(queues)]
     except (OSError, struct.error, UnicodeDecodeError):
         return None
     return ProcessCounts(process.rstrip(b"\0").decode(), pid, run.rstrip(b"\0").decode(),
                          [_element(line, values) for line in layout.splitlines() if line],
-                         [t for t in threads if t.segment])
+                         [t for t in threads if t.segment],
+                         [QueueCounts(_text(name), *rest) for name, *rest in counted])
 
 
 def _thread(fields: tuple) -> ThreadCounts:
     """A thread's statistics from its slot (an unused one has segment "")."""
     segment, index, *times = fields
-    return ThreadCounts(segment.split(b"\0", 1)[0].decode(errors="replace"), index, *times)
+    return ThreadCounts(_text(segment), index, *times)
+
+
+def _text(field: bytes) -> str:
+    """A NUL-terminated C string field."""
+    return field.split(b"\0", 1)[0].decode(errors="replace")
 
 
 def _element(line: str, values: tuple[int, ...]) -> ElementCounts:
@@ -193,7 +220,8 @@ def as_json(processes: list[ProcessCounts]) -> str:
     """The counters as JSON: a list of processes, each with its elements."""
     return json.dumps([{"process": p.process, "pid": p.pid, "run": p.run,
                         "elements": [e.__dict__ for e in p.elements],
-                        "threads": [t.__dict__ for t in p.threads]} for p in processes],
+                        "threads": [t.__dict__ for t in p.threads],
+                        "queues": [q.__dict__ for q in p.queues]} for p in processes],
                       indent=1)
 
 
@@ -209,16 +237,29 @@ def save_counts(directory: str, path: str) -> None:
         raise FloemError(f"cannot write the counters to {path}: {e.strerror}") from None
 
 
-def load_counts(path: str) -> dict[str, ElementCounts]:
-    """The element counters in a JSON file of ``floem run --stats`` or ``floem stats --json``,
-    by element name."""
+@dataclass
+class RunCounts:
+    """A run's counters as `floem graph --stats` draws them: the elements' by name, the
+    queue instances' by queue (those of a run that has ended)."""
+
+    elements: dict[str, ElementCounts]
+    queues: dict[str, list[QueueCounts]]
+
+
+def load_counts(path: str) -> RunCounts:
+    """The counters in a JSON file of ``floem run --stats`` or ``floem stats --json``."""
     try:
         with open(path) as f:
             processes = json.load(f)
-        return {e["name"]: ElementCounts(**e) for p in processes for e in p["elements"]}
+        queues: dict[str, list[QueueCounts]] = {}
+        for p in processes:
+            for q in p.get("queues", []):
+                queues.setdefault(q["queue"], []).append(QueueCounts(**q))
+        return RunCounts({e["name"]: ElementCounts(**e) for p in processes
+                          for e in p["elements"]}, queues)
     except OSError as e:
         raise FloemError(f"cannot read the counters in {path}: {e.strerror}") from None
-    except (ValueError, TypeError, KeyError):
+    except (ValueError, TypeError, KeyError, AttributeError):
         raise FloemError(f"{path}: not the counters of floem run --stats or floem stats --json") \
             from None
 

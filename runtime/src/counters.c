@@ -14,6 +14,15 @@ _Thread_local uint64_t floem_fired;
 /* The process's counter file: header, layout, counters (floem_counters_keep writes it). */
 static char *counters_file;
 static size_t counters_file_bytes;
+/* The queue instances the process counts (floem_counters_queue). */
+#define FLOEM_COUNTED_QUEUES 256
+struct counted_queue {
+    const char *name;
+    floem_queue_t *instance;
+    uint32_t index;
+};
+static struct counted_queue counted_queues[FLOEM_COUNTED_QUEUES];
+static int n_counted_queues;
 
 static void out_of_memory(void)
 {
@@ -75,6 +84,13 @@ floem_thread_stats_t *floem_counters_thread(int i)
     return slot;
 }
 
+void floem_counters_queue(const char *name, floem_queue_t *const *instances, int count)
+{
+    for (int i = 0; i < count && n_counted_queues < FLOEM_COUNTED_QUEUES; i++)
+        counted_queues[n_counted_queues++] = (struct counted_queue){name, instances[i],
+                                                                   (uint32_t)i};
+}
+
 void floem_counters_keep(const char *process)
 {
     const char *dir = getenv("FLOEM_COUNTERS_DIR");
@@ -82,8 +98,22 @@ void floem_counters_keep(const char *process)
         return;
     char path[4096];
     snprintf(path, sizeof path, "%s/%s.counters", dir, process);
+    struct floem_counters_header head;
+    memcpy(&head, counters_file, sizeof head);
+    head.queues_offset = counters_file_bytes;
+    head.queues = (uint32_t)n_counted_queues;
+    head.queue_bytes = (uint32_t)sizeof(struct floem_counters_queue);
     FILE *f = fopen(path, "wb");
-    if (f == NULL || fwrite(counters_file, 1, counters_file_bytes, f) != counters_file_bytes)
+    bool ok = f != NULL && fwrite(&head, sizeof head, 1, f) == 1 &&
+              fwrite(counters_file + sizeof head, 1, counters_file_bytes - sizeof head, f) ==
+                  counters_file_bytes - sizeof head;
+    for (int i = 0; ok && i < n_counted_queues; i++) {
+        struct floem_counters_queue q = {.instance = counted_queues[i].index};
+        snprintf(q.name, sizeof q.name, "%s", counted_queues[i].name);
+        floem_queue_stats(counted_queues[i].instance, &q.stats);
+        ok = fwrite(&q, sizeof q, 1, f) == 1;
+    }
+    if (!ok)
         fprintf(stderr, "floem: cannot write the element counters to %s\n", path);
     if (f != NULL)
         fclose(f);

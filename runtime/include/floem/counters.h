@@ -27,6 +27,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "floem/queue.h"
 #include "floem/runtime.h"
 
 #define FLOEM_COUNTERS_MAGIC "FLOEMCNT"
@@ -34,8 +35,10 @@
 
 /* The memory file's header, followed by the layout text (NUL-terminated), at
  * `counters_offset` the counters and at `threads_offset` `thread_slots` thread statistics
- * (a slot whose segment is "" is not used). Every field in the writer's byte order;
- * `order` is 0x01020304 written in it. */
+ * (a slot whose segment is "" is not used). The file floem_counters_keep writes also has,
+ * at `queues_offset`, `queues` struct floem_counters_queue: the counters of the queue
+ * instances the process counts, as they were when it ended (0 and 0 in the memory file).
+ * Every field in the writer's byte order; `order` is 0x01020304 written in it. */
 struct floem_counters_header {
     char magic[8];
     uint32_t order;
@@ -49,6 +52,17 @@ struct floem_counters_header {
     uint64_t threads_offset;    /* from the start of the file, a multiple of 64 */
     uint32_t thread_slots;      /* FLOEM_MAX_THREADS */
     uint32_t thread_bytes;      /* sizeof(floem_thread_stats_t) */
+    uint64_t queues_offset;     /* the kept file: where the queue counters are */
+    uint32_t queues;            /* the kept file: how many */
+    uint32_t queue_bytes;       /* sizeof(struct floem_counters_queue) */
+};
+
+/* One queue instance's counters in a kept counter file. */
+struct floem_counters_queue {
+    char name[48];
+    uint32_t instance;
+    uint32_t unused;
+    floem_queue_stats_t stats;
 };
 
 /* Packets counted by the calling thread's output ports so far: an element run that ends
@@ -124,8 +138,12 @@ uint64_t *floem_counters_open(const char *process, const char *layout, uint32_t 
 /* The slot in the counter file where the `i`-th thread started keeps its statistics
  * (zeroed), or NULL when the process has no counters. */
 floem_thread_stats_t *floem_counters_thread(int i);
+/* Queue `name`'s `count` instances are counted by this process: floem_counters_keep writes
+ * their counters too. */
+void floem_counters_queue(const char *name, floem_queue_t *const *instances, int count);
 /* With FLOEM_COUNTERS_DIR set (`floem run --stats`), write the counter file as it is now
- * to $FLOEM_COUNTERS_DIR/PROCESS.counters (when the process ends). */
+ * to $FLOEM_COUNTERS_DIR/PROCESS.counters (when the process ends), with the counters of
+ * the queues it counts. */
 void floem_counters_keep(const char *process);
 /* Print the counters as a table, one line per element. */
 void floem_counters_report(FILE *out, const char *process, const char *layout,
