@@ -329,9 +329,12 @@ def _decisions(ir: ProgramIR, entry: ElementNode, port: str, seg: SegmentIR,
             if v in seg.elements and v not in reached:
                 reached.add(v)
                 frontier.append(v)
+    region = ir.graph.subgraph(reached)
+    if not nx.is_directed_acyclic_graph(region):
+        return []                       # a loop in the segment: no place surely decides
     defined_in: dict[str, set[str]] = {}
     result = []
-    for name in nx.lexicographical_topological_sort(ir.graph.subgraph(reached)):
+    for name in nx.lexicographical_topological_sort(region):
         n = ir.node(name)
         feeds = []
         for u, _, d in ir.in_edges(name):

@@ -71,6 +71,7 @@ uint64_t *floem_counters_open(const char *process, const char *layout, uint32_t 
     memcpy(base + sizeof *h, layout, layout_bytes);
     counters_file = base;
     counters_file_bytes = bytes;
+    floem_thread_stats_slot = floem_counters_thread;
     return (uint64_t *)(base + offset);
 }
 

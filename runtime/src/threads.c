@@ -3,7 +3,6 @@
 #define _GNU_SOURCE
 #endif
 #include "floem/runtime.h"
-#include "floem/counters.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -33,6 +32,7 @@ struct thread {
 };
 
 static struct thread threads[FLOEM_MAX_THREADS];
+floem_thread_stats_t *(*floem_thread_stats_slot)(int i);
 static int n_threads, n_reported;
 static _Thread_local floem_thread_stats_t *self;
 static _Thread_local uint64_t turn_start;
@@ -98,7 +98,7 @@ void floem_thread_spawn(const char *segment, void *(*fn)(void *), int index, int
     struct thread *t = &threads[n_threads];
     memset(t, 0, sizeof *t);
     t->fn = fn;
-    t->stats = floem_counters_thread(n_threads);
+    t->stats = floem_thread_stats_slot != NULL ? floem_thread_stats_slot(n_threads) : NULL;
     if (t->stats == NULL)
         t->stats = &t->own;
     snprintf(t->stats->segment, sizeof t->stats->segment, "%s", segment);
