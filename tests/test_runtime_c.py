@@ -1,9 +1,10 @@
-"""The C runtime's queue, cache and kept-frame tests (runtime/tests/), compiled and run here.
+"""The C runtime's queue, cache, kept-frame and packet-trace tests (runtime/tests/),
+compiled and run here.
 
 Queue unit tests run optimised and under ASan+UBSan; the queue stress test (several
 producer and consumer threads, millions of entries) runs optimised and under TSan.
 Both also run for the NIC platforms' CPUs (Arm64, big-endian MIPS64) under qemu when
-the cross compilers are installed.
+the cross compilers are installed, and so does the packet-trace test.
 """
 from __future__ import annotations
 
@@ -103,3 +104,18 @@ def test_kept_frames_foreign_cpu(cpu: str, tmp_path) -> None:
     exe = build(tmp_path, "test_frames", "none", [*compiler, "-static"], runtime="frames.c",
                 defines=["FLOEM_NET_PCAP"])
     assert run(exe, "0.2", emulator=emulator).startswith("ok: ")
+
+
+@pytest.mark.parametrize("sanitizer", ["address,undefined", "thread", "none", "mips64"])
+def test_trace_events_pending_packets_and_the_bounded_buffer(sanitizer: str, tmp_path) -> None:
+    """runtime/tests/test_trace.c: the trace file it writes is read back (also on the
+    big-endian MIPS64 of the LiquidIO, under qemu)."""
+    if sanitizer in FOREIGN:
+        compiler, emulator = FOREIGN[sanitizer]
+        if shutil.which(compiler[0]) is None or shutil.which(emulator) is None:
+            pytest.skip(f"{compiler[0]} or {emulator} is not installed")
+        exe = build(tmp_path, "test_trace", "none", [*compiler, "-static"], runtime="trace.c")
+    else:
+        compiler, emulator = None, None
+        exe = build(tmp_path, "test_trace", sanitizer, runtime="trace.c")
+    assert run(exe, str(tmp_path), emulator=emulator).startswith("ok: ")

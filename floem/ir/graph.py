@@ -201,6 +201,14 @@ class MainIR:
 
 
 @dataclass
+class TraceFilter:
+    """The ``--trace-filter`` expression as the front end read it (``trace_packets``)."""
+
+    info: BodyInfo                      # its analysis; its body's code is the expression alone
+    values: int                         # port values it names (v0, v1, ...): highest index + 1
+
+
+@dataclass
 class ProgramIR:
     """Everything the passes share: the graph plus program-level tables.
 
@@ -226,6 +234,7 @@ class ProgramIR:
     warnings: list[str] = field(default_factory=list)
     # Results of passes, for later passes and code generation:
     main_info: BodyInfo | None = None       # parse_bodies: the analysed floem.main code
+    trace_filter: TraceFilter | None = None     # trace_packets: the --trace-filter expression
     main_process: str | None = None         # placement: the process holding main
     planned: bool = False                   # plan_code: processes and elements have plans
     main_body: str | None = None            # plan_code: floem.main lowered to plain C

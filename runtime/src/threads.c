@@ -15,7 +15,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define FLOEM_MAX_THREADS 256
 
 _Thread_local int floem_core_id;
 _Thread_local uint64_t floem_packet_seq;
@@ -28,10 +27,12 @@ struct thread {
     void *(*fn)(void *);
     uint64_t start_ns, start_cpu_ns;
     bool ended;
-    floem_thread_stats_t stats;
+    floem_thread_stats_t *stats;    /* in the counter file (floem stats reads it), or `own` */
+    floem_thread_stats_t own;
 };
 
 static struct thread threads[FLOEM_MAX_THREADS];
+floem_thread_stats_t *(*floem_thread_stats_slot)(int i);
 static int n_threads, n_reported;
 static _Thread_local floem_thread_stats_t *self;
 static _Thread_local uint64_t turn_start;
@@ -58,11 +59,11 @@ static void add(uint64_t *counter, uint64_t n)
 static void *run_thread(void *arg)
 {
     struct thread *t = arg;
-    self = &t->stats;
+    self = t->stats;
     __atomic_store_n(&t->start_cpu_ns, clock_ns(CLOCK_THREAD_CPUTIME_ID), __ATOMIC_RELAXED);
     turn_start = floem_now_ns();
     __atomic_store_n(&t->start_ns, turn_start, __ATOMIC_RELEASE);
-    void *result = t->fn((void *)(intptr_t)t->stats.index);
+    void *result = t->fn((void *)(intptr_t)self->index);
     __atomic_store_n(&self->cpu_ns, clock_ns(CLOCK_THREAD_CPUTIME_ID) - t->start_cpu_ns,
                      __ATOMIC_RELAXED);
     __atomic_store_n(&self->wall_ns, floem_now_ns() - t->start_ns, __ATOMIC_RELAXED);
@@ -97,8 +98,11 @@ void floem_thread_spawn(const char *segment, void *(*fn)(void *), int index, int
     struct thread *t = &threads[n_threads];
     memset(t, 0, sizeof *t);
     t->fn = fn;
-    snprintf(t->stats.segment, sizeof t->stats.segment, "%s", segment);
-    t->stats.index = index;
+    t->stats = floem_thread_stats_slot != NULL ? floem_thread_stats_slot(n_threads) : NULL;
+    if (t->stats == NULL)
+        t->stats = &t->own;
+    snprintf(t->stats->segment, sizeof t->stats->segment, "%s", segment);
+    t->stats->index = index;
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     if (cpu >= 0)
@@ -158,7 +162,7 @@ bool floem_thread_stats(int i, floem_thread_stats_t *out)
     if (i < 0 || i >= n_reported)
         return false;
     struct thread *t = &threads[i];
-    floem_thread_stats_t *s = &t->stats;
+    floem_thread_stats_t *s = t->stats;
     memcpy(out->segment, s->segment, sizeof out->segment);
     out->index = s->index;
     out->runs = __atomic_load_n(&s->runs, __ATOMIC_RELAXED);

@@ -56,11 +56,19 @@ void floem_idle_wait(void);
  * scaled by the share of its runnable time it was on a core, it estimates the CPU
  * time the runs took: (busy_ns - waited_ns) * cpu_ns / (wall_ns - slept_ns).
  */
+/* Threads a process starts at most (floem_thread_spawn). */
+#define FLOEM_MAX_THREADS 256
+
 typedef struct {
     char segment[48];
     int index;
     uint64_t runs, packets, busy_ns, waited_ns, idle_ns, slept_ns, cpu_ns, wall_ns;
 } floem_thread_stats_t;
+
+/* Where the i-th thread started keeps its statistics, zeroed (NULL: in the runtime's own
+ * memory); floem_counters_open sets it, so that they are in the counter file `floem stats`
+ * reads. */
+extern floem_thread_stats_t *(*floem_thread_stats_slot)(int i);
 
 /* End of one turn of a segment thread's loop: account it as busy or idle (floem_idle),
  * and back off when idle. */

@@ -298,6 +298,7 @@ void floem_init(void)
     floem_shared_bytes = floem_layout(0, false);
     floem_shared = floem_shared_attach(floem_shared_bytes, &creator);
     floem_layout((uintptr_t)floem_shared, creator);
+    floem_counters_queue("requests", requests_inst, 1);
     if (creator)
         floem_shared_ready(floem_shared);
 }
@@ -351,7 +352,7 @@ static int floem_main(int argc, char **argv)
     while (__atomic_load_n(&done->count, __ATOMIC_ACQUIRE) < 25)
         usleep(1000);
 
-#line 355 "queue_two_channels.c"
+#line 356 "queue_two_channels.c"
     return 0;
 }
 
