@@ -103,7 +103,9 @@ void access_done(floem_sync_t *s, uint64_t i);
 
 /* Worker wrappers returning the payload (after the 8-byte entry header). */
 void *floem_sync_enq_reserve(floem_sync_t *s);                    /* to_host; NULL when none free yet */
-void floem_sync_enq_commit(floem_sync_t *s, void *payload, uint16_t channel);
+/* Commit a reserved entry on `channel`, `bytes` of whose payload the worker wrote (only
+ * those cross to the host). */
+void floem_sync_enq_commit(floem_sync_t *s, void *payload, uint16_t channel, size_t bytes);
 /* After a reserve found nothing: true when the host holds the next entry as of the latest
  * completed read (the queue is full: a lossy enqueue drops), false while that is not known
  * yet (no read has covered the entry: try again, running the manager if nobody else does). */
