@@ -62,6 +62,7 @@
 #define _GNU_SOURCE
 #endif
 #include "floem/sync.h"
+#include "floem/runtime.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -566,11 +567,18 @@ static void issue_writes(floem_sync_t *s, bool force)
     }
 }
 
+/* A sum of the manager's cursors: it grows exactly when a round moves entries. */
+static uint64_t progress(const floem_sync_t *s)
+{
+    return s->writing + s->modified + __atomic_load_n(&s->reading, __ATOMIC_RELAXED) + s->seen;
+}
+
 void floem_sync_manage(floem_sync_t *s)
 {
     if (__atomic_exchange_n(&s->manager_lock, 1, __ATOMIC_ACQUIRE))
         return;
     floem_fault_point();
+    uint64_t before = progress(s);
     retire_writes(s);
     if (s->read_pending && dma_done(&s->read_req))
         finish_read(s);
@@ -578,6 +586,8 @@ void floem_sync_manage(floem_sync_t *s)
     floem_fault_point();
     if (!s->read_pending)
         issue_read(s);
+    if (progress(s) != before)
+        floem_idle_reset();     /* work: the calling thread's idle waits spin again */
     unlock(&s->manager_lock);
 }
 

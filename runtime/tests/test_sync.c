@@ -1,7 +1,8 @@
 /* Tests of the queue synchronization layer (floem/sync.h) against host queues (floem/queue.h).
  *
  * Build: cc -std=c11 -Wall -Wextra -Werror -pthread -Iruntime/include runtime/tests/test_sync.c
- *        runtime/src/sync.c runtime/src/dma.c runtime/src/count.c runtime/src/queue.c -o test_sync
+ *        runtime/src/sync.c runtime/src/dma.c runtime/src/count.c runtime/src/queue.c
+ *        runtime/src/threads.c runtime/src/shared.c -o test_sync
  * (with -DFLOEM_SYNC_BLOCKING for the blocking, unbatched layer).
  *   test_sync            single-threaded cases (cursor states only in the batched layer)
  *   test_sync e2e SCALE  threaded end to end: host threads on the host queue, NIC workers
