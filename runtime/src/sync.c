@@ -712,12 +712,29 @@ void floem_sync_flush(floem_sync_t *s)
 
 #endif
 
-void *floem_sync_enq_reserve(floem_sync_t *s)
+/* The wrappers' next entry; when there is none, the worker runs a manager round itself (it
+ * returns at once if a manager is in one) and looks again: a worker that waits does not wait
+ * for a manager thread to be scheduled, so manager threads can back off (sleep) when idle. */
+static struct floem_queue_entry *take_or_manage(floem_sync_t *s)
 {
-    check_dir(s, FLOEM_SYNC_TO_HOST);
     lock_workers(s);
     struct floem_queue_entry *e = take_next(s);
     unlock_workers(s);
+#ifndef FLOEM_SYNC_BLOCKING
+    if (e == NULL) {
+        floem_sync_manage(s);
+        lock_workers(s);
+        e = take_next(s);
+        unlock_workers(s);
+    }
+#endif
+    return e;
+}
+
+void *floem_sync_enq_reserve(floem_sync_t *s)
+{
+    check_dir(s, FLOEM_SYNC_TO_HOST);
+    struct floem_queue_entry *e = take_or_manage(s);
     if (e == NULL)
         return NULL;
     floem_fault_point();
@@ -738,9 +755,7 @@ void floem_sync_enq_commit(floem_sync_t *s, void *payload, uint16_t channel, siz
 void *floem_sync_deq_acquire(floem_sync_t *s, uint16_t *channel)
 {
     check_dir(s, FLOEM_SYNC_FROM_HOST);
-    lock_workers(s);
-    struct floem_queue_entry *e = take_next(s);
-    unlock_workers(s);
+    struct floem_queue_entry *e = take_or_manage(s);
     if (e == NULL)
         return NULL;
     floem_fault_point();

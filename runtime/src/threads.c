@@ -113,10 +113,10 @@ void floem_thread_spawn(const char *segment, void *(*fn)(void *), int index, int
     n_reported = n_threads;
 }
 
-/* The calling thread's back-off (floem_idle_wait): idle waits since it last did work, and
- * its next sleep. */
+/* The calling thread's back-off (floem_idle_wait): idle waits since it last did work, when
+ * its yielding phase started, and its next sleep. */
 static _Thread_local unsigned idle_waits;
-static _Thread_local uint64_t idle_sleep_ns;
+static _Thread_local uint64_t idle_yield_start_ns, idle_sleep_ns;
 static _Thread_local bool idle_slack_set;
 
 void floem_idle_reset(void)
@@ -131,6 +131,13 @@ void floem_idle_wait(void)
         floem_cpu_relax();
         return;
     }
+    uint64_t now = floem_now_ns();
+    if (idle_waits == FLOEM_IDLE_SPINS + 1)
+        idle_yield_start_ns = now;
+    if (now - idle_yield_start_ns < FLOEM_IDLE_YIELD_NS) {
+        sched_yield();
+        return;
+    }
     if (!idle_slack_set) {
         /* Sleep about as long as asked: the default timer slack (50 us) would stretch every
          * short sleep to about the bound. */
@@ -141,9 +148,8 @@ void floem_idle_wait(void)
     if (idle_sleep_ns > FLOEM_IDLE_SLEEP_MAX_NS)
         idle_sleep_ns = FLOEM_IDLE_SLEEP_MAX_NS;
     struct timespec t = {0, (long)idle_sleep_ns};
-    uint64_t start = floem_now_ns();
     nanosleep(&t, NULL);
-    floem_thread_slept(floem_now_ns() - start);
+    floem_thread_slept(floem_now_ns() - now);
 }
 
 void floem_iteration_end(void)

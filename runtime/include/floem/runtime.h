@@ -42,18 +42,20 @@ void floem_threads_begin(void);
 /* Nonzero for the thread's current packet when its source found nothing to do. */
 extern _Thread_local int floem_idle;
 /* Back off after an idle packet, or while waiting for something: the first FLOEM_IDLE_SPINS
- * calls since the thread last did work spin (a pause each); later ones sleep,
- * FLOEM_IDLE_SLEEP_MIN_NS first and twice as long each time after, up to
- * FLOEM_IDLE_SLEEP_MAX_NS (counted as slept). Sleeping, not sched_yield, lets the other
- * threads of a small machine run: a thread that only yields stays runnable, and on a 2-core
- * host NIC threads that yielded kept host threads off the cores (docs/benchmarks.md). */
+ * calls since the thread last did work spin (a pause each), then for FLOEM_IDLE_YIELD_NS each
+ * call yields the core, and after that each call sleeps, FLOEM_IDLE_SLEEP_MIN_NS first and
+ * twice as long each time after, up to FLOEM_IDLE_SLEEP_MAX_NS (counted as slept). Sleeping,
+ * not only sched_yield, lets the other threads of a small machine run: a thread that only
+ * yields stays runnable, and on a 2-core host NIC threads that yielded kept host threads off
+ * the cores (docs/benchmarks.md). */
 void floem_idle_wait(void);
 /* The thread did work: its next idle waits spin again (floem_iteration_end calls it after a
  * busy turn, floem_sync_manage after a round that moved entries). */
 void floem_idle_reset(void);
 #define FLOEM_IDLE_SPINS 64
-#define FLOEM_IDLE_SLEEP_MIN_NS 1000
-#define FLOEM_IDLE_SLEEP_MAX_NS 64000
+#define FLOEM_IDLE_YIELD_NS 50000
+#define FLOEM_IDLE_SLEEP_MIN_NS 2000
+#define FLOEM_IDLE_SLEEP_MAX_NS 128000
 
 /* What a segment thread did, measured as it ran (cheap enough to be always on).
  *
