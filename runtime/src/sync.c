@@ -26,11 +26,12 @@
  * try-lock, so any number of threads may call floem_sync_manage.
  *
  * Manager round: retire completed write-backs (writing advances); when the read has
- * completed, scan the fetched status words and advance `reading` over the ready
- * prefix, giving the unready tail back to invalid (`invalid` = `reading`) to be read
- * again; write back modified entries, a full batch at a time or a partial one when no
- * entry was finished since the previous round; issue the next read (a full batch, or
- * whatever is invalid when the workers have nothing valid left).
+ * completed, advance `reading` over what it made NIC-owned (to_host: positions below the
+ * host's release count + size; from_host: the fetched prefix, see below), giving the
+ * rest back to invalid (`invalid` = `reading`) to be read again; write back modified
+ * entries, a full batch at a time or a partial one when no entry was finished since the
+ * previous round; issue the next read (when a batch of slots is free, or the workers have
+ * nothing valid left). A round that moved a cursor resets the caller's idle back-off.
  *
  * Reading from_host entries takes two reads. A single DMA read guarantees nothing about
  * the order in which it observes concurrent updates of the memory it reads (PCIe Base
@@ -41,18 +42,22 @@
  * issued after that one completed, fetches it: the host published its payload before its
  * status word, and does not touch it while the NIC owns it. Each read covers the entries
  * seen but not fetched yet and a batch beyond them, so in a steady stream one read fetches
- * a batch and sees the next. (to_host reads need only the status words: the workers
- * overwrite the rest.) The blocking variant reads a from_host entry's status word, then,
- * when it is published, the rest of the entry.
+ * a batch and sees the next. Seeing reads the 8-byte headers (a descriptor each);
+ * fetching reads from the channel to the end of the used bytes the seen header gave
+ * (`fetched` records how many), and an entry whose fetched header says more was used is
+ * fetched again. to_host needs no entry read at all: the host's release count (4 bytes)
+ * says which entries are free, and the workers overwrite them. The blocking variant reads
+ * a from_host entry's header, then, when it is published, its channel and used bytes.
  *
  * Fault points (floem_fault_point, FLOEM_FAULTS stall=...): the worker wrappers and
  * access_done while the worker holds an entry, and a manager round after taking the
  * manager lock and between its write-backs and its read.
  *
- * Write-back of to_host entries [a, b) is one request: the bytes of the run from
- * entry a's channel to the end of entry b - 1 (two descriptors when the run wraps),
- * then entry a's status word. The run carries the status words of a + 1 .. b - 1
- * already published; that is safe because a host consumer only looks at an entry
+ * Write-back of to_host entries [a, b) is one request: entry a from its channel and
+ * entries a + 1 .. b - 1 from their status words, each to the end of its used bytes (a
+ * descriptor each, merged where an entry is used to its end and the next follows it),
+ * then entry a's status word; b - a is what max_descriptors allows. The run carries the
+ * status words of a + 1 .. b - 1 already published; that is safe because a host consumer only looks at an entry
  * after the one before it, and entry a's status, stored by the last descriptor,
  * publishes the whole run. Only the order between descriptors matters, as with real
  * DMA hardware. Write-back of from_host entries is their status words only, one
