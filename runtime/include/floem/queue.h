@@ -180,24 +180,30 @@ static inline void floem_queue_count_shared_(uint64_t *counter)
 }
 
 /* Claim the entry under the shared cursor whose status is `turn(cursor) + offset`;
- * NULL when the entry at the cursor is behind that turn (full or empty). */
+ * NULL when the entry at the cursor is behind that turn (full or empty). The cursor is
+ * advanced with release and read with acquire: a thread that claims entry i + 1 after
+ * another claimed i has seen what that one saw of i's status word. That matters when a
+ * writer publishes a run with one store, i's status, after the rest of the run, as the
+ * NIC's sync layer does (floem/sync.h): i + 1's own status word may be stored before its
+ * payload, and only i's status orders them (x86 gives this for free; ThreadSanitizer and
+ * weaker CPUs need the orderings). */
 static inline struct floem_queue_entry *floem_queue_claim_shared_(floem_queue_t *q,
                                                                   uint64_t *shared, uint32_t offset)
 {
     uint32_t size = floem_queue_size_(q);
-    uint64_t cursor = __atomic_load_n(shared, __ATOMIC_RELAXED);
+    uint64_t cursor = __atomic_load_n(shared, __ATOMIC_ACQUIRE);
     for (;;) {
         struct floem_queue_entry *e = floem_queue_entry_(q, cursor);
         uint32_t status = __atomic_load_n(&e->status, __ATOMIC_ACQUIRE);
         int32_t lead = (int32_t)(status - (floem_queue_free_turn_(cursor) + offset));
         if (lead == 0) {
             if (__atomic_compare_exchange_n(shared, &cursor, floem_queue_next_(cursor, size), true,
-                                            __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+                                            __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
                 return e;
         } else if (lead < 0) {
             return NULL;
         } else {
-            cursor = __atomic_load_n(shared, __ATOMIC_RELAXED);
+            cursor = __atomic_load_n(shared, __ATOMIC_ACQUIRE);
         }
     }
 }
