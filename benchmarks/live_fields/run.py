@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Only live fields vs the whole per-packet state across a NIC -> CPU queue.
 
-Usage: python3 benchmarks/live_fields/run.py [--repeats 7] [--quarters 1,2,3,4] [--packets N] [--nic-managers N]
+Usage: python3 benchmarks/live_fields/run.py [--repeats 7] [--quarters 1,2,3,4] [--packets N]
+                                             [--nic-managers N]
                                              [-- EXTRA FLOEM OPTIONS, e.g. --dma-gbps 1]
 
 Runs live.py (see README.md) with `floem run --report` (with `--nic-managers N` when
-given), once as built
-(only the live fields cross the queue) and once with --send-all-fields (the whole
+given), once as built (only the live fields cross the queue) and once with --send-all-fields (the whole
 256-byte state crosses), alternating, `--repeats` times per live fraction, and prints
 two Markdown tables: medians, and the fastest run of each configuration. Same DMA cost
 model for both (the runtime's defaults unless extra options say otherwise); both use the
@@ -55,7 +55,8 @@ def managers_text(managers):
 
 def run_once(floem, quarters, variant, packets, managers, extra):
     env = dict(os.environ, LIVE_QUARTERS=str(quarters), PACKETS=str(packets))
-    cmd = [floem, "run", "--report", "--timeout", "300"] + managers_option(managers) + VARIANTS[variant] + extra + [APP]
+    cmd = ([floem, "run", "--report", "--timeout", "300"] + managers_option(managers)
+           + VARIANTS[variant] + extra + [APP])
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
     rate, window = RATE.search(p.stdout), WINDOW.search(p.stderr)
     report, entry = REPORT.search(p.stderr), ENTRY.search(p.stderr)

@@ -2,13 +2,14 @@
 """Sync layer vs blocking unbatched DMA: NIC -> CPU transfer of 32/64/128/256-byte entries.
 
 Usage: python3 benchmarks/sync_layer/run.py [--repeats 7] [--sizes 32,64,128,256]
-                                            [--packets-sync N] [--packets-blocking N] [--nic-managers N]
+                                            [--packets-sync N] [--packets-blocking N]
+                                            [--nic-managers N]
                                             [-- EXTRA FLOEM OPTIONS, e.g. --dma-latency-ns 500]
 
 Runs transfer.py (see README.md) with `floem run --report` (with `--nic-managers N` when
-given), once with
-the sync layer and once with --no-sync-layer, alternating, `--repeats` times per entry
-size, and prints two Markdown tables: medians, and the fastest run of each configuration.
+given), once with the sync layer and once with --no-sync-layer, alternating, `--repeats`
+times per entry size, and prints two Markdown tables: medians, and the fastest run of each
+configuration.
 Same DMA cost model for both (the runtime's defaults unless extra options say otherwise).
 """
 import argparse
@@ -52,7 +53,8 @@ def managers_text(managers):
 
 def run_once(floem, size, mode, packets, managers, extra):
     env = dict(os.environ, ENTRY_BYTES=str(size), PACKETS=str(packets))
-    cmd = [floem, "run", "--report", "--timeout", "300"] + managers_option(managers) + MODES[mode] + extra + [APP]
+    cmd = ([floem, "run", "--report", "--timeout", "300"] + managers_option(managers)
+           + MODES[mode] + extra + [APP])
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
     rate, window, report = RATE.search(p.stdout), WINDOW.search(p.stderr), REPORT.search(p.stderr)
     if p.returncode != 0 or not (rate and window and report) or rate.group(5) != "0":
@@ -95,7 +97,8 @@ def main():
         return max(runs, key=lambda r: r["pps"])
 
     setting = (f"{args.packets_sync} packets with the sync layer, {args.packets_blocking} blocking; "
-               f"floem run {managers_text(args.nic_managers)}{' ' + ' '.join(args.extra) if args.extra else ''}; "
+               f"floem run {managers_text(args.nic_managers)}"
+               f"{' ' + ' '.join(args.extra) if args.extra else ''}; "
                f"{os.cpu_count()} CPUs")
     for title, pick in ((f"medians of {args.repeats} alternating runs", median_run),
                         (f"fastest of the {args.repeats} runs of each configuration (the least "

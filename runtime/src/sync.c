@@ -57,7 +57,8 @@
  * entries a + 1 .. b - 1 from their status words, each to the end of its used bytes (a
  * descriptor each, merged where an entry is used to its end and the next follows it),
  * then entry a's status word; b - a is what max_descriptors allows. The run carries the
- * status words of a + 1 .. b - 1 already published; that is safe because a host consumer only looks at an entry
+ * status words of a + 1 .. b - 1 already published; that is safe because a host consumer
+ * only looks at an entry
  * after the one before it, and entry a's status, stored by the last descriptor,
  * publishes the whole run. Only the order between descriptors matters, as with real
  * DMA hardware. Write-back of from_host entries is their status words only, one

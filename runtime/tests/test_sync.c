@@ -307,7 +307,8 @@ static void test_states(void)
     }
     expect_cursors(&r, 0, 0, 0, 0, 8);                 /* fetching [0, 4), headers [4, 8) */
     manage_until(&r, 0, 4);
-    expect_cursors(&r, 0, 0, 0, 4, 10);                /* [0, 4) valid; fetching [4, 6), headers [6, 10) */
+    /* [0, 4) valid; fetching [4, 6), headers [6, 10). */
+    expect_cursors(&r, 0, 0, 0, 4, 10);
     CHECK(get_expect(&r, FROM_HOST, 0));
     expect_cursors(&r, 0, 0, 1, 4, 10);                /* [0, 1) modified */
     floem_sync_manage(r.s);                            /* an entry was finished: keep batching */
@@ -509,7 +510,8 @@ static void test_used_bytes(floem_sync_dir_t dir)
         /* Each entry: its header seen (8), then fetched from its channel (4 + item); headers
          * of entries not published yet come on top, a batch at most per read. */
         CHECK(dma.bytes_read >= total * (8 + 4 + sizeof(struct item)));
-        CHECK(dma.bytes_read <= total * (8 + 4 + sizeof(struct item)) + st.read_requests * 8 * batch);
+        CHECK(dma.bytes_read <=
+              total * (8 + 4 + sizeof(struct item)) + st.read_requests * 8 * batch);
         CHECK(dma.bytes_read < total * 2 * used);
     }
     ring_free(&r);
@@ -542,8 +544,9 @@ static void test_laps(floem_sync_dir_t dir, uint32_t size, uint32_t batch, uint3
     floem_dma_stats_t dma;
     floem_dma_stats(&dma);
     CHECK(dma.bytes_written ==
-          (dir == TO_HOST ? total * (FLOEM_QUEUE_ENTRY_HEADER_BYTES + sizeof(struct item)) + TRACKING_BYTES
-                          : total * 4));
+          (dir == TO_HOST
+               ? total * (FLOEM_QUEUE_ENTRY_HEADER_BYTES + sizeof(struct item)) + TRACKING_BYTES
+               : total * 4));
     ring_free(&r);
 }
 

@@ -39,8 +39,9 @@
  * different ones).
  *
  * Producer: p = floem_enq_reserve(q, multi) (NULL when full), write the payload,
- * floem_enq_commit(q, p, channel, bytes) (bytes: the payload bytes written, from p). Consumer: p = floem_deq_acquire(q, multi, &channel)
- * (NULL when empty), use the payload, floem_deq_release(q, p). Entries come out in
+ * floem_enq_commit(q, p, channel, bytes) (bytes: the payload bytes written, from p).
+ * Consumer: p = floem_deq_acquire(q, multi, &channel) (NULL when empty), use the payload,
+ * floem_deq_release(q, p). Entries come out in
  * reservation order; a reserved entry that is not committed yet holds back the ones
  * reserved after it. A consumer may hold its entry while it works; each entry has
  * its own status word, so entries held by several consumers may be released in any

@@ -64,7 +64,8 @@ void floem_idle_reset(void);
  * part of the busy time spent waiting for room in a full queue (back-pressure: the
  * work itself is busy - waited). `slept_ns` is the
  * time the thread spent blocked (not runnable): sleeping in floem_idle_wait's back-off
- * (idle, or waiting for room), in poll() in the udp backend. The thread's CPU time and lifetime are read once, at its end.
+ * (idle, or waiting for room), in poll() in the udp backend. The thread's CPU time and
+ * lifetime are read once, at its end.
  * When threads share cores, busy time includes moments the thread was preempted;
  * scaled by the share of its runnable time it was on a core, it estimates the CPU
  * time the runs took: (busy_ns - waited_ns) * cpu_ns / (wall_ns - slept_ns).

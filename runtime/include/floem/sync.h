@@ -20,7 +20,8 @@
  * entries back in batches (used payload first, then the status word), and retire
  * completed requests. Only the bytes an entry's producer wrote cross: the header's
  * `used` (floem/queue.h) says how many. A worker whose reserve or acquire finds
- * nothing runs a manager round itself (try-lock) before returning NULL. A batch that is only partly filled is still written back when the
+ * nothing runs a manager round itself (try-lock) before returning NULL. A batch that
+ * is only partly filled is still written back when the
  * workers have nothing more for it (floem_sync_manage flushes it once no
  * entry has been finished for a round). Status words and channels are kept in
  * wire (host) byte order in the shadow; the layer converts.
@@ -56,7 +57,8 @@
  * status word, and does not touch an entry the NIC owns), and only if that later read,
  * which reads the header's channel and `used` again, covered all the used bytes (else
  * it is fetched again); the blocking variant reads the header, then channel and used
- * bytes (and the rest when the header seen first said less). Of the orderings between DMA accesses, the layer relies only on one
+ * bytes (and the rest when the header seen first said less). Of the orderings between DMA
+ * accesses, the layer relies only on one
  * PCIe keeps: the write descriptors of a request land in order (posted writes). With
  * FLOEM_FAULTS the engine reorders whatever else PCIe allows (docs/nic.md, "Fault
  * injection").
