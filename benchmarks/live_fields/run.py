@@ -6,8 +6,8 @@ Usage: python3 benchmarks/live_fields/run.py [--repeats 7] [--quarters 1,2,3,4] 
                                              [-- EXTRA FLOEM OPTIONS, e.g. --dma-gbps 1]
 
 Runs live.py (see README.md) with `floem run --report` (with `--nic-managers N` when
-given), once as built (only the live fields cross the queue) and once with --send-all-fields (the whole
-256-byte state crosses), alternating, `--repeats` times per live fraction, and prints
+given), once as built (only the live fields cross the queue) and once with
+--send-all-fields (the whole 256-byte state crosses), alternating, `--repeats` times per live fraction, and prints
 two Markdown tables: medians, and the fastest run of each configuration. Same DMA cost
 model for both (the runtime's defaults unless extra options say otherwise); both use the
 sync layer. 4/4 live is the control: both variants send the same bytes, so its ratio
