@@ -71,7 +71,8 @@ def test_threads_and_reported_states_at_exit(tmp_path) -> None:
     runs, packets, busy, waited, idle, slept, cpu, wall = map(
         int, THREAD.search(result.stderr).groups())
     assert runs == packets == 250                # one per packet; idle turns are not runs
-    assert busy > 0 and idle > 0 and waited == 0 and slept == 0
+    assert busy > 0 and idle > 0 and waited == 0
+    assert 0 < slept <= idle                     # an idle thread backs off by sleeping
     assert busy + idle <= wall and 0 < cpu
     assert 1.0e9 < wall < 5e9
     # the numeric fields of the state, not the pointer

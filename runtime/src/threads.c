@@ -117,6 +117,45 @@ void floem_thread_spawn(const char *segment, void *(*fn)(void *), int index, int
     n_reported = n_threads;
 }
 
+/* The calling thread's back-off (floem_idle_wait): idle waits since it last did work, when
+ * its yielding phase started, and its next sleep. */
+static _Thread_local unsigned idle_waits;
+static _Thread_local uint64_t idle_yield_start_ns, idle_sleep_ns;
+static _Thread_local bool idle_slack_set;
+
+void floem_idle_reset(void)
+{
+    idle_waits = 0;
+    idle_sleep_ns = 0;
+}
+
+void floem_idle_wait(void)
+{
+    if (++idle_waits <= FLOEM_IDLE_SPINS) {
+        floem_cpu_relax();
+        return;
+    }
+    uint64_t now = floem_now_ns();
+    if (idle_waits == FLOEM_IDLE_SPINS + 1)
+        idle_yield_start_ns = now;
+    if (now - idle_yield_start_ns < FLOEM_IDLE_YIELD_NS) {
+        sched_yield();
+        return;
+    }
+    if (!idle_slack_set) {
+        /* Sleep about as long as asked: the default timer slack (50 us) would stretch every
+         * short sleep to about the bound. */
+        (void)prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+        idle_slack_set = true;
+    }
+    idle_sleep_ns = idle_sleep_ns == 0 ? FLOEM_IDLE_SLEEP_MIN_NS : 2 * idle_sleep_ns;
+    if (idle_sleep_ns > FLOEM_IDLE_SLEEP_MAX_NS)
+        idle_sleep_ns = FLOEM_IDLE_SLEEP_MAX_NS;
+    struct timespec t = {0, (long)idle_sleep_ns};
+    nanosleep(&t, NULL);
+    floem_thread_slept(floem_now_ns() - now);
+}
+
 void floem_iteration_end(void)
 {
 #ifdef FLOEM_COUNT_INSTRUCTIONS
@@ -126,9 +165,12 @@ void floem_iteration_end(void)
     if (self == NULL) {             /* not a thread floem_thread_spawn started */
         if (floem_idle)
             floem_idle_wait();
+        else
+            floem_idle_reset();
         return;
     }
     if (!floem_idle) {
+        floem_idle_reset();
         add(&self->runs, 1);
         __atomic_store_n(&self->packets, floem_thread_packets, __ATOMIC_RELAXED);
         add(&self->busy_ns, now - turn_start);

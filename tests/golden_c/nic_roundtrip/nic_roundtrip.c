@@ -124,7 +124,7 @@ static void to_nic_enq0(Packet *state)
     e->b = state->b;
     e->c = state->c;
     e->d = state->d;
-    floem_enq_commit(q, entry, 0);
+    floem_enq_commit(q, entry, 0, sizeof(struct to_nic_entry0));
 }
 
 /* element push_args: CallArgs, nic_roundtrip.py:68 */

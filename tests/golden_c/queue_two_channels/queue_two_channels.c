@@ -109,7 +109,7 @@ static void requests_enq0(Request *state)
     }
     struct requests_entry0 *e = entry;
     e->key = state->key;
-    floem_enq_commit(q, entry, 0);
+    floem_enq_commit(q, entry, 0, sizeof(struct requests_entry0));
 }
 
 /* element requests_enq1: Enqueue, queue_two_channels.py:66 */
@@ -127,7 +127,7 @@ static void requests_enq1(Request *state)
     struct requests_entry1 *e = entry;
     e->key = state->key;
     e->val = state->val;
-    floem_enq_commit(q, entry, 1);
+    floem_enq_commit(q, entry, 1, sizeof(struct requests_entry1));
 }
 
 /* element request_args: CallArgs, queue_two_channels.py:75 */
