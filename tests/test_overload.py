@@ -85,15 +85,17 @@ class Client:
         return reply
 
 
-def blast(port: int, server: list[int], tmp_path) -> tuple[list[dict[str, int]], int]:
-    """Run the load generator against ``port``; its per-socket counts and the most resident
-    memory the ``server`` processes had together meanwhile (sampled every 0.1 s)."""
+def blast(port: int, server: list[int], tmp_path, *templates: str,
+          sockets: int = SOCKETS) -> tuple[list[dict[str, int]], int]:
+    """Run the load generator against ``port`` (``templates``: its template mode's
+    TEMPLATES OPAQUE_AT REPLIES); its per-socket counts and the most resident memory the
+    ``server`` processes had together meanwhile (sampled every 0.1 s)."""
     exe = str(tmp_path / "udp_blast")
     compiled = subprocess.run([os.environ.get("CC", "gcc"), "-std=c11", "-Wall", "-Wextra",
                                "-Werror", "-O2", "-pthread", BLAST, "-o", exe],
                               capture_output=True, text=True, timeout=120)
     assert compiled.returncode == 0, compiled.stderr
-    proc = subprocess.Popen([exe, str(port), str(SOCKETS), str(SECONDS), str(LIMIT)],
+    proc = subprocess.Popen([exe, str(port), str(sockets), str(SECONDS), str(LIMIT), *templates],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peak = 0
     deadline = time.monotonic() + SECONDS + 60      # it gives up 30 s after sending
@@ -110,7 +112,7 @@ def blast(port: int, server: list[int], tmp_path) -> tuple[list[dict[str, int]],
     for line in out.splitlines():
         fields = line.split(": ", 1)[1].split(", ")
         counts.append({f.split()[0]: int(f.split()[1]) for f in fields})
-    assert len(counts) == SOCKETS, out
+    assert len(counts) == sockets, out
     return counts, peak
 
 

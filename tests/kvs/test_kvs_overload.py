@@ -2,7 +2,7 @@
 normally (issue 13, item 5; the echo's twin is tests/test_overload.py).
 
 A C load generator (``runtime/tests/udp_blast.c`` in template mode) sends GETs and SETs
-over a few keys from several sockets as fast as it can for `SECONDS`, every request
+over a few keys from several sockets as fast as it can for a few seconds, every request
 numbered in its opaque field, and keeps whatever comes back. SET values name their key and
 a version, so a GET's value says which SET it comes from.
 Asserted, on the CPU design and the split design (parsing and steering on the emulated NIC):
@@ -20,21 +20,18 @@ Marked slow: a few seconds of overload per design, after the build.
 """
 from __future__ import annotations
 
-import os
 import re
 import struct
-import subprocess
-import time
 
 import pytest
 
-from conftest import ROOT
+import test_overload as overload
 from kvs_server import Client, kvs_server
 from test_faults import child_named
 from test_kvs import DESIGNS, kvp
-from test_overload import RSS_BOUND_KIB, backlog_drops, rss_kib
+from test_overload import RSS_BOUND_KIB, SOCKETS, backlog_drops, rss_kib
 
-SOCKETS, SECONDS, LIMIT, KEYS = 4, 3, 5_000_000, 64
+KEYS = 64
 #: Where the opaque field is in a request datagram: the 8-byte UDP frame header, then the
 #: binary header's opaque at offset 12.
 OPAQUE_AT = 8 + 12
@@ -72,34 +69,14 @@ def read_replies(path: str) -> list[bytes]:
     return replies
 
 
-def blast(port: int, pids: list[int], tmp_path) -> tuple[list[dict[str, int]], list[list[bytes]], int]:
-    """Run the load generator against ``port``: its per-socket counts, the replies each
-    socket got, and the most resident memory the store's processes had meanwhile."""
-    exe, requests = str(tmp_path / "udp_blast"), str(tmp_path / "requests")
-    replies = str(tmp_path / "replies")
-    compiled = subprocess.run([os.environ.get("CC", "gcc"), "-std=c11", "-Wall", "-Wextra",
-                               "-Werror", "-O2", "-pthread",
-                               os.path.join(ROOT, "runtime", "tests", "udp_blast.c"), "-o", exe],
-                              capture_output=True, text=True, timeout=120)
-    assert compiled.returncode == 0, compiled.stderr
+def blast(port: int, pids: list[int],
+          tmp_path) -> tuple[list[dict[str, int]], list[list[bytes]], int]:
+    """Run the load generator against ``port`` in template mode: its per-socket counts, the
+    replies each socket got, and the most resident memory the store's processes had
+    meanwhile."""
+    requests, replies = str(tmp_path / "requests"), str(tmp_path / "replies")
     write_templates(requests)
-    proc = subprocess.Popen([exe, str(port), str(SOCKETS), str(SECONDS), str(LIMIT), requests,
-                             str(OPAQUE_AT), replies],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    peak = 0
-    deadline = time.monotonic() + SECONDS + 60
-    try:
-        while proc.poll() is None and time.monotonic() < deadline:
-            peak = max(peak, sum(rss_kib(pid) for pid in pids))
-            time.sleep(0.1)
-        out, err = proc.communicate(timeout=10)
-    finally:
-        proc.kill()
-        proc.wait()
-    assert proc.returncode == 0, err
-    counts = [{f.split()[0]: int(f.split()[1]) for f in line.split(": ", 1)[1].split(", ")}
-              for line in out.splitlines()]
-    assert len(counts) == SOCKETS, out
+    counts, peak = overload.blast(port, pids, tmp_path, requests, str(OPAQUE_AT), replies)
     return counts, [read_replies(f"{replies}.{s}") for s in range(SOCKETS)], peak
 
 
