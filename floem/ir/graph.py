@@ -243,6 +243,21 @@ class ProgramIR:
         """The `ElementNode` named ``name``."""
         return self.graph.nodes[name]["node"]
 
+    def replace_layout(self, old: StateLayout, new: StateLayout) -> None:
+        """Use per-packet state layout ``new`` wherever ``old`` is used: by elements,
+        segments, caches and in ``layouts`` (a pass extending a flow's state with fields of
+        its own)."""
+        for n in self.nodes():
+            if n.packet_state is old:
+                n.packet_state = new
+        for seg in self.segments.values():
+            if seg.packet_state is old:
+                seg.packet_state = new
+        for c in self.caches.values():
+            if c.state is old:
+                c.state = new
+        self.layouts = [new if s is old else s for s in self.layouts]
+
     def nodes(self) -> list[ElementNode]:
         """All element nodes in insertion order."""
         return [d["node"] for _, d in self.graph.nodes(data=True)]

@@ -69,13 +69,7 @@ def run(ir: ProgramIR) -> ProgramIR:
         nodes = [ir.node(n) for n in c.points.values()]
         state = _check_points(ir, c, nodes)
         extended = _extend_state(state, c)
-        for n in ir.nodes():
-            if n.packet_state is state:
-                n.packet_state = extended
-        for seg in ir.segments.values():
-            if seg.packet_state is state:
-                seg.packet_state = extended
-        ir.layouts = [extended if s is state else s for s in ir.layouts]
+        ir.replace_layout(state, extended)
         c.state = extended
         _rewire(ir, c)
         c.get_region = _region(ir, c, "get_start", "get_end")

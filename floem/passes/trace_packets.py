@@ -45,7 +45,7 @@ def run(ir: ProgramIR) -> ProgramIR:
     if not ir.options.trace:
         return ir
     for state in _carried_states(ir):
-        _replace_state(ir, state, state.extended(
+        ir.replace_layout(state, state.extended(
             [FieldLayout(TRACE_FIELD, CType("uint32_t"), state.loc)]))
     for q in ir.queues.values():
         if ir.node(q.dequeuer).packet_state is None:
@@ -70,20 +70,6 @@ def _carried_states(ir: ProgramIR) -> list[StateLayout]:
         if state is not None:
             states.setdefault(id(state), state)
     return list(states.values())
-
-
-def _replace_state(ir: ProgramIR, state: StateLayout, extended: StateLayout) -> None:
-    """Use ``extended`` wherever ``state`` was used (as `expand_caches` does)."""
-    for n in ir.nodes():
-        if n.packet_state is state:
-            n.packet_state = extended
-    for seg in ir.segments.values():
-        if seg.packet_state is state:
-            seg.packet_state = extended
-    for c in ir.caches.values():
-        if c.state is state:
-            c.state = extended
-    ir.layouts = [extended if s is state else s for s in ir.layouts]
 
 
 def _add_fields(ir: ProgramIR, name: str, uses: frozenset[str] | set[str] = frozenset(),
