@@ -127,9 +127,9 @@ class Translate(Element):
                     state->pkt->l4.udp.src_port = new_port;
                 }}
             }} else if (dst == 0x{public:08x}u && !from_inside) {{
-                uint16_t dport = floem_ntoh16(state->pkt->l4.udp.dst_port);
-                uint64_t key = dport >= {first_port}u && dport <= {last_port}u
-                    ? table->back[dport - {first_port}u] : 0;
+                uint32_t given = (uint32_t)floem_ntoh16(state->pkt->l4.udp.dst_port)
+                                 - {first_port}u;      /* wraps round below the range */
+                uint64_t key = given < {PORTS}u ? table->back[given] : 0;
                 if (key == 0 || (uint8_t)(key >> 48) != p) {{
                     __atomic_fetch_add(&drops->no_mapping, 1, __ATOMIC_RELAXED);
                 }} else {{
