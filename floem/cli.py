@@ -127,6 +127,14 @@ def build_parser() -> argparse.ArgumentParser:
                        help="queues carry the whole per-packet state, not only live fields")
         p.add_argument("--no-counters", action="store_true",
                        help="leave out the per-element packet counters (--report, floem stats)")
+        p.add_argument("--no-slicing", action="store_true",
+                       help="frames cross between CPU and NIC whole (no payload kept on the NIC)")
+        p.add_argument("--slice-threshold", type=int, default=BuildOptions.slice_threshold,
+                       metavar="BYTES", help="frames shorter than this cross whole")
+        p.add_argument("--slice-pool", type=int, default=BuildOptions.slice_pool, metavar="N",
+                       help="frames the NIC keeps at most while their headers are away")
+        p.add_argument("--slice-timeout", type=int, default=BuildOptions.slice_timeout_ms,
+                       metavar="MS", help="a kept frame not back after MS ms is reclaimed")
         for name, unit in DMA_OPTIONS.items():
             p.add_argument(f"--dma-{name.replace('_', '-')}", type=float, metavar=unit,
                            help=f"DMA cost model: {name.replace('_', ' ')} (default: runtime's)")
@@ -225,7 +233,9 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     return {**counting, "nic": args.nic, "net": args.net, "dump_after": args.dump_after,
             "report_file": args.report, "nic_managers": args.nic_managers,
             "sync_layer": not args.no_sync_layer, "send_all_fields": args.send_all_fields,
-            "counters": not args.no_counters,
+            "counters": not args.no_counters, "slicing": not args.no_slicing,
+            "slice_threshold": args.slice_threshold, "slice_pool": args.slice_pool,
+            "slice_timeout_ms": args.slice_timeout,
             "dma_model": {k: getattr(args, f"dma_{k}") for k in DMA_OPTIONS
                           if getattr(args, f"dma_{k}") is not None}}
 

@@ -141,6 +141,9 @@ class _ProcessEmitter:
             "process.c.j2", process=self.process, app_file=self.ir.app_file, c_file=c_file,
             nic=self.nic, managers=self.plan.managers, network=self.plan.network,
             net_queues=self.plan.net_queues, counters=self.plan.counters,
+            kept_frames=self.plan.kept_frames,
+            packets=any(qgen.carries_packets(self.channels[q.name]) for q in used),
+            kept_frame_timeout_ms=self.plan.kept_frame_timeout_ms,
             counter_layout=self.plan.counter_layout.splitlines(),
             dma_defaults=[(DMA_ENVIRONMENT[k], f"{v:g}" if k == "gbps" else str(int(v)))
                           for k, v in sorted(self.ir.options.dma_model.items())],

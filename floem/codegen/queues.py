@@ -2,21 +2,91 @@
 enqueue, dequeue, save and release bodies (templates/queues.c.j2).
 
 An entry of channel ``c`` of queue ``q`` is ``struct q_entry<c>``: the
-channel's live fixed-size fields, a ``<f>_len`` for each live variable-size
+channel's live fixed-size fields, a ``<f>__len`` for each live variable-size
 field, then the variable-size bytes, one field after the other, each starting
 at a multiple of 8 bytes from the payload (so a pointer to a struct that is
-not packed can point at them).
+not packed can point at them). A typed packet is variable-size too, its bytes the
+window ``slice_packets`` chose; a frame that stays by its port crosses as a pointer (a
+fixed field), and the buffer of a frame crossing between devices as a 64-bit reference
+to the frame kept by the port (0: none).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from floem.codegen.render import fragment
-from floem.ir import Device, ElementNode, FieldLayout, ProgramIR, QueueIR, StateLayout
+from floem.ir import (Device, ElementNode, FieldLayout, FrameCrossing, PacketBytes, ProgramIR,
+                      QueueIR, StateLayout)
 from floem.ir.plan import QueueSide
 
 DEFAULT_VARIABLE_BYTES = 256
+#: Room for a frame that may cross whole: the largest frame a packet I/O buffer holds.
+FRAME_BYTES = 2048
 _MACROS = "queues.c.j2"
+
+
+@dataclass(frozen=True)
+class Variable:
+    """A variable-size field a channel carries; for a typed packet, what of it crosses."""
+
+    field: FieldLayout
+    packet: PacketBytes | None = None
+    length: str | None = None           # a frame's length field, when the channel carries it
+    buffer: str | None = None           # a frame's buffer field, when the channel carries it
+    threshold: int = 0                  # frames shorter than this are not kept
+
+    @property
+    def name(self) -> str:
+        """The field's name."""
+        return self.field.name
+
+    @property
+    def frame(self) -> bool:
+        """True for a frame crossing between devices (its buffer needs handling)."""
+        return self.packet is not None and self.packet.crossing is not None
+
+    @property
+    def room(self) -> int:
+        """Bytes an entry keeps for a typed packet's bytes (plain variable-size fields share
+        `DEFAULT_VARIABLE_BYTES`)."""
+        assert self.packet is not None
+        if self.packet.window is not None and not self.packet.sliced:
+            return self.packet.window
+        return FRAME_BYTES if self.frame else DEFAULT_VARIABLE_BYTES
+
+    @property
+    def keeps(self) -> bool:
+        """An enqueue that may keep the frame by its port (sliced, leaving, buffer carried)."""
+        return (self.packet is not None and self.packet.sliced and self.buffer is not None
+                and self.packet.crossing == FrameCrossing.LEAVES)
+
+    @property
+    def leaves(self) -> bool:
+        """An enqueue by the frame's port sending it to the other device (its buffer is then
+        kept or given back)."""
+        return self.packet is not None and self.packet.crossing == FrameCrossing.LEAVES
+
+    @property
+    def splices(self) -> bool:
+        """A save by the port that puts the frame back into a buffer (its buffer carried)."""
+        return (self.packet is not None and self.packet.crossing == FrameCrossing.RETURNS
+                and self.buffer is not None)
+
+
+@dataclass(frozen=True)
+class Reference:
+    """The buffer field of a frame crossing between devices: in the entry, the 64-bit
+    reference of the frame kept by its port, or 0."""
+
+    name: str                           # the buffer field
+    frame: str                          # the frame field
+    crossing: FrameCrossing
+    kept: bool                          # the enqueue may keep the frame (``<frame>__ref``)
+
+    @property
+    def leaves(self) -> bool:
+        """Sent away from the port by this channel: kept there, or given back."""
+        return self.crossing == FrameCrossing.LEAVES
 
 
 @dataclass
@@ -26,7 +96,8 @@ class Channel:
     queue: QueueIR
     index: int
     fixed: list[FieldLayout]
-    variable: list[FieldLayout]
+    variable: list[Variable]
+    references: list[Reference]
 
     @property
     def struct(self) -> str:
@@ -36,12 +107,33 @@ class Channel:
     @property
     def empty(self) -> bool:
         """True when the channel carries no field at all."""
-        return not self.fixed and not self.variable
+        return not self.fixed and not self.variable and not self.references
+
+    @property
+    def leaving(self) -> list[tuple[str, str, bool]]:
+        """(frame, its buffer field, whether the enqueue may keep it) for each frame this
+        channel sends away from its port: once its bytes are in the entry, its buffer is
+        kept or goes back to the network."""
+        with_bytes = [(v.name, v.field.frame.buffer, v.keeps) for v in self.variable
+                      if v.leaves and v.field.frame is not None]
+        alone = [(r.frame, r.name, False) for r in self.references
+                 if r.leaves and r.frame not in {v.name for v in self.variable}]
+        return with_bytes + alone
+
+    @property
+    def dropped_buffers(self) -> list[str]:
+        """The buffer fields to give back (``floem_frame_drop``) when a packet is dropped
+        instead of crossing: the frames leaving their port, and references held away from it."""
+        return ([buffer for _, buffer, _ in self.leaving]
+                + [r.name for r in self.references if not r.leaves])
 
     @property
     def variable_room(self) -> int:
-        """Bytes an entry keeps after its fixed part: variable bytes and their alignment."""
-        return DEFAULT_VARIABLE_BYTES + 8 * len(self.variable) if self.variable else 0
+        """Bytes an entry keeps after its fixed part: variable bytes and their alignment
+        (the plain variable-size fields share `DEFAULT_VARIABLE_BYTES`)."""
+        plain = any(v.packet is None for v in self.variable)
+        return (DEFAULT_VARIABLE_BYTES * plain + sum(v.room for v in self.variable if v.packet)
+                + 8 * len(self.variable))
 
 
 def channels(ir: ProgramIR, q: QueueIR) -> list[Channel]:
@@ -50,10 +142,34 @@ def channels(ir: ProgramIR, q: QueueIR) -> list[Channel]:
     by_name = {f.name: f for f in state.fields} if state else {}
     result = []
     for c, names in enumerate(q.fields):
-        fields = [by_name[n] for n in names]
-        result.append(Channel(q, c, [f for f in fields if not f.size],
-                              [f for f in fields if f.size]))
+        packets = q.packets[c] if c < len(q.packets) else {}
+        crossing = {n: b for n, b in packets.items() if b.crossing is not None
+                    and b.crossing != FrameCrossing.STAYS}
+        buffers = {by_name[n].frame.buffer for n in crossing}
+        fixed, variable = [], []
+        for f in (by_name[n] for n in names):
+            if f.name in buffers:
+                continue
+            packet = packets.get(f.name)
+            if f.size and not (packet is not None and packet.crossing == FrameCrossing.STAYS):
+                frame = f.frame if f.name in crossing else None
+                variable.append(Variable(
+                    f, packet,
+                    frame.length if frame and frame.length in names else None,
+                    frame.buffer if frame and frame.buffer in names else None,
+                    ir.options.slice_threshold))
+            else:
+                fixed.append(f)
+        kept = {v.name for v in variable if v.keeps}
+        references = [Reference(by_name[n].frame.buffer, n, b.crossing, n in kept)
+                      for n, b in crossing.items() if by_name[n].frame.buffer in names]
+        result.append(Channel(q, c, fixed, variable, references))
     return result
+
+
+def carries_packets(chans: list[Channel]) -> bool:
+    """True when some channel carries a typed packet or a frame's reference."""
+    return any(ch.references or any(v.packet is not None for v in ch.variable) for ch in chans)
 
 
 def entry_structs(chans: list[Channel]) -> list[str]:

@@ -1,9 +1,9 @@
 """The ``--report`` text: segments, devices, cores, per-packet state and what each segment uses."""
 from __future__ import annotations
 
-from floem.codegen.queues import DEFAULT_VARIABLE_BYTES, Channel, channels
+from floem.codegen.queues import Channel, Variable, channels
 from floem.ir.sizes import entry_size, field_size, state_size
-from floem.ir import ProgramIR, QueueIR
+from floem.ir import TO_THE_END, FrameCrossing, PacketBytes, ProgramIR, QueueIR
 
 
 def report(ir: ProgramIR) -> str:
@@ -52,13 +52,16 @@ def _queue(ir: ProgramIR, q: QueueIR) -> list[str]:
     for ch in channels(ir, q):
         fixed = channel_bytes(ch)
         payloads.append(fixed)
-        sent = ", ".join(f.name + (" (variable)" if f.size else "") for f in ch.fixed + ch.variable)
-        room = DEFAULT_VARIABLE_BYTES
+        sent = ", ".join([f.name for f in ch.fixed] + [_variable(v) for v in ch.variable]
+                         + [f"{r.name} (reference)" for r in ch.references])
+        room = ch.variable_room - 8 * len(ch.variable)
         if q.entry_size and fixed is not None:
             room = q.entry_size - 8 - fixed - 7 * len(ch.variable)
         extra = f" + up to {room} variable" if ch.variable else ""
         lines.append(f"    channel {ch.index}: sends {sent or '(nothing)'}: "
                      f"{_bytes(fixed)}{extra} bytes of {_bytes(whole)} per-packet state bytes")
+        lines += [f"      {v.name}: {line}" for v in ch.variable if v.packet is not None
+                  for line in packet_lines(v.packet, v.threshold)]
     if q.entry_size:
         lines.append(f"    entry: {q.entry_size} bytes (fixed by entry_size=)")
     elif None not in payloads:
@@ -67,10 +70,41 @@ def _queue(ir: ProgramIR, q: QueueIR) -> list[str]:
     return lines
 
 
+def _variable(v: Variable) -> str:
+    if v.packet is None:
+        return f"{v.name} (variable)"
+    window = "whole" if v.packet.window is None else f"bytes 0-{v.packet.window}"
+    return f"{v.name} ({window})"
+
+
+def packet_lines(packet: PacketBytes, threshold: int) -> list[str]:
+    """What of a typed packet crosses a channel, and why: the byte ranges in use after it,
+    the window, whether the payload stays by the port, or what made every byte cross."""
+    used = ", ".join(f"{lo}-{'end' if hi == TO_THE_END else hi}" for lo, hi in packet.ranges)
+    head = f"the frame {_CROSSINGS[packet.crossing]}; " if packet.crossing is not None else ""
+    if packet.window is None:
+        return ([f"{head}every byte crosses (in use after it: {used or 'none'}), because:"]
+                + [f"  {cause}" for cause in packet.causes])
+    if packet.sliced:
+        shorter = f"frames under {threshold} bytes, and " if threshold else ""
+        return [f"{head}bytes 0-{packet.window} cross, the rest stays where the frame arrived "
+                f"(sliced: away from its port, elements use bytes 0-{packet.window}); "
+                f"{shorter}any frame the pool cannot keep crosses whole"]
+    return [f"{head}bytes 0-{packet.window} cross (in use after it: {used or 'none'})"]
+
+
+_CROSSINGS = {
+    FrameCrossing.STAYS: "stays in its buffer (only its pointer crosses)",
+    FrameCrossing.LEAVES: "leaves its port's device",
+    FrameCrossing.AWAY: "is away from its port's device",
+    FrameCrossing.RETURNS: "returns to its port's device",
+}
+
+
 def channel_bytes(ch: Channel) -> int | None:
     """Bytes a channel's entries carry besides variable-size contents (None: unknown)."""
     sizes = [field_size(f) for f in ch.fixed]
-    return None if None in sizes else sum(sizes) + 4 * len(ch.variable)
+    return None if None in sizes else sum(sizes) + 4 * len(ch.variable) + 8 * len(ch.references)
 
 
 def _bytes(n: int | None) -> str:

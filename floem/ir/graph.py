@@ -94,12 +94,15 @@ class PacketBytes:
     """What a queue channel carries of one typed packet field: the byte ranges live after
     it (``liveness``; a range ending at `TO_THE_END` runs to the packet's end, and
     ``causes`` say which accesses made it so), then (``slice_packets``) the window that
-    crosses, bytes ``[0, window)`` (None: the whole packet), and for a frame how it crosses."""
+    crosses, bytes ``[0, window)`` (None: the whole packet), for a frame how it crosses, and
+    whether its payload stays by the port (``sliced``: the window is then the header part
+    the other side uses, and a frame that crossed whole crosses whole again)."""
 
     ranges: list[tuple[int, int]]
     causes: list[str] = field(default_factory=list)
     window: int | None = None
     crossing: FrameCrossing | None = None
+    sliced: bool = False
 
     @property
     def whole(self) -> bool:

@@ -26,6 +26,10 @@ class BuildOptions:
     count_instructions: bool = False        # --count-instructions: the NIC build counts (emu)
     cache_steering: bool = True             # caches steer misses by key to queue instances
     counters: bool = True                   # --no-counters: no per-element packet counters
+    slicing: bool = True                    # --no-slicing: frames cross CPU-NIC whole
+    slice_threshold: int = 512              # --slice-threshold: shorter frames cross whole
+    slice_pool: int = 1024                  # --slice-pool: frames kept at most on the NIC
+    slice_timeout_ms: int = 1000            # --slice-timeout: a kept frame is reclaimed after
 
     def __post_init__(self) -> None:
         if self.nic not in NIC_PLATFORMS:
@@ -37,6 +41,11 @@ class BuildOptions:
             raise FloemError(f"unknown DMA model options: {', '.join(sorted(unknown))}")
         if self.net not in NET_BACKENDS:
             raise FloemError(f"--net must be one of {', '.join(NET_BACKENDS)}, not {self.net!r}")
+        for name in ("slice_threshold", "slice_pool", "slice_timeout_ms"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                flag = "--" + name.replace("_ms", "").replace("_", "-")
+                raise FloemError(f"{flag} must be a whole number, 0 or more, not {value!r}")
         if self.count_instructions and self.nic != "emu":
             raise FloemError("--count-instructions runs the NIC natively under callgrind: "
                              "use --nic emu")

@@ -69,13 +69,18 @@ class ProcessPlan:
     queues: dict[str, QueueSide] = field(default_factory=dict)
     counters: int = 0                    # element counters (0: built without them)
     counter_layout: str = ""             # their layout, one line per element
+    kept_frames: int = 0                 # slots of the pool of frames kept by the port (0: none)
+    kept_frame_timeout_ms: int = 0       # after which a kept frame is reclaimed
 
     def describe(self) -> list[str]:
         """Lines for the IR dump."""
         network = f"network with {self.net_queues} queue(s)" if self.network else "no network"
         managing = ", threads run the sync managers" if self.threads_manage else ""
         counting = f", {self.counters} element counters" if self.counters else ""
-        lines = [f"  plan: {self.managers} manager core(s){managing}, {network}{counting}"]
+        keeping = (f", keeps up to {self.kept_frames} frames for "
+                   f"{self.kept_frame_timeout_ms} ms" if self.kept_frames else "")
+        lines = [f"  plan: {self.managers} manager core(s){managing}, {network}{counting}"
+                 f"{keeping}"]
         lines += [f"  queue {name}: {side.describe()}" for name, side in self.queues.items()]
         return lines
 

@@ -9,7 +9,8 @@ from floem.ir import BuildOptions, ProgramIR
 from floem.lang.program import Program
 from floem.passes import (build_graph, check_callables, check_segments, check_types,
                           expand_caches, find_sources, liveness, lower_queues, order_graph,
-                          parse_bodies, place_memory, placement, plan_code)
+                          parse_bodies, place_memory, placement, plan_code,
+                          slice_packets)
 
 #: The passes after the front end (``build_graph``, which makes the IR from the program).
 PIPELINE: list[ModuleType] = [
@@ -24,6 +25,7 @@ PIPELINE: list[ModuleType] = [
     lower_queues,
     placement,
     place_memory,
+    slice_packets,
     plan_code,
 ]
 

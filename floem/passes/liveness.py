@@ -15,8 +15,8 @@ Before: bodies analysed; queues as enqueue/dequeue elements.
 
 After: ``QueueIR.fields[c]`` lists the fields channel ``c`` carries (in state
 layout order; every field with the ``send_all_fields`` option, for comparison);
-``QueueIR.packets[c]`` says, for each typed packet field it carries, the byte ranges that
-elements after it read or write (a range to the packet's end where an access cannot be
+``QueueIR.packets[c]`` says, for each typed packet field it carries (and each frame whose
+buffer it carries), the byte ranges that elements after it read or write (a range to the packet's end where an access cannot be
 bounded, with the elements and lines that made it so); each segment's ``uses`` is the set of fields its elements read;
 ``read_first`` the fields some path from its source reads before writing (the
 per-packet state is zeroed for each packet only when there are such fields);
@@ -179,7 +179,8 @@ def _packet_bytes(ir: ProgramIR, succ: dict[str, list[str]], q: QueueIR, c: int)
         return {}
     result = {}
     for f in state.fields:
-        if not f.typed_packet or f.name not in q.fields[c]:
+        buffer = f.frame.buffer if f.frame is not None else None
+        if not f.typed_packet or (f.name not in q.fields[c] and buffer not in q.fields[c]):
             continue
         ranges: list[Range] = []
         causes: list[str] = []

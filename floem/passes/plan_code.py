@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import deque
 
 from floem import csrc
-from floem.ir import (Device, ElementNode, Home, ProcessIR, ProgramIR, QueueIR, Role,
+from floem.ir import (Device, ElementNode, FrameCrossing, Home, ProcessIR, ProgramIR, QueueIR, Role,
                       SegmentIR, SegmentKind)
 from floem.ir.plan import (ElementCounters, ElementPlan, ProcessPlan, QueueSide, join_slot,
                            port_function)
@@ -31,7 +31,8 @@ NAME = "plan_code"
 #: (with -g: 28 s and 1.3 GB for 1,000 elements; 0.2 s for 100).
 INLINE_DEPTH = 64
 #: What this pass needs done before it, and what it gives the passes after it.
-REQUIRES = frozenset({"processes", "state_homes", "queue_sides", "queues_lowered", "bodies"})
+REQUIRES = frozenset({"processes", "state_homes", "queue_sides", "queues_lowered", "bodies",
+                      "packet_windows"})
 PROVIDES = frozenset({"code_plan"})
 
 
@@ -62,12 +63,16 @@ def _process_plan(ir: ProgramIR, proc: ProcessIR) -> ProcessPlan:
     syncs = ir.options.sync_layer and any(nic and q.home == Home.HOST for q in touched)
     networked = [s for s in proc.segments
                  if any(ir.node(e).uses_network for e in ir.segments[s].elements)]
+    keeps = any(b.sliced and b.crossing == FrameCrossing.LEAVES and _enqueues(q, mine)
+                for q in touched for carried in q.packets for b in carried.values())
     return ProcessPlan(
         managers=configured if syncs else 0,        # else the managers have nothing to do
         threads_manage=nic and configured == 0,
         network=any(n.uses_network for n in nodes),
         net_queues=max([len(ir.segments[s].cores) for s in networked] or [1]),
-        queues={q.name: _side(q, mine, nic, configured) for q in touched})
+        queues={q.name: _side(q, mine, nic, configured) for q in touched},
+        kept_frames=ir.options.slice_pool if keeps else 0,
+        kept_frame_timeout_ms=ir.options.slice_timeout_ms if keeps else 0)
 
 
 def _enqueues(q: QueueIR, mine: set[str]) -> bool:

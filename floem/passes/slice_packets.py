@@ -1,0 +1,126 @@
+"""Which bytes of each typed packet cross each queue, and which frames keep their payload
+where they arrived (payload slicing, after NFSlicer; docs/slicing.md).
+
+Before: liveness found the byte ranges each queue channel's typed packets need
+(``QueueIR.packets``); queues know their two devices.
+
+After: every ``PacketBytes`` has its ``window``, the bytes ``[0, window)`` that cross
+(None: the whole packet, its size expression), and a frame its ``crossing``, relative to
+the device whose process owns the network port (where the frame's buffer is):
+
+* ``stays``: both ends by the port. The frame stays in its buffer; its pointer, length
+  and buffer cross as plain fields (no byte is copied).
+* ``leaves``: from the port's device to the other. The window crosses; the frame's
+  buffer is kept in the pool of kept frames (``sliced``) or freed.
+* ``away``: both ends on the other device: the window and the kept frame's reference.
+* ``returns``: back to the port's device: the window is written onto the kept frame
+  (spliced), or into a new buffer when the frame crossed whole.
+
+A frame is sliced when ``--no-slicing`` is not given, it leaves its port's device and
+comes back (some channel returns it), and every element on the other device reaches its
+bytes through members only (``state->pkt->ip.ttl``): the window is then the bytes up to
+the last one any of them reads or writes, the same for every channel of that frame, and
+the payload after it never crosses. At run time a frame shorter than
+``--slice-threshold``, or one that finds the pool full, crosses whole instead, and the
+channels that follow carry it whole::
+
+    rx (NIC): StoreFrame -> CheckFrame -> q1      q1 leaves: window 54 (sliced)
+    nf (CPU): q1 -> Firewall -> q2                q2 returns: window 54 (sliced)
+    tx (NIC): q2 -> LoadFrame -> ToNet
+"""
+from __future__ import annotations
+
+from floem.errors import FloemError
+from floem.ir import (TO_THE_END, Device, FieldLayout, FrameCrossing, PacketBytes, ProgramIR,
+                      QueueIR)
+
+NAME = "slice_packets"
+#: What this pass needs done before it, and what it gives the passes after it.
+REQUIRES = frozenset({"queue_fields", "queue_sides"})
+PROVIDES = frozenset({"packet_windows"})
+
+
+def run(ir: ProgramIR) -> ProgramIR:
+    """Set the window of every typed packet a queue carries, and how each frame crosses."""
+    ports = {ir.segments[n.segment].device for n in ir.nodes() if n.uses_network}
+    crossings = [(q, c, (_state(ir, q), name), bytes_) for q in ir.queues.values()
+                 for c, carried in enumerate(q.packets) for name, bytes_ in carried.items()]
+    for q, _, (state, name), bytes_ in crossings:
+        f = ir.node(q.dequeuer).packet_state.field(name)
+        bytes_.window = _window(bytes_.ranges)
+        if f.frame is not None:
+            bytes_.crossing = _crossing(q, f, ports)
+    for frame, away in _sliced(ir, crossings, ports).items():
+        for _, _, key, bytes_ in crossings:
+            if key == frame and bytes_.crossing != FrameCrossing.STAYS:
+                bytes_.window = away
+                bytes_.sliced = True
+    return ir
+
+
+def _state(ir: ProgramIR, q: QueueIR) -> str:
+    state = ir.node(q.dequeuer).packet_state
+    assert state is not None                  # it carries a typed packet
+    return state.name
+
+
+def _window(ranges: list[tuple[int, int]]) -> int | None:
+    """Bytes from the packet's start up to the last one in use (None: up to its end)."""
+    end = max((hi for _, hi in ranges), default=0)
+    return None if end == TO_THE_END else end
+
+
+def _crossing(q: QueueIR, f: FieldLayout, ports: set[Device]) -> FrameCrossing:
+    if q.enq_device != q.deq_device and len(ports) > 1:
+        raise FloemError(f"queue {q.name} carries frame '{f.name}' between CPU and NIC, but "
+                         "both have packet I/O elements: a frame's buffer belongs to one "
+                         "device's port, so keep FromNet/ToNet on one side", q.loc.file,
+                         q.loc.line)
+    port = next(iter(ports), q.enq_device)
+    if q.enq_device == port:
+        return FrameCrossing.STAYS if q.deq_device == port else FrameCrossing.LEAVES
+    return FrameCrossing.RETURNS if q.deq_device == port else FrameCrossing.AWAY
+
+
+def _sliced(ir: ProgramIR, crossings: list[tuple[QueueIR, int, tuple[str, str], PacketBytes]],
+            ports: set[Device]) -> dict[tuple[str, str], int]:
+    """The window of each frame (state and field) that keeps its payload by the port: it
+    leaves, comes back, its buffer crosses with its bytes everywhere (so the other side
+    knows a kept frame from a whole one), and every element away from the port touches it
+    through bounded members only. A frame that could be sliced but for such an element is
+    warned about, with the element and line."""
+    if not ir.options.slicing or len(ports) != 1:
+        return {}
+    port = next(iter(ports))
+    result = {}
+    for frame in {key for _, _, key, b in crossings if b.crossing == FrameCrossing.LEAVES}:
+        state, name = frame
+        mine = [(q, c, b) for q, c, key, b in crossings
+                if key == frame and b.crossing != FrameCrossing.STAYS]
+        if FrameCrossing.RETURNS not in {b.crossing for _, _, b in mine}:
+            continue
+        buffer = ir.node(mine[0][0].dequeuer).packet_state.field(name).frame.buffer
+        if any(name in q.fields[c] and buffer not in q.fields[c] for q, c, _ in mine):
+            continue
+        ends, blocking = [], []
+        for n in ir.nodes():
+            use = n.info.fields.bytes.get(name) if n.info is not None else None
+            if (use is None or n.packet_state is None or n.packet_state.name != state
+                    or ir.segments[n.segment].device == port):
+                continue
+            if use.unbounded is not None:
+                line = n.info.body.app_line + use.unbounded[0] - 1
+                blocking.append(f"'{n.name}' (made at {n.loc}) at {n.info.body.app_file}:"
+                                f"{line}: {use.unbounded[1]}")
+            ends += [hi for _, hi in use.reads | use.writes]
+        if blocking:
+            ir.warnings.append(f"{mine[0][0].loc}: frame {state}.{name} crosses between "
+                               f"{port} and {_other(port)} whole, where its payload could stay "
+                               f"on the {port}, because " + "; ".join(blocking))
+        else:
+            result[frame] = max(ends, default=0)
+    return result
+
+
+def _other(device: Device) -> Device:
+    return Device.CPU if device == Device.NIC else Device.NIC
