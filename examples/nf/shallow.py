@@ -142,8 +142,8 @@ def serve(name: str, function: Callable[[], Element | Composite], where: str,
     `CheckFrame` counts (persistent state ``checks``, printed by ``--report``)."""
     io, fn = PLACEMENTS[where]
     checks = CheckCounts("checks")
-    rxq = Queue(f"{name}_rxq", size=size, entry_size=2048 + 64)
-    txq = Queue(f"{name}_txq", channel=2, size=size, entry_size=2048 + 64)
+    rxq = Queue(f"{name}_rxq", size=size)
+    txq = Queue(f"{name}_txq", channel=2, size=size)
 
     class rx(Segment):
         """FromNet -> StoreFrame -> CheckFrame -> rxq; malformed frames dropped here."""

@@ -401,9 +401,11 @@ def model(kind: str, params: Mapping[str, str] | None = None) -> Function:
 
 @dataclass
 class Expected:
-    """What a function does with a capture: the frames it sends, in order, and its counts."""
+    """What a function does with a capture: the frames it sends, in order, its counts, and
+    what became of each frame (``fates[i]``: ``malformed``, ``sent`` or ``dropped``)."""
 
     sent: list[bytes] = field(default_factory=list)
+    fates: list[str] = field(default_factory=list)
     checks: Counter[str] = field(default_factory=Counter)
     drops: Counter[str] = field(default_factory=Counter)
 
@@ -415,11 +417,13 @@ def run(function: Function, frames: Sequence[bytes]) -> Expected:
         reason = check_reason(frame)
         if reason is not None:
             expected.checks[reason] += 1
+            expected.fates.append("malformed")
             continue
         expected.checks["passed"] += 1
         out = function.process(frame)
         if out is not None:
             expected.sent.append(out)
+        expected.fates.append("dropped" if out is None else "sent")
     expected.drops = Counter(function.drops)
     return expected
 

@@ -35,7 +35,9 @@ PLACEMENTS = [("split", ()), ("split", ("--no-slicing",)), ("cpu", ()), ("nic", 
 #: The placements each function runs in the fast suite besides split with and without
 #: slicing (test_replay_every_size, slow, runs them all).
 FAST = {"forwarder": ("cpu",), "firewall": ("nic",), "nat": ("cpu",), "lb": ("nic",)}
-ALL_SIZES = (64, 65, 128, 256, 512, 1024, 1500, 1518)
+ALL_SIZES = (64, 65, 128, 256, 511, 512, 1024, 1500, 1518)
+#: Frames shorter than this cross whole (floem build --slice-threshold's default).
+THRESHOLD = 512
 needs_mips = pytest.mark.skipif(shutil.which("mips64-linux-gnuabi64-gcc") is None,
                                 reason="no mips64 cross compiler")
 
@@ -76,8 +78,9 @@ def verify_checksums(frame: bytes) -> None:
 
 
 def check_run(kind: str, frames: list[bytes], report: Report, sent: list[bytes],
-              params: dict[str, str] | None = None) -> None:
-    """``sent`` and ``report`` are what the model says of ``frames``."""
+              params: dict[str, str] | None = None, placement=("split", ())) -> None:
+    """``sent`` and ``report`` are what the model says of ``frames``, run in ``placement``
+    (device, build options): see `check_buffers`."""
     expected = shallow_model.expect(kind, frames, params)
     assert len(sent) == len(expected.sent)
     mismatched = [i for i, (a, b) in enumerate(zip(sent, expected.sent)) if a != b]
@@ -89,9 +92,31 @@ def check_run(kind: str, frames: list[bytes], report: Report, sent: list[bytes],
     assert report("state checks") == {"passed": passed}
     model_cls = shallow_model.MODELS[kind]
     assert report("state drops") == {r: expected.drops[r] for r in model_cls.DROPS}
+    check_buffers(frames, expected, report, placement)
+
+
+def check_buffers(frames: list[bytes], expected: shallow_model.Expected, report: Report,
+                  placement) -> None:
+    """Every received frame's buffer was sent or given back to the network, where it was
+    received. Placed ``split`` with slicing, the NIC kept every checked frame of
+    `THRESHOLD` bytes or more while its headers were on the host: the function's frames
+    were taken back and sent in their own buffers, its drops dropped by reference, nothing
+    expired or refused. Frames crossing whole leave their buffer behind (given back) and
+    are sent in a new one."""
+    device, options = placement
+    sliced = device == "split" and "--no-slicing" not in options
+    kept = [fate for frame, fate in zip(frames, expected.fates)
+            if sliced and fate != "malformed" and len(frame) >= THRESHOLD]
+    pool = report("frames")
+    if sliced:
+        assert pool == {"kept": len(kept), "taken": kept.count("sent"), "full": 0, "stale": 0,
+                        "expired": 0, "dropped": kept.count("dropped"), "held 0 of": 1024}
+    else:
+        assert pool.get("kept", 0) == 0
+    in_own_buffer = kept.count("sent") if device == "split" else len(expected.sent)
     net = report("net pcap")
-    assert (net["rx"], net["tx"], net["freed"]) == (len(frames), len(sent),
-                                                    len(frames) - len(sent))
+    assert (net["rx"], net["tx"], net["freed"]) == (len(frames), len(expected.sent),
+                                                    len(frames) - in_own_buffer)
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +144,7 @@ def check_affinity(frames: list[bytes], sent: list[bytes]) -> None:
 def test_replay_matches_model(kind: str, placement, mixed, tmp_path) -> None:
     device, options = placement
     report, sent = replay(kind, mixed[kind], tmp_path, f"device={device}", options=options)
-    check_run(kind, mixed[kind], report, sent)
+    check_run(kind, mixed[kind], report, sent, placement=placement)
     if kind == "lb":
         check_affinity(mixed[kind], sent)
 
@@ -150,6 +175,20 @@ def test_edge_parameters(kind: str, tmp_path) -> None:
     report, sent = replay(kind, frames, tmp_path, "device=split",
                           *(f"{k}={v}" for k, v in params.items()))
     check_run(kind, frames, report, sent, params)
+
+
+def test_any_slicing_options_send_the_same(tmp_path) -> None:
+    """Slicing every frame (threshold 60) into a pool too small for the frames in flight:
+    frames the pool cannot keep cross whole, and what is sent is still the model's."""
+    frames = traffic.frames("nat", 300, (64, 300, 1518), seed=13, flows=24, malformed=0.1)
+    report, sent = replay("nat", frames, tmp_path, "device=split",
+                          options=("--slice-threshold", "60", "--slice-pool", "8"))
+    expected = shallow_model.expect("nat", frames)
+    assert sent == expected.sent
+    pool = report("frames")
+    assert pool["kept"] + pool["full"] == expected.checks["passed"]
+    assert pool["kept"] == pool["taken"] + pool["dropped"]
+    assert (pool["stale"], pool["expired"]) == (0, 0)
 
 
 def test_firewall_passes_replies_of_allowed_flows_only(tmp_path) -> None:
@@ -218,7 +257,7 @@ def test_replay_every_size(kind: str, placement, tmp_path) -> None:
     device, options = placement
     report, sent = replay(kind, frames, tmp_path, f"device={device}", options=options,
                           duration="2")
-    check_run(kind, frames, report, sent)
+    check_run(kind, frames, report, sent, placement=placement)
     if kind == "lb":
         check_affinity(frames, sent)
 
@@ -233,7 +272,7 @@ def test_replay_liquidio(kind: str, placement, tmp_path) -> None:
     device, options = placement
     report, sent = replay(kind, frames, tmp_path, f"device={device}", options=options,
                           nic="liquidio", duration="4")
-    check_run(kind, frames, report, sent)
+    check_run(kind, frames, report, sent, placement=placement)
 
 
 class TestModel:
