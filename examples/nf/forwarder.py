@@ -126,4 +126,4 @@ def forwarder() -> Forward:
     return Forward(states=[drops])
 
 
-checks = shallow.serve("forwarder", forwarder, where, queue_size)
+shallow.serve("forwarder", forwarder, where, queue_size)

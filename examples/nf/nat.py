@@ -32,16 +32,15 @@ queue_size = shallow.queue_size()
 inside = shallow.prefix("inside", param("inside", "10.1.0.0/16",
                                         help="the inside network (a prefix) whose flows are "
                                              "translated"))
-public = shallow.ipv4("public", param("public", "192.0.2.1",
-                                      help="the public address inside flows leave from"))
+public_text = param("public", "192.0.2.1", help="the public address inside flows leave from")
+public = shallow.ipv4("public", public_text)
 first_port, last_port = shallow.ports("ports", param("ports", "1024-65535",
                                                      help="LOW-HIGH: the public ports given "
                                                           "out, in order"))
 if first_port == 0:
     raise shallow.app_error("-D ports: port 0 cannot be given out")
 if (public & int(inside.netmask)) == int(inside.network_address):
-    raise shallow.app_error(f"-D public: {param('public', '192.0.2.1')} is inside -D inside="
-                            f"{inside}")
+    raise shallow.app_error(f"-D public: {public_text} is inside -D inside={inside}")
 PORTS = last_port - first_port + 1
 #: Slots of the outbound table: twice the ports, a power of two (probes stay short).
 SLOTS = 1 << (2 * PORTS - 1).bit_length()

@@ -135,11 +135,10 @@ def set_mac(member: str, value: bytes) -> str:
     return " ".join(f"{member}[{i}] = 0x{b:02x};" for i, b in enumerate(value))
 
 
-def serve(name: str, function: Callable[[], Element | Composite], where: str,
-          size: int) -> FrameCheckStats:
+def serve(name: str, function: Callable[[], Element | Composite], where: str, size: int) -> None:
     """Segments ``name``_rx, ``name`` and ``name``_tx around ``function()``, placed by
-    ``where`` (a key of `PLACEMENTS`), with queues of ``size`` entries. Returns the
-    `CheckFrame` counts (persistent state ``checks``, printed by ``--report``)."""
+    ``where`` (a key of `PLACEMENTS`), with queues of ``size`` entries; `CheckFrame` counts
+    in persistent state ``checks`` (printed by ``--report``)."""
     io, fn = PLACEMENTS[where]
     checks = CheckCounts("checks")
     rxq = Queue(f"{name}_rxq", size=size)
@@ -181,4 +180,3 @@ def serve(name: str, function: Callable[[], Element | Composite], where: str,
             tx(f"{name}_tx", device=io)
 
     Shallow()
-    return checks

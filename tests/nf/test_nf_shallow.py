@@ -4,7 +4,8 @@ Each replays a capture of examples/nf/traffic.py (UDP and TCP flows both ways, f
 64 to 1518 bytes, malformed and truncated frames among them). What it sends must be, byte
 for byte, what examples/nf/shallow_model.py computes (every changed checksum recomputed
 from scratch there, updated incrementally in the apps), whatever the placement (``split``,
-``cpu``, ``nic``) and slicing mode; every checksum it sends is verified with dpkt; the
+``cpu``, ``nic``) and slicing mode, so the placements and modes send the same bytes as each
+other; every checksum it sends is verified with dpkt; the
 frames and drops it counts are the model's, and every frame not sent is freed where it was
 received. Fast cases run the emulated NIC on a mixed-size capture; slow ones the LiquidIO
 NIC under qemu and every size.
