@@ -67,8 +67,10 @@ class Report:
 
     def __call__(self, what: str) -> dict[str, int]:
         """The numbers of the line ``floem: WHAT...: name N, name N, ...``, e.g. ``state drops``
-        or ``engine crypto``; {} when there is no such line."""
-        line = next((ln for ln in self.stderr.splitlines() if ln.startswith(f"floem: {what}")),
+        or ``engine crypto``, wherever it starts in a line; {} when there is no such line."""
+        marker = f"floem: {what}"
+        # A line may start in the middle of another process's (the processes share stderr).
+        line = next((ln[ln.index(marker):] for ln in self.stderr.splitlines() if marker in ln),
                     None)
         if line is None:
             return {}
