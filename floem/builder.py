@@ -9,6 +9,8 @@ import shlex
 import shutil
 import signal
 import subprocess
+import sys
+import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,11 +18,13 @@ from floem.codegen.emit import GeneratedFile, generate, launcher
 from floem.codegen.report import report
 from floem.errors import FloemError
 from floem.ir import BuildOptions, Device, ProgramIR
+from floem.ir.plan import TRACE_FILTER_FILE
 from floem.launcher import RunResult, launch
 from floem.passes import run_pipeline
 from floem.passes.build_graph import NIC_PROCESS
 from floem.paths import runtime_dir
 from floem.platforms import PLATFORMS, Platform
+from floem.trace import read_traces, trace_report
 
 DEFAULT_CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-O2", "-g", "-Wall", "-Wextra",
                   "-Werror=implicit-function-declaration", "-pthread"]
@@ -40,6 +44,8 @@ class BuildResult:
     warnings: list[str] = field(default_factory=list)
     compiled: bool = True
     report: str | None = None
+    traced: bool = False                # built with the packet-trace code
+    trace_filter: str | None = None     # its --trace-filter
 
 
 def check_program(program: Any, stop_after: str | None = None, **opts: Any) -> ProgramIR:
@@ -123,6 +129,7 @@ def _write_files(b: Build) -> None:
         os.chmod(os.path.join(b.out_dir, "run"), 0o755)
     written += _copy_runtime(b.out_dir, b.runtime_sources)
     b.result = _result(b.ir, b.out_dir, written, b.platform)
+    b.result.traced, b.result.trace_filter = b.options.trace, b.options.trace_filter
     if b.report_file:
         b.result.report = _write(b.out_dir, "report.txt", report(b.ir))
         b.result.files.append(b.result.report)
@@ -164,13 +171,15 @@ def run_program(program: Any, timeout: float | None = None, duration: float | No
     """Build (cached) and run every process of ``program``; the result is the main process's.
 
     Network settings (``port``, ``pcap_in``, ``pcap_out``, ``pcap_timing``, ``pcap_loop``,
-    ``eal``) go to the runtime.
+    ``eal``) go to the runtime; ``trace=N`` traces the first N packets (`run_built`).
     """
     network = {k: opts.pop(k) for k in ("port", "pcap_in", "pcap_out", "pcap_timing",
                                         "pcap_loop", "eal") if k in opts}
-    built = build_program(program, out_dir, **opts)
+    packets = opts.pop("trace", None)
+    built = build_program(program, out_dir, trace=bool(packets), **opts)
     return run_built(built, program, timeout=timeout, duration=duration, args=args,
-                     capture=capture, env=network_environment(opts.get("net", "udp"), **network))
+                     capture=capture, env=network_environment(opts.get("net", "udp"), **network),
+                     trace=packets or None)
 
 
 def network_environment(net: str = "udp", port: int | None = None, pcap_in: str | None = None,
@@ -192,11 +201,13 @@ def network_environment(net: str = "udp", port: int | None = None, pcap_in: str 
 def run_built(built: BuildResult, program: Any, timeout: float | None = None,
               duration: float | None = None, args: list[str] | None = None,
               capture: bool = True, env: dict[str, str] | None = None,
-              count_file: str | None = None) -> RunResult:
+              count_file: str | None = None, trace: int | None = None) -> RunResult:
     """Run the processes of a finished build; the result is the main process's.
 
     ``count_file``: run the NIC process (built with ``count_instructions``) under
     callgrind, which writes the instructions it counted there (docs/exploration.md).
+    ``trace``: trace the first that many packets (a build with the ``trace`` option) and,
+    when the program has ended, write their paths (floem/trace.py) after its stderr.
     """
     if built.main_executable is None:
         raise FloemError("the program has no main process to run: give floem.main(...) or a "
@@ -209,8 +220,22 @@ def run_built(built: BuildResult, program: Any, timeout: float | None = None,
         others[NIC_PROCESS] = ["valgrind", "-q", "--tool=callgrind", "--collect-atstart=no",
                                f"--callgrind-out-file={count_file}"] + others[NIC_PROCESS]
     env = {**(env or {}), **({"FLOEM_REPORT": "1"} if built.report else {})}
-    return launch(built.main_executable, others, args or [], timeout=timeout, duration=duration,
-                  capture=capture, env=env)
+    if not trace:
+        return launch(built.main_executable, others, args or [], timeout=timeout,
+                      duration=duration, capture=capture, env=env)
+    if not built.traced:
+        raise FloemError("the build has no packet-trace code: build it with trace=True "
+                         "(--trace)", program.app_file)
+    with tempfile.TemporaryDirectory(prefix="floem-trace-") as kept:
+        env.update(FLOEM_TRACE=str(trace), FLOEM_TRACE_DIR=kept)
+        result = launch(built.main_executable, others, args or [], timeout=timeout,
+                        duration=duration, capture=capture, env=env)
+        text = trace_report(read_traces(kept), trace, built.trace_filter is not None)
+    if capture:
+        result.stderr += text
+    else:
+        sys.stderr.write(text)
+    return result
 
 
 def cache_root() -> str:
@@ -361,6 +386,8 @@ def _compile_error(output: str, out_dir: str, files: list[GeneratedFile], ir: Pr
                 if first <= line < first + code.text.count("\n") + 1:
                     return FloemError(f"C compiler: {msg}", code.loc.file, line, n.name,
                                       line - first + 1)
+    if path == TRACE_FILTER_FILE:
+        return FloemError(f"C compiler: {msg}", TRACE_FILTER_FILE, line)
     main = ir.main.code
     if main and os.path.abspath(path) == main.loc.file and main.loc.line <= line:
         return FloemError(f"C compiler: {msg}", main.loc.file, line, "main",

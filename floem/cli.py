@@ -19,6 +19,7 @@ from floem.lang import params
 from floem.launcher import STOP_SIGNALS, TIMEOUT_STATUS, follow_parent, stopped_note
 from floem.platforms import DMA_OPTIONS
 from floem.stats import load_counts, save_counts, stats
+from floem.trace import MAX_PACKETS as TRACE_MAX_PACKETS
 
 #: What the command's exit status means (``floem --help``, docs/cli.md).
 EXIT_STATUSES = [
@@ -39,6 +40,8 @@ EXIT_STATUSES = [
 EXAMPLES = {
     "build": "floem build examples/echo/echo.py -D device=nic --nic liquidio -o build/echo",
     "run": "floem run examples/echo/echo.py --duration 10\n"
+           "floem run examples/echo/echo.py --net pcap --pcap-in in.pcap --duration 1 \\\n"
+           "    --trace 3 --trace-filter 'v0 > 23 && v1[23] == 17'\n"
            "floem run examples/echo/echo.py --net pcap --pcap-in in.pcapng --pcap-out out.pcap \\\n"
            "    --pcap-timing 2 --pcap-loop 3 --duration 5\n"
            "floem run app.py --timeout 60 -- ARG1 ARG2",
@@ -77,6 +80,14 @@ def _count(text: str) -> int:
     """An argparse type: a whole number, 0 or more."""
     if not text.isdigit():
         raise argparse.ArgumentTypeError(f"need a whole number, 0 or more, not {text!r}")
+    return int(text)
+
+
+def _packets(text: str) -> int:
+    """An argparse type: a number of packets to trace, from 1 to 16777215."""
+    if not text.isdigit() or not 1 <= int(text) <= TRACE_MAX_PACKETS:
+        raise argparse.ArgumentTypeError(f"need a whole number from 1 to {TRACE_MAX_PACKETS}, "
+                                         f"not {text!r}")
     return int(text)
 
 
@@ -135,6 +146,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="frames the NIC keeps at most while their headers are away")
         p.add_argument("--slice-timeout", type=int, default=BuildOptions.slice_timeout_ms,
                        metavar="MS", help="a kept frame not back after MS ms is reclaimed")
+        p.add_argument("--trace-filter", metavar="EXPR",
+                       help="with --trace: trace only the packets for which this C expression "
+                            "is true: on their per-packet state (state->op == 1, decided once "
+                            "their segment has written what it reads) or on the values they "
+                            "enter the program with (v0, v1, ...)")
         for name, unit in DMA_OPTIONS.items():
             p.add_argument(f"--dma-{name.replace('_', '-')}", type=float, metavar=unit,
                            help=f"DMA cost model: {name.replace('_', ' ')} (default: runtime's)")
@@ -144,11 +160,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     build = command("build", "compile an app into C and executables")
     target_options(build)
+    build.add_argument("--trace", action="store_true",
+                       help="with the packet-trace code (its processes trace FLOEM_TRACE packets)")
     build.add_argument("-o", "--out", metavar="DIR", help="output directory (default: ./build/<app>)")
 
     run = command("run", "build (cached) and run an app")
     target_options(run)
     run.add_argument("-o", "--out", metavar="DIR", help="build directory (default: the cache)")
+    run.add_argument("--trace", type=_packets, metavar="N",
+                     help="print the path of the first N packets to enter the program through "
+                          "its elements and queues, with the per-packet fields each changed")
     run.add_argument("--timeout", type=float, metavar="S",
                      help="kill and report the app after S seconds")
     run.add_argument("--duration", type=float, metavar="S",
@@ -235,7 +256,8 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
             "sync_layer": not args.no_sync_layer, "send_all_fields": args.send_all_fields,
             "counters": not args.no_counters, "slicing": not args.no_slicing,
             "slice_threshold": args.slice_threshold, "slice_pool": args.slice_pool,
-            "slice_timeout_ms": args.slice_timeout,
+            "slice_timeout_ms": args.slice_timeout, "trace": bool(args.trace),
+            "trace_filter": args.trace_filter,
             "dma_model": {k: getattr(args, f"dma_{k}") for k in DMA_OPTIONS
                           if getattr(args, f"dma_{k}") is not None}}
 
@@ -294,7 +316,7 @@ def _command(args: argparse.Namespace) -> int:
             env["FLOEM_COUNTERS_DIR"] = kept
         result = run_built(built, program, timeout=args.timeout, duration=args.duration,
                            args=args.args, capture=False, env=env,
-                           count_file=args.count_instructions)
+                           count_file=args.count_instructions, trace=args.trace)
         if args.stats:
             save_counts(kept, args.stats)
     return result.returncode

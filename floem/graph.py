@@ -9,19 +9,20 @@ import subprocess
 from floem.codegen.queues import channels
 from floem.codegen.report import channel_bytes
 from floem.errors import FloemError
-from floem.ir import EdgeKind, ProgramIR, QueueIR, Role
-from floem.stats import ElementCounts
+from floem.ir import Device, EdgeKind, Home, ProgramIR, QueueIR, Role
+from floem.stats import QueueCounts, RunCounts
 
 DEVICE_COLOURS = {"CPU": "#dbe9f6", "NIC": "#fde2c8"}
 DROP_COLOUR = "#c0392b"
 
 
-def to_dot(ir: ProgramIR, counts: dict[str, ElementCounts] | None = None) -> str:
+def to_dot(ir: ProgramIR, run: RunCounts | None = None) -> str:
     """DOT text: one cluster per segment, element nodes, edges labelled with their ports
-    and types, queue channels with the fields they carry; with ``counts`` (a run's counters
-    by element), packets in on elements, packets on edges, and the drops of elements that
-    sent some packets nowhere (outlined)."""
-    counts = counts or {}
+    and types, queue channels with the fields they carry; with ``run`` (a run's counters),
+    packets in on elements, packets on edges, the drops of elements that sent some packets
+    nowhere (outlined), and what each queue took in and dropped."""
+    counts = run.elements if run is not None else {}
+    queue_counts = run.queues if run is not None else {}
     lines = [f'digraph "{ir.name}" {{', "  rankdir=LR;",
              '  node [shape=box, style="rounded,filled", fillcolor=white, fontname="Helvetica"];',
              '  edge [fontname="Helvetica", fontsize=9];']
@@ -56,13 +57,29 @@ def to_dot(ir: ProgramIR, counts: dict[str, ElementCounts] | None = None) -> str
             lines.append(f'  "{u}" -> "{v}" [style=dashed, label="run_order"];')
     for q in ir.queues.values():
         carried = _carried(ir, q)
+        taken = _taken(q, queue_counts.get(q.name))
         for c, names in enumerate(q.enqueuers):
             for name in names:
                 if name in ir.graph and q.dequeuer in ir.graph:
                     lines.append(f'  "{name}" -> "{q.dequeuer}" [style=dotted, '
-                                 f'label="queue {q.name}[{c}]{carried[c]}"];')
+                                 f'label="queue {q.name}[{c}]{carried[c]}{taken}"];')
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _taken(q: QueueIR, instances: list[QueueCounts] | None) -> str:
+    """A label line with what queue ``q``'s instances took in, gave out and dropped in a
+    run (all its channels together: the instances count entries, not channels), as far as
+    they count it: the NIC's end of a queue in host memory counts nothing there."""
+    if not instances:
+        return ""
+    nic_end = {end for end, device in (("enq", q.enq_device), ("deq", q.deq_device))
+               if device == Device.NIC and q.home == Home.HOST}
+    parts = [f"{sum(getattr(i, what) for i in instances)} {what}"
+             for what, end in (("enqueued", "enq"), ("dequeued", "deq"), ("dropped", "enq"))
+             if end not in nic_end]
+    every = " (all channels)" if q.channels > 1 else ""
+    return f"\\n{', '.join(parts)}{every}"
 
 
 def _carried(ir: ProgramIR, q: QueueIR) -> list[str]:
@@ -78,9 +95,9 @@ def _carried(ir: ProgramIR, q: QueueIR) -> list[str]:
     return result
 
 
-def write_graph(ir: ProgramIR, path: str, counts: dict[str, ElementCounts] | None = None) -> None:
+def write_graph(ir: ProgramIR, path: str, run: RunCounts | None = None) -> None:
     """Write ``path``: DOT as is, SVG or PNG rendered by Graphviz ``dot``."""
-    dot = to_dot(ir, counts)
+    dot = to_dot(ir, run)
     fmt = path.rsplit(".", 1)[-1].lower() if "." in path else "dot"
     if fmt in ("dot", "gv"):
         with open(path, "w") as f:

@@ -1,7 +1,8 @@
 """`floem stats`: the per-element packet counters of running programs, read live.
 
 Every process of a program built with counters (the default) keeps them in a memory file
-named ``floem-counters`` (runtime/include/floem/counters.h); this module finds those files
+named ``floem-counters`` (runtime/include/floem/counters.h), with its segment threads'
+statistics (runs, packets, busy, waited and idle time); this module finds those files
 through ``/proc/PID/fd``, reads them without disturbing the program (a read-only view, as a
 monitoring tool reads a device's counter registers: the emulated NIC's too), and prints
 them as a table, refreshed like ``top``.
@@ -19,8 +20,16 @@ from floem.errors import FloemError
 from floem.launcher import launcher_of
 
 MAGIC = b"FLOEMCNT"
-#: magic, byte-order mark, version, counters, layout bytes, counters offset, pid, process, run
-HEADER = "8sIIIIQq32s64s"
+VERSION = 2
+#: magic, byte-order mark, version, counters, layout bytes, counters offset, pid, process, run,
+#: threads offset, thread slots, bytes per slot, (a kept file) queues offset, queues, bytes each
+HEADER = "8sIIIIQq32s64sQIIQII"
+#: A thread's slot (floem_thread_stats_t): segment, index, runs, packets, busy, waited, idle,
+#: slept, cpu and wall time (ns; cpu and wall once the thread has ended)
+THREAD = "48si4x8Q"
+#: A queue instance's counters in a kept file: queue, instance, enqueued, dequeued, dropped,
+#: full-spins
+QUEUE = "48sI4x4Q"
 MEMFD_LINK = "/memfd:floem-counters"
 
 
@@ -38,6 +47,42 @@ class ElementCounts:
 
 
 @dataclass
+class ThreadCounts:
+    """One segment thread's statistics (``floem run --report``'s thread lines): its turns
+    that found work (``runs``) and the packets its source handed on, the time of those turns
+    (``busy_ns``, of which ``waited_ns`` waiting for room in a full queue) and of the others
+    (``idle_ns``, of which ``slept_ns`` blocked); ``cpu_ns`` and ``wall_ns`` once it ended."""
+
+    segment: str
+    index: int
+    runs: int
+    packets: int
+    busy_ns: int
+    waited_ns: int
+    idle_ns: int
+    slept_ns: int
+    cpu_ns: int
+    wall_ns: int
+
+    @property
+    def name(self) -> str:
+        """``segment[index]``, as the report names it."""
+        return f"{self.segment}[{self.index}]"
+
+
+@dataclass
+class QueueCounts:
+    """One queue instance's counters when the process that counts it ended."""
+
+    queue: str
+    instance: int
+    enqueued: int
+    dequeued: int
+    dropped: int
+    full_spins: int
+
+
+@dataclass
 class ProcessCounts:
     """The counters of one process of a running program."""
 
@@ -45,6 +90,8 @@ class ProcessCounts:
     pid: int
     run: str            # the program's shared memory name: the processes of one run share it
     elements: list[ElementCounts]
+    threads: list[ThreadCounts] = field(default_factory=list)
+    queues: list[QueueCounts] = field(default_factory=list)     # a kept file's
 
 
 def read_counters(path: str) -> ProcessCounts | None:
@@ -55,17 +102,38 @@ def read_counters(path: str) -> ProcessCounts | None:
             if len(head) < struct.calcsize("<" + HEADER) or head[:8] != MAGIC:
                 return None
             order = ">" if head[8:12] == b"\x01\x02\x03\x04" else "<"
-            (_, _, version, count, layout_bytes, offset, pid, process,
-             run) = struct.unpack(order + HEADER, head)
-            if version != 1:
+            (_, _, version, count, layout_bytes, offset, pid, process, run, threads_offset,
+             slots, slot_bytes, queues_offset, queues,
+             queue_bytes) = struct.unpack(order + HEADER, head)
+            if version != VERSION or slot_bytes != struct.calcsize(order + THREAD) or \
+                    (queues and queue_bytes != struct.calcsize(order + QUEUE)):
                 return None
             layout = f.read(layout_bytes).rstrip(b"\0").decode()
             f.seek(offset)
             values = struct.unpack(f"{order}{count}Q", f.read(8 * count))
+            f.seek(threads_offset)
+            threads = [_thread(struct.unpack_from(order + THREAD, f.read(slot_bytes)))
+                       for _ in range(slots)]
+            f.seek(queues_offset)
+            counted = [struct.unpack_from(order + QUEUE, f.read(queue_bytes))
+                       for _ in range(queues)]
     except (OSError, struct.error, UnicodeDecodeError):
         return None
     return ProcessCounts(process.rstrip(b"\0").decode(), pid, run.rstrip(b"\0").decode(),
-                         [_element(line, values) for line in layout.splitlines() if line])
+                         [_element(line, values) for line in layout.splitlines() if line],
+                         [t for t in threads if t.segment],
+                         [QueueCounts(_text(name), *rest) for name, *rest in counted])
+
+
+def _thread(fields: tuple) -> ThreadCounts:
+    """A thread's statistics from its slot (an unused one has segment "")."""
+    segment, index, *times = fields
+    return ThreadCounts(_text(segment), index, *times)
+
+
+def _text(field: bytes) -> str:
+    """A NUL-terminated C string field."""
+    return field.split(b"\0", 1)[0].decode(errors="replace")
 
 
 def _element(line: str, values: tuple[int, ...]) -> ElementCounts:
@@ -109,9 +177,11 @@ def find_counters(pid: int | None = None) -> list[ProcessCounts]:
     return sorted(found, key=lambda c: (c.run, c.pid))
 
 
-def table(processes: list[ProcessCounts], rates: dict[tuple[int, str], float] | None = None) -> str:
-    """The counters as text, a table per process; ``rates``: packets in per second by
-    (pid, element), shown as a column when given."""
+def table(processes: list[ProcessCounts], rates: dict[tuple[int, str], float] | None = None,
+          busy: dict[tuple[int, str], float] | None = None) -> str:
+    """The counters as text, a table per process, then its threads; ``rates``: packets in
+    per second by (pid, element), and ``busy``: the share of the time each thread was
+    busy by (pid, thread), shown as columns when given (live)."""
     lines = []
     for p in processes:
         lines.append(f"process {p.process} (pid {p.pid}{', run ' + p.run if p.run else ''}):")
@@ -123,6 +193,17 @@ def table(processes: list[ProcessCounts], rates: dict[tuple[int, str], float] | 
                 rate = rates.get((p.pid, e.name))
                 row += f" {'-' if rate is None else f'{rate:.0f}':>12}"
             lines.append(f"{row}  {_ports(e.outs) or '-'}")
+        if p.threads:
+            lines.append(f"  {'thread':<28} {'runs':>12} {'packets':>12} {'busy ms':>12} "
+                         f"{'waited ms':>12} {'idle ms':>12}" + ("  busy" if busy is not None
+                                                                 else ""))
+        for t in p.threads:
+            row = (f"  {t.name:<28} {t.runs:>12} {t.packets:>12} {t.busy_ns / 1e6:>12.1f} "
+                   f"{t.waited_ns / 1e6:>12.1f} {t.idle_ns / 1e6:>12.1f}")
+            if busy is not None:
+                share = busy.get((p.pid, t.name))
+                row += "  -" if share is None else f"  {100 * share:.0f}%"
+            lines.append(row)
         lines.append("")
     return "\n".join(lines)
 
@@ -138,7 +219,9 @@ def _ports(ports: dict[str, int]) -> str:
 def as_json(processes: list[ProcessCounts]) -> str:
     """The counters as JSON: a list of processes, each with its elements."""
     return json.dumps([{"process": p.process, "pid": p.pid, "run": p.run,
-                        "elements": [e.__dict__ for e in p.elements]} for p in processes],
+                        "elements": [e.__dict__ for e in p.elements],
+                        "threads": [t.__dict__ for t in p.threads],
+                        "queues": [q.__dict__ for q in p.queues]} for p in processes],
                       indent=1)
 
 
@@ -154,16 +237,29 @@ def save_counts(directory: str, path: str) -> None:
         raise FloemError(f"cannot write the counters to {path}: {e.strerror}") from None
 
 
-def load_counts(path: str) -> dict[str, ElementCounts]:
-    """The element counters in a JSON file of ``floem run --stats`` or ``floem stats --json``,
-    by element name."""
+@dataclass
+class RunCounts:
+    """A run's counters as `floem graph --stats` draws them: the elements' by name, the
+    queue instances' by queue (those of a run that has ended)."""
+
+    elements: dict[str, ElementCounts]
+    queues: dict[str, list[QueueCounts]]
+
+
+def load_counts(path: str) -> RunCounts:
+    """The counters in a JSON file of ``floem run --stats`` or ``floem stats --json``."""
     try:
         with open(path) as f:
             processes = json.load(f)
-        return {e["name"]: ElementCounts(**e) for p in processes for e in p["elements"]}
+        queues: dict[str, list[QueueCounts]] = {}
+        for p in processes:
+            for q in p.get("queues", []):
+                queues.setdefault(q["queue"], []).append(QueueCounts(**q))
+        return RunCounts({e["name"]: ElementCounts(**e) for p in processes
+                          for e in p["elements"]}, queues)
     except OSError as e:
         raise FloemError(f"cannot read the counters in {path}: {e.strerror}") from None
-    except (ValueError, TypeError, KeyError):
+    except (ValueError, TypeError, KeyError, AttributeError):
         raise FloemError(f"{path}: not the counters of floem run --stats or floem stats --json") \
             from None
 
@@ -189,7 +285,7 @@ def _show(found: list[ProcessCounts], pid: int | None, once: bool, interval: flo
         sys.stdout.write(as_json(found) + "\n" if as_json_text else table(found))
         return 0
     clear = "\x1b[H\x1b[J" if sys.stdout.isatty() else ""
-    before, then = _runs(found), time.monotonic()
+    before, busy_before, then = _runs(found), _busy(found), time.monotonic()
     sys.stdout.write(clear + table(found))
     while True:
         time.sleep(interval)
@@ -197,11 +293,18 @@ def _show(found: list[ProcessCounts], pid: int | None, once: bool, interval: flo
         if not found:
             print("floem: the program has ended")
             return 0
-        after = _runs(found)
+        after, busy_after = _runs(found), _busy(found)
         rates = {k: (v - before[k]) / (now - then) for k, v in after.items() if k in before}
-        sys.stdout.write(clear + table(found, rates))
+        shares = {k: (v - busy_before[k]) / ((now - then) * 1e9) for k, v in busy_after.items()
+                  if k in busy_before}
+        sys.stdout.write(clear + table(found, rates, shares))
         sys.stdout.flush()
-        before, then = after, now
+        before, busy_before, then = after, busy_after, now
+
+
+def _busy(processes: list[ProcessCounts]) -> dict[tuple[int, str], int]:
+    """Busy time so far (ns) by (pid, thread)."""
+    return {(p.pid, t.name): t.busy_ns for p in processes for t in p.threads}
 
 
 def _runs(processes: list[ProcessCounts]) -> dict[tuple[int, str], int]:

@@ -32,6 +32,7 @@ import tweets  # noqa: E402  (examples/storm)
 from library.netref import frame  # noqa: E402  (tests/library)
 from library.test_headers import malformed  # noqa: E402
 from library.test_memcached import GET, GETK, SET, DELETE, datagram  # noqa: E402
+from test_slicing import workload as slicing_workload  # noqa: E402
 
 #: The clock of the requests whose expiry times tests/kvs derives from the time.
 NOW = 1_700_000_000
@@ -249,10 +250,40 @@ def pcap_reader() -> list[bytes]:
             + [bytes([options]) + c for options in (0x02, 0x04, 0x0b) for c in (little, ng)])
 
 
+def frame_check() -> list[bytes]:
+    """tests/test_slicing.py's frames (UDP and TCP, 60 to 1518 bytes, malformed ones), a few
+    with a UDP checksum computed, and tests/library's UDP frames."""
+    frames = slicing_workload(seed=11, count=60)
+    summed = []
+    for raw in frames[:18:2]:
+        eth = dpkt.ethernet.Ethernet(raw)
+        if isinstance(eth.data, dpkt.ip.IP) and isinstance(eth.data.data, dpkt.udp.UDP):
+            eth.data.data.sum = 0
+            eth.data.sum = 0
+            summed.append(bytes(eth))          # dpkt computes both checksums
+    return frames + summed + udp_headers()[:40]
+
+
+def frame_pool() -> list[bytes]:
+    """Sequences of pool operations (two bytes each, fuzz/harness/frame_pool.c): keeps,
+    takes, drops and made-up references, with time passing and the pool filling."""
+    keep, take, forged, drop, wait = 0, 1, 2, 3, 4
+    rng = random.Random(5)
+    seeds = [bytes([keep, b]) for b in range(6)]
+    seeds.append(b"".join(bytes([keep, b, take, b]) for b in range(8)))
+    seeds.append(b"".join(bytes([keep, b]) for b in range(6)) + bytes([wait, 200, keep, 9]))
+    seeds.append(bytes([keep, 1, forged, 0x30, drop, 0, take, 0, keep, 1, take, 0]))
+    for _ in range(8):
+        seeds.append(bytes(rng.choice((keep, take, forged, drop, wait)) if i % 2 == 0
+                           else rng.randrange(256) for i in range(rng.randrange(8, 80))))
+    return seeds
+
+
 CORPORA: dict[str, Callable[[], list[bytes]]] = {
     "udp_headers": udp_headers, "memcached": memcached, "kvs_request": kvs_request,
     "storm_transport": storm_transport, "storm_workers": storm_workers,
     "storm_spout": storm_spout, "batch": batch, "pcap_reader": pcap_reader,
+    "frame_check": frame_check, "frame_pool": frame_pool,
 }
 
 

@@ -23,7 +23,7 @@ cd "$(dirname "$0")/.."
 ROOT="$PWD"
 BUILD="$ROOT/fuzz/build"
 HARNESSES=(udp_headers memcached kvs_request storm_transport storm_workers storm_spout batch
-           pcap_reader)
+           pcap_reader frame_check frame_pool)
 CFLAGS=(-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=all
         -Wall -Wextra -Werror -pthread)
 
@@ -78,8 +78,11 @@ build_elements() {
 # The sources and flags of harness $1 besides fuzz/harness/$1.c.
 harness_inputs() {
     case "$1" in
-    udp_headers | memcached | batch)
-        echo "-I$BUILD/elements -Ilibrary/c $BUILD/elements/lib$VARIANT-elements.a" ;;
+    udp_headers | memcached | batch | frame_check)
+        echo "-I$BUILD/elements -Ilibrary/c -Iruntime/include
+              $BUILD/elements/lib$VARIANT-elements.a" ;;
+    frame_pool)
+        echo "-Iruntime/include -DFLOEM_NET_PCAP runtime/src/frames.c" ;;
     kvs_request)
         echo "-Iexamples/kvs -Ilibrary/c examples/kvs/proto.c library/c/headers.c
               library/c/memcached.c" ;;
@@ -111,6 +114,8 @@ parser_sources() {
     storm_spout) echo "examples/storm/workers/spout.c" ;;
     batch) ;;
     pcap_reader) echo "runtime/src/net_pcap.c" ;;
+    frame_check) ;;
+    frame_pool) echo "runtime/src/frames.c" ;;
     esac
 }
 
@@ -139,6 +144,7 @@ element_functions() {
     udp_headers) echo "CheckUDP|SwapUDP|SetUDPLength|FillUDP" ;;
     memcached) echo "ParseMemcached|MemcachedReply" ;;
     batch) echo "Batcher|Debatcher|batches_" ;;
+    frame_check) echo "CheckFrame|RewriteSource|StoreFrame|LoadFrame" ;;
     esac
 }
 

@@ -1,4 +1,5 @@
-"""Per-element packet counters: `floem run --report`'s table and `floem stats`, live.
+"""Per-element packet counters: `floem run --report`'s table and `floem stats`, live (with
+the segment threads' statistics).
 
 Counters add up at every element (packets in = packets out + runs that sent nothing on)
 over a pcap replay with malformed frames, on the CPU and on the NIC; they match what the
@@ -100,10 +101,16 @@ def test_floem_stats_shows_a_running_programs_counters(tmp_path) -> None:
         check = elements["CheckUDP0"]
         assert check["outs"]["drop"] > 0 and check["outs"]["out"] > 0
         assert check["runs"] >= check["outs"]["out"] + check["outs"]["drop"]
+        # the segment thread's statistics, which it keeps in the same file
+        [thread] = seen["threads"]
+        assert (thread["segment"], thread["index"]) == ("echo", 0)
+        assert 0 < thread["runs"] <= thread["packets"] and thread["busy_ns"] > 0
         text = floem("stats", str(run.pid), "--once")
         assert text.returncode == 0, text.stderr
         assert re.search(r"^process nic \(pid \d+, run /floem-%d-" % run.pid, text.stdout, re.M)
         assert re.search(r"^  CheckUDP0\s+echo\s+\d+\s+0\s+out \d+, drop \d+$", text.stdout, re.M)
+        assert re.search(r"^  echo\[0\]\s+\d+\s+\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+$", text.stdout,
+                         re.M)
     finally:
         run.terminate()
         run.wait(30)
@@ -140,6 +147,8 @@ def test_a_runs_counters_drawn_on_its_graph(tmp_path) -> None:
     with open(counts) as f:
         [nic] = json.load(f)
     assert nic["process"] == "nic"
+    [thread] = nic["threads"]           # ended: its CPU time and lifetime are in too
+    assert thread["packets"] == len(frames) and 0 < thread["cpu_ns"] <= thread["wall_ns"]
     check = {e["name"]: e for e in nic["elements"]}["CheckUDP0"]
     assert (check["runs"], check["ended"], check["outs"]) == (
         len(frames), 0, {"out": len(valid), "drop": len(frames) - len(valid)})
@@ -176,3 +185,27 @@ def test_a_program_named_like_a_runtime_header_builds() -> None:
     result = floem("run", "--timeout", "60", "examples/demo/counters.py")
     assert result.returncode == 0, result.stderr
     assert "small packets:" in result.stdout
+
+
+@pytest.mark.parametrize("device", ["cpu", "nic"])
+def test_queue_counts_on_the_graphs_queue_edges(device: str, tmp_path) -> None:
+    """floem run --stats keeps the counters of the queue instances each process counts when
+    it ends; floem graph --stats writes them on the queue's edges: what was enqueued,
+    dequeued and dropped, where the process that counts them sees it (the NIC's end of a
+    queue in host memory counts nothing there)."""
+    lossy = str(tmp_path / "lossy.json")
+    result = floem("run", "tests/programs/queue_lossy.py", "--stats", lossy)
+    assert result.returncode == 0, result.stderr
+    dot = floem("graph", "tests/programs/queue_lossy.py", "--stats", lossy)
+    assert 'label="queue small[0]\\nvalue (4 B)\\n5 enqueued, 5 dequeued, 6 dropped"' \
+        in dot.stdout       # 10 pushes into 4 entries, then one more after the drain
+    counts = str(tmp_path / "trace_path.json")
+    result = floem("run", "tests/programs/trace_path.py", "-D", f"device={device}",
+                   "--stats", counts)
+    assert result.returncode == 0, result.stderr
+    dot = floem("graph", "tests/programs/trace_path.py", "-D", f"device={device}",
+                "--stats", counts)
+    taken = ("4 enqueued, 0 dropped", "3 dequeued") if device == "nic" else \
+        ("4 enqueued, 4 dequeued, 0 dropped", "3 enqueued, 3 dequeued, 0 dropped")
+    assert f'label="queue requests[0]\\nop, key (5 B)\\n{taken[0]}"' in dot.stdout
+    assert f'label="queue replies[0]\\nkey, value, ratio (20 B)\\n{taken[1]}"' in dot.stdout

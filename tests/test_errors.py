@@ -341,6 +341,14 @@ class S(Segment):
 
 S("s", cores=[])  # <-- error
 ''', "cores must be a non-empty list of core ids, not []"),
+    ("duplicate cores", '''\
+class S(Segment):
+    def impl(self):
+        Src() >> Sink()
+
+
+S("s", cores=[1, 2, 1])  # <-- error
+''', "cores lists core 1 twice"),
     ("bad device", '''\
 class S(Segment):
     def impl(self):

@@ -33,7 +33,8 @@ VARIANTS = {
 }
 SOURCES = {
     "test_dma": ["tests/test_dma.c", "src/dma.c", "src/count.c"],
-    "test_sync": ["tests/test_sync.c", "src/sync.c", "src/dma.c", "src/count.c", "src/queue.c"],
+    "test_sync": ["tests/test_sync.c", "src/sync.c", "src/dma.c", "src/count.c", "src/queue.c",
+                  "src/threads.c", "src/shared.c"],
 }
 SANITIZER_ENV = {"TSAN_OPTIONS": "halt_on_error=1", "UBSAN_OPTIONS": "halt_on_error=1"}
 MIPS_CC = "mips64-linux-gnuabi64-gcc"

@@ -1,5 +1,6 @@
 """What `--report` prints while and after a program runs: each segment thread's turns and
-times, states declared ``report = True``, and the same on SIGUSR1 without stopping."""
+times, states declared ``report = True`` (also under the row of the element using them in
+the element table), and the same on SIGUSR1 without stopping."""
 from __future__ import annotations
 
 import re
@@ -70,11 +71,16 @@ def test_threads_and_reported_states_at_exit(tmp_path) -> None:
     runs, packets, busy, waited, idle, slept, cpu, wall = map(
         int, THREAD.search(result.stderr).groups())
     assert runs == packets == 250                # one per packet; idle turns are not runs
-    assert busy > 0 and idle > 0 and waited == 0 and slept == 0
+    assert busy > 0 and idle > 0 and waited == 0
+    assert 0 < slept <= idle                     # an idle thread backs off by sleeping
     assert busy + idle <= wall and 0 < cpu
     assert 1.0e9 < wall < 5e9
     # the numeric fields of the state, not the pointer
     assert "floem: state tally (Tally): packets 250, last 250\n" in result.stderr
+    # and again in the element table, under the row of the element that uses it
+    table = result.stderr[result.stderr.index("floem: elements of process app"):].splitlines()
+    row = next(i for i, line in enumerate(table) if line.startswith("floem:   Count0 "))
+    assert table[row + 1] == "floem:     state tally (Tally): packets 250, last 250"
 
 
 def test_sigusr1_prints_the_counters_and_the_program_goes_on(tmp_path) -> None:

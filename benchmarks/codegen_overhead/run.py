@@ -13,7 +13,8 @@ through the Floem pcap backend:
              NetFree) vs hashcount_hand.c
 
 Variants of each: `generated` (floem build --net pcap, default flags: with the
-per-element packet counters); `generated --no-counters` (without them); `hand-written`
+per-element packet counters); `generated --no-counters` (without them); `generated
+--trace` (with the packet-trace code, run tracing no packet: FLOEM_TRACE unset); `hand-written`
 (inlined parsing and hashing, the same floem/net.h calls and runtime files for the
 I/O, the generated Makefile's CFLAGS); `hand, library calls` (the hand-written loop
 calling the library's out-of-line floem_udp_parse/floem_udp_swap/floem_hashlittle,
@@ -58,6 +59,7 @@ APPS = {
 VARIANTS = [
     ("generated", "gen", []),
     ("generated --no-counters", "gen", ["--no-counters"]),
+    ("generated --trace", "gen", ["--trace"]),
     ("hand-written", "hand", []),
     ("hand, library calls", "hand", ["-DHAND_LIBRARY_CALLS"]),
     ("generated -flto", "gen", ["-flto"]),
@@ -245,6 +247,10 @@ def main():
             for app in APPS) + " (paper: 9%, target: at most 3%)")
         print("Per-element counters cost (generated vs generated --no-counters): " + ", ".join(
             f"{app} {pct(per[(app, 'generated')][0], per[(app, 'generated --no-counters')][0])}"
+            for app in APPS))
+        print("A traced build tracing no packet (generated --trace vs generated): " + ", ".join(
+            f"{app} {per[(app, 'generated --trace')][0] - per[(app, 'generated')][0]:+.1f} "
+            f"instructions ({pct(per[(app, 'generated --trace')][0], per[(app, 'generated')][0])})"
             for app in APPS))
         if args.annotate:
             for app in APPS:

@@ -2,11 +2,12 @@
 """Only live fields vs the whole per-packet state across a NIC -> CPU queue.
 
 Usage: python3 benchmarks/live_fields/run.py [--repeats 7] [--quarters 1,2,3,4] [--packets N]
+                                             [--nic-managers N]
                                              [-- EXTRA FLOEM OPTIONS, e.g. --dma-gbps 1]
 
-Runs live.py (see README.md) with `floem run --report --nic-managers 0`, once as built
-(only the live fields cross the queue) and once with --send-all-fields (the whole
-256-byte state crosses), alternating, `--repeats` times per live fraction, and prints
+Runs live.py (see README.md) with `floem run --report` (with `--nic-managers N` when
+given), once as built (only the live fields cross the queue) and once with
+--send-all-fields (the whole 256-byte state crosses), alternating, `--repeats` times per live fraction, and prints
 two Markdown tables: medians, and the fastest run of each configuration. Same DMA cost
 model for both (the runtime's defaults unless extra options say otherwise); both use the
 sync layer. 4/4 live is the control: both variants send the same bytes, so its ratio
@@ -42,9 +43,20 @@ def floem_command():
     sys.exit("run.py: no `floem` on PATH (export PATH=/path/to/floem/.venv/bin:$PATH)")
 
 
-def run_once(floem, quarters, variant, packets, extra):
+def managers_option(managers):
+    """The `floem run` option choosing the NIC's manager cores (none: the default)."""
+    return [] if managers is None else ["--nic-managers", str(managers)]
+
+
+def managers_text(managers):
+    """How the setting line names the manager configuration."""
+    return "with the default manager cores" if managers is None else f"--nic-managers {managers}"
+
+
+def run_once(floem, quarters, variant, packets, managers, extra):
     env = dict(os.environ, LIVE_QUARTERS=str(quarters), PACKETS=str(packets))
-    cmd = [floem, "run", "--report", "--nic-managers", "0", "--timeout", "300"] + VARIANTS[variant] + extra + [APP]
+    cmd = ([floem, "run", "--report", "--timeout", "300"] + managers_option(managers)
+           + VARIANTS[variant] + extra + [APP])
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
     rate, window = RATE.search(p.stdout), WINDOW.search(p.stderr)
     report, entry = REPORT.search(p.stderr), ENTRY.search(p.stderr)
@@ -63,6 +75,8 @@ def main():
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--quarters", default="1,2,3,4")
     ap.add_argument("--packets", type=int, default=1_000_000)
+    ap.add_argument("--nic-managers", type=int, default=None, metavar="N",
+                    help="floem run --nic-managers N (default: the default configuration)")
     ap.add_argument("extra", nargs="*", help="extra floem options (after --)")
     args = ap.parse_args()
     floem = floem_command()
@@ -72,7 +86,7 @@ def main():
     for rep in range(args.repeats):
         for q in quarters:
             for variant in (VARIANTS if rep % 2 == 0 else reversed(list(VARIANTS))):
-                r = run_once(floem, q, variant, args.packets, args.extra)
+                r = run_once(floem, q, variant, args.packets, args.nic_managers, args.extra)
                 results[q, variant].append(r)
                 print(f"run {rep + 1}/{args.repeats}: {q}/4 live, send {variant:4s} "
                       f"{r['pps'] / 1e6:7.3f} Mpackets/s", file=sys.stderr, flush=True)
@@ -83,7 +97,7 @@ def main():
     def fastest_run(runs):
         return max(runs, key=lambda r: r["pps"])
 
-    setting = (f"{args.packets} packets per run; floem run --nic-managers 0"
+    setting = (f"{args.packets} packets per run; floem run {managers_text(args.nic_managers)}"
                f"{' ' + ' '.join(args.extra) if args.extra else ''}; {os.cpu_count()} CPUs")
     for title, pick in ((f"medians of {args.repeats} alternating runs", median_run),
                         (f"fastest of the {args.repeats} runs of each configuration (the least "

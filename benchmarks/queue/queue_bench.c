@@ -126,7 +126,7 @@ static void *floem_single_producer(void *arg)
         while ((p = floem_enq_reserve(r->floem, false)) == NULL)
             back_off();
         memcpy(p, &e, FLOEM_PAYLOAD);
-        floem_enq_commit(r->floem, p, 0);
+        floem_enq_commit(r->floem, p, 0, FLOEM_PAYLOAD);
     }
     return NULL;
 }
@@ -168,7 +168,7 @@ static void *floem_burst_producer(void *arg)
                 continue;
             }
             memcpy(p, &buf[sent++], FLOEM_PAYLOAD);
-            floem_enq_commit(r->floem, p, 0);
+            floem_enq_commit(r->floem, p, 0, FLOEM_PAYLOAD);
         }
         i += n;
     }

@@ -3,11 +3,13 @@
 
 Usage: python3 benchmarks/sync_layer/run.py [--repeats 7] [--sizes 32,64,128,256]
                                             [--packets-sync N] [--packets-blocking N]
+                                            [--nic-managers N]
                                             [-- EXTRA FLOEM OPTIONS, e.g. --dma-latency-ns 500]
 
-Runs transfer.py (see README.md) with `floem run --report --nic-managers 0`, once with
-the sync layer and once with --no-sync-layer, alternating, `--repeats` times per entry
-size, and prints two Markdown tables: medians, and the fastest run of each configuration.
+Runs transfer.py (see README.md) with `floem run --report` (with `--nic-managers N` when
+given), once with the sync layer and once with --no-sync-layer, alternating, `--repeats`
+times per entry size, and prints two Markdown tables: medians, and the fastest run of each
+configuration.
 Same DMA cost model for both (the runtime's defaults unless extra options say otherwise).
 """
 import argparse
@@ -39,9 +41,20 @@ def floem_command():
     sys.exit("run.py: no `floem` on PATH (export PATH=/path/to/floem/.venv/bin:$PATH)")
 
 
-def run_once(floem, size, mode, packets, extra):
+def managers_option(managers):
+    """The `floem run` option choosing the NIC's manager cores (none: the default)."""
+    return [] if managers is None else ["--nic-managers", str(managers)]
+
+
+def managers_text(managers):
+    """How the setting line names the manager configuration."""
+    return "with the default manager cores" if managers is None else f"--nic-managers {managers}"
+
+
+def run_once(floem, size, mode, packets, managers, extra):
     env = dict(os.environ, ENTRY_BYTES=str(size), PACKETS=str(packets))
-    cmd = [floem, "run", "--report", "--nic-managers", "0", "--timeout", "300"] + MODES[mode] + extra + [APP]
+    cmd = ([floem, "run", "--report", "--timeout", "300"] + managers_option(managers)
+           + MODES[mode] + extra + [APP])
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
     rate, window, report = RATE.search(p.stdout), WINDOW.search(p.stderr), REPORT.search(p.stderr)
     if p.returncode != 0 or not (rate and window and report) or rate.group(5) != "0":
@@ -60,6 +73,8 @@ def main():
     ap.add_argument("--sizes", default="32,64,128,256")
     ap.add_argument("--packets-sync", type=int, default=2_000_000)
     ap.add_argument("--packets-blocking", type=int, default=200_000)
+    ap.add_argument("--nic-managers", type=int, default=None, metavar="N",
+                    help="floem run --nic-managers N (default: the default configuration)")
     ap.add_argument("extra", nargs="*", help="extra floem options (after --)")
     args = ap.parse_args()
     floem = floem_command()
@@ -70,7 +85,7 @@ def main():
     for rep in range(args.repeats):
         for size in sizes:
             for mode in (MODES if rep % 2 == 0 else reversed(list(MODES))):
-                r = run_once(floem, size, mode, packets[mode], args.extra)
+                r = run_once(floem, size, mode, packets[mode], args.nic_managers, args.extra)
                 results[size, mode].append(r)
                 print(f"run {rep + 1}/{args.repeats}: {size:3d} B {mode:8s} {r['pps'] / 1e6:7.3f} Mpackets/s",
                       file=sys.stderr, flush=True)
@@ -82,7 +97,8 @@ def main():
         return max(runs, key=lambda r: r["pps"])
 
     setting = (f"{args.packets_sync} packets with the sync layer, {args.packets_blocking} blocking; "
-               f"floem run --nic-managers 0{' ' + ' '.join(args.extra) if args.extra else ''}; "
+               f"floem run {managers_text(args.nic_managers)}"
+               f"{' ' + ' '.join(args.extra) if args.extra else ''}; "
                f"{os.cpu_count()} CPUs")
     for title, pick in ((f"medians of {args.repeats} alternating runs", median_run),
                         (f"fastest of the {args.repeats} runs of each configuration (the least "

@@ -145,6 +145,9 @@ class _ProcessEmitter:
             packets=any(qgen.carries_packets(self.channels[q.name]) for q in used),
             kept_frame_timeout_ms=self.plan.kept_frame_timeout_ms,
             counter_layout=self.plan.counter_layout.splitlines(),
+            counter_notes=[{"line": line, **self._reported(self.ir.states[state])}
+                           for line, state in self.plan.counter_notes],
+            trace=self.plan.trace_number, trace_sites=self.plan.trace_sites,
             dma_defaults=[(DMA_ENVIRONMENT[k], f"{v:g}" if k == "gbps" else str(int(v)))
                           for k, v in sorted(self.ir.options.dma_model.items())],
             states=[self._state(s) for s in states if homes[s.name] == Home.HOST],
@@ -183,10 +186,15 @@ class _ProcessEmitter:
         fields printed (numeric scalars) and how."""
         home = Home.NIC if self.nic else Home.HOST
         used = {s.name for n in self.nodes for s in n.persistent.values()}
-        return [{"state": s, "fields": [(f.name, *conv) for f in s.layout.fields
-                                        if (conv := printf_conversion(f)) is not None]}
-                for s in self.ir.states.values()
+        return [self._reported(s) for s in self.ir.states.values()
                 if s.name in used and s.layout.report and self.ir.state_homes[s.name] == home]
+
+    @staticmethod
+    def _reported(s: PersistentState) -> dict[str, Any]:
+        """A ``report = True`` state with the fields its line prints (numeric scalars), each
+        with its printf conversion and the type it is cast to."""
+        return {"state": s, "fields": [(f.name, *conv) for f in s.layout.fields
+                                       if (conv := printf_conversion(f)) is not None]}
 
     @staticmethod
     def _state(s: PersistentState) -> dict[str, str]:

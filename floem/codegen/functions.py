@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from floem.csrc.tokens import tokenize
 from floem.ir import EdgeKind, ElementNode, PersistentState, ProgramIR, Role, SegmentIR
-from floem.ir.plan import ElementCounters, port_function
+from floem.ir.plan import ElementCounters, ElementTrace, TracedPort, port_function
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,8 @@ class ElementFunction:
     element's call of its output port; ``return_slot``: a return element's slot
     (``return_value``: it stores a value); ``orders``: elements ordered after this
     one, called with the packet once it is done; ``counters``: where its packet counters
-    are (None: not counted)."""
+    are (None: not counted); ``trace``: what it records of traced packets (None: a build
+    without tracing, or queue plumbing)."""
 
     node: ElementNode
     function: Function
@@ -70,6 +71,7 @@ class ElementFunction:
     return_value: bool = False
     orders: list[str] = field(default_factory=list)
     counters: ElementCounters | None = None
+    trace: ElementTrace | None = None
 
 
 @dataclass
@@ -82,7 +84,8 @@ class Dispatcher:
     (``next_seq``: the join sequence number moves on; ``clear_state``: the per-packet
     state is zeroed, when some field is read before it is written); ``counter``: the index
     of the port's packet counter (None: not counted), ``shared``: counted atomically,
-    ``tracked``: the element counts its runs that send nothing on, so the port tells it."""
+    ``tracked``: the element counts its runs that send nothing on, so the port tells it;
+    ``trace``: what the port records of traced packets (None: nothing)."""
 
     owner: str
     port: str
@@ -96,6 +99,7 @@ class Dispatcher:
     counter: int | None = None
     shared: bool = False
     tracked: bool = False
+    trace: TracedPort | None = None
 
 
 @dataclass
@@ -173,7 +177,7 @@ def element_function(ir: ProgramIR, n: ElementNode,
         pointers=[(attr, n.persistent[attr]) for attr in n.plan.pointers], uses_state=True,
         statements=statements or [],
         orders=[v for _, v, _ in ir.out_edges(n.name, kind=EdgeKind.ORDER)],
-        counters=n.plan.counters)
+        counters=n.plan.counters, trace=n.plan.trace)
     if n.role == Role.ARGS:
         out = next(iter(n.outputs))
         e.forward = Call(port_function(n.name, out), len(n.outputs[out]))
@@ -181,7 +185,9 @@ def element_function(ir: ProgramIR, n: ElementNode,
         e.return_slot, e.return_value = return_slot(n.segment), bool(n.inputs["inp"])
     elif statements is None:
         e.body = n.plan.body
-    e.uses_state = bool(e.forward or e.orders) or mentions("state", [e.body] + e.statements)
+    e.uses_state = bool(e.forward or e.orders or (e.trace and (e.trace.carries
+                                                               or e.trace.enter_fields))) \
+        or mentions("state", [e.body] + e.statements)
     if not e.forward and not e.return_value:    # they pass on every argument, or inp_0
         e.unused = [p.name for p in e.function.params[1:]
                     if not mentions(p.name, [e.body] + e.statements)]
@@ -207,7 +213,8 @@ def dispatchers(ir: ProgramIR, n: ElementNode, joins_here: bool) -> list[Dispatc
             clear_state=n.plan.emits_packets and bool(ir.segments[n.segment].read_first),
             counter=counters.port(port) if counters else None,
             shared=bool(counters and counters.shared),
-            tracked=bool(counters and counters.ended is not None)))
+            tracked=bool(counters and counters.ended is not None),
+            trace=n.plan.trace.port(port) if n.plan.trace else None))
     return result
 
 

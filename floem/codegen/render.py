@@ -5,11 +5,15 @@ from typing import Any
 
 import jinja2
 
+from floem.ir.plan import TRACE_FIELD
+
 TEMPLATES = jinja2.Environment(
     loader=jinja2.PackageLoader("floem.codegen", "templates"),
     trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
     undefined=jinja2.StrictUndefined,
 )
+#: The hidden per-packet field holding a traced packet's id across a queue.
+TEMPLATES.globals["TRACE_FIELD"] = TRACE_FIELD
 #: C types whose values are single bytes: never converted between byte orders.
 TEMPLATES.globals["BYTE_TYPES"] = ("char", "signed char", "unsigned char", "uint8_t", "int8_t",
                                    "bool")

@@ -2,18 +2,16 @@
 C; the state's struct declaration is in floem/ir/state.py)."""
 from __future__ import annotations
 
-from floem.ir.sizes import SCALARS, UNSIGNED
 from floem.ir import FieldLayout
+
+#: How a number of each kind (`floem.ir.state.NUMBER_KINDS`) is printed: its printf
+#: conversion and the C type it is cast to for it.
+_CONVERSIONS = {"real": ("%g", "double"), "unsigned": ("%llu", "unsigned long long"),
+                "signed": ("%lld", "long long")}
 
 
 def printf_conversion(f: FieldLayout) -> tuple[str, str] | None:
     """How field ``f`` is printed: its printf conversion and the C type it is cast to for
     it; None for a field that is not a numeric scalar (not printed)."""
-    c = f.type.c
-    if f.type.array_len is not None or c not in SCALARS:
-        return None
-    if c in ("float", "double"):
-        return "%g", "double"
-    if c in UNSIGNED:
-        return "%llu", "unsigned long long"
-    return "%lld", "long long"
+    kind = f.type.number
+    return _CONVERSIONS[kind] if kind is not None else None

@@ -109,6 +109,16 @@ class PacketBytes:
         """True when some byte range runs to the packet's end."""
         return any(hi == TO_THE_END for _, hi in self.ranges)
 
+    def describe(self) -> str:
+        """One line for the IR dump: the bytes in use, then what crosses and how."""
+        used = ", ".join(f"{lo}-{'end' if hi == TO_THE_END else hi}" for lo, hi in self.ranges)
+        text = f"bytes in use {used or '(none)'}"
+        if self.window is not None or self.crossing is not None:
+            text += f"; window {'whole' if self.window is None else self.window}"
+        if self.crossing is not None:
+            text += f"; frame {self.crossing}{', sliced' if self.sliced else ''}"
+        return text
+
 
 @dataclass
 class QueueIR:
@@ -191,6 +201,14 @@ class MainIR:
 
 
 @dataclass
+class TraceFilter:
+    """The ``--trace-filter`` expression as the front end read it (``trace_packets``)."""
+
+    info: BodyInfo                      # its analysis; its body's code is the expression alone
+    values: int                         # port values it names (v0, v1, ...): highest index + 1
+
+
+@dataclass
 class ProgramIR:
     """Everything the passes share: the graph plus program-level tables.
 
@@ -216,6 +234,7 @@ class ProgramIR:
     warnings: list[str] = field(default_factory=list)
     # Results of passes, for later passes and code generation:
     main_info: BodyInfo | None = None       # parse_bodies: the analysed floem.main code
+    trace_filter: TraceFilter | None = None     # trace_packets: the --trace-filter expression
     main_process: str | None = None         # placement: the process holding main
     planned: bool = False                   # plan_code: processes and elements have plans
     main_body: str | None = None            # plan_code: floem.main lowered to plain C
@@ -262,6 +281,8 @@ class ProgramIR:
                          + (f", sync batches of {q.sync_batch}" if self.planned else ""))
             for c, fields in enumerate(q.fields):
                 lines.append(f"  channel {c} carries {', '.join(fields) or '(nothing)'}")
+                packets = q.packets[c] if c < len(q.packets) else {}
+                lines += [f"    {name}: {b.describe()}" for name, b in packets.items()]
         for c in self.caches.values():
             steering = f"steers over {c.steer_instances} instances" if c.steer_instances \
                 else "no steering"

@@ -30,6 +30,8 @@ class BuildOptions:
     slice_threshold: int = 512              # --slice-threshold: shorter frames cross whole
     slice_pool: int = 1024                  # --slice-pool: frames kept at most on the NIC
     slice_timeout_ms: int = 1000            # --slice-timeout: a kept frame is reclaimed after
+    trace: bool = False                     # --trace: the packet-trace code (floem run --trace N)
+    trace_filter: str | None = None         # --trace-filter EXPR: which entering packets to trace
 
     def __post_init__(self) -> None:
         if self.nic not in NIC_PLATFORMS:
@@ -49,6 +51,8 @@ class BuildOptions:
         if self.count_instructions and self.nic != "emu":
             raise FloemError("--count-instructions runs the NIC natively under callgrind: "
                              "use --nic emu")
+        if self.trace_filter is not None and not self.trace:
+            raise FloemError("--trace-filter selects the packets --trace traces: give --trace too")
 
     @classmethod
     def from_keywords(cls, **opts: Any) -> "BuildOptions":

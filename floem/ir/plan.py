@@ -6,6 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+#: The hidden per-packet field carrying a traced packet's id across queues (trace_packets).
+TRACE_FIELD = "_floem_trace"
+#: The file the ``--trace-filter`` expression is in, for gcc (``#line``) and for errors.
+TRACE_FILTER_FILE = "--trace-filter"
+#: Field values one trace event holds at most (FLOEM_TRACE_VALUES, floem/trace.h).
+TRACE_VALUES = 255
+
 
 @dataclass(frozen=True)
 class QueueSide:
@@ -58,6 +65,56 @@ class ElementCounters:
         return f"{element} {segment} {packets_in} {ended} {outs}\n"
 
 
+@dataclass(frozen=True)
+class TracedPort:
+    """What an output port of a traced element records (runtime/include/floem/trace.h):
+    ``admit``, a packet enters the program here (a source, a callable's arguments, a queue
+    that cannot carry its id) and gets an id if it is among the first traced and the
+    ``--trace-filter`` selects it (or, ``pending``, is traced tentatively until a port
+    further on ``decides``); ``restore``, a packet comes out of a queue with the id it went
+    in with; ``send``, the packet goes on. ``fields``: the per-packet fields whose values it
+    records, with their number kind."""
+
+    kind: str
+    site: int
+    fields: tuple[tuple[str, str], ...] = ()
+    once: bool = True               # admit: one packet per run of the element, not per output
+    filter: str = ""                # admit: the --trace-filter lowered to C ("" for none)
+    pending: bool = False           # admit: the filter is decided later in the segment
+    decides: str = ""               # send: the filter, decided here for a pending packet
+
+
+@dataclass(frozen=True)
+class ElementTrace:
+    """What one element records when a traced packet passes (plan_code): its run (``enter``,
+    with ``enter_fields``), a run that sent nothing on (``end``), and per output port a
+    `TracedPort`; an enqueue ``carries`` the packet's id into the queue's entry."""
+
+    enter: int | None = None
+    enter_fields: tuple[tuple[str, str], ...] = ()
+    end: int | None = None
+    carries: bool = False
+    ports: tuple[tuple[str, TracedPort], ...] = ()
+    untraced: bool = False          # a packet entry the --trace-filter cannot select
+
+    def port(self, port: str) -> TracedPort | None:
+        """What output ``port`` records (None: nothing)."""
+        return dict(self.ports).get(port)
+
+    def describe(self) -> str:
+        """Its part of the element's line in the IR dump."""
+        parts = [f"{what} {site}" for what, site in (("enter", self.enter), ("end", self.end))
+                 if site is not None]
+        for port, t in self.ports:
+            fields = f" ({', '.join(name for name, _ in t.fields)})" if t.fields else ""
+            how = (" filtered" if t.filter else " pending the filter" if t.pending
+                   else " deciding the filter" if t.decides else "")
+            parts.append(f"{port} {t.kind}{how} {t.site}{fields}")
+        parts += ["carries the id"] if self.carries else []
+        parts += ["admits no packet (--trace-filter)"] if self.untraced else []
+        return f"trace: {', '.join(parts)}"
+
+
 @dataclass
 class ProcessPlan:
     """What the C of one process needs besides its elements."""
@@ -71,6 +128,10 @@ class ProcessPlan:
     counter_layout: str = ""             # their layout, one line per element
     kept_frames: int = 0                 # slots of the pool of frames kept by the port (0: none)
     kept_frame_timeout_ms: int = 0       # after which a kept frame is reclaimed
+    counter_notes: list[tuple[int, str]] = field(default_factory=list)  # (layout line, a
+    #   report = True state its element uses): the state's line goes under that row
+    trace_number: int = 0                # traced build: the process's number in trace ids
+    trace_sites: list[str] = field(default_factory=list)    # what each trace site records
 
     def describe(self) -> list[str]:
         """Lines for the IR dump."""
@@ -79,8 +140,10 @@ class ProcessPlan:
         counting = f", {self.counters} element counters" if self.counters else ""
         keeping = (f", keeps up to {self.kept_frames} frames for "
                    f"{self.kept_frame_timeout_ms} ms" if self.kept_frames else "")
+        tracing = (f", traced as process {self.trace_number} with {len(self.trace_sites)} "
+                   "trace sites" if self.trace_number else "")
         lines = [f"  plan: {self.managers} manager core(s){managing}, {network}{counting}"
-                 f"{keeping}"]
+                 f"{keeping}{tracing}"]
         lines += [f"  queue {name}: {side.describe()}" for name, side in self.queues.items()]
         return lines
 
@@ -97,6 +160,7 @@ class ElementPlan:
     emits_packets: bool = False     # a thread source whose each output is a new packet
     out_of_line: bool = False       # never inlined into its caller (bounds inlining depth)
     counters: ElementCounters | None = None     # its packet counters (None: not counted)
+    trace: ElementTrace | None = None           # what it records of traced packets
 
     def describe(self) -> str:
         """One line for the IR dump ("" when there is nothing to say)."""
@@ -113,6 +177,8 @@ class ElementPlan:
                    if i is not None] + [f"{port} {i}" for port, i in c.outs]
             parts.append(f"counters: {', '.join(own) or 'none of its own'}"
                          f"{', atomically' if c.shared else ''}")
+        if self.trace is not None:
+            parts.append(self.trace.describe())
         return "; ".join(parts)
 
 

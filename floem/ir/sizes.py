@@ -13,7 +13,6 @@ SCALARS = {
     "long": 8, "unsigned long": 8, "long long": 8, "unsigned long long": 8, "int64_t": 8,
     "uint64_t": 8, "size_t": 8, "ssize_t": 8, "double": 8, "intptr_t": 8, "uintptr_t": 8,
 }
-UNSIGNED = {t for t in SCALARS if t.startswith("u") or t in ("size_t", "bool", "_Bool")}
 
 
 def field_size(f: FieldLayout) -> int | None:

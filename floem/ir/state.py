@@ -68,6 +68,18 @@ class CCode:
     loc: Location
 
 
+#: The C scalar types that are numbers, and what kind: a signed or an unsigned integer, or a
+#: real number (how a report or a trace prints their values).
+NUMBER_KINDS = {
+    **dict.fromkeys(("char", "signed char", "short", "int", "long", "long long", "int8_t",
+                     "int16_t", "int32_t", "int64_t", "ssize_t", "intptr_t"), "signed"),
+    **dict.fromkeys(("unsigned char", "unsigned short", "unsigned", "unsigned int",
+                     "unsigned long", "unsigned long long", "uint8_t", "uint16_t", "uint32_t",
+                     "uint64_t", "size_t", "uintptr_t", "bool", "_Bool"), "unsigned"),
+    **dict.fromkeys(("float", "double"), "real"),
+}
+
+
 @dataclass(frozen=True)
 class CType:
     """A C type as a field or port declares it: its spelling and, for an array, its length."""
@@ -78,6 +90,12 @@ class CType:
     def declare(self, name: str) -> str:
         """A C declaration of ``name`` with this type (arrays put ``[n]`` after the name)."""
         return c_declaration(self.c, self.array_len, name)
+
+    @property
+    def number(self) -> str | None:
+        """``signed``, ``unsigned`` or ``real`` for a numeric scalar (`NUMBER_KINDS`); None
+        for anything else (an array, a pointer, a struct, a type from a user header)."""
+        return NUMBER_KINDS.get(self.c) if self.array_len is None else None
 
     def __str__(self) -> str:
         return self.c if self.array_len is None else f"{self.c}[{self.array_len}]"

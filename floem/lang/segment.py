@@ -67,6 +67,10 @@ class Segment:
         self.pinned = cores is not None
         if not self.cores or not all(isinstance(c, int) and c >= 0 for c in self.cores):
             raise self.loc.error(f"cores must be a non-empty list of core ids, not {cores!r}")
+        twice = sorted({c for c in self.cores if self.cores.count(c) > 1})
+        if twice:
+            raise self.loc.error(f"cores lists core {twice[0]} twice: each thread of a segment "
+                                 f"runs on a core of its own")
         self.process = process
         self.flow: Flow | None = self.program.innermost("flow")
         self._core_id: CoreId | None = None

@@ -10,7 +10,7 @@ from floem.lang.program import Program
 from floem.passes import (build_graph, check_callables, check_segments, check_types,
                           expand_caches, find_sources, liveness, lower_queues, order_graph,
                           parse_bodies, place_memory, placement, plan_code,
-                          slice_packets)
+                          slice_packets, trace_packets)
 
 #: The passes after the front end (``build_graph``, which makes the IR from the program).
 PIPELINE: list[ModuleType] = [
@@ -21,6 +21,7 @@ PIPELINE: list[ModuleType] = [
     check_segments,
     expand_caches,
     check_callables,
+    trace_packets,
     liveness,
     lower_queues,
     placement,

@@ -40,7 +40,7 @@ from floem.ir import TO_THE_END, EdgeKind, ElementNode, PacketBytes, ProgramIR, 
 
 NAME = "liveness"
 #: What this pass needs done before it, and what it gives the passes after it.
-REQUIRES = frozenset({"bodies", "sources", "queues", "cache_regions"})
+REQUIRES = frozenset({"bodies", "sources", "queues", "cache_regions", "trace_field"})
 PROVIDES = frozenset({"queue_fields", "segment_uses"})
 
 

@@ -7,21 +7,28 @@ per queue how the process reaches it: directly or through the sync layer,
 which side prints the counters, whether NIC threads share a sync shadow) and
 each element an `ElementPlan` (its body lowered to plain C, the persistent
 states it points at, an enqueue's instance choice and full port, a thread
-source's packet boundaries, whether it is kept out of line). Code generation prints these and decides nothing::
+source's packet boundaries, whether it is kept out of line, its packet counters and, in a
+build with the ``trace`` option, what it records of traced packets: its trace sites, each a
+line of the process's site table that the runtime writes out with the events). Code
+generation prints these and decides nothing::
 
     process nic (NIC) ...                 plan: 1 manager core(s), no network
                                           queue q: dequeues through the sync layer
     rx: Parse [...]                       plan: body 4 lines; uses counts
+                                          plan: ...; trace: enter 3, out send 4 (op)
 """
 from __future__ import annotations
 
 from collections import deque
+from typing import Callable
+
+import networkx as nx
 
 from floem import csrc
-from floem.ir import (Device, ElementNode, FrameCrossing, Home, ProcessIR, ProgramIR, QueueIR, Role,
-                      SegmentIR, SegmentKind)
-from floem.ir.plan import (ElementCounters, ElementPlan, ProcessPlan, QueueSide, join_slot,
-                           port_function)
+from floem.ir import (Device, ElementNode, FrameCrossing, Home, ProcessIR, ProgramIR, QueueIR,
+                      Role, SegmentIR, SegmentKind)
+from floem.ir.plan import (TRACE_FIELD, TRACE_VALUES, ElementCounters, ElementPlan, ElementTrace,
+                           ProcessPlan, QueueSide, TracedPort, join_slot, port_function)
 
 NAME = "plan_code"
 #: In a segment of more elements than this, every INLINE_DEPTH-th element (in program
@@ -32,7 +39,7 @@ NAME = "plan_code"
 INLINE_DEPTH = 64
 #: What this pass needs done before it, and what it gives the passes after it.
 REQUIRES = frozenset({"processes", "state_homes", "queue_sides", "queues_lowered", "bodies",
-                      "packet_windows"})
+                      "packet_windows", "trace_field"})
 PROVIDES = frozenset({"code_plan"})
 
 
@@ -46,6 +53,9 @@ def run(ir: ProgramIR) -> ProgramIR:
     if ir.options.counters:
         for proc in ir.processes.values():
             _plan_counters(ir, proc)
+    if ir.options.trace:
+        for number, proc in enumerate(ir.processes.values(), 1):
+            _plan_trace(ir, proc, number)
     for q in ir.queues.values():
         q.sync_batch = max(1, min(32, q.size // 4))
     if ir.main_info is not None and ir.main.code is not None:
@@ -119,10 +129,14 @@ def _plan_counters(ir: ProgramIR, proc: ProcessIR) -> None:
     (not the queue and cache plumbing the compiler adds): a counter per output port; runs
     where the ports feeding an element are not all counted (after a queue, in a callable)
     or it is a join; runs that sent nothing on where a run may send more than one packet
-    (runtime/include/floem/counters.h). Atomic where several threads may run the element."""
+    (runtime/include/floem/counters.h). Atomic where several threads may run the element.
+    The ``report = True`` states an element uses (its drops by reason, say) are printed
+    under its row of the table, where the process can read them."""
     counted = [(ir.node(name), seg) for s in proc.segments
                for seg in [ir.segments[s]] for name in _flow_order(ir, seg)
                if ir.node(name).role in (Role.ELEMENT, Role.CORE_ID)]
+    home = Home.NIC if proc.device == Device.NIC else Home.HOST
+    notes = []
     outs: dict[tuple[str, str], int] = {}
     for n, _ in counted:
         for port in n.outputs:
@@ -142,7 +156,11 @@ def _plan_counters(ir: ProgramIR, proc: ProcessIR) -> None:
         if c.has_inputs or c.outs:
             n.plan.counters = c
             layout.append(c.layout_line(n.name, seg.name))
+            notes += [(len(layout) - 1, s.name) for attr, s in n.persistent.items()
+                      if s.layout.report and attr in n.plan.pointers
+                      and ir.state_homes[s.name] == home]
     proc.plan.counters, proc.plan.counter_layout = total, "".join(layout)
+    proc.plan.counter_notes = notes
 
 
 def _sends_at_most_once(n: ElementNode) -> bool:
@@ -170,3 +188,201 @@ def _flow_order(ir: ProgramIR, seg: SegmentIR) -> list[str]:
         order.append(name)
         frontier.extend(v for _, v, _ in ir.out_edges(name))
     return order + [e for e in seg.elements if e not in seen]
+
+
+def _plan_trace(ir: ProgramIR, proc: ProcessIR, number: int) -> None:
+    """What ``proc``'s elements record of traced packets (runtime/include/floem/trace.h):
+    each record is a site, a line of the process's site table saying what it is
+    (``KIND ELEMENT key=value ...``, read by floem/trace.py). Queue plumbing (dequeue,
+    release) records nothing; a save's output restores the id the entry carried. Where the
+    ``--trace-filter`` reads fields a packet entering has not been given yet, it is decided
+    at the ports after which the segment has written them (`_decisions`)."""
+    sites: list[str] = []
+
+    def site(line: str) -> int:
+        sites.append(line)
+        return len(sites) - 1
+
+    for s in proc.segments:
+        seg = ir.segments[s]
+        entries = {name: _admissions(ir, ir.node(name), seg) for name in seg.elements
+                   if _is_entry(ir, ir.node(name), seg)}
+        decides = {key: condition for admissions in entries.values()
+                   for _, (_, decisions) in admissions.items() for key, condition in decisions}
+        for name in _flow_order(ir, seg):
+            n = ir.node(name)
+            if n.role not in (Role.DEQUEUE, Role.RELEASE):
+                n.plan.trace = _element_trace(ir, n, entries.get(name, {}), decides, site)
+    proc.plan.trace_number, proc.plan.trace_sites = number, sites
+
+
+#: How packets entering at a port are admitted: (the filter evaluated there, "" for none;
+#: or None when it is decided later, at the ports listed with the filter evaluated there).
+_Admission = tuple[str | None, list[tuple[tuple[str, str], str]]]
+
+
+def _element_trace(ir: ProgramIR, n: ElementNode, admissions: dict[str, _Admission],
+                   decides: dict[tuple[str, str], str],
+                   site: Callable[[str], int]) -> ElementTrace:
+    """The trace sites of ``n`` (``site(line)`` adds one and returns its index), given how
+    its ports admit packets (``admissions``: for an entry) and the ports of the segment that
+    decide the filter."""
+    enter, enter_fields, end, carries = None, (), None, False
+    if n.role == Role.ENQUEUE:
+        q = ir.queues[n.queue]
+        carries = TRACE_FIELD in q.fields[n.channel]
+        enter_fields = _numbers(ir, n, ["qid"] if n.plan.steers_by_qid else [])
+        enter = site(f"enq {n.name} queue={q.name} channel={n.channel} "
+                     f"route={q.enq_device}->{q.deq_device} {_fields_text(enter_fields)}")
+    elif n.inputs and n.role != Role.SAVE:
+        enter = site(f"enter {n.name}")
+        end = site(f"end {n.name}") if _may_send_nothing(n) else None
+    written = _numbers(ir, n, sorted(n.info.fields.writes) if n.info else [])
+    ports, untraced = [], False
+    for port in n.outputs:
+        targets = [v for _, v, _ in ir.out_edges(n.name, port)]
+        common = f"{n.name} port={port} ports={len(n.outputs)} to={','.join(targets) or '-'}"
+        if n.role == Role.SAVE:
+            q = ir.queues[n.queue]
+            common += f" queue={q.name} channel={n.channel} route={q.enq_device}->{q.deq_device}"
+            if TRACE_FIELD in q.fields[n.channel]:
+                ports.append((port, TracedPort("restore", site(f"restore {common}"))))
+                continue
+        if port not in admissions:
+            ports.append((port, TracedPort("send", site(f"send {common} {_fields_text(written)}"),
+                                           written, decides=decides.get((n.name, port), ""))))
+            continue
+        now, decisions = admissions[port]
+        if now is None and not decisions:
+            untraced = True
+            continue
+        ports.append((port, TracedPort(
+            "admit", site(f"admit {common} {_fields_text(written)}"), written,
+            once=not n.plan.emits_packets, filter=now or "", pending=now is None)))
+    return ElementTrace(enter=enter, enter_fields=enter_fields, end=end, carries=carries,
+                        ports=tuple(ports), untraced=untraced)
+
+
+def _is_entry(ir: ProgramIR, n: ElementNode, seg: SegmentIR) -> bool:
+    """Whether packets enter the program at ``n``'s outputs: a thread segment's source
+    (not a dequeue), a callable's arguments, a save whose queue cannot carry their ids."""
+    if n.role == Role.SAVE:
+        return TRACE_FIELD not in ir.queues[n.queue].fields[n.channel]
+    return n.role == Role.ARGS or (seg.kind == SegmentKind.THREAD and seg.source == n.name
+                                   and n.role != Role.DEQUEUE)
+
+
+def _admissions(ir: ProgramIR, n: ElementNode, seg: SegmentIR) -> dict[str, _Admission]:
+    """How each output port of entry ``n`` admits packets (a port feeding only dequeues,
+    e.g. a qid, admits none: the packet comes out of the queue)."""
+    result = {}
+    for port in n.outputs:
+        targets = [v for _, v, _ in ir.out_edges(n.name, port)]
+        if targets and all(ir.node(v).role == Role.DEQUEUE for v in targets):
+            continue
+        result[port] = _admission(ir, n, port, seg)
+    return result
+
+
+def _admission(ir: ProgramIR, n: ElementNode, port: str, seg: SegmentIR) -> _Admission:
+    """How packets entering at ``n``'s ``port`` are selected: every one (no filter); by
+    the ``--trace-filter`` there, when it reads port values or fields ``n`` writes; or
+    later, at the first ports of the segment after which every field it reads has been
+    written on every path (none of the packet's events is kept until then). A filter that
+    can be decided nowhere warns that none of these packets is traced."""
+    f = ir.trace_filter
+    if f is None:
+        return "", []
+    fields = {x.name for x in n.packet_state.fields} if n.packet_state else set()
+    missing = sorted(f.info.fields.uses - fields)
+    if missing or f.values > len(n.outputs[port]):
+        lacks = (f"fields {', '.join(missing)} of the per-packet state" if missing
+                 else f"v{f.values - 1} (port {port} sends {len(n.outputs[port])} values)")
+        return _untraced(ir, n, f"--trace-filter reads {lacks}, which packets entering at "
+                                f"'{n.name}' do not have")
+    condition = csrc.lower(f.info, {}, {})
+    written = set(n.info.fields.writes) if n.info else set()
+    if f.info.fields.uses <= written:
+        return condition, []
+    if f.values:
+        return _untraced(ir, n, f"--trace-filter reads port values, which only '{n.name}' "
+                                f"sees, and fields it does not write")
+    decisions = [(key, condition) for key in _decisions(ir, n, port, seg, f.info.fields.uses)]
+    if not decisions:
+        return _untraced(ir, n, f"--trace-filter reads fields that segment '{seg.name}' does "
+                                f"not surely write after '{n.name}'")
+    return None, decisions
+
+
+def _untraced(ir: ProgramIR, n: ElementNode, why: str) -> _Admission:
+    ir.warnings.append(f"{n.loc}: {why}: none of the packets entering there is traced")
+    return None, []
+
+
+def _decisions(ir: ProgramIR, entry: ElementNode, port: str, seg: SegmentIR,
+               needed: set[str]) -> list[tuple[str, str]]:
+    """The output ports of ``seg``'s elements, reached from ``entry``'s ``port``, after
+    which every field of ``needed`` has been written on every path from there (and before
+    which not): where a filter reading them is decided."""
+    written = set(entry.info.fields.writes) if entry.info else set()
+    reached = {v for _, v, _ in ir.out_edges(entry.name, port)}
+    frontier = deque(sorted(reached))
+    while frontier:
+        name = frontier.popleft()
+        for _, v, _ in ir.out_edges(name):
+            if v in seg.elements and v not in reached:
+                reached.add(v)
+                frontier.append(v)
+    region = ir.graph.subgraph(reached)
+    if not nx.is_directed_acyclic_graph(region):
+        return []                       # a loop in the segment: no place surely decides
+    defined_in: dict[str, set[str]] = {}
+    result = []
+    for name in nx.lexicographical_topological_sort(region):
+        n = ir.node(name)
+        feeds = []
+        for u, _, d in ir.in_edges(name):
+            if u == entry.name and d["out_port"] == port:
+                feeds.append(written)
+            elif u in defined_in:
+                feeds.append(defined_in[u] | _writes(ir.node(u)))
+        merged = set().union(*feeds) if n.join else set.intersection(*feeds) if feeds else set()
+        defined_in[name] = merged
+        out = merged | _writes(n)
+        if needed <= out and not needed <= merged:
+            result += [(name, p) for p in n.outputs]
+    return result
+
+
+def _writes(n: ElementNode) -> set[str]:
+    return set(n.info.fields.writes) if n.info else set()
+
+
+def _numbers(ir: ProgramIR, n: ElementNode, names: list[str]) -> tuple[tuple[str, str], ...]:
+    """Those of per-packet fields ``names`` that are numbers (not the hidden fields), in
+    the state's order, with their kind (signed, unsigned, real); the first `TRACE_VALUES`."""
+    if n.packet_state is None:
+        return ()
+    hidden = {TRACE_FIELD} | {f for c in ir.caches.values()
+                              for f in (c.version_field, c.evict_field)}
+    return tuple((f.name, f.type.number) for f in n.packet_state.fields
+                 if f.name in names and f.name not in hidden
+                 and f.type.number is not None)[:TRACE_VALUES]
+
+
+def _fields_text(fields: tuple[tuple[str, str], ...]) -> str:
+    """``fields=a:signed,b:real`` (``fields=-`` for none), as a site line lists them."""
+    return "fields=" + (",".join(f"{name}:{kind}" for name, kind in fields) or "-")
+
+
+def _may_send_nothing(n: ElementNode) -> bool:
+    """Whether a run of ``n`` may end without sending the packet on (an output block whose
+    ports may all stay silent, a switch without else, ``output multiple``)."""
+    if not n.outputs:
+        return False
+    info = n.info
+    if info is None:
+        return True
+    always = (info.form == "block" and bool(info.always_fires)) or \
+        (info.form == "switch" and info.switch_has_else)
+    return not always

@@ -16,8 +16,9 @@ the device whose process owns the network port (where the frame's buffer is):
 * ``returns``: back to the port's device: the window is written onto the kept frame
   (spliced), or into a new buffer when the frame crossed whole.
 
-A frame is sliced when ``--no-slicing`` is not given, it leaves its port's device and
-comes back (some channel returns it), and every element on the other device reaches its
+With ``--send-all-fields`` every packet crosses whole and nothing is sliced. Otherwise a
+frame is sliced when ``--no-slicing`` is not given, it leaves its port's device and comes
+back (some channel returns it), and every element on the other device reaches its
 bytes through members only (``state->pkt->ip.ttl``): the window is then the bytes up to
 the last one any of them reads or writes, the same for every channel of that frame, and
 the payload after it never crosses. At run time a frame shorter than
@@ -45,9 +46,10 @@ def run(ir: ProgramIR) -> ProgramIR:
     ports = {ir.segments[n.segment].device for n in ir.nodes() if n.uses_network}
     crossings = [(q, c, (_state(ir, q), name), bytes_) for q in ir.queues.values()
                  for c, carried in enumerate(q.packets) for name, bytes_ in carried.items()]
+    every_byte = ir.options.send_all_fields
     for q, _, (state, name), bytes_ in crossings:
         f = ir.node(q.dequeuer).packet_state.field(name)
-        bytes_.window = _window(bytes_.ranges)
+        bytes_.window = None if every_byte else _window(bytes_.ranges)
         if f.frame is not None:
             bytes_.crossing = _crossing(q, f, ports)
     for frame, away in _sliced(ir, crossings, ports).items():
@@ -89,7 +91,7 @@ def _sliced(ir: ProgramIR, crossings: list[tuple[QueueIR, int, tuple[str, str], 
     knows a kept frame from a whole one), and every element away from the port touches it
     through bounded members only. A frame that could be sliced but for such an element is
     warned about, with the element and line."""
-    if not ir.options.slicing or len(ports) != 1:
+    if not ir.options.slicing or ir.options.send_all_fields or len(ports) != 1:
         return {}
     port = next(iter(ports))
     result = {}

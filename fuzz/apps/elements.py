@@ -1,16 +1,18 @@
 """The library elements whose C bodies parse bytes, as callable segments for the fuzz harnesses.
 
 The parsing of CheckUDP, SwapUDP, SetUDPLength, FillUDP (library/headers.py),
-ParseMemcached and MemcachedReply (library/memcached.py) and the splitting of
+ParseMemcached and MemcachedReply (library/memcached.py), CheckFrame on a typed frame
+and a rewrite of its header members (library/packets.py), and the splitting of
 Batcher and Debatcher (library/batch.py) are C bodies inside Python classes:
 this app compiles those very bodies into C functions that fuzz/harness/*.c
 call (scripts/fuzz.sh builds it with ``floem build`` and compiles the
 generated C with clang's sanitizers). The harness defines the functions that
 ``include`` declares below: where the elements hand their results.
 """
-from floem import (CallableSegment, Element, Field, Flow, Input, Int, Output, PerPacket, Pointer,
-                   Queue, SizeT, State, Uint, include)
-from floem.library import FRAME
+from floem import (CallableSegment, Element, Field, Flow, Frame, Input, Int, Output, PerPacket,
+                   Pointer, Queue, SizeT, State, Uint, include)
+from floem.library import FRAME, CheckFrame, IPv4Frame, LoadFrame, StoreFrame
+from floem.library import packets
 from floem.library.basic import Drop
 from floem.library.batch import Batcher, Debatcher
 from floem.library.headers import CheckUDP, FillUDP, SetUDPLength, SwapUDP
@@ -86,6 +88,70 @@ frame_function("mc_reply", ParseMemcached(), MemcachedReply(
     cas="req.cas + 1", extras="req.extras", extlen="req.extras_len", key="req.key",
     keylen="req.key_len", value="req.value", vallen="req.value_len", capacity=2048),
     SwapUDP(), SetUDPLength())
+
+
+class Framed(State):
+    """The per-packet state of the frame functions: the frame, typed."""
+
+    pkt = Frame(IPv4Frame)
+
+
+class RewriteSource(Element):
+    """A source NAT's rewrite of a checked frame: IPv4 source 10.9.9.9 and transport source
+    port 4242, the IPv4 and UDP/TCP checksums updated incrementally (a UDP checksum of 0,
+    "none", stays 0; one that comes out 0 is sent as 0xffff, RFC 768)."""
+
+    c_headers = packets.HEADERS
+
+    def configure(self) -> None:
+        self.inp = Input()
+        self.out = Output()
+
+    def impl(self) -> None:
+        self.run_c(r'''
+            inp();
+            uint32_t old_ip = state->pkt->ip.src, new_ip = floem_hton32(0x0a090909);
+            uint16_t old_port = state->pkt->l4.udp.src_port, new_port = floem_hton16(4242);
+            state->pkt->ip.src = new_ip;
+            state->pkt->ip.checksum = floem_csum_replace32(state->pkt->ip.checksum, old_ip,
+                                                           new_ip);
+            state->pkt->l4.udp.src_port = new_port;        /* where TCP's is too */
+            if (state->pkt->ip.protocol == 6) {
+                uint16_t c = floem_csum_replace32(state->pkt->l4.tcp.checksum, old_ip, new_ip);
+                state->pkt->l4.tcp.checksum = floem_csum_replace16(c, old_port, new_port);
+            } else if (state->pkt->l4.udp.checksum != 0) {
+                uint16_t c = floem_csum_replace32(state->pkt->l4.udp.checksum, old_ip, new_ip);
+                c = floem_csum_replace16(c, old_port, new_port);
+                state->pkt->l4.udp.checksum = c ? c : 0xffff;
+            }
+            output { out(); }
+        ''')
+
+
+class Frames(Flow):
+    """``frame_check`` (StoreFrame, CheckFrame) and ``frame_rewrite`` (the same, then
+    RewriteSource): the frame's size when it passes, 0 when CheckFrame drops it."""
+
+    state = PerPacket(Framed)
+
+    def impl(self) -> None:
+        for name, rewrite in (("frame_check", False), ("frame_rewrite", True)):
+            class function(CallableSegment):
+                def configure(self) -> None:
+                    self.inp = Input(*FRAME)
+                    self.out = Output(SizeT)
+
+                def impl(self) -> None:
+                    check = CheckFrame()
+                    self.inp >> StoreFrame() >> check
+                    check.drop >> Drop()
+                    passed = check.out >> RewriteSource() if rewrite else check.out
+                    passed >> LoadFrame() >> FrameSize() >> self.out
+
+            function(name, default_return="0")
+
+
+Frames()
 
 
 class Batch(State):

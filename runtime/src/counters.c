@@ -12,8 +12,17 @@
 _Thread_local uint64_t floem_fired;
 
 /* The process's counter file: header, layout, counters (floem_counters_keep writes it). */
-static const char *counters_file;
+static char *counters_file;
 static size_t counters_file_bytes;
+/* The queue instances the process counts (floem_counters_queue). */
+#define FLOEM_COUNTED_QUEUES 256
+struct counted_queue {
+    const char *name;
+    floem_queue_t *instance;
+    uint32_t index;
+};
+static struct counted_queue counted_queues[FLOEM_COUNTED_QUEUES];
+static int n_counted_queues;
 
 static void out_of_memory(void)
 {
@@ -42,7 +51,8 @@ uint64_t *floem_counters_open(const char *process, const char *layout, uint32_t 
 {
     size_t layout_bytes = strlen(layout) + 1;
     size_t offset = (sizeof(struct floem_counters_header) + layout_bytes + 63) & ~(size_t)63;
-    size_t bytes = offset + (size_t)count * sizeof(uint64_t);
+    size_t threads = (offset + (size_t)count * sizeof(uint64_t) + 63) & ~(size_t)63;
+    size_t bytes = threads + FLOEM_MAX_THREADS * sizeof(floem_thread_stats_t);
     char *base = counter_memory(bytes);
     struct floem_counters_header *h = (struct floem_counters_header *)base;
     memcpy(h->magic, FLOEM_COUNTERS_MAGIC, sizeof h->magic);
@@ -51,6 +61,9 @@ uint64_t *floem_counters_open(const char *process, const char *layout, uint32_t 
     h->counters = count;
     h->layout_bytes = (uint32_t)layout_bytes;
     h->counters_offset = offset;
+    h->threads_offset = threads;
+    h->thread_slots = FLOEM_MAX_THREADS;
+    h->thread_bytes = (uint32_t)sizeof(floem_thread_stats_t);
     h->pid = (int64_t)getpid();
     snprintf(h->process, sizeof h->process, "%s", process);
     const char *run = getenv("FLOEM_SHM");
@@ -58,7 +71,25 @@ uint64_t *floem_counters_open(const char *process, const char *layout, uint32_t 
     memcpy(base + sizeof *h, layout, layout_bytes);
     counters_file = base;
     counters_file_bytes = bytes;
+    floem_thread_stats_slot = floem_counters_thread;
     return (uint64_t *)(base + offset);
+}
+
+floem_thread_stats_t *floem_counters_thread(int i)
+{
+    if (counters_file == NULL || i < 0 || i >= FLOEM_MAX_THREADS)
+        return NULL;
+    const struct floem_counters_header *h = (const struct floem_counters_header *)counters_file;
+    floem_thread_stats_t *slot = (floem_thread_stats_t *)(counters_file + h->threads_offset) + i;
+    memset(slot, 0, sizeof *slot);
+    return slot;
+}
+
+void floem_counters_queue(const char *name, floem_queue_t *const *instances, int count)
+{
+    for (int i = 0; i < count && n_counted_queues < FLOEM_COUNTED_QUEUES; i++)
+        counted_queues[n_counted_queues++] = (struct counted_queue){name, instances[i],
+                                                                   (uint32_t)i};
 }
 
 void floem_counters_keep(const char *process)
@@ -68,8 +99,22 @@ void floem_counters_keep(const char *process)
         return;
     char path[4096];
     snprintf(path, sizeof path, "%s/%s.counters", dir, process);
+    struct floem_counters_header head;
+    memcpy(&head, counters_file, sizeof head);
+    head.queues_offset = counters_file_bytes;
+    head.queues = (uint32_t)n_counted_queues;
+    head.queue_bytes = (uint32_t)sizeof(struct floem_counters_queue);
     FILE *f = fopen(path, "wb");
-    if (f == NULL || fwrite(counters_file, 1, counters_file_bytes, f) != counters_file_bytes)
+    bool ok = f != NULL && fwrite(&head, sizeof head, 1, f) == 1 &&
+              fwrite(counters_file + sizeof head, 1, counters_file_bytes - sizeof head, f) ==
+                  counters_file_bytes - sizeof head;
+    for (int i = 0; ok && i < n_counted_queues; i++) {
+        struct floem_counters_queue q = {.instance = counted_queues[i].index};
+        snprintf(q.name, sizeof q.name, "%s", counted_queues[i].name);
+        floem_queue_stats(counted_queues[i].instance, &q.stats);
+        ok = fwrite(&q, sizeof q, 1, f) == 1;
+    }
+    if (!ok)
         fprintf(stderr, "floem: cannot write the element counters to %s\n", path);
     if (f != NULL)
         fclose(f);
@@ -98,6 +143,13 @@ static uint64_t field_value(const char *field, const uint64_t *counters)
 void floem_counters_report(FILE *out, const char *process, const char *layout,
                            const uint64_t *counters)
 {
+    floem_counters_report_notes(out, process, layout, counters, NULL);
+}
+
+void floem_counters_report_notes(FILE *out, const char *process, const char *layout,
+                                 const uint64_t *counters, const char *const *notes)
+{
+    size_t row = 0;
     fprintf(out, "floem: elements of process %s (packets):\n", process);
     fprintf(out, "floem:   %-28s %-20s %12s %12s  %s\n", "element", "segment", "in", "ended",
             "out");
@@ -133,5 +185,8 @@ void floem_counters_report(FILE *out, const char *process, const char *layout,
             fprintf(out, "%12llu %12llu", (unsigned long long)packets, (unsigned long long)none);
         }
         fprintf(out, "  %s\n", ports);
+        if (notes != NULL && notes[row] != NULL)
+            fprintf(out, "floem:     %s\n", notes[row]);
+        row++;
     }
 }

@@ -153,10 +153,17 @@ void floem_frame_drop(void *buffer)
     }
     floem_packet_t kept = {NULL, 0, NULL};
     acquire();
-    uint32_t i = find((uint64_t)(uintptr_t)buffer);
-    if (i < n_slots)
-        kept = vacate(i);
-    counts.dropped++;
+    if (n_slots == 0) {
+        counts.dropped++;                   /* kept elsewhere: reclaimed there in time */
+    } else {
+        uint32_t i = find((uint64_t)(uintptr_t)buffer);
+        if (i < n_slots) {
+            kept = vacate(i);
+            counts.dropped++;
+        } else {
+            counts.stale++;
+        }
+    }
     release();
     if (kept.buffer != NULL)
         give_back(&kept);
@@ -174,9 +181,9 @@ void floem_frames_report(FILE *out, const char *process)
 {
     floem_frames_stats_t st;
     floem_frames_stats(&st);
-    fprintf(out, "floem: frames (process %s): kept %llu, taken %llu, full %llu, stale %llu, "
-            "expired %llu, dropped %llu, held %u of %u\n", process,
-            (unsigned long long)st.kept, (unsigned long long)st.taken,
-            (unsigned long long)st.full, (unsigned long long)st.stale,
-            (unsigned long long)st.expired, (unsigned long long)st.dropped, st.held, st.slots);
+    fprintf(out, "floem: frames (process %s): kept %llu, taken %llu, dropped %llu, expired %llu, "
+            "held %u of %u, full %llu, stale %llu\n", process, (unsigned long long)st.kept,
+            (unsigned long long)st.taken, (unsigned long long)st.dropped,
+            (unsigned long long)st.expired, st.held, st.slots, (unsigned long long)st.full,
+            (unsigned long long)st.stale);
 }

@@ -34,6 +34,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pcap/pcap.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -104,6 +105,10 @@ static void open_output(const char *path)
     out = pcap_dump_open(dead, path);
     if (out == NULL)
         floem_net_fail("cannot write %s: %s", path, reason(path, pcap_geterr(dead)));
+    /* Only sends (serialised by the one queue's lock) and finalize write the capture, so
+     * stdio need not lock the stream, which it does in a threaded process: about 30
+     * instructions a frame in pcap_dump's fwrite and ferror (docs/benchmarks.md). */
+    __fsetlocking(pcap_dump_file(out), FSETLOCKING_BYCALLER);
 }
 
 /* FLOEM_PCAP_LOOP and FLOEM_PCAP_TIMING (unset or empty: once, as fast as taken). */

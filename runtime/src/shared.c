@@ -1,4 +1,4 @@
-/* Shared memory between the processes of a program, and idle back-off. */
+/* Shared memory between the processes of a program. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -21,18 +21,6 @@ enum { SHARED_EMPTY = 0, SHARED_INITIALISING = 1, SHARED_READY = 2 };
 enum { SHARED_USERS_OFFSET = 4 };
 
 _Thread_local int floem_idle;
-static _Thread_local unsigned idle_spins;
-
-void floem_idle_wait(void)
-{
-    if (++idle_spins < 64) {
-        floem_cpu_relax();
-        return;
-    }
-    idle_spins = 0;
-    sched_yield();
-}
-
 static void fail(const char *what, const char *name)
 {
     fprintf(stderr, "floem: shared memory %s: %s: %s\n", name ? name : "(anonymous)", what,

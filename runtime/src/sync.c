@@ -26,11 +26,12 @@
  * try-lock, so any number of threads may call floem_sync_manage.
  *
  * Manager round: retire completed write-backs (writing advances); when the read has
- * completed, scan the fetched status words and advance `reading` over the ready
- * prefix, giving the unready tail back to invalid (`invalid` = `reading`) to be read
- * again; write back modified entries, a full batch at a time or a partial one when no
- * entry was finished since the previous round; issue the next read (a full batch, or
- * whatever is invalid when the workers have nothing valid left).
+ * completed, advance `reading` over what it made NIC-owned (to_host: positions below the
+ * host's release count + size; from_host: the fetched prefix, see below), giving the
+ * rest back to invalid (`invalid` = `reading`) to be read again; write back modified
+ * entries, a full batch at a time or a partial one when no entry was finished since the
+ * previous round; issue the next read (when a batch of slots is free, or the workers have
+ * nothing valid left). A round that moved a cursor resets the caller's idle back-off.
  *
  * Reading from_host entries takes two reads. A single DMA read guarantees nothing about
  * the order in which it observes concurrent updates of the memory it reads (PCIe Base
@@ -41,18 +42,23 @@
  * issued after that one completed, fetches it: the host published its payload before its
  * status word, and does not touch it while the NIC owns it. Each read covers the entries
  * seen but not fetched yet and a batch beyond them, so in a steady stream one read fetches
- * a batch and sees the next. (to_host reads need only the status words: the workers
- * overwrite the rest.) The blocking variant reads a from_host entry's status word, then,
- * when it is published, the rest of the entry.
+ * a batch and sees the next. Seeing reads the 8-byte headers (a descriptor each);
+ * fetching reads from the channel to the end of the used bytes the seen header gave
+ * (`fetched` records how many), and an entry whose fetched header says more was used is
+ * fetched again. to_host needs no entry read at all: the host's release count (4 bytes)
+ * says which entries are free, and the workers overwrite them. The blocking variant reads
+ * a from_host entry's header, then, when it is published, its channel and used bytes.
  *
  * Fault points (floem_fault_point, FLOEM_FAULTS stall=...): the worker wrappers and
  * access_done while the worker holds an entry, and a manager round after taking the
  * manager lock and between its write-backs and its read.
  *
- * Write-back of to_host entries [a, b) is one request: the bytes of the run from
- * entry a's channel to the end of entry b - 1 (two descriptors when the run wraps),
- * then entry a's status word. The run carries the status words of a + 1 .. b - 1
- * already published; that is safe because a host consumer only looks at an entry
+ * Write-back of to_host entries [a, b) is one request: entry a from its channel and
+ * entries a + 1 .. b - 1 from their status words, each to the end of its used bytes (a
+ * descriptor each, merged where an entry is used to its end and the next follows it),
+ * then entry a's status word; b - a is what max_descriptors allows. The run carries the
+ * status words of a + 1 .. b - 1 already published; that is safe because a host consumer
+ * only looks at an entry
  * after the one before it, and entry a's status, stored by the last descriptor,
  * publishes the whole run. Only the order between descriptors matters, as with real
  * DMA hardware. Write-back of from_host entries is their status words only, one
@@ -62,6 +68,7 @@
 #define _GNU_SOURCE
 #endif
 #include "floem/sync.h"
+#include "floem/runtime.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -90,8 +97,12 @@ struct floem_sync {
     _Alignas(64) int manager_lock;
     uint64_t writing, modified, reading, invalid;
     uint64_t seen;                   /* from_host: entries before it were seen published */
+    uint64_t fetch_end;              /* from_host: the pending read fetches [reading, fetch_end) */
+    uint64_t released;               /* to_host: the host released every position before it */
     uint64_t held;                   /* to_host: 1 + the position the latest read found the
                                         host still holding (0: none); workers read it */
+    uint32_t count_word;             /* to_host: the host's release count, read by DMA (wire) */
+    uint32_t fetched[SYNC_MAX_DESCRIPTORS]; /* from_host: bytes of each entry the read fetches */
     uint64_t last_valid;             /* `valid` as seen by the previous round */
     bool read_pending;
     floem_dma_req_t read_req;
@@ -154,6 +165,13 @@ static struct floem_queue_entry *slot(const floem_sync_t *s, uint32_t index)
 static struct floem_queue_entry *slot_at(const floem_sync_t *s, uint64_t p)
 {
     return slot(s, (uint32_t)(p % s->size));
+}
+
+/* Payload bytes an entry's header says its producer wrote (wire order; at most the entry). */
+static uint32_t used_bytes(const floem_sync_t *s, const struct floem_queue_entry *e)
+{
+    uint32_t units = floem_wire16(e->used), room = s->entry_size - FLOEM_QUEUE_ENTRY_HEADER_BYTES;
+    return units == FLOEM_QUEUE_USED_ALL || units * 8u > room ? room : units * 8u;
 }
 
 /* Host address of host entry `index`, or of `offset` bytes into it. */
@@ -229,6 +247,15 @@ void floem_sync_init(floem_sync_t *s, floem_queue_t *host_queue, uint32_t size,
         s->write_cap = SYNC_MAX_DESCRIPTORS;
     s->dir = dir;
     s->multi = multi;
+#ifndef FLOEM_SYNC_BLOCKING
+    if (dir == FLOEM_SYNC_TO_HOST) {
+        /* The host consumers maintain the release count from now on (floem/queue.h); no entry
+         * is published before this write lands (later write-backs land after it). */
+        s->count_word = floem_wire32(1);
+        dma_write((char *)host_queue + FLOEM_QUEUE_TRACK_RELEASES_OFFSET, 4, &s->count_word);
+        s->count_word = 0;
+    }
+#endif
 }
 
 #ifndef FLOEM_SYNC_BLOCKING
@@ -348,89 +375,179 @@ static void retire_writes(floem_sync_t *s)
     }
 }
 
-/* The read has completed: its ready prefix becomes valid (from_host: as far as an earlier
- * read saw the entries published, see above), the rest invalid again. */
+/* Descriptors per request this layer builds: the engine's limit, and its own array's. */
+static unsigned descriptor_budget(void)
+{
+    uint32_t engine_limit = floem_dma_model()->max_descriptors;
+    return engine_limit < SYNC_MAX_DESCRIPTORS ? engine_limit : SYNC_MAX_DESCRIPTORS;
+}
+
+/* to_host: positions [reading, end), which the host has released, become valid: their slots
+ * (written back already) get the ready turn, and `used` the whole entry until a worker commits
+ * less (access_entry users may set it, in wire order, to move less). */
+static void validate_released(floem_sync_t *s, uint64_t end)
+{
+    for (uint64_t p = s->reading; p < end; p++) {
+        struct floem_queue_entry *e = slot_at(s, p);
+        e->used = floem_wire16(FLOEM_QUEUE_USED_ALL);
+        __atomic_store_n(&e->status, floem_wire32(ready_turn(s, p)), __ATOMIC_RELAXED);
+    }
+    s->invalid = end;
+    __atomic_store_n(&s->reading, end, __ATOMIC_RELEASE);
+}
+
+/* to_host: make valid what the known release count covers (positions before released + size
+ * are free in the host) and the slots allow (before writing + size). */
+static void validate_known(floem_sync_t *s)
+{
+    uint64_t end = s->released + s->size;
+    if (end > s->writing + s->size)
+        end = s->writing + s->size;
+    if (end > s->reading)
+        validate_released(s, end);
+}
+
+/* The read has completed. to_host: it read the host's release count; what it frees becomes
+ * valid, and the first position it does not free is `held`. from_host: the fetched prefix
+ * whose used bytes the read covered becomes valid (entries fetched short, because the header
+ * seen earlier was older than the entry, are fetched again), the headers it read extend
+ * `seen`, and the rest is invalid again. */
 static void finish_read(floem_sync_t *s)
 {
-    uint64_t r = s->reading;
-    uint64_t trusted = s->dir == FLOEM_SYNC_TO_HOST ? s->invalid : s->seen;
-    while (r < s->invalid && r < trusted && turn_of(slot_at(s, r)) == ready_turn(s, r))
-        r++;
-    if (s->dir == FLOEM_SYNC_FROM_HOST) {
-        uint64_t seen = r;
-        while (seen < s->invalid && turn_of(slot_at(s, seen)) == ready_turn(s, seen))
-            seen++;
-        if (seen > s->seen)
-            s->seen = seen;
-    } else if (r < s->invalid) {
-        __atomic_store_n(&s->held, r + 1, __ATOMIC_RELAXED);     /* published with reading */
-    }
-    s->invalid = r;
     s->read_pending = false;
+    if (s->dir == FLOEM_SYNC_TO_HOST) {
+        uint32_t delta = floem_wire32(s->count_word) - (uint32_t)s->released;
+        if (delta > s->modified - s->released)
+            fail(s, "the host's release count is ahead of the entries written back");
+        s->released += delta;
+        __atomic_store_n(&s->held, s->released + s->size + 1, __ATOMIC_RELAXED);
+        validate_known(s);      /* publishes `held` with `reading` */
+        return;
+    }
+    uint64_t r = s->reading;
+    while (r < s->fetch_end && used_bytes(s, slot_at(s, r)) <= s->fetched[r - s->reading])
+        r++;
+    uint64_t seen = s->seen;
+    while (seen < s->invalid && turn_of(slot_at(s, seen)) == ready_turn(s, seen))
+        seen++;
+    s->seen = seen;
+    s->invalid = r;
     __atomic_store_n(&s->reading, r, __ATOMIC_RELEASE);
 }
 
-/* Whether positions [first, first + n) cross the ring's end; if so and the request cannot
- * take the extra descriptor, shorten n to end at the ring's end. */
-static bool wraps(const floem_sync_t *s, uint64_t first, uint64_t *n, unsigned descs_without)
+/* Append a descriptor, or extend the previous one when the bytes follow it on both sides. */
+static unsigned add_desc(floem_dma_desc_t *d, unsigned k, void *host, void *local, uint32_t len,
+                         bool write)
 {
-    uint64_t to_end = s->size - first % s->size;
-    if (*n <= to_end)
-        return false;
-    if (descs_without + 1 <= floem_dma_model()->max_descriptors)
-        return true;
-    *n = to_end;
-    return false;
+    if (k > 0 && d[k - 1].write == write && (char *)d[k - 1].host + d[k - 1].len == host &&
+        (char *)d[k - 1].local + d[k - 1].len == local) {
+        d[k - 1].len += len;
+        return k;
+    }
+    d[k] = (floem_dma_desc_t){host, local, len, write};
+    return k + 1;
 }
 
-/* Fetch the next batch into the invalid slots, with one request (from_host: and the entries
- * the previous read saw published, which this one fetches). */
-static void issue_read(floem_sync_t *s)
+/* to_host: make valid what the known release count allows, and read the count again (4 bytes)
+ * when the workers would otherwise run out: a batch of slots is free, or nothing is valid. */
+static void issue_count_read(floem_sync_t *s)
 {
-    /* from_host: the entries seen published but not fetched yet, and a batch beyond them. */
-    uint64_t want = s->batch + (s->seen > s->invalid ? s->seen - s->invalid : 0);
-    uint64_t n = s->writing + s->size - s->invalid;
-    if (n > want)
-        n = want;
-    if (n == 0 || (n < s->batch && s->reading != __atomic_load_n(&s->valid, __ATOMIC_ACQUIRE)))
+    validate_known(s);
+    uint64_t free_slots = s->writing + s->size - s->invalid;
+    if (free_slots == 0 ||
+        (free_slots < s->batch && s->reading != __atomic_load_n(&s->valid, __ATOMIC_ACQUIRE)))
         return;
-    uint32_t first = (uint32_t)(s->invalid % s->size);
-    bool wrap = wraps(s, s->invalid, &n, 1);
-    uint32_t run = wrap ? s->size - first : (uint32_t)n;
-    floem_dma_desc_t d[2] = {
-        {host_entry(s, first, 0), slot(s, first), run * s->entry_size, false},
-        {host_entry(s, 0, 0), slot(s, 0), (uint32_t)(n - run) * s->entry_size, false},
-    };
-    dma_submit(d, wrap ? 2 : 1, &s->read_req);
+    dma_read_async((char *)s->host + FLOEM_QUEUE_RELEASED_COUNT_OFFSET, 4, &s->count_word,
+                   &s->read_req);
     s->read_pending = true;
-    s->invalid += n;
     count(&s->read_requests, 1);
 }
 
-/* Write back up to n modified entries from `first` with one request; returns how many. */
+/* from_host: one request that fetches the entries seen published but not fetched yet (each
+ * from its channel to the end of its used bytes: a later read than the one that saw it
+ * published, see above) and reads the 8-byte headers of the entries after them (up to a
+ * batch, in the slots free), one descriptor per entry (fetches of entries whose used part
+ * reaches their end merge with the next). Issued when there is something to fetch, a batch of
+ * headers to read, or the workers have nothing valid left. */
+static void issue_fetch_read(floem_sync_t *s)
+{
+    unsigned budget = descriptor_budget();
+    uint64_t fetch = s->seen - s->invalid, limit = s->writing + s->size;
+    if (fetch > budget)
+        fetch = budget;
+    uint64_t see = fetch == s->seen - s->invalid ? limit - s->seen : 0;
+    if (see > budget - fetch)
+        see = budget - fetch;
+    if (see > s->batch)
+        see = s->batch;
+    uint64_t want = s->batch < budget ? s->batch : budget;
+    if (fetch == 0 && (see == 0 || (see < want &&
+                                    s->reading != __atomic_load_n(&s->valid, __ATOMIC_ACQUIRE))))
+        return;
+    floem_dma_desc_t d[SYNC_MAX_DESCRIPTORS];
+    unsigned k = 0;
+    for (uint64_t i = 0; i < fetch; i++) {
+        uint32_t index = (uint32_t)((s->invalid + i) % s->size);
+        uint32_t bytes = used_bytes(s, slot(s, index));
+        s->fetched[i] = bytes;
+        k = add_desc(d, k, host_entry(s, index, 4), (char *)slot(s, index) + 4, 4 + bytes, false);
+        if (bytes == s->entry_size - FLOEM_QUEUE_ENTRY_HEADER_BYTES && i + 1 < fetch &&
+            index + 1 < s->size)    /* the next fetch can start at its status word, no gap */
+            k = add_desc(d, k, host_entry(s, index + 1, 0), slot(s, index + 1), 4, false);
+    }
+    for (uint64_t i = 0; i < see; i++) {
+        uint32_t index = (uint32_t)((s->seen + i) % s->size);
+        d[k++] = (floem_dma_desc_t){host_entry(s, index, 0), slot(s, index),
+                                    FLOEM_QUEUE_ENTRY_HEADER_BYTES, false};
+    }
+    dma_submit(d, k, &s->read_req);
+    s->read_pending = true;
+    s->fetch_end = s->invalid + fetch;
+    s->invalid += fetch + see;
+    count(&s->read_requests, 1);
+}
+
+static void issue_read(floem_sync_t *s)
+{
+    if (s->dir == FLOEM_SYNC_TO_HOST)
+        issue_count_read(s);
+    else
+        issue_fetch_read(s);
+}
+
+/* Write back up to n modified entries from `first` with one request; returns how many.
+ * to_host: entry `first` from its channel, each later one from its status word, to the end of
+ * its used bytes (runs merge where an entry is used to its end), then `first`'s status word;
+ * as many entries as the descriptors allow. from_host: status words, one descriptor each. */
 static uint64_t write_back(floem_sync_t *s, uint64_t first, uint64_t n, floem_dma_req_t *req)
 {
     uint32_t head = (uint32_t)(first % s->size);
     floem_dma_desc_t d[SYNC_MAX_DESCRIPTORS];
-    unsigned k = 0;
+    unsigned k = 0, budget = descriptor_budget();
+    uint64_t done = 0;
     if (s->dir == FLOEM_SYNC_TO_HOST) {
-        bool wrap = wraps(s, first, &n, 2);
-        uint32_t run = wrap ? s->size - head : (uint32_t)n;
-        d[k++] = (floem_dma_desc_t){host_entry(s, head, 4), (char *)slot(s, head) + 4,
-                                    run * s->entry_size - 4, true};
-        if (wrap)
-            d[k++] = (floem_dma_desc_t){host_entry(s, 0, 0), slot(s, 0),
-                                        (uint32_t)(n - run) * s->entry_size, true};
+        for (; done < n; done++) {
+            uint32_t index = (uint32_t)((first + done) % s->size);
+            uint32_t from = done == 0 ? 4 : 0;
+            uint32_t len = FLOEM_QUEUE_ENTRY_HEADER_BYTES + used_bytes(s, slot(s, index)) - from;
+            unsigned before = k;
+            k = add_desc(d, k, host_entry(s, index, from), (char *)slot(s, index) + from, len,
+                         true);
+            if (k == budget) {      /* no room left for the status word: not this one */
+                k = before;
+                break;
+            }
+        }
         d[k++] = (floem_dma_desc_t){host_entry(s, head, 0), slot(s, head), 4, true};
     } else {
-        for (uint64_t p = first; p < first + n; p++) {
-            uint32_t index = (uint32_t)(p % s->size);
+        for (; done < n && k < budget; done++) {
+            uint32_t index = (uint32_t)((first + done) % s->size);
             d[k++] = (floem_dma_desc_t){host_entry(s, index, 0), slot(s, index), 4, true};
         }
     }
     dma_submit(d, k, req);
     count(&s->write_requests, 1);
-    return n;
+    return done;
 }
 
 /* Write back modified entries: full batches, and a partial one when `force` is set or no
@@ -456,11 +573,18 @@ static void issue_writes(floem_sync_t *s, bool force)
     }
 }
 
+/* A sum of the manager's cursors: it grows exactly when a round moves entries. */
+static uint64_t progress(const floem_sync_t *s)
+{
+    return s->writing + s->modified + __atomic_load_n(&s->reading, __ATOMIC_RELAXED) + s->seen;
+}
+
 void floem_sync_manage(floem_sync_t *s)
 {
     if (__atomic_exchange_n(&s->manager_lock, 1, __ATOMIC_ACQUIRE))
         return;
     floem_fault_point();
+    uint64_t before = progress(s);
     retire_writes(s);
     if (s->read_pending && dma_done(&s->read_req))
         finish_read(s);
@@ -468,6 +592,8 @@ void floem_sync_manage(floem_sync_t *s)
     floem_fault_point();
     if (!s->read_pending)
         issue_read(s);
+    if (progress(s) != before)
+        floem_idle_reset();     /* work: the calling thread's idle waits spin again */
     unlock(&s->manager_lock);
 }
 
@@ -495,35 +621,46 @@ void floem_sync_cursors(const floem_sync_t *s, floem_sync_cursors_t *out)
     *out = (floem_sync_cursors_t){s->take, s->take, s->take, s->take, s->take, s->take};
 }
 
-/* Read position i's host status word into its slot, and when the entry is NIC-owned and
- * from_host, then the rest of it (a read issued after the status was seen: see above); the
- * slot if the entry is NIC-owned, else NULL (workers serialised). A slot whose previous entry
- * a worker still holds is left alone. */
+/* Read position i's host status word into its slot (from_host: its 8-byte header), and when
+ * the entry is NIC-owned and from_host, then its channel and used bytes (a read issued after
+ * the status was seen: see above; a third read when the header seen first was older than the
+ * entry and said less); the slot if the entry is NIC-owned, else NULL (workers serialised). A
+ * slot whose previous entry a worker still holds is left alone. to_host entries get `used`
+ * for the whole entry until a worker commits less. */
 static struct floem_queue_entry *fetch(floem_sync_t *s, uint64_t i)
 {
     struct floem_queue_entry *e = slot_at(s, i);
     if (i >= s->size && turn_of(e) == ready_turn(s, i - s->size))
         return NULL;
     uint32_t index = (uint32_t)(i % s->size);
-    dma_read(host_entry(s, index, 0), 4, e);
+    bool from_host = s->dir == FLOEM_SYNC_FROM_HOST;
+    dma_read(host_entry(s, index, 0), from_host ? FLOEM_QUEUE_ENTRY_HEADER_BYTES : 4, e);
     count(&s->read_requests, 1);
     if (turn_of(e) != ready_turn(s, i))
         return NULL;
-    if (s->dir == FLOEM_SYNC_FROM_HOST) {
-        dma_read(host_entry(s, index, 4), s->entry_size - 4, (char *)e + 4);
+    if (!from_host) {
+        e->used = floem_wire16(FLOEM_QUEUE_USED_ALL);
+        return e;
+    }
+    uint32_t fetched = used_bytes(s, e);
+    dma_read(host_entry(s, index, 4), 4 + fetched, (char *)e + 4);
+    count(&s->read_requests, 1);
+    if (used_bytes(s, e) > fetched) {
+        dma_read(host_entry(s, index, FLOEM_QUEUE_ENTRY_HEADER_BYTES + fetched),
+                 used_bytes(s, e) - fetched, (char *)e + FLOEM_QUEUE_ENTRY_HEADER_BYTES + fetched);
         count(&s->read_requests, 1);
     }
     return e;
 }
 
-/* Finish an entry and write it back at once: to_host its channel and payload then its
+/* Finish an entry and write it back at once: to_host its channel and used payload then its
  * status word, from_host its status word. */
 static void write_through(floem_sync_t *s, struct floem_queue_entry *e)
 {
     uint32_t index = (uint32_t)(((uintptr_t)e - (uintptr_t)slot(s, 0)) / s->entry_size);
     finish(s, e);
     floem_dma_desc_t d[2] = {
-        {host_entry(s, index, 4), (char *)e + 4, s->entry_size - 4, true},
+        {host_entry(s, index, 4), (char *)e + 4, 4 + used_bytes(s, e), true},
         {host_entry(s, index, 0), e, 4, true},
     };
     floem_dma_req_t req;
@@ -581,24 +718,42 @@ void floem_sync_flush(floem_sync_t *s)
 
 #endif
 
-void *floem_sync_enq_reserve(floem_sync_t *s)
+/* The wrappers' next entry; when there is none, the worker runs a manager round itself (it
+ * returns at once if a manager is in one) and looks again: a worker that waits does not wait
+ * for a manager thread to be scheduled, so manager threads can back off (sleep) when idle. */
+static struct floem_queue_entry *take_or_manage(floem_sync_t *s)
 {
-    check_dir(s, FLOEM_SYNC_TO_HOST);
     lock_workers(s);
     struct floem_queue_entry *e = take_next(s);
     unlock_workers(s);
+#ifndef FLOEM_SYNC_BLOCKING
+    if (e == NULL) {
+        floem_sync_manage(s);
+        lock_workers(s);
+        e = take_next(s);
+        unlock_workers(s);
+    }
+#endif
+    return e;
+}
+
+void *floem_sync_enq_reserve(floem_sync_t *s)
+{
+    check_dir(s, FLOEM_SYNC_TO_HOST);
+    struct floem_queue_entry *e = take_or_manage(s);
     if (e == NULL)
         return NULL;
     floem_fault_point();
     return e + 1;
 }
 
-void floem_sync_enq_commit(floem_sync_t *s, void *payload, uint16_t channel)
+void floem_sync_enq_commit(floem_sync_t *s, void *payload, uint16_t channel, size_t bytes)
 {
     struct floem_queue_entry *e = entry_of(s, payload);
     floem_fault_point();
     lock_workers(s);
     e->channel = floem_wire16(channel);
+    e->used = floem_wire16(floem_queue_used(bytes));
     complete(s, e);
     unlock_workers(s);
 }
@@ -606,9 +761,7 @@ void floem_sync_enq_commit(floem_sync_t *s, void *payload, uint16_t channel)
 void *floem_sync_deq_acquire(floem_sync_t *s, uint16_t *channel)
 {
     check_dir(s, FLOEM_SYNC_FROM_HOST);
-    lock_workers(s);
-    struct floem_queue_entry *e = take_next(s);
-    unlock_workers(s);
+    struct floem_queue_entry *e = take_or_manage(s);
     if (e == NULL)
         return NULL;
     floem_fault_point();

@@ -15,7 +15,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define FLOEM_MAX_THREADS 256
 
 _Thread_local int floem_core_id;
 _Thread_local uint64_t floem_packet_seq;
@@ -28,10 +27,12 @@ struct thread {
     void *(*fn)(void *);
     uint64_t start_ns, start_cpu_ns;
     bool ended;
-    floem_thread_stats_t stats;
+    floem_thread_stats_t *stats;    /* in the counter file (floem stats reads it), or `own` */
+    floem_thread_stats_t own;
 };
 
 static struct thread threads[FLOEM_MAX_THREADS];
+floem_thread_stats_t *(*floem_thread_stats_slot)(int i);
 static int n_threads, n_reported;
 static _Thread_local floem_thread_stats_t *self;
 static _Thread_local uint64_t turn_start;
@@ -58,11 +59,11 @@ static void add(uint64_t *counter, uint64_t n)
 static void *run_thread(void *arg)
 {
     struct thread *t = arg;
-    self = &t->stats;
+    self = t->stats;
     __atomic_store_n(&t->start_cpu_ns, clock_ns(CLOCK_THREAD_CPUTIME_ID), __ATOMIC_RELAXED);
     turn_start = floem_now_ns();
     __atomic_store_n(&t->start_ns, turn_start, __ATOMIC_RELEASE);
-    void *result = t->fn((void *)(intptr_t)t->stats.index);
+    void *result = t->fn((void *)(intptr_t)self->index);
     __atomic_store_n(&self->cpu_ns, clock_ns(CLOCK_THREAD_CPUTIME_ID) - t->start_cpu_ns,
                      __ATOMIC_RELAXED);
     __atomic_store_n(&self->wall_ns, floem_now_ns() - t->start_ns, __ATOMIC_RELAXED);
@@ -97,8 +98,11 @@ void floem_thread_spawn(const char *segment, void *(*fn)(void *), int index, int
     struct thread *t = &threads[n_threads];
     memset(t, 0, sizeof *t);
     t->fn = fn;
-    snprintf(t->stats.segment, sizeof t->stats.segment, "%s", segment);
-    t->stats.index = index;
+    t->stats = floem_thread_stats_slot != NULL ? floem_thread_stats_slot(n_threads) : NULL;
+    if (t->stats == NULL)
+        t->stats = &t->own;
+    snprintf(t->stats->segment, sizeof t->stats->segment, "%s", segment);
+    t->stats->index = index;
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     if (cpu >= 0)
@@ -113,6 +117,45 @@ void floem_thread_spawn(const char *segment, void *(*fn)(void *), int index, int
     n_reported = n_threads;
 }
 
+/* The calling thread's back-off (floem_idle_wait): idle waits since it last did work, when
+ * its yielding phase started, and its next sleep. */
+static _Thread_local unsigned idle_waits;
+static _Thread_local uint64_t idle_yield_start_ns, idle_sleep_ns;
+static _Thread_local bool idle_slack_set;
+
+void floem_idle_reset(void)
+{
+    idle_waits = 0;
+    idle_sleep_ns = 0;
+}
+
+void floem_idle_wait(void)
+{
+    if (++idle_waits <= FLOEM_IDLE_SPINS) {
+        floem_cpu_relax();
+        return;
+    }
+    uint64_t now = floem_now_ns();
+    if (idle_waits == FLOEM_IDLE_SPINS + 1)
+        idle_yield_start_ns = now;
+    if (now - idle_yield_start_ns < FLOEM_IDLE_YIELD_NS) {
+        sched_yield();
+        return;
+    }
+    if (!idle_slack_set) {
+        /* Sleep about as long as asked: the default timer slack (50 us) would stretch every
+         * short sleep to about the bound. */
+        (void)prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+        idle_slack_set = true;
+    }
+    idle_sleep_ns = idle_sleep_ns == 0 ? FLOEM_IDLE_SLEEP_MIN_NS : 2 * idle_sleep_ns;
+    if (idle_sleep_ns > FLOEM_IDLE_SLEEP_MAX_NS)
+        idle_sleep_ns = FLOEM_IDLE_SLEEP_MAX_NS;
+    struct timespec t = {0, (long)idle_sleep_ns};
+    nanosleep(&t, NULL);
+    floem_thread_slept(floem_now_ns() - now);
+}
+
 void floem_iteration_end(void)
 {
 #ifdef FLOEM_COUNT_INSTRUCTIONS
@@ -122,9 +165,12 @@ void floem_iteration_end(void)
     if (self == NULL) {             /* not a thread floem_thread_spawn started */
         if (floem_idle)
             floem_idle_wait();
+        else
+            floem_idle_reset();
         return;
     }
     if (!floem_idle) {
+        floem_idle_reset();
         add(&self->runs, 1);
         __atomic_store_n(&self->packets, floem_thread_packets, __ATOMIC_RELAXED);
         add(&self->busy_ns, now - turn_start);
@@ -158,7 +204,7 @@ bool floem_thread_stats(int i, floem_thread_stats_t *out)
     if (i < 0 || i >= n_reported)
         return false;
     struct thread *t = &threads[i];
-    floem_thread_stats_t *s = &t->stats;
+    floem_thread_stats_t *s = t->stats;
     memcpy(out->segment, s->segment, sizeof out->segment);
     out->index = s->index;
     out->runs = __atomic_load_n(&s->runs, __ATOMIC_RELAXED);

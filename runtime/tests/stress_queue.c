@@ -122,7 +122,7 @@ static void *produce(void *arg)
             it->words[i] = pattern(id, seq, i);
         if (seq % 4096 == 17)
             sched_yield();
-        floem_enq_commit(queue, it, channel_of(id, seq));
+        floem_enq_commit(queue, it, channel_of(id, seq), sizeof *it + n_words * 8);
     }
     __atomic_fetch_add(&dropped_here, dropped, __ATOMIC_RELAXED);
     return NULL;

@@ -68,7 +68,7 @@ static bool put(floem_queue_t *q, uint64_t seq, uint16_t channel)
         return false;
     it->seq = seq;
     it->check = ~seq;
-    floem_enq_commit(q, it, channel);
+    floem_enq_commit(q, it, channel, sizeof *it);
     return true;
 }
 
@@ -161,11 +161,11 @@ static void test_reservation_order(void)
     CHECK(a != NULL && b != NULL && a != b);
     b->seq = 2;
     b->check = ~2ull;
-    floem_enq_commit(q, b, 2);
+    floem_enq_commit(q, b, 2, sizeof *b);
     CHECK(floem_deq_acquire(q, cur_mc, NULL) == NULL);
     a->seq = 1;
     a->check = ~1ull;
-    floem_enq_commit(q, a, 1);
+    floem_enq_commit(q, a, 1, sizeof *a);
     /* The consumer may hold an entry while the producer keeps going. */
     uint16_t ch;
     struct item *held = floem_deq_acquire(q, cur_mc, &ch);
@@ -190,7 +190,7 @@ static void test_channels(void)
             CHECK(get(q, i, channels[i]));
         }
     struct item *it = floem_enq_reserve(q, cur_mp);
-    floem_enq_commit(q, it, 7);
+    floem_enq_commit(q, it, 7, sizeof *it);
     CHECK(floem_deq_acquire(q, cur_mc, NULL) == it);
     floem_deq_release(q, it);
     free(q);
@@ -232,7 +232,7 @@ static void test_alignment(uint32_t size)
             CHECK((uintptr_t)(p - FLOEM_QUEUE_ENTRY_HEADER_BYTES) % (es < 64 ? es : 64) == 0);
             CHECK(p == base + (size_t)(i % size) * es + FLOEM_QUEUE_ENTRY_HEADER_BYTES);
             memset(p, 0xa5, es - FLOEM_QUEUE_ENTRY_HEADER_BYTES);
-            floem_enq_commit(q, p, (uint16_t)i);
+            floem_enq_commit(q, p, (uint16_t)i, es - FLOEM_QUEUE_ENTRY_HEADER_BYTES);
             uint16_t ch;
             CHECK(floem_deq_acquire(q, cur_mc, &ch) == p && ch == (uint16_t)i);
             floem_deq_release(q, p);

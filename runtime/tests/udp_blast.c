@@ -13,6 +13,13 @@
  *     socket S: sent N, answered N, wrong N, repeated N, dropped N
  * (dropped: the kernel's drop count of the socket, its receive buffer full, SO_MEMINFO) and
  * exit status 0; a socket or thread that cannot be set up is a message and status 1.
+ *
+ * With TEMPLATES OPAQUE_AT REPLIES (tests/kvs/test_kvs_overload.py): the datagrams are the
+ * requests of file TEMPLATES (each a 16-bit little-endian length and its bytes): datagram k
+ * of socket s is template (k * SOCKETS + s) % count, with s << 24 | k written big-endian at
+ * byte OPAQUE_AT (a memcached request's opaque field). Replies are not checked here: each
+ * receiver writes them to file REPLIES.S, each as a 32-bit little-endian length and its
+ * bytes, for the test to check (wrong and repeated are then 0).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -34,7 +41,14 @@
 
 #define MAX_SOCKETS 16
 #define BATCH 32
-#define MAX_BYTES (8 + 8 + 88)
+#define MAX_BYTES 1500
+
+/* The requests of template mode, and where their opaque field is. */
+static struct {
+    uint8_t **data;
+    uint16_t *len;
+    uint32_t count, opaque_at;
+} templates;
 
 struct blaster {
     int fd, index;
@@ -44,6 +58,8 @@ struct blaster {
     uint64_t sent, answered, wrong, repeated;
     uint8_t *seen;              /* one bit per datagram number */
     int sending;                /* 1 while the sender runs */
+    int sockets;
+    FILE *replies;              /* template mode: where the replies go */
 };
 
 static double now(void)
@@ -59,9 +75,16 @@ static _Noreturn void fail(const char *what)
     exit(1);
 }
 
-/* Datagram k of socket s into buf; returns its length. */
-static size_t datagram(uint32_t s, uint32_t k, uint8_t *buf)
+/* Datagram k of socket s (of `sockets`) into buf; returns its length. */
+static size_t datagram(uint32_t s, uint32_t k, uint32_t sockets, uint8_t *buf)
 {
+    if (templates.count > 0) {
+        uint32_t t = (uint32_t)(((uint64_t)k * sockets + s) % templates.count);
+        memcpy(buf, templates.data[t], templates.len[t]);
+        uint32_t opaque = htonl(s << 24 | (k & 0xffffff));
+        memcpy(buf + templates.opaque_at, &opaque, sizeof opaque);
+        return templates.len[t];
+    }
     uint32_t head[2] = {s, k};
     memcpy(buf, head, sizeof head);
     size_t len = 8 + 8 + k % 89;
@@ -81,7 +104,8 @@ static void *send_thread(void *arg)
     while (k < b->limit && now() < deadline) {
         unsigned n = 0;
         for (; n < BATCH && k + n < b->limit; n++) {
-            iov[n] = (struct iovec){bufs[n], datagram((uint32_t)b->index, k + n, bufs[n])};
+            iov[n] = (struct iovec){bufs[n], datagram((uint32_t)b->index, k + n,
+                                                      (uint32_t)b->sockets, bufs[n])};
             msgs[n].msg_hdr = (struct msghdr){.msg_name = &b->server,
                                               .msg_namelen = sizeof b->server,
                                               .msg_iov = &iov[n], .msg_iovlen = 1};
@@ -105,13 +129,21 @@ static void check_reply(struct blaster *b, const uint8_t *data, size_t len,
 {
     uint8_t want[MAX_BYTES];
     uint32_t head[2];
+    if (b->replies != NULL && from->sin_port == b->server.sin_port) {
+        uint32_t n = (uint32_t)len;
+        if (fwrite(&n, sizeof n, 1, b->replies) != 1 || fwrite(data, 1, len, b->replies) != len)
+            fail("writing the replies");
+        b->answered++;
+        return;
+    }
     if (len < sizeof head || from->sin_port != b->server.sin_port) {
         b->wrong++;
         return;
     }
     memcpy(head, data, sizeof head);
     if (head[0] != (uint32_t)b->index || head[1] >= b->limit ||
-        datagram(head[0], head[1], want) != len || memcmp(want, data, len) != 0) {
+        datagram(head[0], head[1], (uint32_t)b->sockets, want) != len ||
+        memcmp(want, data, len) != 0) {
         b->wrong++;
         return;
     }
@@ -172,12 +204,44 @@ static uint64_t socket_drops(int fd)
     return info[SK_MEMINFO_DROPS];
 }
 
+/* Read the requests of template mode from `path`. */
+static void read_templates(const char *path, long opaque_at)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        fail(path);
+    uint16_t len;
+    while (fread(&len, sizeof len, 1, f) == 1) {
+        uint8_t *data = malloc(MAX_BYTES);
+        templates.data = realloc(templates.data, (templates.count + 1) * sizeof *templates.data);
+        templates.len = realloc(templates.len, (templates.count + 1) * sizeof *templates.len);
+        if (data == NULL || templates.data == NULL || templates.len == NULL)
+            fail("malloc");
+        if (len > MAX_BYTES || opaque_at < 0 || (size_t)opaque_at + 4 > len ||
+            fread(data, 1, len, f) != len) {
+            fprintf(stderr, "udp_blast: %s: a bad template\n", path);
+            exit(2);
+        }
+        templates.data[templates.count] = data;
+        templates.len[templates.count++] = len;
+    }
+    fclose(f);
+    templates.opaque_at = (uint32_t)opaque_at;
+    if (templates.count == 0) {
+        fprintf(stderr, "udp_blast: %s: no template\n", path);
+        exit(2);
+    }
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 5) {
-        fprintf(stderr, "usage: %s PORT SOCKETS SECONDS LIMIT\n", argv[0]);
+    if (argc != 5 && argc != 8) {
+        fprintf(stderr, "usage: %s PORT SOCKETS SECONDS LIMIT [TEMPLATES OPAQUE_AT REPLIES]\n",
+                argv[0]);
         return 2;
     }
+    if (argc == 8)
+        read_templates(argv[5], atol(argv[6]));
     int port = atoi(argv[1]), sockets = atoi(argv[2]);
     double seconds = atof(argv[3]);
     long limit = atol(argv[4]);
@@ -190,7 +254,13 @@ int main(int argc, char **argv)
     pthread_t senders[MAX_SOCKETS], receivers[MAX_SOCKETS];
     for (int s = 0; s < sockets; s++) {
         b[s] = (struct blaster){.index = s, .limit = (uint32_t)limit, .seconds = seconds,
-                                .sending = 1};
+                                .sending = 1, .sockets = sockets};
+        if (argc == 8) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s.%d", argv[7], s);
+            if ((b[s].replies = fopen(path, "wb")) == NULL)
+                fail(path);
+        }
         b[s].server = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
                                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
         b[s].seen = calloc((size_t)limit / 8 + 1, 1);
@@ -224,6 +294,8 @@ int main(int argc, char **argv)
                (unsigned long long)socket_drops(b[s].fd));
         close(b[s].fd);
         free(b[s].seen);
+        if (b[s].replies != NULL && fclose(b[s].replies) != 0)
+            fail("writing the replies");
     }
     return 0;
 }

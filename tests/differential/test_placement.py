@@ -1,6 +1,7 @@
 """Placement never changes meaning: random programs print the same with every segment on
 the CPU as with segments placed on the NIC at random, with and without --send-all-fields
-and --no-sync-layer, and the all-CPU output is what the generator's model says.
+and --no-sync-layer (and packet tracing), and the all-CPU output is what the generator's
+model says.
 
 Each hypothesis example is a batch of programs rendered into one app file (one build per
 placement keeps the gcc time down); see docs/testing.md for what is covered, the fast and
@@ -51,10 +52,11 @@ class Variant:
     send_all_fields: bool = False
     sync_layer: bool = True
     nic_managers: int = 1
+    trace: int = 0                  # --trace N (0: a build without tracing)
 
     def command(self, app: str) -> str:
         """The `floem run` command line that builds and runs ``app`` this way."""
-        flags = ["--nic", self.platform]
+        flags = ["--nic", self.platform] + (["--trace", str(self.trace)] if self.trace else [])
         flags += ["--send-all-fields"] if self.send_all_fields else []
         flags += [] if self.sync_layer else ["--no-sync-layer"]
         flags += [] if self.nic_managers == 1 else ["--nic-managers", str(self.nic_managers)]
@@ -89,19 +91,24 @@ def build_and_run(app: str, variant: Variant) -> str:
     hang, and any other failure, fails the test."""
     program = load_app(app, {"nic": ",".join(variant.nic)})
     built = build_program(program, nic=variant.platform, send_all_fields=variant.send_all_fields,
-                          sync_layer=variant.sync_layer, nic_managers=variant.nic_managers)
+                          sync_layer=variant.sync_layer, nic_managers=variant.nic_managers,
+                          trace=bool(variant.trace))
     before = _cpu_times()
-    result = run_built(built, program, timeout=RUN_TIMEOUT[variant.platform], env=REPORT)
+    result = run_built(built, program, timeout=RUN_TIMEOUT[variant.platform], env=REPORT,
+                       trace=variant.trace or None)
     if result.returncode == TIMEOUT_STATUS:
         spent = {k: after - before[k] for k, after in _cpu_times().items()}
         evidence = _keep_hang(app, variant, result.stdout,
                               f"machine CPU seconds during the run: {spent}\n{result.stderr}")
         warnings.warn(f"{variant.command(app)} hung; ran it again (counters in {evidence}); "
                       f"steal {spent['steal']:.1f} s, {_hang_summary(result.stderr)}")
-        result = run_built(built, program, timeout=RUN_TIMEOUT[variant.platform], env=REPORT)
+        result = run_built(built, program, timeout=RUN_TIMEOUT[variant.platform], env=REPORT,
+                           trace=variant.trace or None)
     if result.returncode != 0:
         raise AssertionError(f"{variant.command(app)} exited with {result.returncode}:\n"
                              f"{result.stderr}\nstdout:\n{result.stdout}")
+    assert not variant.trace or re.search(r"^floem: trace: \d+ packets? \(--trace",
+                                          result.stderr, re.M), result.stderr
     return result.stdout
 
 
@@ -200,11 +207,12 @@ def check_batch(batch: list[Program], variants: list[Variant], directory: str) -
 
 def emu_variants(batch: list[Program], seed: int) -> list[Variant]:
     """Every movable group on the NIC, then random placements with each flag (and sometimes
-    the sync layer's managers run inline on the NIC's threads)."""
+    the sync layer's managers run inline on the NIC's threads); the second traces the first
+    50 packets for every other seed (a traced build must print the same)."""
     rng = random.Random(seed)
     return [Variant("emu", placement(batch, rng, "emu", everything=True)),
             Variant("emu", placement(batch, rng, "emu"), send_all_fields=True,
-                    nic_managers=int(rng.random() < 0.7)),
+                    nic_managers=int(rng.random() < 0.7), trace=50 * (seed % 2)),
             Variant("emu", placement(batch, rng, "emu", groups=NO_SYNC_GROUPS), sync_layer=False,
                     send_all_fields=rng.random() < 0.5)]
 

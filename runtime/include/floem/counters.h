@@ -14,7 +14,9 @@
  * The array lives in a memory file (memfd "floem-counters") that `floem stats` maps
  * read-only through /proc while the program runs, as a monitoring tool reads a device's
  * counter registers; it starts with a header saying whose counters they are and in which
- * byte order (floem/stats.py reads it). A counter one thread owns is incremented with a
+ * byte order (floem/stats.py reads it). The same file holds the statistics of the
+ * process's segment threads (floem_thread_stats_t, runtime.h: runs, packets, busy, waited
+ * and idle time), one slot per thread started, which the threads keep there themselves. A counter one thread owns is incremented with a
  * relaxed load and store; one several threads may increment at once (an element of a
  * segment with several threads, or of a callable segment), atomically.
  */
@@ -25,12 +27,18 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define FLOEM_COUNTERS_MAGIC "FLOEMCNT"
-#define FLOEM_COUNTERS_VERSION 1u
+#include "floem/queue.h"
+#include "floem/runtime.h"
 
-/* The memory file's header, followed by the layout text (NUL-terminated) and, at
- * `counters_offset`, the counters. Every field in the writer's byte order; `order` is
- * 0x01020304 written in it. */
+#define FLOEM_COUNTERS_MAGIC "FLOEMCNT"
+#define FLOEM_COUNTERS_VERSION 2u
+
+/* The memory file's header, followed by the layout text (NUL-terminated), at
+ * `counters_offset` the counters and at `threads_offset` `thread_slots` thread statistics
+ * (a slot whose segment is "" is not used). The file floem_counters_keep writes also has,
+ * at `queues_offset`, `queues` struct floem_counters_queue: the counters of the queue
+ * instances the process counts, as they were when it ended (0 and 0 in the memory file).
+ * Every field in the writer's byte order; `order` is 0x01020304 written in it. */
 struct floem_counters_header {
     char magic[8];
     uint32_t order;
@@ -41,6 +49,20 @@ struct floem_counters_header {
     int64_t pid;                /* the process */
     char process[32];           /* its name in the program */
     char run[64];               /* the run's shared memory name ($FLOEM_SHM), "" if none */
+    uint64_t threads_offset;    /* from the start of the file, a multiple of 64 */
+    uint32_t thread_slots;      /* FLOEM_MAX_THREADS */
+    uint32_t thread_bytes;      /* sizeof(floem_thread_stats_t) */
+    uint64_t queues_offset;     /* the kept file: where the queue counters are */
+    uint32_t queues;            /* the kept file: how many */
+    uint32_t queue_bytes;       /* sizeof(struct floem_counters_queue) */
+};
+
+/* One queue instance's counters in a kept counter file. */
+struct floem_counters_queue {
+    char name[48];
+    uint32_t instance;
+    uint32_t unused;
+    floem_queue_stats_t stats;
 };
 
 /* Packets counted by the calling thread's output ports so far: an element run that ends
@@ -113,11 +135,22 @@ static inline void floem_port_fired_shared(uint64_t *counter)
 /* The counters of process `process` (zeroed): `count` of them, laid out as `layout` says. In
  * a memory file `floem stats` can find; in ordinary memory if the system has none. */
 uint64_t *floem_counters_open(const char *process, const char *layout, uint32_t count);
+/* The slot in the counter file where the `i`-th thread started keeps its statistics
+ * (zeroed), or NULL when the process has no counters. */
+floem_thread_stats_t *floem_counters_thread(int i);
+/* Queue `name`'s `count` instances are counted by this process: floem_counters_keep writes
+ * their counters too. */
+void floem_counters_queue(const char *name, floem_queue_t *const *instances, int count);
 /* With FLOEM_COUNTERS_DIR set (`floem run --stats`), write the counter file as it is now
- * to $FLOEM_COUNTERS_DIR/PROCESS.counters (when the process ends). */
+ * to $FLOEM_COUNTERS_DIR/PROCESS.counters (when the process ends), with the counters of
+ * the queues it counts. */
 void floem_counters_keep(const char *process);
 /* Print the counters as a table, one line per element. */
 void floem_counters_report(FILE *out, const char *process, const char *layout,
                            const uint64_t *counters);
+/* The same, with `notes[i]` (when not NULL) printed under the row of layout line i: the
+ * `report = True` states the element uses, e.g. its drops by reason. */
+void floem_counters_report_notes(FILE *out, const char *process, const char *layout,
+                                 const uint64_t *counters, const char *const *notes);
 
 #endif

@@ -36,11 +36,13 @@
 typedef struct {
     uint64_t kept;      /* frames kept (each keep that returned a reference) */
     uint64_t taken;     /* frames taken back by their reference */
-    uint64_t full;      /* keeps refused: every slot held (the frame crossed whole) */
-    uint64_t stale;     /* references refused: taken before, reclaimed, or never given */
+    uint64_t dropped;   /* frames given back by dropping their reference (in a process
+                         * without a pool: references dropped, the frame kept elsewhere) */
     uint64_t expired;   /* kept frames reclaimed after the timeout */
-    uint64_t dropped;   /* frames dropped by reference where they were not kept */
-    uint32_t held;      /* slots holding a frame now */
+    uint64_t full;      /* keeps refused: every slot held (the frame crossed whole) */
+    uint64_t stale;     /* references taken or dropped that match no frame held: taken
+                         * or dropped before, reclaimed, or never made here */
+    uint32_t held;      /* slots holding a frame now: kept = taken + dropped + expired + held */
     uint32_t slots;
 } floem_frames_stats_t;
 
@@ -102,13 +104,15 @@ uint64_t floem_frame_keep(void *buffer, void *data);
  * reference is stale. */
 bool floem_frame_take(uint64_t ref, void **buffer, void **data);
 /* Give a frame back without sending it: a buffer of this process goes back to the network
- * (floem_net_free); a reference frees its slot when this process keeps the frame, and is
- * only counted elsewhere (the frame is reclaimed where it is kept, after the timeout);
- * NULL (a frame that crossed whole, away from its port: no buffer) does nothing. */
+ * (floem_net_free); a reference gives back the frame this process keeps under it (a stale
+ * one is counted), and in a process without a pool is only counted (the frame is
+ * reclaimed where it is kept, after the timeout); NULL (a frame that crossed whole, away
+ * from its port: no buffer) does nothing. */
 void floem_frame_drop(void *buffer);
 
 void floem_frames_stats(floem_frames_stats_t *out);
-/* One line: "floem: frames (process P): kept K, taken T, full F, stale S, expired E, ..." */
+/* One line: "floem: frames (process P): kept K, taken T, dropped D, expired E, held H of N,
+ * full F, stale S". */
 void floem_frames_report(FILE *out, const char *process);
 
 #endif

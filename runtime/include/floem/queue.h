@@ -4,14 +4,19 @@
  * `entry_size` bytes, in one contiguous 64-byte-aligned block with no pointers in it,
  * so several processes may map it at different addresses.
  *
- *   bytes   0- 63  configuration: size, entry_size (written by floem_queue_init only)
+ *   bytes   0- 63  configuration: size, entry_size (written by floem_queue_init), and
+ *                  track_releases (0, or set once by the NIC's sync layer, below)
  *   bytes  64-127  producer side: enq_cursor, enqueued, dropped, full_spins
- *   bytes 128-191  consumer side: deq_cursor, dequeued
+ *   bytes 128-191  consumer side: deq_cursor, dequeued, released
  *   bytes 192-255  guard line (keeps the consumer line and entry 0 out of one 128-byte pair)
  *   bytes 256-     entry[0] .. entry[size-1], each `entry_size` bytes (32 or a multiple of 64)
  *
  * Every entry starts with an 8-byte header: a 32-bit status word (the turn), the
- * 16-bit channel, 16 reserved bits; the payload follows at offset 8 (8-byte aligned).
+ * 16-bit channel and the 16-bit `used`: how much of the payload the producer wrote, in
+ * 8-byte units rounded up (FLOEM_QUEUE_USED_ALL, 0xffff, when that is 0xffff units or
+ * more: read it as the whole entry); the payload follows at offset 8 (8-byte aligned).
+ * Host threads ignore `used`; the NIC's sync layer moves only the used part of an entry
+ * across PCIe (floem/sync.h), so a 2048-byte entry carrying 64 bytes costs about 72.
  * Ownership travels in the status word, next to the content: entry i on lap L
  * (the L-th time round the ring) is free for its producer while status == 2L and
  * holds a published entry while status == 2L + 1; releasing it makes it 2L + 2, free
@@ -34,12 +39,24 @@
  * different ones).
  *
  * Producer: p = floem_enq_reserve(q, multi) (NULL when full), write the payload,
- * floem_enq_commit(q, p, channel). Consumer: p = floem_deq_acquire(q, multi, &channel)
- * (NULL when empty), use the payload, floem_deq_release(q, p). Entries come out in
+ * floem_enq_commit(q, p, channel, bytes) (bytes: the payload bytes written, from p).
+ * Consumer: p = floem_deq_acquire(q, multi, &channel) (NULL when empty), use the payload,
+ * floem_deq_release(q, p). Entries come out in
  * reservation order; a reserved entry that is not committed yet holds back the ones
  * reserved after it. A consumer may hold its entry while it works; each entry has
  * its own status word, so entries held by several consumers may be released in any
  * order, and a single producer may hold several reservations.
+ *
+ * Release tracking (queues the NIC produces into through its sync layer): when
+ * track_releases is set, floem_deq_release also advances `released`, a pair of 32-bit
+ * words {count, index}: every position before `count` (positions counted from 0, modulo
+ * 2^32) is released, and `index` is its place in the ring. Consumers advance it with a
+ * compare-and-swap over the released entries at its head (each checks the entry's status
+ * word, so releases out of order by several consumers are safe: the cursor stops at the
+ * first entry still held). The NIC learns which entries it may fill again by reading the
+ * 4-byte `count` (one small DMA read per batch) instead of reading entries. The sync
+ * layer sets track_releases with a DMA write when it sets up its shadow, before any entry
+ * is published; queues between host threads never pay for it (a load and a branch).
  *
  * Counters (floem_queue_stats): enqueued counts reservations (each is committed),
  * dequeued acquisitions, dropped the calls to floem_enq_drop (an atomic add, from any
@@ -61,6 +78,8 @@
  * is already written and waits in the producer's cache, and fetching it early hides
  * the transfer (benchmarks/queue: +10-20% with bursts; see docs/benchmarks.md). */
 #define FLOEM_QUEUE_PREFETCH 64
+/* An entry's `used` when its producer wrote 0xffff or more 8-byte units: all of the entry. */
+#define FLOEM_QUEUE_USED_ALL 0xffffu
 
 typedef struct floem_queue floem_queue_t;
 typedef struct { uint64_t enqueued, dequeued, dropped, full_spins; } floem_queue_stats_t;
@@ -69,22 +88,39 @@ typedef struct { uint64_t enqueued, dequeued, dropped, full_spins; } floem_queue
 struct floem_queue_entry {
     uint32_t status;  /* 2L: free for the producer of lap L; 2L + 1: published on lap L */
     uint16_t channel;
-    uint16_t reserved;
+    uint16_t used;    /* payload bytes written, in 8-byte units rounded up (see above) */
+};
+
+/* The released cursor of a queue that tracks releases: every position before `count`
+ * (modulo 2^32) is released; `index` is count's place in the ring. */
+struct floem_queue_released {
+    uint32_t count;
+    uint32_t index;
 };
 
 struct floem_queue {
     _Alignas(64) uint32_t size;      /* entries */
     uint32_t entry_size;             /* bytes per entry, header included */
+    uint32_t track_releases;         /* nonzero: releases advance `released` (see above) */
     _Alignas(64) uint64_t enq_cursor;
     uint64_t enqueued, dropped, full_spins;
     _Alignas(64) uint64_t deq_cursor;
     uint64_t dequeued;
+    uint64_t released;               /* a struct floem_queue_released, compared-and-swapped whole */
     _Alignas(64) uint8_t guard[64];
 };
 
 _Static_assert(sizeof(struct floem_queue) == FLOEM_QUEUE_HEADER_BYTES, "queue header layout");
 _Static_assert(sizeof(struct floem_queue_entry) == FLOEM_QUEUE_ENTRY_HEADER_BYTES,
                "entry header layout");
+_Static_assert(sizeof(struct floem_queue_released) == sizeof(uint64_t), "released cursor layout");
+/* Where the NIC finds the two words it reads and writes in a queue's header. */
+#define FLOEM_QUEUE_TRACK_RELEASES_OFFSET 8
+#define FLOEM_QUEUE_RELEASED_COUNT_OFFSET 144
+_Static_assert(offsetof(struct floem_queue, track_releases) == FLOEM_QUEUE_TRACK_RELEASES_OFFSET,
+               "track_releases offset");
+_Static_assert(offsetof(struct floem_queue, released) == FLOEM_QUEUE_RELEASED_COUNT_OFFSET &&
+               offsetof(struct floem_queue_released, count) == 0, "released count offset");
 
 /* Bytes to reserve for one instance (a multiple of 64). */
 size_t floem_queue_bytes(uint32_t size, uint32_t entry_size);
@@ -145,24 +181,30 @@ static inline void floem_queue_count_shared_(uint64_t *counter)
 }
 
 /* Claim the entry under the shared cursor whose status is `turn(cursor) + offset`;
- * NULL when the entry at the cursor is behind that turn (full or empty). */
+ * NULL when the entry at the cursor is behind that turn (full or empty). The cursor is
+ * advanced with release and read with acquire: a thread that claims entry i + 1 after
+ * another claimed i has seen what that one saw of i's status word. That matters when a
+ * writer publishes a run with one store, i's status, after the rest of the run, as the
+ * NIC's sync layer does (floem/sync.h): i + 1's own status word may be stored before its
+ * payload, and only i's status orders them (x86 gives this for free; ThreadSanitizer and
+ * weaker CPUs need the orderings). */
 static inline struct floem_queue_entry *floem_queue_claim_shared_(floem_queue_t *q,
                                                                   uint64_t *shared, uint32_t offset)
 {
     uint32_t size = floem_queue_size_(q);
-    uint64_t cursor = __atomic_load_n(shared, __ATOMIC_RELAXED);
+    uint64_t cursor = __atomic_load_n(shared, __ATOMIC_ACQUIRE);
     for (;;) {
         struct floem_queue_entry *e = floem_queue_entry_(q, cursor);
         uint32_t status = __atomic_load_n(&e->status, __ATOMIC_ACQUIRE);
         int32_t lead = (int32_t)(status - (floem_queue_free_turn_(cursor) + offset));
         if (lead == 0) {
             if (__atomic_compare_exchange_n(shared, &cursor, floem_queue_next_(cursor, size), true,
-                                            __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+                                            __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
                 return e;
         } else if (lead < 0) {
             return NULL;
         } else {
-            cursor = __atomic_load_n(shared, __ATOMIC_RELAXED);
+            cursor = __atomic_load_n(shared, __ATOMIC_ACQUIRE);
         }
     }
 }
@@ -192,12 +234,22 @@ static inline void *floem_enq_reserve(floem_queue_t *q, bool multi)
     return e + 1;
 }
 
-/* Publish a reserved entry on `channel`; the consumer sees entries in reservation order. */
-static inline void floem_enq_commit(floem_queue_t *q, void *payload, uint16_t channel)
+/* The `used` header field for `bytes` payload bytes written. */
+static inline uint16_t floem_queue_used(size_t bytes)
+{
+    size_t units = (bytes + 7) / 8;
+    return units >= FLOEM_QUEUE_USED_ALL ? (uint16_t)FLOEM_QUEUE_USED_ALL : (uint16_t)units;
+}
+
+/* Publish a reserved entry on `channel`, `bytes` of whose payload the producer wrote; the
+ * consumer sees entries in reservation order. */
+static inline void floem_enq_commit(floem_queue_t *q, void *payload, uint16_t channel,
+                                    size_t bytes)
 {
     (void)q;
     struct floem_queue_entry *e = (struct floem_queue_entry *)payload - 1;
     e->channel = channel;
+    e->used = floem_queue_used(bytes);
     __atomic_store_n(&e->status, __atomic_load_n(&e->status, __ATOMIC_RELAXED) + 1,
                      __ATOMIC_RELEASE);
 }
@@ -236,13 +288,38 @@ static inline void *floem_deq_acquire(floem_queue_t *q, bool multi, uint16_t *ch
     return e + 1;
 }
 
+/* Advance `released` over the released entries at its head (release tracking, above). The
+ * entry at position `count` is released on its lap L iff its status is 2L + 2, i.e. iff the
+ * status is even and (status / 2 - 1) * size + index == count (mod 2^32): a status of 2L
+ * (free, not yet produced on lap L) gives count - size there. */
+static inline void floem_queue_advance_released_(floem_queue_t *q)
+{
+    uint32_t size = floem_queue_size_(q);
+    uint64_t word = __atomic_load_n(&q->released, __ATOMIC_ACQUIRE);
+    for (;;) {
+        struct floem_queue_released r;
+        __builtin_memcpy(&r, &word, sizeof r);
+        uint64_t cursor = r.index;      /* lap 0: only the index picks the entry */
+        uint32_t status = __atomic_load_n(&floem_queue_entry_(q, cursor)->status, __ATOMIC_ACQUIRE);
+        if ((status & 1) != 0 || (status / 2 - 1) * size + r.index != r.count)
+            return;
+        struct floem_queue_released next = {r.count + 1, r.index + 1 == size ? 0 : r.index + 1};
+        uint64_t next_word;
+        __builtin_memcpy(&next_word, &next, sizeof next_word);
+        if (__atomic_compare_exchange_n(&q->released, &word, next_word, false, __ATOMIC_RELEASE,
+                                        __ATOMIC_ACQUIRE))
+            word = next_word;
+    }
+}
+
 /* Give an acquired entry back to the producers (it becomes free for the next lap). */
 static inline void floem_deq_release(floem_queue_t *q, void *payload)
 {
-    (void)q;
     struct floem_queue_entry *e = (struct floem_queue_entry *)payload - 1;
     __atomic_store_n(&e->status, __atomic_load_n(&e->status, __ATOMIC_RELAXED) + 1,
                      __ATOMIC_RELEASE);
+    if (__builtin_expect(__atomic_load_n(&q->track_releases, __ATOMIC_RELAXED) != 0, 0))
+        floem_queue_advance_released_(q);
 }
 
 #endif

@@ -41,8 +41,21 @@ void floem_ignore_report_signal(void);
 void floem_threads_begin(void);
 /* Nonzero for the thread's current packet when its source found nothing to do. */
 extern _Thread_local int floem_idle;
-/* Back off after an idle packet (spins a little, then yields the core). */
+/* Back off after an idle packet, or while waiting for something: the first FLOEM_IDLE_SPINS
+ * calls since the thread last did work spin (a pause each), then for FLOEM_IDLE_YIELD_NS each
+ * call yields the core, and after that each call sleeps, FLOEM_IDLE_SLEEP_MIN_NS first and
+ * twice as long each time after, up to FLOEM_IDLE_SLEEP_MAX_NS (counted as slept). Sleeping,
+ * not only sched_yield, lets the other threads of a small machine run: a thread that only
+ * yields stays runnable, and on a 2-core host NIC threads that yielded kept host threads off
+ * the cores (docs/benchmarks.md). */
 void floem_idle_wait(void);
+/* The thread did work: its next idle waits spin again (floem_iteration_end calls it after a
+ * busy turn, floem_sync_manage after a round that moved entries). */
+void floem_idle_reset(void);
+#define FLOEM_IDLE_SPINS 64
+#define FLOEM_IDLE_YIELD_NS 50000
+#define FLOEM_IDLE_SLEEP_MIN_NS 2000
+#define FLOEM_IDLE_SLEEP_MAX_NS 128000
 
 /* What a segment thread did, measured as it ran (cheap enough to be always on).
  *
@@ -50,17 +63,26 @@ void floem_idle_wait(void);
  * (idle time, back-off included), timed with the monotonic clock. `waited_ns` is the
  * part of the busy time spent waiting for room in a full queue (back-pressure: the
  * work itself is busy - waited). `slept_ns` is the
- * part of the idle time the thread spent blocked (not runnable), e.g. in poll() in
- * the udp backend. The thread's CPU time and lifetime are read once, at its end.
+ * time the thread spent blocked (not runnable): sleeping in floem_idle_wait's back-off
+ * (idle, or waiting for room), in poll() in the udp backend. The thread's CPU time and
+ * lifetime are read once, at its end.
  * When threads share cores, busy time includes moments the thread was preempted;
  * scaled by the share of its runnable time it was on a core, it estimates the CPU
  * time the runs took: (busy_ns - waited_ns) * cpu_ns / (wall_ns - slept_ns).
  */
+/* Threads a process starts at most (floem_thread_spawn). */
+#define FLOEM_MAX_THREADS 256
+
 typedef struct {
     char segment[48];
     int index;
     uint64_t runs, packets, busy_ns, waited_ns, idle_ns, slept_ns, cpu_ns, wall_ns;
 } floem_thread_stats_t;
+
+/* Where the i-th thread started keeps its statistics, zeroed (NULL: in the runtime's own
+ * memory); floem_counters_open sets it, so that they are in the counter file `floem stats`
+ * reads. */
+extern floem_thread_stats_t *(*floem_thread_stats_slot)(int i);
 
 /* End of one turn of a segment thread's loop: account it as busy or idle (floem_idle),
  * and back off when idle. */

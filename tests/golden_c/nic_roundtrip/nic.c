@@ -182,7 +182,7 @@ static void to_host_enq0(Packet *state)
     e->b = floem_wire(state->b);
     e->c = floem_wire(state->c);
     e->d = floem_wire(state->d);
-    floem_sync_enq_commit(q, entry, 0);
+    floem_sync_enq_commit(q, entry, 0, sizeof(struct to_host_entry0));
 }
 
 /* element Transform0: Transform, nic_roundtrip.py:75 */

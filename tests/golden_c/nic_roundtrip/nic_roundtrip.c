@@ -124,7 +124,7 @@ static void to_nic_enq0(Packet *state)
     e->b = state->b;
     e->c = state->c;
     e->d = state->d;
-    floem_enq_commit(q, entry, 0);
+    floem_enq_commit(q, entry, 0, sizeof(struct to_nic_entry0));
 }
 
 /* element push_args: CallArgs, nic_roundtrip.py:68 */
@@ -281,6 +281,8 @@ void floem_init(void)
     floem_shared_bytes = floem_layout(0, false);
     floem_shared = floem_shared_attach(floem_shared_bytes, &creator);
     floem_layout((uintptr_t)floem_shared, creator);
+    floem_counters_queue("to_nic", to_nic_inst, 1);
+    floem_counters_queue("to_host", to_host_inst, 1);
     if (creator)
         floem_shared_ready(floem_shared);
 }
@@ -328,7 +330,7 @@ static int floem_main(int argc, char **argv)
     for (int shown = 0; shown < 6; )
         shown += pop(0);
 
-#line 332 "nic_roundtrip.c"
+#line 334 "nic_roundtrip.c"
     return 0;
 }
 

@@ -109,7 +109,7 @@ static void requests_enq0(Request *state)
     }
     struct requests_entry0 *e = entry;
     e->key = state->key;
-    floem_enq_commit(q, entry, 0);
+    floem_enq_commit(q, entry, 0, sizeof(struct requests_entry0));
 }
 
 /* element requests_enq1: Enqueue, queue_two_channels.py:66 */
@@ -127,7 +127,7 @@ static void requests_enq1(Request *state)
     struct requests_entry1 *e = entry;
     e->key = state->key;
     e->val = state->val;
-    floem_enq_commit(q, entry, 1);
+    floem_enq_commit(q, entry, 1, sizeof(struct requests_entry1));
 }
 
 /* element request_args: CallArgs, queue_two_channels.py:75 */
@@ -298,6 +298,7 @@ void floem_init(void)
     floem_shared_bytes = floem_layout(0, false);
     floem_shared = floem_shared_attach(floem_shared_bytes, &creator);
     floem_layout((uintptr_t)floem_shared, creator);
+    floem_counters_queue("requests", requests_inst, 1);
     if (creator)
         floem_shared_ready(floem_shared);
 }
@@ -351,7 +352,7 @@ static int floem_main(int argc, char **argv)
     while (__atomic_load_n(&done->count, __ATOMIC_ACQUIRE) < 25)
         usleep(1000);
 
-#line 355 "queue_two_channels.c"
+#line 356 "queue_two_channels.c"
     return 0;
 }
 
