@@ -67,8 +67,10 @@ class Report:
 
     def __call__(self, what: str) -> dict[str, int]:
         """The numbers of the line ``floem: WHAT...: name N, name N, ...``, e.g. ``state drops``
-        or ``engine crypto``; {} when there is no such line."""
-        line = next((ln for ln in self.stderr.splitlines() if ln.startswith(f"floem: {what}")),
+        or ``engine crypto``, wherever it starts in a line; {} when there is no such line."""
+        marker = f"floem: {what}"
+        # A line may start in the middle of another process's (the processes share stderr).
+        line = next((ln[ln.index(marker):] for ln in self.stderr.splitlines() if marker in ln),
                     None)
         if line is None:
             return {}
@@ -82,13 +84,15 @@ class Report:
 
 
 def replay(kind: str, frames: Sequence[bytes], tmp_path: Path, *values: str,
-           nic: str = "emu", env: dict[str, str] | None = None) -> tuple[Report, list[bytes]]:
-    """Run ``kind`` with ``-D values`` over a capture of ``frames``; what it sent, in order."""
+           nic: str = "emu", env: dict[str, str] | None = None, options: Sequence[str] = (),
+           duration: str | None = None) -> tuple[Report, list[bytes]]:
+    """Run ``kind`` with ``-D values`` (and build ``options``) over a capture of ``frames``
+    for ``duration`` seconds (default `DURATION`); what it sent, in order."""
     src, out = tmp_path / "in.pcap", tmp_path / "out.pcap"
     load.write_pcap(src, frames)
-    result = floem("run", app(kind), *defines(*values), "--nic", nic, "--net", "pcap",
-                   "--pcap-in", str(src), "--pcap-out", str(out), "--duration", DURATION[nic],
-                   "--report", env=env)
+    result = floem("run", app(kind), *defines(*values), *options, "--nic", nic, "--net", "pcap",
+                   "--pcap-in", str(src), "--pcap-out", str(out),
+                   "--duration", duration or DURATION[nic], "--report", env=env)
     assert result.returncode == 0, result.stderr
     with open(out, "rb") as f:
         return Report(result.stderr), [bytes(data) for _, data in dpkt.pcap.Reader(f)]
