@@ -20,13 +20,15 @@ With ``--send-all-fields`` every packet crosses whole and nothing is sliced. Oth
 frame is sliced when ``--no-slicing`` is not given, it leaves its port's device and comes
 back (some channel returns it), and every element on the other device reaches its
 bytes through members only (``state->pkt->ip.ttl``): the window is then the bytes up to
-the last one any of them reads or writes, the same for every channel of that frame, and
-the payload after it never crosses. At run time a frame shorter than
+the last one any of them reads or writes, the same for every channel of that frame away
+from the port, and on the way back the bytes up to the last one they write (a firewall,
+which writes nothing, sends back only the reference); the payload never crosses. At run
+time a frame shorter than
 ``--slice-threshold``, or one that finds the pool full, crosses whole instead, and the
 channels that follow carry it whole::
 
-    rx (NIC): StoreFrame -> CheckFrame -> q1      q1 leaves: window 54 (sliced)
-    nf (CPU): q1 -> Firewall -> q2                q2 returns: window 54 (sliced)
+    rx (NIC): StoreFrame -> CheckFrame -> q1      q1 leaves: window 38 (sliced)
+    nf (CPU): q1 -> Firewall -> q2                q2 returns: window 0 (sliced)
     tx (NIC): q2 -> LoadFrame -> ToNet
 """
 from __future__ import annotations
@@ -52,10 +54,10 @@ def run(ir: ProgramIR) -> ProgramIR:
         bytes_.window = None if every_byte else _window(bytes_.ranges)
         if f.frame is not None:
             bytes_.crossing = _crossing(q, f, ports)
-    for frame, away in _sliced(ir, crossings, ports).items():
+    for frame, (used, written) in _sliced(ir, crossings, ports).items():
         for _, _, key, bytes_ in crossings:
             if key == frame and bytes_.crossing != FrameCrossing.STAYS:
-                bytes_.window = away
+                bytes_.window = written if bytes_.crossing == FrameCrossing.RETURNS else used
                 bytes_.sliced = True
     return ir
 
@@ -85,12 +87,14 @@ def _crossing(q: QueueIR, f: FieldLayout, ports: set[Device]) -> FrameCrossing:
 
 
 def _sliced(ir: ProgramIR, crossings: list[tuple[QueueIR, int, tuple[str, str], PacketBytes]],
-            ports: set[Device]) -> dict[tuple[str, str], int]:
-    """The window of each frame (state and field) that keeps its payload by the port: it
+            ports: set[Device]) -> dict[tuple[str, str], tuple[int, int]]:
+    """The windows of each frame (state and field) that keeps its payload by the port: it
     leaves, comes back, its buffer crosses with its bytes everywhere (so the other side
     knows a kept frame from a whole one), and every element away from the port touches it
-    through bounded members only. A frame that could be sliced but for such an element is
-    warned about, with the element and line."""
+    through bounded members only. Away from the port the window is what those elements
+    read or write; back to the port, what they write (the rest of the kept frame is as it
+    was). A frame that could be sliced but for such an element is warned about, with the
+    element and line."""
     if not ir.options.slicing or ir.options.send_all_fields or len(ports) != 1:
         return {}
     port = next(iter(ports))
@@ -104,7 +108,7 @@ def _sliced(ir: ProgramIR, crossings: list[tuple[QueueIR, int, tuple[str, str], 
         buffer = ir.node(mine[0][0].dequeuer).packet_state.field(name).frame.buffer
         if any(name in q.fields[c] and buffer not in q.fields[c] for q, c, _ in mine):
             continue
-        ends, blocking = [], []
+        ends, written, blocking = [], [], []
         for n in ir.nodes():
             use = n.info.fields.bytes.get(name) if n.info is not None else None
             if (use is None or n.packet_state is None or n.packet_state.name != state
@@ -115,12 +119,13 @@ def _sliced(ir: ProgramIR, crossings: list[tuple[QueueIR, int, tuple[str, str], 
                 blocking.append(f"'{n.name}' (made at {n.loc}) at {n.info.body.app_file}:"
                                 f"{line}: {use.unbounded[1]}")
             ends += [hi for _, hi in use.reads | use.writes]
+            written += [hi for _, hi in use.writes]
         if blocking:
             ir.warnings.append(f"{mine[0][0].loc}: frame {state}.{name} crosses between "
                                f"{port} and {_other(port)} whole, where its payload could stay "
                                f"on the {port}, because " + "; ".join(blocking))
         else:
-            result[frame] = max(ends, default=0)
+            result[frame] = (max(ends, default=0), max(written, default=0))
     return result
 
 

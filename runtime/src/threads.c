@@ -289,6 +289,14 @@ void floem_ignore_report_signal(void)
     sigaction(SIGUSR1, &ignore, NULL);
 }
 
+/* The processes of a run share one stderr: each writes its messages a whole line at a time
+ * (line buffering), so that lines of two processes never interleave mid-line, as a report
+ * row printed in pieces could with stderr unbuffered. Runs before main. */
+__attribute__((constructor)) static void whole_lines_on_stderr(void)
+{
+    setvbuf(stderr, NULL, _IOLBF, BUFSIZ);
+}
+
 /* Started by a launcher that put its pid in FLOEM_PARENT (`floem run`, a build's `run`
  * script), the process dies with the launcher however the launcher ends, SIGKILL included:
  * a parent-death signal, and SIGKILL at once if the launcher died before this ran (the
