@@ -114,9 +114,9 @@ def test_counters_parse_the_latest_of_each_line() -> None:
         "floem: thread manager[0] (process nic): runs 0, packets 0, busy 0 ns, waited 0 ns, "
         "idle 0 ns, slept 0 ns, cpu 7 ns, wall 8 ns",
         "floem: nic sync shadow 0.0: entries 10, read requests 1, write requests 1, "
-        "flushes 0, dropped 0, entry bytes 64",
+        "flushes 0, dropped 0, entry bytes 64, moved 400",
         "floem: nic sync shadow 0.1: entries 6, read requests 1, write requests 1, "
-        "flushes 0, dropped 0, entry bytes 128",
+        "flushes 0, dropped 0, entry bytes 2112, moved 432",
         "floem: engine crypto (process nic): calls 20, bytes 20160",
         "floem: locks (process nic): acquisitions 40",
         "floem: net pcap: queues 1, rx 20, tx 19, rx dropped 0, tx dropped 0, "
@@ -127,7 +127,7 @@ def test_counters_parse_the_latest_of_each_line() -> None:
     assert (nf.runs, nf.packets, nf.on_nic, nf.worker) == (10, 20, True, True)
     assert nf.work_ns == pytest.approx((1000 - 200) * 400 / 800)
     assert not manager.worker and c.nic_cpu_ns == nf.work_ns and c.host_cpu_ns == 0
-    assert c.entry_bytes == 10 * (64 + 4) + 6 * (128 + 4)
+    assert c.entry_bytes == 400 + 10 * 4 + 432 + 6 * 4        # what moved, not whole entries
     assert (c.engine_calls, c.engine_bytes) == ({"crypto": 20}, {"crypto": 20160})
     assert (c.lock_acquisitions, c.rx, c.tx) == (40, 20, 19)
 

@@ -18,7 +18,8 @@ THREAD = re.compile(r"^floem: thread (\S+)\[(\d+)\] \(process (\S+)\): runs (\d+
 NET = re.compile(r"^floem: net (\S+): queues \d+, rx (\d+), tx (\d+)")
 SPAN = re.compile(r"^floem: net pcap: replay span (\d+) ns")
 CACHE = re.compile(r"^floem: cache (\S+): hits (\d+), misses (\d+)")
-SHADOW = re.compile(r"^floem: nic sync shadow (\S+): entries (\d+), .* entry bytes (\d+)$")
+SHADOW = re.compile(r"^floem: nic sync shadow (\S+): entries (\d+), .* entry bytes (\d+), "
+                    r"moved (\d+)$")
 DMA = re.compile(r"^floem: nic dma: requests (\d+), descriptors \d+, bytes read (\d+), "
                  r"bytes written (\d+)")
 ENGINE = re.compile(r"^floem: engine (\S+) \(process \S+\): calls (\d+), bytes (\d+)$")
@@ -71,7 +72,8 @@ class Counters:
     misses: int = 0
     dma_requests: int = 0
     dma_bytes: int = 0                  # all the DMA engine moved, polling while idle included
-    entry_bytes: int = 0                # the sync layer's traffic for the entries finished
+    entry_bytes: int = 0                # the sync layer's traffic for the entries finished:
+    #                                     their headers and used bytes, and a status word each
     engine_calls: dict[str, int] = field(default_factory=dict)
     engine_bytes: dict[str, int] = field(default_factory=dict)
     lock_acquisitions: int = 0
@@ -126,7 +128,7 @@ def parse(lines: list[str]) -> Counters:
         elif m := CACHE.match(line):
             c.hits, c.misses = c.hits + int(m.group(2)), c.misses + int(m.group(3))
         elif m := SHADOW.match(line):
-            c.entry_bytes += int(m.group(2)) * (int(m.group(3)) + STATUS_BYTES)
+            c.entry_bytes += int(m.group(4)) + int(m.group(2)) * STATUS_BYTES
         elif m := DMA.match(line):
             c.dma_requests, c.dma_bytes = int(m.group(1)), int(m.group(2)) + int(m.group(3))
         elif m := ENGINE.match(line):

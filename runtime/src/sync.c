@@ -93,6 +93,7 @@ struct floem_sync {
     uint64_t take;                   /* next position the enq/deq wrappers hand out */
     uint64_t valid;
     uint64_t entries, dropped;
+    uint64_t moved;                  /* headers and used payload bytes of the entries finished */
     /* Manager side. */
     _Alignas(64) int manager_lock;
     uint64_t writing, modified, reading, invalid;
@@ -213,6 +214,7 @@ static void finish(floem_sync_t *s, struct floem_queue_entry *e)
         fail(s, "an entry finished twice");
     __atomic_store_n(&e->status, floem_wire32(turn + 1), __ATOMIC_RELEASE);
     count(&s->entries, 1);
+    count(&s->moved, FLOEM_QUEUE_ENTRY_HEADER_BYTES + used_bytes(s, e));
 }
 
 static void check_dir(const floem_sync_t *s, floem_sync_dir_t dir)
@@ -280,6 +282,7 @@ void floem_sync_enq_drop(floem_sync_t *s)
 void floem_sync_stats(const floem_sync_t *s, floem_sync_stats_t *out)
 {
     out->entries = __atomic_load_n(&s->entries, __ATOMIC_RELAXED);
+    out->moved = __atomic_load_n(&s->moved, __ATOMIC_RELAXED);
     out->read_requests = __atomic_load_n(&s->read_requests, __ATOMIC_RELAXED);
     out->write_requests = __atomic_load_n(&s->write_requests, __ATOMIC_RELAXED);
     out->flushes = __atomic_load_n(&s->flushes, __ATOMIC_RELAXED);
@@ -786,10 +789,12 @@ void floem_sync_report(FILE *out, floem_sync_t **const *tables, const int *count
             floem_sync_stats_t s;
             floem_sync_stats(tables[j][i], &s);
             fprintf(out, "floem: nic sync shadow %d.%d: entries %llu, read requests %llu, "
-                         "write requests %llu, flushes %llu, dropped %llu, entry bytes %u\n",
+                         "write requests %llu, flushes %llu, dropped %llu, entry bytes %u, "
+                         "moved %llu\n",
                     j, i, (unsigned long long)s.entries, (unsigned long long)s.read_requests,
                     (unsigned long long)s.write_requests, (unsigned long long)s.flushes,
-                    (unsigned long long)s.dropped, (unsigned)s.entry_size);
+                    (unsigned long long)s.dropped, (unsigned)s.entry_size,
+                    (unsigned long long)s.moved);
             floem_sync_cursors_t c;
             floem_sync_cursors(tables[j][i], &c);
             fprintf(out, "floem: nic sync shadow %d.%d: positions %s: written back %llu, "

@@ -78,6 +78,7 @@ typedef struct floem_sync floem_sync_t;
 
 typedef struct {
     uint64_t entries;           /* finished by the workers (committed / released) */
+    uint64_t moved;             /* their headers and used payload bytes: what crosses for them */
     uint64_t read_requests, write_requests;
     uint64_t flushes;           /* write-backs of a partly filled batch */
     uint64_t dropped;           /* floem_sync_enq_drop calls */
@@ -138,7 +139,8 @@ void floem_sync_manage(floem_sync_t *s);
 void floem_sync_flush(floem_sync_t *s);
 void floem_sync_stats(const floem_sync_t *s, floem_sync_stats_t *out);
 /* Two lines per shadow of a NULL-terminated table of shadow arrays (with their instance
- * counts): its counters ("floem: nic sync shadow J.I: entries ...") and its cursors
+ * counts): its counters ("floem: nic sync shadow J.I: entries ..., entry bytes B, moved M")
+ * and its cursors
  * ("... positions to host|from host: written back W, finished V, handed out T, fetched R,
  * being read I"). */
 void floem_sync_report(FILE *out, floem_sync_t **const *tables, const int *counts);
