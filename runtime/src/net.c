@@ -159,7 +159,8 @@ void floem_net_tx(unsigned queue, floem_packet_t *pkt)
         floem_net_free(pkt);
         return;
     }
-    queue %= n_queues;
+    if (queue >= n_queues)          /* callers pass a queue they reduced already: no division */
+        queue %= n_queues;
     if (staged.n > 0 && (staged.queue != queue || staged.n == FLOEM_NET_TX_BURST))
         send_staged();
     staged.queue = queue;
