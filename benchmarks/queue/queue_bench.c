@@ -5,7 +5,9 @@
  * Built and run by run.sh. A producer thread sends ENTRIES entries to a consumer
  * thread, each pinned to its own CPU (the first two the process may use), through
  *   - one Floem queue instance, single producer / single consumer, SIZE entries of
- *     64 bytes (8-byte header + 56-byte payload), and
+ *     64 bytes (8-byte header + 56-byte payload), for each Floem queue implementation
+ *     linked in (floem_side.c: the working tree's, and any revisions run.sh was asked
+ *     to compare), and
  *   - an rte_ring made with rte_ring_create_elem(count SIZE, esize 64,
  *     RING_F_SP_ENQ | RING_F_SC_DEQ) (SIZE - 1 usable), used through its SP/SC _elem
  *     functions,
@@ -13,12 +15,11 @@
  * reserve/commit or acquire/release in a row). Both sides copy each entry from or to
  * a local buffer, as generated code does with per-packet state, and the consumer
  * checks every sequence number. A side that finds the queue full or empty pauses
- * PAUSES times (rte_pause) before it tries again. The four variants run alternately
- * REPEATS times; the table shows the median (min-max) in millions of entries per second.
+ * PAUSES times (rte_pause) before it tries again. All variants run in turn, REPEATS
+ * times (forwards, then backwards, alternately); the table shows the median (min-max)
+ * in millions of entries per second, and each Floem queue's ratio to rte_ring.
  */
 #define _GNU_SOURCE
-#include "floem/queue.h"
-
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -33,31 +34,17 @@
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 
-#define ENTRY_BYTES 64
-#define BURST 32
-#define MAX_REPEATS 99
+#include "bench.h"
 
-/* What travels: 64 bytes for rte_ring; the Floem payload is its first 56 bytes. */
-struct elem {
-    uint64_t seq;
-    uint64_t words[7];
-};
-#define FLOEM_PAYLOAD (ENTRY_BYTES - FLOEM_QUEUE_ENTRY_HEADER_BYTES)
+#define MAX_REPEATS 99
+#define MAX_SIDES 8
 
 _Static_assert(sizeof(struct elem) == ENTRY_BYTES, "element size");
-
-struct run {
-    floem_queue_t *floem;
-    struct rte_ring *ring;
-    uint64_t entries;
-    int ready, go;
-    uint64_t checksum;
-};
 
 /* The CPUs for the producer and the consumer (the first two the process may use), or -1. */
 static int cpus[2] = {-1, -1};
 
-static void pin(int side)
+void pin(int side)
 {
     if (cpus[side] < 0)
         return;
@@ -81,124 +68,20 @@ static void choose_cpus(void)
             cpus[n++] = cpu;
 }
 
-static void wait_for_go(struct run *r)
+void wait_for_go(struct run *r)
 {
     __atomic_fetch_add(&r->ready, 1, __ATOMIC_ACQ_REL);
     while (!__atomic_load_n(&r->go, __ATOMIC_ACQUIRE))
         rte_pause();
 }
 
-/* Pauses after a failed reserve, acquire, enqueue or dequeue (the same for both queues). */
-static unsigned backoff_pauses = 1;
+unsigned backoff_pauses = 1;
 
-static void back_off(void)
+void bad_entry(uint64_t got, uint64_t expected)
 {
-    for (unsigned i = 0; i < backoff_pauses; i++)
-        rte_pause();
-}
-
-static void fill(struct elem *e, uint64_t seq)
-{
-    e->seq = seq;
-    for (int k = 0; k < 6; k++)
-        e->words[k] = seq + (uint64_t)k;
-}
-
-static void check(const struct elem *e, uint64_t seq, uint64_t *sum)
-{
-    if (e->seq != seq || e->words[5] != seq + 5) {
-        fprintf(stderr, "queue_bench: got entry %llu, expected %llu\n",
-                (unsigned long long)e->seq, (unsigned long long)seq);
-        abort();
-    }
-    *sum += e->words[2];
-}
-
-static void *floem_single_producer(void *arg)
-{
-    struct run *r = arg;
-    struct elem e;
-    pin(0);
-    wait_for_go(r);
-    for (uint64_t i = 0; i < r->entries; i++) {
-        void *p;
-        fill(&e, i);
-        while ((p = floem_enq_reserve(r->floem, false)) == NULL)
-            back_off();
-        memcpy(p, &e, FLOEM_PAYLOAD);
-        floem_enq_commit(r->floem, p, 0, FLOEM_PAYLOAD);
-    }
-    return NULL;
-}
-
-static void *floem_single_consumer(void *arg)
-{
-    struct run *r = arg;
-    struct elem e;
-    uint64_t sum = 0;
-    pin(1);
-    wait_for_go(r);
-    for (uint64_t i = 0; i < r->entries; i++) {
-        void *p;
-        while ((p = floem_deq_acquire(r->floem, false, NULL)) == NULL)
-            back_off();
-        memcpy(&e, p, FLOEM_PAYLOAD);
-        floem_deq_release(r->floem, p);
-        check(&e, i, &sum);
-    }
-    r->checksum = sum;
-    return NULL;
-}
-
-static void *floem_burst_producer(void *arg)
-{
-    struct run *r = arg;
-    struct elem buf[BURST];
-    pin(0);
-    wait_for_go(r);
-    for (uint64_t i = 0; i < r->entries;) {
-        unsigned n = r->entries - i < BURST ? (unsigned)(r->entries - i) : BURST;
-        for (unsigned k = 0; k < n; k++)
-            fill(&buf[k], i + k);
-        unsigned sent = 0;
-        while (sent < n) {
-            void *p = floem_enq_reserve(r->floem, false);
-            if (p == NULL) {
-                back_off();
-                continue;
-            }
-            memcpy(p, &buf[sent++], FLOEM_PAYLOAD);
-            floem_enq_commit(r->floem, p, 0, FLOEM_PAYLOAD);
-        }
-        i += n;
-    }
-    return NULL;
-}
-
-static void *floem_burst_consumer(void *arg)
-{
-    struct run *r = arg;
-    struct elem buf[BURST];
-    uint64_t sum = 0;
-    pin(1);
-    wait_for_go(r);
-    for (uint64_t i = 0; i < r->entries;) {
-        unsigned n = 0;
-        void *p;
-        while (n < BURST && (p = floem_deq_acquire(r->floem, false, NULL)) != NULL) {
-            memcpy(&buf[n++], p, FLOEM_PAYLOAD);
-            floem_deq_release(r->floem, p);
-        }
-        if (n == 0) {
-            back_off();
-            continue;
-        }
-        for (unsigned k = 0; k < n; k++)
-            check(&buf[k], i + k, &sum);
-        i += n;
-    }
-    r->checksum = sum;
-    return NULL;
+    fprintf(stderr, "queue_bench: got entry %llu, expected %llu\n", (unsigned long long)got,
+            (unsigned long long)expected);
+    abort();
 }
 
 static void *ring_single_producer(void *arg)
@@ -209,7 +92,7 @@ static void *ring_single_producer(void *arg)
     wait_for_go(r);
     for (uint64_t i = 0; i < r->entries; i++) {
         fill(&e, i);
-        while (rte_ring_sp_enqueue_elem(r->ring, &e, ENTRY_BYTES) != 0)
+        while (rte_ring_sp_enqueue_elem(r->queue, &e, ENTRY_BYTES) != 0)
             back_off();
     }
     return NULL;
@@ -223,7 +106,7 @@ static void *ring_single_consumer(void *arg)
     pin(1);
     wait_for_go(r);
     for (uint64_t i = 0; i < r->entries; i++) {
-        while (rte_ring_sc_dequeue_elem(r->ring, &e, ENTRY_BYTES) != 0)
+        while (rte_ring_sc_dequeue_elem(r->queue, &e, ENTRY_BYTES) != 0)
             back_off();
         check(&e, i, &sum);
     }
@@ -243,7 +126,7 @@ static void *ring_burst_producer(void *arg)
             fill(&buf[k], i + k);
         unsigned sent = 0;
         while (sent < n) {
-            unsigned m = rte_ring_sp_enqueue_burst_elem(r->ring, &buf[sent], ENTRY_BYTES,
+            unsigned m = rte_ring_sp_enqueue_burst_elem(r->queue, &buf[sent], ENTRY_BYTES,
                                                         n - sent, NULL);
             if (m == 0)
                 back_off();
@@ -262,7 +145,7 @@ static void *ring_burst_consumer(void *arg)
     pin(1);
     wait_for_go(r);
     for (uint64_t i = 0; i < r->entries;) {
-        unsigned n = rte_ring_sc_dequeue_burst_elem(r->ring, buf, ENTRY_BYTES, BURST, NULL);
+        unsigned n = rte_ring_sc_dequeue_burst_elem(r->queue, buf, ENTRY_BYTES, BURST, NULL);
         if (n == 0) {
             back_off();
             continue;
@@ -275,9 +158,11 @@ static void *ring_burst_consumer(void *arg)
     return NULL;
 }
 
+/* One queue in one mode, and its results. */
 struct variant {
     const char *mode;   /* "single" or "burst 32" */
-    bool ring;
+    const char *label;  /* "rte_ring" or the Floem side's */
+    void *queue;
     void *(*producer)(void *);
     void *(*consumer)(void *);
     double mps[MAX_REPEATS];
@@ -291,9 +176,9 @@ static double now(void)
 }
 
 /* One timed run; returns millions of entries per second. */
-static double measure(struct variant *v, floem_queue_t *q, struct rte_ring *ring, uint64_t entries)
+static double measure(struct variant *v, uint64_t entries)
 {
-    struct run r = {.floem = q, .ring = ring, .entries = entries};
+    struct run r = {.queue = v->queue, .entries = entries};
     pthread_t prod, cons;
     if (pthread_create(&cons, NULL, v->consumer, &r) != 0 ||
         pthread_create(&prod, NULL, v->producer, &r) != 0) {
@@ -309,8 +194,7 @@ static double measure(struct variant *v, floem_queue_t *q, struct rte_ring *ring
     double secs = now() - t0;
     uint64_t expected = entries * (entries - 1) / 2 + 2 * entries;
     if (r.checksum != expected) {
-        fprintf(stderr, "queue_bench: %s %s: bad checksum\n", v->ring ? "rte_ring" : "floem",
-                v->mode);
+        fprintf(stderr, "queue_bench: %s %s: bad checksum\n", v->label, v->mode);
         exit(1);
     }
     return (double)entries / secs / 1e6;
@@ -358,6 +242,14 @@ int main(int argc, char **argv)
                 argv[0], MAX_REPEATS);
         return 2;
     }
+    int n_sides = 0;
+    while (floem_sides[n_sides] != NULL)
+        n_sides++;
+    if (n_sides < 1 || n_sides > MAX_SIDES) {
+        fprintf(stderr, "queue_bench: between 1 and %d Floem queues, not %d\n", MAX_SIDES,
+                n_sides);
+        return 2;
+    }
     choose_cpus();
     char *eal_args[] = {argv[0], "--no-huge", "--no-pci", "-m", "256", "--no-shconf",
                         "--no-telemetry", "-l", "0", "--log-level=lib.eal:error"};
@@ -371,23 +263,32 @@ int main(int argc, char **argv)
         fprintf(stderr, "queue_bench: rte_ring_create_elem: %s\n", rte_strerror(rte_errno));
         return 1;
     }
-    uint32_t entry_size = floem_queue_entry_size(FLOEM_PAYLOAD);
-    size_t bytes = floem_queue_bytes((uint32_t)size, entry_size);
-    floem_queue_t *q = aligned_alloc(64, bytes);
-    if (q == NULL || entry_size != ENTRY_BYTES) {
-        fprintf(stderr, "queue_bench: cannot set up the Floem queue\n");
-        return 1;
-    }
-    memset(q, 0, bytes);
-    floem_queue_init(q, (uint32_t)size, entry_size);
+    void *queues[MAX_SIDES];
+    for (int i = 0; i < n_sides; i++)
+        if ((queues[i] = floem_sides[i]->make((uint32_t)size)) == NULL) {
+            fprintf(stderr, "queue_bench: cannot set up %s\n", floem_sides[i]->label);
+            return 1;
+        }
 
-    struct variant variants[] = {
-        {"single", false, floem_single_producer, floem_single_consumer, {0}},
-        {"single", true, ring_single_producer, ring_single_consumer, {0}},
-        {"burst 32", false, floem_burst_producer, floem_burst_consumer, {0}},
-        {"burst 32", true, ring_burst_producer, ring_burst_consumer, {0}},
-    };
-    const int n_variants = (int)(sizeof variants / sizeof variants[0]);
+    /* Per mode: rte_ring, then each Floem queue. */
+    static struct variant variants[2 * (MAX_SIDES + 1)];
+    const int per_mode = n_sides + 1, n_variants = 2 * per_mode;
+    for (int m = 0; m < 2; m++) {
+        struct variant *v = &variants[m * per_mode];
+        v->mode = m == 0 ? "single" : "burst 32";
+        v->label = "rte_ring";
+        v->queue = ring;
+        v->producer = m == 0 ? ring_single_producer : ring_burst_producer;
+        v->consumer = m == 0 ? ring_single_consumer : ring_burst_consumer;
+        for (int i = 0; i < n_sides; i++) {
+            const struct floem_side *f = floem_sides[i];
+            v[1 + i] = (struct variant){
+                .mode = v->mode, .label = f->label, .queue = queues[i],
+                .producer = m == 0 ? f->single_producer : f->burst_producer,
+                .consumer = m == 0 ? f->single_consumer : f->burst_consumer,
+            };
+        }
+    }
     printf("%llu entries of %d bytes per run, queue size %ld, %d repeats, %u pause%s per failed "
            "poll, ", (unsigned long long)entries, ENTRY_BYTES, size, repeats, backoff_pauses,
            backoff_pauses == 1 ? "" : "s");
@@ -398,25 +299,38 @@ int main(int argc, char **argv)
     for (int rep = 0; rep < repeats; rep++)
         for (int k = 0; k < n_variants; k++) {
             struct variant *v = &variants[rep % 2 ? n_variants - 1 - k : k];
-            v->mps[rep] = measure(v, q, ring, entries);
+            v->mps[rep] = measure(v, entries);
         }
 
-    printf("\n| mode | Floem queue (Mentries/s) | rte_ring (Mentries/s) | Floem / rte_ring |\n");
-    printf("| --- | --- | --- | --- |\n");
-    for (int k = 0; k < n_variants; k += 2) {
-        struct variant *f = &variants[k], *r = &variants[k + 1];
-        double mf = median(f->mps, repeats), mr = median(r->mps, repeats);
-        printf("| %s | %.1f (%.1f-%.1f) | %.1f (%.1f-%.1f) | %.2fx |\n", f->mode, mf,
-               lowest(f->mps, repeats), highest(f->mps, repeats), mr, lowest(r->mps, repeats),
-               highest(r->mps, repeats), mf / mr);
+    printf("\n| mode | rte_ring (Mentries/s) |");
+    for (int i = 0; i < n_sides; i++)
+        printf(" %s (Mentries/s) | %s / rte_ring |", floem_sides[i]->label, floem_sides[i]->label);
+    printf("\n| --- | --- |");
+    for (int i = 0; i < n_sides; i++)
+        printf(" --- | --- |");
+    printf("\n");
+    for (int m = 0; m < 2; m++) {
+        struct variant *v = &variants[m * per_mode];
+        double mr = median(v->mps, repeats);
+        printf("| %s | %.1f (%.1f-%.1f) |", v->mode, mr, lowest(v->mps, repeats),
+               highest(v->mps, repeats));
+        for (int i = 1; i <= n_sides; i++) {
+            double mf = median(v[i].mps, repeats);
+            printf(" %.1f (%.1f-%.1f) | %.2fx |", mf, lowest(v[i].mps, repeats),
+                   highest(v[i].mps, repeats), mf / mr);
+        }
+        printf("\n");
     }
-    floem_queue_stats_t st;
-    floem_queue_stats(q, &st);
-    printf("\nFloem queue counters: %llu enqueued, %llu dequeued, %llu full spins\n",
-           (unsigned long long)st.enqueued, (unsigned long long)st.dequeued,
-           (unsigned long long)st.full_spins);
+    printf("\n");
+    for (int i = 0; i < n_sides; i++) {
+        uint64_t enqueued, dequeued, full_spins;
+        floem_sides[i]->counters(queues[i], &enqueued, &dequeued, &full_spins);
+        printf("%s counters: %llu enqueued, %llu dequeued, %llu full spins\n",
+               floem_sides[i]->label, (unsigned long long)enqueued,
+               (unsigned long long)dequeued, (unsigned long long)full_spins);
+        free(queues[i]);
+    }
     rte_ring_free(ring);
-    free(q);
     rte_eal_cleanup();
     return 0;
 }

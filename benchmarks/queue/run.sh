@@ -1,11 +1,15 @@
 #!/bin/bash
 # Floem host queue vs DPDK rte_ring, two threads, 64-byte entries (see queue_bench.c).
 #
-# Usage: bash benchmarks/queue/run.sh [ENTRIES [REPEATS [SIZE [PAUSES]]]]
+# Usage: [QUEUE_REVS="REV ..."] bash benchmarks/queue/run.sh [ENTRIES [REPEATS [SIZE [PAUSES]]]]
 # Installs libdpdk-dev with apt-get when it is missing (as root), builds queue_bench in
 # a temporary directory and prints a Markdown table. DPDK's EAL runs without hugepages
 # or PCI; as root it runs in its own mount namespace with a private tmpfs on /run, so
 # no /run/dpdk (/var/run/dpdk) is left behind.
+# QUEUE_REVS: git revisions whose runtime/include/floem/queue.h and runtime/src/queue.c
+# run too, in the same program, each as "Floem REV" beside the working tree's "Floem
+# queue" (revisions from a08ae77 on: commit with a byte count). floem_side.c is compiled
+# once per queue; the global names of each revision's queue.c are renamed (objcopy).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -22,10 +26,50 @@ fi
 
 build="$(mktemp -d)"
 trap 'rm -rf "$build"' EXIT
-# shellcheck disable=SC2046  # pkg-config prints several words on purpose
-"${CC:-gcc}" -O2 -std=gnu11 -Wall -Wextra -Werror $(pkg-config --cflags libdpdk) \
-    -I"$root/runtime/include" "$here/queue_bench.c" "$root/runtime/src/queue.c" \
-    $(pkg-config --libs libdpdk) -pthread -o "$build/queue_bench"
+read -r -a dpdk_cflags <<< "$(pkg-config --cflags libdpdk)"
+read -r -a dpdk_libs <<< "$(pkg-config --libs libdpdk)"
+cc=("${CC:-gcc}" -O2 -std=gnu11 -Wall -Wextra -Werror "${dpdk_cflags[@]}" -I"$here")
+
+# One Floem side per queue implementation: N, its include directory, its queue.c, its label.
+objects=()
+declarations=()
+add_side() {
+    local n="$1" include="$2" queue_c="$3" label="$4"
+    "${cc[@]}" -I"$include" -DFLOEM_SIDE="floem_side_$n" -DFLOEM_SIDE_LABEL="\"$label\"" \
+        -c "$here/floem_side.c" -o "$build/side_$n.o"
+    "${cc[@]}" -I"$include" -c "$queue_c" -o "$build/queue_$n.o"
+    if [ "$n" -gt 0 ]; then
+        nm -g --defined-only "$build/queue_$n.o" | awk -v p="rev${n}_" '{print $3, p $3}' \
+            > "$build/names_$n"
+        objcopy --redefine-syms="$build/names_$n" "$build/side_$n.o"
+        objcopy --redefine-syms="$build/names_$n" "$build/queue_$n.o"
+    fi
+    objects+=("$build/side_$n.o" "$build/queue_$n.o")
+    declarations+=("floem_side_$n")
+}
+add_side 0 "$root/runtime/include" "$root/runtime/src/queue.c" "Floem queue"
+n=0
+for rev in ${QUEUE_REVS:-}; do
+    n=$((n + 1))
+    if ! git -C "$root" rev-parse --verify --quiet "$rev^{commit}" >/dev/null; then
+        echo "run.sh: $rev is not a revision of $root" >&2
+        exit 2
+    fi
+    mkdir -p "$build/rev_$n/floem"
+    git -C "$root" show "$rev:runtime/include/floem/queue.h" > "$build/rev_$n/floem/queue.h"
+    git -C "$root" show "$rev:runtime/src/queue.c" > "$build/rev_$n/queue.c"
+    add_side "$n" "$build/rev_$n" "$build/rev_$n/queue.c" "Floem $rev"
+done
+{
+    echo '#include <stddef.h>'
+    echo '#include "bench.h"'
+    echo "extern const struct floem_side $(IFS=,; echo "${declarations[*]}");"
+    printf 'const struct floem_side *const floem_sides[] = {'
+    printf '&%s, ' "${declarations[@]}"
+    echo 'NULL};'
+} > "$build/sides.c"
+"${cc[@]}" "$here/queue_bench.c" "$build/sides.c" "${objects[@]}" "${dpdk_libs[@]}" -pthread \
+    -o "$build/queue_bench"
 
 cpu="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
 echo "DPDK $(pkg-config --modversion libdpdk), $(nproc) CPUs: $cpu"
