@@ -10,13 +10,15 @@ per-packet fields (scalars of every width and signedness, arrays) and port value
 out, join, branch with `output switch` (with and without `else:`), merge, read a
 persistent table, count packets in a persistent counter (only where packets arrive in a
 fixed order), steer by `state->qid`, and sometimes leave an input port whose value they
-do not use unread. Half the programs also carry a *typed packet* (docs/slicing.md):
+do not use unread. Three programs in ten also carry a *typed packet* (docs/slicing.md):
 ``state->pkt`` points at bytes laid out by a generated `State` (nested, sometimes a union
 or not packed) that elements read and write member by member, in network byte order, and
 now and then through the whole pointer, so that the bytes each queue sends (its window)
-vary from program to program. Every thread segment may be placed on the CPU or the NIC
-(``-D nic=SEG,SEG``); segments feeding one queue move together (`Program.groups`), since
-a queue's producers share a device.
+vary from program to program; two in ten carry a *frame* instead, a network buffer from
+`NetAlloc` (`Program.port`) whose payload may wait by its port while its window crosses.
+Every thread segment may be placed on the CPU or the NIC (``-D nic=SEG,SEG``); segments
+feeding one queue move together (`Program.groups`), since a queue's producers share a
+device.
 
 Everything is drawn from a `random.Random` seeded through the hypothesis strategy
 `batches`, so a program is fully given by its seed and size (`Program.generate`). A *batch* of
@@ -268,26 +270,46 @@ class Place:
 @dataclass
 class PacketSpec:
     """A program's typed packet: ``pkt = Field(Pointer(layout), size="state->plen")``,
-    pointed at its own bytes ``pbuf`` in the per-packet state by the first element.
+    pointed at its own bytes ``pbuf`` in the per-packet state by the first element; or,
+    with ``frame``, ``pkt = Frame(layout)``, a network buffer of ``length + step * pid``
+    bytes (`NetAlloc`, `StoreFrame`) that an element then fills (``dt_fill``).
     ``read_rate``: how often an expression's leaf reads a member; ``unbounded``: how often
     an access goes through the whole pointer (``dt_peek(state->pkt, ...)``)."""
 
     layout: Layout
-    length: int                      # plen: the layout and some bytes after it
+    length: int                      # plen, or the shortest frame: the layout and more bytes
     length_type: str                 # plen's type
     buffer_type: str                 # pbuf's: enough aligned bytes for the layout
     read_rate: float
     unbounded: float
+    frame: bool = False
+    step: int = 0                    # a frame's bytes more for each packet number
+    #: How often a report hashes every byte of the packet (``dt_hash``), payload included.
+    whole_hash: float = 0.0
 
     def places(self) -> list[Place]:
         """Every member of the layout."""
         return list(self.layout.places())
 
     def init(self) -> list[str]:
-        """The first element's statements: the bytes zeroed, the pointer and length set."""
+        """The statements giving the packet its first bytes: for a typed packet the bytes
+        zeroed, the pointer and length set (the first element); for a frame, stored by
+        then, bytes that depend on the packet's number (the element after `StoreFrame`)."""
+        if self.frame:
+            return ["dt_fill(state->pkt, state->pkt_len, state->pid);"]
         return ["memset(state->pbuf, 0, sizeof state->pbuf);",
                 f"state->pkt = ({self.layout.name} *)(void *)state->pbuf;",
                 f"state->plen = {self.length};"]
+
+    def initial(self, pid: int) -> bytes:
+        """The bytes ``init`` gives packet ``pid`` (what ``dt_fill`` writes)."""
+        if not self.frame:
+            return bytes(self.length)
+        return bytes((i * 7 + pid * 13 + 1) & 0xFF for i in range(self.length + self.step * pid))
+
+    def size(self) -> str:
+        """The C expression of the packet's length."""
+        return "state->pkt_len" if self.frame else "state->plen"
 
 
 def _load(data: bytes, offset: int, size: int) -> int:
@@ -300,6 +322,14 @@ def _stored(data: bytes, offset: int, size: int, value: int) -> bytes:
     """``data`` with ``value`` stored big-endian in ``size`` bytes at ``offset``."""
     return data[:offset] + (value & ((1 << 8 * size) - 1)).to_bytes(size, "big") + \
         data[offset + size:]
+
+
+def _fnv(data: bytes) -> int:
+    """FNV-1a of ``data`` (64 bits): what ``dt_hash`` computes."""
+    h = 14695981039346656037
+    for b in data:
+        h = (h ^ b) * 1099511628211 & M64
+    return h
 
 
 def _member_value(c: str, width: int) -> str:
@@ -423,6 +453,8 @@ class Expr:
             return f"dt_peek({_base(a[0])[0]}, {a[1]}u, {a[2]}u)"
         if self.op == "sizeof":
             return f"(uint64_t)sizeof state->pkt->{a[0].path}"
+        if self.op == "hash":
+            return f"dt_hash(state->pkt, {a[0]})"
         if self.op in (">>", "%"):
             return f"({a[0].c()} {self.op} {a[1]}{'ull' if self.op == '%' else ''})"
         return f"({a[0].c()} {self.op} {a[1].c()})"
@@ -453,12 +485,21 @@ class Expr:
             return _load(env.state[PACKET], _base(a[0])[1] + a[1], a[2])
         if self.op == "sizeof":
             return a[0].size
+        if self.op == "hash":
+            return _fnv(env.state[PACKET])
         if self.op == ">>":
             return a[0].value(env) >> a[1]
         if self.op == "%":
             return a[0].value(env) % a[1]
         x, y = a[0].value(env), a[1].value(env)
         return {"+": x + y, "-": x - y, "*": x * y, "^": x ^ y, "&": x & y, "|": x | y}[self.op] & M64
+
+    def substitute(self, value: Expr) -> Expr:
+        """The expression with every port value (``v0``, ``v1``) replaced by ``value``."""
+        if self.op == "v":
+            return value
+        return Expr(self.op, tuple(a.substitute(value) if isinstance(a, Expr) else a
+                                   for a in self.args))
 
     def values_used(self) -> set[int]:
         """The port values (``v0``, ``v1``) the expression reads."""
@@ -504,11 +545,12 @@ class Elem:
     fires: list[tuple[Cond | None, str, Expr | None]] = field(default_factory=list)
     counts: bool = False
     report: Expr | None = None             # a collect's Report: the row's hash
+    drops: bool = False                    # a Report that then gives the frame back (drop)
     source: bool = False                   # makes PACKETS packets, then sleeps
     #: Input ports the body leaves unread when it does not use their value (allowed: a port
     #: need not be read at all); the others it reads, discarding the value (``inp();``).
     unread: set[str] = field(default_factory=set)
-    #: The first element of a program with a typed packet: it points the packet at its bytes.
+    #: The element that gives the packet its first bytes (`PacketSpec.init`).
     packet: PacketSpec | None = None
 
     def exprs(self) -> Iterator[Expr]:
@@ -544,7 +586,7 @@ class Elem:
         lines += [target.statement(e) for target, e in self.writes]
         if self.report is not None:
             lines.append(f"dt_row(state->pid, state->tag, state->res, {self.report.c()});")
-            lines.append("output { out(1); }")
+            lines.append("output { out(1); drop(); }" if self.drops else "output { out(1); }")
         if self.switch:
             lines.append("output switch {")
             for c, port, e in self.fires:
@@ -592,6 +634,9 @@ class SegmentSpec:
     entries: list[Elem] = field(default_factory=list)
     report: Elem | None = None
     sinks: int = 0
+    #: Library elements (`NetAlloc`, `StoreFrame`) by name: how the app file makes each. They
+    #: pass the packet on from ``out``, so the model goes straight on.
+    library: dict[str, str] = field(default_factory=dict)
 
     @property
     def result_queue(self) -> str:
@@ -667,6 +712,10 @@ class Program:
         self.layout = r.sample([f.name for f in self.fields], len(self.fields)) \
             if r.random() < 0.3 else []
         self.source = r.random() < 0.3
+        kind = self._packet_rng.choices(["", "typed", "frame"], [5, 3, 2])[0]
+        # A frame program's packets come from a thread segment, so that its network port
+        # may move to the NIC (with every other program's: test_placement.placement).
+        self.source = self.source or kind == "frame"
         self.segments = [SegmentSpec(0, pre + ("source" if self.source else "push"))]
         for j in range(1, r.randint(1, self.size + 1) + 1):
             q = QueueSpec(f"{pre}q{j}", r.randint(1, 3), r.choice([1, 1, 2, 3, 4]),
@@ -675,14 +724,16 @@ class Program:
                                      ("enq_atomic", True, 0.15), ("deq_atomic", True, 0.15)):
                 if r.random() < p:
                     q.options[option] = value
+            if kind == "frame":
+                q.options.pop("entry_size", None)      # frames of up to 700 bytes cross whole
             self.segments.append(SegmentSpec(j, f"{pre}s{j}", r.randint(1, min(3, q.inst)), q))
         if any(s.queue and s.queue.inst > 1 for s in self.segments):
             self.fields.append(FieldSpec("qid", INT))
             if self.layout:
                 self.layout.insert(r.randrange(len(self.layout) + 1), "qid")
-        self.packet = self._draw_packet()
+        self.packet = self._draw_packet(kind)
         if self.packet is not None and self.layout:
-            for name in ("pkt", "plen", "pbuf"):
+            for name in ("pkt",) if self.packet.frame else ("pkt", "plen", "pbuf"):
                 self.layout.insert(self._packet_rng.randrange(len(self.layout) + 1), name)
         for seg in self.segments:
             if seg.queue is None or seg.queue.producers:
@@ -690,12 +741,12 @@ class Program:
         # A queue nothing enqueues into is an error: drop the segments nothing reached.
         self.segments = [s for s in self.segments if s.queue is None or s.queue.producers]
 
-    def _draw_packet(self) -> PacketSpec | None:
-        """Half the programs get a typed packet over a random layout, small enough that
-        every queue with ``entry_size=256`` holds an entry sending every field and the
-        whole packet (``--send-all-fields``, ``--trace``)."""
+    def _draw_packet(self, kind: str) -> PacketSpec | None:
+        """A typed packet (``kind`` "typed") or a frame ("frame") over a random layout,
+        small enough that every queue with ``entry_size=256`` holds an entry sending every
+        field and the whole packet (``--send-all-fields``, ``--trace``)."""
         r = self._packet_rng
-        if r.random() < 0.5:
+        if not kind:
             return None
         room = 64
         if any(s.queue is not None and "entry_size" in s.queue.options for s in self.segments):
@@ -705,14 +756,23 @@ class Program:
             room = min(room, (ENTRY_SIZE_PAYLOAD - fixed - 4 - 7) // 2)
         if room < 8:
             return None
-        # A layout that is not packed needs aligned bytes: pbuf, in a state not packed.
-        layout = self._layout(f"P{self.index}Pkt", 0, room, unpacked=not self.packed)
+        # A layout that is not packed needs aligned bytes: pbuf, in a state not packed (a
+        # network buffer is aligned).
+        layout = self._layout(f"P{self.index}Pkt", 0, room,
+                              unpacked=not self.packed or kind == "frame")
+        unbounded = 0.1 if r.random() < 0.35 else 0.0
+        whole_hash = r.choice([0.0, 0.5])
+        if kind == "frame":
+            # Frames of a program grow by `step` bytes a packet: with 120, from under the
+            # 512 bytes --slice-threshold keeps to over it.
+            return PacketSpec(layout, layout.size() + r.choice([0, 3, 20]), "", "",
+                              r.choice([0.1, 0.25]), unbounded, True, r.choice([0, 1, 7, 120]),
+                              whole_hash)
         length = min(room, layout.size() + r.choice([0, 0, 1, 2, 5]))
         buffer = (f"Array(Uint(8), {length})" if layout.align() == 1
                   else f"Array(Uint(32), {-(-length // 4)})")
-        unbounded = 0.1 if r.random() < 0.35 else 0.0
         return PacketSpec(layout, length, r.choice(["Uint(16)", "Uint(32)", "Int"]), buffer,
-                          r.choice([0.1, 0.25]), unbounded)
+                          r.choice([0.1, 0.25]), unbounded, whole_hash=whole_hash)
 
     def _layout(self, name: str, depth: int, room: int, unpacked: bool) -> Layout:
         """A layout of at most ``room`` bytes: scalars, arrays and (two levels deep at most)
@@ -817,14 +877,21 @@ class Program:
         seg.base = r.randrange(1 << 40)
         self._budget = 6 + 5 * self.size
         if q is None:
-            start = self._new(seg, [] if self.source else [("inp", "U32")], [("out", "U64")])
+            frame = self.packet is not None and self.packet.frame
+            start = self._new(seg, [] if self.source else [("inp", "U32")],
+                              [("alloc", "SIZE") if frame else ("out", "U64")])
             start.source = self.source
-            start.packet = self.packet
             start.writes.append((self._slot("pid"), Expr("v", (0,))))
-            self._writes(seg, start, values=1)
-            start.fires.append((None, "out", self._expr(seg, 1)))
+            self._writes(seg, start, values=1, packet=not frame)
+            value = self._expr(seg, 1)
             seg.entries.append(start)
-            self._block(seg, (start.name, "out"), self.size + 1, top=True)
+            if frame:
+                src = self._frame_source(seg, start, value)
+            else:
+                start.packet = self.packet
+                start.fires.append((None, "out", value))
+                src = (start.name, "out")
+            self._block(seg, src, self.size + 1, top=True)
         else:
             for _ in range(q.channels):
                 load = self._new(seg, [("inp", "NONE")], [("out", "U64")])
@@ -833,9 +900,29 @@ class Program:
                 seg.entries.append(load)
                 self._block(seg, (load.name, "out"), self.size + 1, top=True)
         if seg.sinks:
+            frame = self.packet is not None and self.packet.frame
             seg.report = Elem(f"p{self.index}_report{seg.index}", [("inp", "NONE")],
-                              [("out", "INT")])
+                              [("out", "INT")] + [("drop", "NONE")] * frame)
             seg.report.report = self._hash(seg)
+            seg.report.drops = frame
+
+    def _frame_source(self, seg: SegmentSpec, start: Elem, value: Expr) -> tuple[str, str]:
+        """``start`` -> `NetAlloc` -> `StoreFrame` -> an element filling the frame, which
+        passes ``value`` on (``v0``, the packet's number, read from ``pid`` there): the
+        port it does so from."""
+        packet, pre = self.packet, f"p{self.index}_"
+        start.fires.append((None, "alloc", Expr("+", (Expr("k", (packet.length,)), Expr(
+            "*", (Expr("v", (0,)), Expr("k", (packet.step,))))))))
+        seg.library[pre + "alloc"] = f'NetAlloc("{pre}alloc")'
+        seg.library[pre + "store"] = f'StoreFrame("{pre}store")'
+        fill = self._new(seg, [("inp", "NONE")], [("out", "U64")])
+        fill.packet = packet
+        self._packet_writes(seg, fill, values=0)
+        fill.fires.append((None, "out", value.substitute(Expr("slot", (self._slot("pid"),)))))
+        self._connect(seg, (start.name, "alloc"), (pre + "alloc", "inp"))
+        self._connect(seg, (pre + "alloc", "out"), (pre + "store", "inp"))
+        self._connect(seg, (pre + "store", "out"), (fill.name, "inp"))
+        return (fill.name, "out")
 
     def _thread(self, seg: SegmentSpec) -> bool:
         """Whether ``seg`` runs as threads (not the callable push)."""
@@ -888,12 +975,19 @@ class Program:
             return Expr("tbl", (self._expr(seg, values, 0, r, packet),))
         return Expr(kind)
 
-    def _writes(self, seg: SegmentSpec, e: Elem, values: int) -> None:
+    def _writes(self, seg: SegmentSpec, e: Elem, values: int, packet: bool = True) -> None:
+        """Field writes (and, with ``packet``, reads and writes of the packet too)."""
         r = self._rng
         if seg.ordered and self._thread(seg) and r.random() < 0.3:
             e.counts = True
         for _ in range(r.choice([0, 1, 1, 2])):
-            e.writes.append((r.choice(self._writable()), self._expr(seg, values)))
+            e.writes.append((r.choice(self._writable()), self._expr(seg, values,
+                                                                   packet=packet)))
+        if packet:
+            self._packet_writes(seg, e, values)
+
+    def _packet_writes(self, seg: SegmentSpec, e: Elem, values: int) -> None:
+        """Now and then a statement or two changing the packet, among ``e``'s writes."""
         if self.packet is not None:
             for _ in range(self._packet_rng.choice([0, 0, 1, 1, 2])):
                 e.writes.insert(self._packet_rng.randrange(len(e.writes) + 1),
@@ -913,6 +1007,8 @@ class Program:
         if self.packet is not None:
             reads += [self._packet_read(seg, 0, computed=False)
                       for _ in range(self._packet_rng.choice([0, 1, 1, 2]))]
+            if self._packet_rng.random() < self.packet.whole_hash:
+                reads.append(Expr("hash", (self.packet.size(),)))
         for read in reads:
             h = Expr("+", (Expr("*", (h, Expr("k", (1000003,)))), read))
         return h
@@ -928,6 +1024,10 @@ class Program:
         kinds = {"sink": 3, "leaf": 0 if top else 1, "queue": (8 if unfed else 3) if later else 0}
         if depth > 0 and self._budget > 0:
             kinds.update(step=3, fanout=2, switch=2, merge=1, join=2, two=1)
+            if self.packet is not None and self.packet.frame:
+                # One frame, one owner: a packet enqueued twice would share its buffer (or
+                # its kept frame, which only one copy can take back).
+                kinds.update(fanout=0, two=0)
         kind = r.choices(list(kinds), list(kinds.values()))[0]
         if kind == "sink":
             sink = self._new(seg, [("inp", "U64")], [("out", "NONE")])
@@ -1035,6 +1135,10 @@ class Program:
                 out.setdefault(find(s.index), []).append(s.name)
         return list(out.values())
 
+    def port(self) -> str | None:
+        """The segment holding the program's packet I/O (a frame program's `NetAlloc`)."""
+        return self.segments[0].name if self.packet is not None and self.packet.frame else None
+
     def threads(self, names: list[str]) -> int:
         """How many threads the segments ``names`` run."""
         return sum(s.threads for s in self.segments if s.name in names)
@@ -1072,11 +1176,7 @@ class Program:
         return rows, inputs
 
     def _zero(self) -> dict[tuple[str, str], int | bytes]:
-        zero: dict[tuple[str, str], int | bytes] = {s.key: 0 for f in self.fields
-                                                    for s in f.slots()}
-        if self.packet is not None:
-            zero[PACKET] = bytes(self.packet.length)
-        return zero
+        return {s.key: 0 for f in self.fields for s in f.slots()}
 
     def _packet(self, seg: SegmentSpec, run: SegmentRun, state: dict, entry: Elem,
                 pid: int | None, inputs: dict, rows: list) -> None:
@@ -1094,6 +1194,9 @@ class Program:
                 inst = state.get(qid, 0)
                 assert 0 <= inst < target.queue.inst, "the generator steers into range"
                 inputs[dst[1]].append((dict(state), dst[2], inst))
+            elif dst[0] in seg.library:
+                for d in seg.conns.get((dst[0], "out"), []):
+                    deliver(d, None)
             else:
                 elem = seg.elem(dst[0])
                 if len(elem.inputs) > 1:
@@ -1107,6 +1210,8 @@ class Program:
 
         def run_elem(elem: Elem, values: list) -> None:
             env = Env(values, state, run)
+            if elem.packet is not None:
+                state[PACKET] = elem.packet.initial(state[("pid", "")])
             if elem.counts:
                 run.count += 1
             for target, e in elem.writes:
@@ -1126,13 +1231,13 @@ class Program:
 # ----- rendering -----
 
 APP_HEADER = '''"""Generated by tests/differential/generate.py: {what} (docs/testing.md)."""
-from floem import (Array, Bool, CallableSegment, Double, Element, Field, Float, Flow, Input, Int,
-                   Output, PerPacket, Persistent, Pointer, Queue, Segment, Sint, State, Uint,
-                   include, main, param, target)
-from floem.library import packets
+from floem import (Array, Bool, CallableSegment, Double, Element, Field, Float, Flow, Frame,
+                   Input, Int, Output, PerPacket, Persistent, Pointer, Queue, Segment, Sint,
+                   SizeT, State, Uint, include, main, param, target)
+from floem.library import DropFrame, NetAlloc, StoreFrame, packets
 
 NIC = set(filter(None, param("nic", "", help="segments placed on the NIC, comma-separated").split(",")))
-TYPES = {{"NONE": (), "U64": (Uint(64),), "U32": (Uint(32),), "INT": (Int,)}}
+TYPES = {{"NONE": (), "U64": (Uint(64),), "U32": (Uint(32),), "INT": (Int,), "SIZE": (SizeT,)}}
 
 
 def device(name):
@@ -1214,6 +1319,21 @@ static inline void dt_poke(void *p, unsigned off, unsigned size, uint64_t v)
         b[i] = (uint8_t)v;
 }}
 
+/* Every byte of a packet: FNV-1a of them, and a fill that depends on the packet's number. */
+static inline uint64_t dt_hash(const void *p, size_t n)
+{{
+    uint64_t h = 14695981039346656037ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ ((const uint8_t *)p)[i]) * 1099511628211ull;
+    return h;
+}}
+
+static inline void dt_fill(void *p, size_t n, uint64_t pid)
+{{
+    for (size_t i = 0; i < n; i++)
+        ((uint8_t *)p)[i] = (uint8_t)(i * 7 + pid * 13 + 1);
+}}
+
 static inline int dt_compare(const void *a, const void *b)
 {{
     const dt_row_t *x = a, *y = b;
@@ -1272,7 +1392,9 @@ class _Renderer:
                 out += ["", ""]
         out.append(f"class P{p.index}(State):")
         out += [f"    {f.name} = Field({f.floem_type()})" for f in p.fields]
-        if p.packet is not None:
+        if p.packet is not None and p.packet.frame:
+            out.append(f"    pkt = Frame({p.packet.layout.name})")
+        elif p.packet is not None:
             out += [f'    pkt = Field(Pointer({p.packet.layout.name}), size="state->plen")',
                     f"    plen = Field({p.packet.length_type})",
                     f"    pbuf = Field({p.packet.buffer_type})"]
@@ -1349,6 +1471,7 @@ class _Renderer:
         body: list[str] = []
         for e in seg.elems:
             body += self._create(seg, e)
+        body += [f"{name} = {make}" for name, make in seg.library.items()]
         q = seg.queue
         for ch, e in enumerate(seg.entries):
             if e.inputs:
@@ -1369,14 +1492,17 @@ class _Renderer:
     def _collect(self, seg: SegmentSpec) -> list[str]:
         name = self._collect_name(seg)
         r = seg.report
-        return [f"        class {name}(CallableSegment):",
+        return ([f"        class {name}(CallableSegment):",
                 "            def configure(self):",
                 "                self.inp = Input(Int)",
                 "                self.out = Output(Int)", "",
                 "            def impl(self):",
                 _indent("\n".join(self._create(seg, r)), 16),
                 f"                self.inp >> {seg.result_queue}.qid",
-                f"                {seg.result_queue} >> {r.name} >> self.out", ""]
+                f"                {seg.result_queue} >> {r.name}"
+                + (f"\n                {r.name}.out >> self.out" if r.drops else " >> self.out")]
+                + [f'                {r.name}.drop >> DropFrame("{name}_frames")'] * r.drops
+                + [""])
 
     def main(self) -> list[str]:
         p = self.p
