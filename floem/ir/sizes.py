@@ -28,6 +28,24 @@ def field_size(f: FieldLayout) -> int | None:
     return one * (f.type.array_len or 1)
 
 
+def field_alignment(f: FieldLayout) -> int:
+    """The C alignment of field ``f``'s type (its size known): a scalar's (or an array
+    element's) size up to 8, a nested state's own alignment."""
+    if f.nested is not None and not f.type.c.endswith("*"):
+        return state_alignment(f.nested)
+    size = field_size(f)
+    assert size is not None
+    return min(8, size // (f.type.array_len or 1)) or 1
+
+
+def state_alignment(state: StateLayout) -> int:
+    """The C alignment of a state struct (its fields' sizes known): 1 when packed, else its
+    most aligned field's."""
+    if state.packed:
+        return 1
+    return max((field_alignment(f) for f in state.fields), default=1)
+
+
 def state_size(state: StateLayout) -> int | None:
     """Bytes of a state struct: packed, or with natural alignment when ``packed = False``."""
     offsets = field_offsets(state)
@@ -44,7 +62,7 @@ def field_offsets(state: StateLayout) -> tuple[dict[str, int], int] | None:
         if size is None:
             return None
         if not state.packed:
-            align = min(8, size // (f.type.array_len or 1)) or 1
+            align = field_alignment(f)
             widest = max(widest, align)
             offset = (offset + align - 1) // align * align
         starts[f.name] = 0 if state.union else offset

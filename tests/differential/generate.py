@@ -2,16 +2,23 @@
 
 A *program* (`Program`) is one independent dataflow graph: packets enter through a callable
 segment `pK_push` that main calls once per packet, or from a thread segment `pK_source`
-whose source element makes them (placeable on the NIC too), then go through thread segments `pK_s1`, `pK_s2`, ... each starting at
-the dequeue of its own queue (several channels and instances, small sizes), and for every
-segment that ends packets a result queue drained by a callable `pK_collectJ`. Inside a
-segment, elements read and write per-packet fields (scalars of every width and
-signedness, arrays) and port values, fan out, join, branch with `output switch` (with and
-without `else:`), merge, read a persistent table, count packets in a persistent counter
-(only where packets arrive in a fixed order), steer by `state->qid`, and sometimes leave
-an input port whose value they do not use unread. Every thread segment may be placed on
-the CPU or the NIC (``-D nic=SEG,SEG``); segments feeding one queue move together
-(`Program.groups`), since a queue's producers share a device.
+whose source element makes them (placeable on the NIC too), then go through thread
+segments `pK_s1`, `pK_s2`, ... each starting at the dequeue of its own queue (several
+channels and instances, small sizes), and for every segment that ends packets a result
+queue drained by a callable `pK_collectJ`. Inside a segment, elements read and write
+per-packet fields (scalars of every width and signedness, arrays) and port values, fan
+out, join, branch with `output switch` (with and without `else:`), merge, read a
+persistent table, count packets in a persistent counter (only where packets arrive in a
+fixed order), steer by `state->qid`, and sometimes leave an input port whose value they
+do not use unread. Three programs in ten also carry a *typed packet* (docs/slicing.md):
+``state->pkt`` points at bytes laid out by a generated `State` (nested, sometimes a union
+or not packed) that elements read and write member by member, in network byte order, and
+now and then through the whole pointer, so that the bytes each queue sends (its window)
+vary from program to program; two in ten carry a *frame* instead, a network buffer from
+`NetAlloc` (`Program.port`) whose payload may wait by its port while its window crosses.
+Every thread segment may be placed on the CPU or the NIC (``-D nic=SEG,SEG``); segments
+feeding one queue move together (`Program.groups`), since a queue's producers share a
+device.
 
 Everything is drawn from a `random.Random` seeded through the hypothesis strategy
 `batches`, so a program is fully given by its seed and size (`Program.generate`). A *batch* of
@@ -59,6 +66,15 @@ class Scalar:
             value -= 1 << self.bits
         return value
 
+    @property
+    def size(self) -> int:
+        """Bytes of the scalar."""
+        if self.kind == "bool":
+            return 1
+        if self.kind == "real":
+            return 4 if self.c == "float" else 8
+        return self.bits // 8
+
     def assign(self, expr: str) -> str:
         """The C rvalue storing the uint64_t ``expr`` into a scalar of this type."""
         if self.kind == "real":
@@ -94,6 +110,12 @@ class FieldSpec:
             return self.nested
         return f"Array({self.scalar.floem}, {self.length})" if self.length else self.scalar.floem
 
+    def size(self) -> int:
+        """Bytes of the field (packed)."""
+        if self.nested:
+            return sum(t.size for _, t in self.members)
+        return self.scalar.size * (self.length or 1)
+
     def slots(self) -> list[Slot]:
         """Every scalar of the field."""
         if self.nested:
@@ -120,6 +142,273 @@ class Slot:
     def c(self) -> str:
         """The C lvalue."""
         return f"state->{self.field}{self.suffix}"
+
+    def statement(self, expr: Expr) -> str:
+        """The C statement storing ``expr`` into the scalar."""
+        return f"{self.c()} = {self.scalar.assign(expr.c())};"
+
+    def store(self, env: Env, expr: Expr) -> None:
+        """What the statement does, in the model."""
+        env.state[self.key] = self.scalar.convert(expr.value(env))
+
+
+# ----- typed packets -----
+
+#: How the model's state names the bytes of the typed packet (docs/slicing.md): the bytes
+#: themselves, replaced (never changed in place) on every write, so that copying the state
+#: copies them.
+PACKET = ("pkt", "")
+#: Member widths of a packet layout (bytes) and how the app file writes them.
+PACKET_WIDTHS = {1: "Uint(8)", 2: "Uint(16)", 4: "Uint(32)"}
+#: Payload bytes of an entry with ``entry_size=256`` (the entry header is 8 bytes).
+ENTRY_SIZE_PAYLOAD = 256 - 8
+
+
+@dataclass
+class LayoutMember:
+    """A member of a packet layout: a uint8/16/32 (``width`` bytes), an array of
+    ``length`` of them, or a nested layout."""
+
+    name: str
+    width: int = 0
+    length: int = 0
+    nested: Layout | None = None
+
+    def align(self) -> int:
+        """The C alignment of the member's type."""
+        return self.nested.align() if self.nested else self.width
+
+    def size(self) -> int:
+        """The C size of the member's type."""
+        return self.nested.size() if self.nested else self.width * (self.length or 1)
+
+    def floem_type(self) -> str:
+        """The member's type as the app file writes it."""
+        if self.nested:
+            return self.nested.name
+        scalar = PACKET_WIDTHS[self.width]
+        return f"Array({scalar}, {self.length})" if self.length else scalar
+
+
+@dataclass
+class Layout:
+    """A `State` class describing a typed packet's bytes: packed or not, a struct or a
+    union. Sizes and offsets follow C (gcc), computed here independently of the compiler,
+    so that the model's bytes are what the C code touches."""
+
+    name: str
+    members: list[LayoutMember]
+    packed: bool = True
+    union: bool = False
+
+    def align(self) -> int:
+        """1 for a packed layout, else its widest member's alignment."""
+        return 1 if self.packed else max(m.align() for m in self.members)
+
+    def offsets(self) -> list[int]:
+        """Where each member starts."""
+        out, at = [], 0
+        for m in self.members:
+            if self.union:
+                out.append(0)
+                continue
+            if not self.packed:
+                at = -(-at // m.align()) * m.align()
+            out.append(at)
+            at += m.size()
+        return out
+
+    def size(self) -> int:
+        """Bytes of the layout, with its trailing padding."""
+        end = max(o + m.size() for o, m in zip(self.offsets(), self.members))
+        return -(-end // self.align()) * self.align()
+
+    def nested(self) -> list[Layout]:
+        """The layouts nested in this one, innermost first (the order to declare them)."""
+        out: list[Layout] = []
+        for m in self.members:
+            if m.nested:
+                out += m.nested.nested() + [m.nested]
+        return out
+
+    def places(self, base: int = 0, prefix: str = "") -> Iterator[Place]:
+        """Every member, at every depth (a whole array and each of its elements, a whole
+        nested layout and its members), with its offset from the packet's start."""
+        for m, offset in zip(self.members, self.offsets()):
+            path = prefix + m.name
+            yield Place(path, base + offset, m.size(), 0 if m.nested or m.length else m.width,
+                        m.length)
+            if m.nested:
+                yield from m.nested.places(base + offset, path + ".")
+            for i in range(m.length):
+                yield Place(f"{path}[{i}]", base + offset + i * m.width, m.width, m.width)
+
+
+@dataclass(frozen=True)
+class Place:
+    """A member of a packet: ``path`` after ``state->pkt->``, its first byte and size; a
+    scalar (or array element) has a ``width`` (1, 2 or 4), an array a ``length``."""
+
+    path: str
+    offset: int
+    size: int
+    width: int = 0
+    length: int = 0
+
+    @property
+    def element(self) -> int:
+        """Bytes of an element of an array."""
+        return self.size // self.length
+
+    def access(self, form: str) -> str:
+        """The C lvalue, through ``state->pkt`` as ``form`` says: ``->``, ``[0]`` or ``*``
+        (all bounded: docs/slicing.md)."""
+        return {"->": f"state->pkt->{self.path}", "[0]": f"state->pkt[0].{self.path}",
+                "*": f"(*state->pkt).{self.path}"}[form]
+
+
+@dataclass
+class PacketSpec:
+    """A program's typed packet: ``pkt = Field(Pointer(layout), size="state->plen")``,
+    pointed at its own bytes ``pbuf`` in the per-packet state by the first element; or,
+    with ``frame``, ``pkt = Frame(layout)``, a network buffer of ``length + step * pid``
+    bytes (`NetAlloc`, `StoreFrame`) that an element then fills (``dt_fill``).
+    ``read_rate``: how often an expression's leaf reads a member; ``unbounded``: how often
+    an access goes through the whole pointer (``dt_peek(state->pkt, ...)``)."""
+
+    layout: Layout
+    length: int                      # plen, or the shortest frame: the layout and more bytes
+    length_type: str                 # plen's type
+    buffer_type: str                 # pbuf's: enough aligned bytes for the layout
+    read_rate: float
+    unbounded: float
+    frame: bool = False
+    step: int = 0                    # a frame's bytes more for each packet number
+    #: How often a report hashes every byte of the packet (``dt_hash``), payload included.
+    whole_hash: float = 0.0
+
+    def places(self) -> list[Place]:
+        """Every member of the layout."""
+        return list(self.layout.places())
+
+    def init(self) -> list[str]:
+        """The statements giving the packet its first bytes: for a typed packet the bytes
+        zeroed, the pointer and length set (the first element); for a frame, stored by
+        then, bytes that depend on the packet's number (the element after `StoreFrame`)."""
+        if self.frame:
+            return ["dt_fill(state->pkt, state->pkt_len, state->pid);"]
+        return ["memset(state->pbuf, 0, sizeof state->pbuf);",
+                f"state->pkt = ({self.layout.name} *)(void *)state->pbuf;",
+                f"state->plen = {self.length};"]
+
+    def initial(self, pid: int) -> bytes:
+        """The bytes ``init`` gives packet ``pid`` (what ``dt_fill`` writes)."""
+        if not self.frame:
+            return bytes(self.length)
+        return bytes((i * 7 + pid * 13 + 1) & 0xFF for i in range(self.length + self.step * pid))
+
+    def size(self) -> str:
+        """The C expression of the packet's length."""
+        return "state->pkt_len" if self.frame else "state->plen"
+
+
+def _load(data: bytes, offset: int, size: int) -> int:
+    """``size`` bytes at ``offset`` as a big-endian number (network order: what
+    ``floem_ntoh16/32`` and ``dt_peek`` read on every platform)."""
+    return int.from_bytes(data[offset:offset + size], "big")
+
+
+def _stored(data: bytes, offset: int, size: int, value: int) -> bytes:
+    """``data`` with ``value`` stored big-endian in ``size`` bytes at ``offset``."""
+    return data[:offset] + (value & ((1 << 8 * size) - 1)).to_bytes(size, "big") + \
+        data[offset + size:]
+
+
+def _fnv(data: bytes) -> int:
+    """FNV-1a of ``data`` (64 bits): what ``dt_hash`` computes."""
+    h = 14695981039346656037
+    for b in data:
+        h = (h ^ b) * 1099511628211 & M64
+    return h
+
+
+def _member_value(c: str, width: int) -> str:
+    """The uint64_t value of a member read as ``c`` (network order converted)."""
+    return f"(uint64_t){c}" if width == 1 else f"(uint64_t)floem_ntoh{8 * width}({c})"
+
+
+def _member_store(c: str, width: int, expr: str) -> str:
+    """The statement storing uint64_t ``expr`` into the member ``c`` (network order)."""
+    if width == 1:
+        return f"{c} = (uint8_t)({expr});"
+    return f"{c} = floem_hton{8 * width}((uint{8 * width}_t)({expr}));"
+
+
+def _base(place: Place | None) -> tuple[str, int]:
+    """The pointer a helper gets (the whole packet, or a member's address: bounded), and
+    where it points."""
+    if place is None:
+        return "state->pkt", 0
+    return (f"state->pkt->{place.path}" if place.length else f"&state->pkt->{place.path}",
+            place.offset)
+
+
+@dataclass
+class PacketWrite:
+    """A statement changing the packet: a member set from an expression (``set``), a byte
+    member added to (``add``) or incremented (``inc``), an array element at a computed
+    index set (``set_at``), bytes stored by the helper ``dt_poke`` through the whole
+    pointer or a member's address (``poke``), or one member copied over another of the
+    same size (``move``)."""
+
+    kind: str
+    place: Place | None = None
+    form: str = "->"
+    expr: Expr | None = None
+    index: Expr | None = None
+    offset: int = 0                  # poke: from the base's start
+    width: int = 0                   # poke
+    source: Place | None = None      # move
+
+    def exprs(self) -> Iterator[Expr]:
+        """The expressions the statement evaluates."""
+        yield from (e for e in (self.index, self.expr) if e is not None)
+
+    def statement(self, _: None = None) -> str:
+        """The C statement."""
+        p = self.place
+        if self.kind == "set":
+            return _member_store(p.access(self.form), p.width, self.expr.c())
+        if self.kind == "add":
+            return f"{p.access(self.form)} += (uint8_t)({self.expr.c()});"
+        if self.kind == "inc":
+            return f"{p.access(self.form)}++;"
+        if self.kind == "set_at":
+            at = f"state->pkt->{p.path}[({self.index.c()}) % {p.length}ull]"
+            return _member_store(at, p.element, self.expr.c())
+        if self.kind == "poke":
+            base, _ = _base(p)
+            return f"dt_poke({base}, {self.offset}u, {self.width}u, {self.expr.c()});"
+        return (f"memmove(&state->pkt->{p.path}, &state->pkt->{self.source.path}, "
+                f"sizeof state->pkt->{p.path});")
+
+    def store(self, env: Env, _: None = None) -> None:
+        """What the statement does, in the model."""
+        data, p = env.state[PACKET], self.place
+        if self.kind in ("set", "add", "inc"):
+            value = 1 if self.kind == "inc" else self.expr.value(env)
+            if self.kind != "set":
+                value += _load(data, p.offset, 1)
+            env.state[PACKET] = _stored(data, p.offset, p.width, value)
+        elif self.kind == "set_at":
+            at = p.offset + self.index.value(env) % p.length * p.element
+            env.state[PACKET] = _stored(data, at, p.element, self.expr.value(env))
+        elif self.kind == "poke":
+            at = _base(p)[1] + self.offset
+            env.state[PACKET] = _stored(data, at, self.width, self.expr.value(env))
+        else:
+            moved = data[self.source.offset:self.source.offset + p.size]
+            env.state[PACKET] = data[:p.offset] + moved + data[p.offset + p.size:]
 
 
 @dataclass
@@ -155,6 +444,17 @@ class Expr:
             return "cnt->n"
         if self.op == "core":
             return "(uint64_t)floem_core_id"
+        if self.op == "pkt":
+            return _member_value(a[0].access(a[1]), a[0].width)
+        if self.op == "pkt_at":
+            return _member_value(f"state->pkt->{a[0].path}[({a[1].c()}) % {a[0].length}ull]",
+                                 a[0].element)
+        if self.op == "peek":
+            return f"dt_peek({_base(a[0])[0]}, {a[1]}u, {a[2]}u)"
+        if self.op == "sizeof":
+            return f"(uint64_t)sizeof state->pkt->{a[0].path}"
+        if self.op == "hash":
+            return f"dt_hash(state->pkt, {a[0]})"
         if self.op in (">>", "%"):
             return f"({a[0].c()} {self.op} {a[1]}{'ull' if self.op == '%' else ''})"
         return f"({a[0].c()} {self.op} {a[1].c()})"
@@ -176,12 +476,30 @@ class Expr:
             return env.segment.count
         if self.op == "core":
             return env.segment.core
+        if self.op == "pkt":
+            return _load(env.state[PACKET], a[0].offset, a[0].width)
+        if self.op == "pkt_at":
+            at = a[0].offset + a[1].value(env) % a[0].length * a[0].element
+            return _load(env.state[PACKET], at, a[0].element)
+        if self.op == "peek":
+            return _load(env.state[PACKET], _base(a[0])[1] + a[1], a[2])
+        if self.op == "sizeof":
+            return a[0].size
+        if self.op == "hash":
+            return _fnv(env.state[PACKET])
         if self.op == ">>":
             return a[0].value(env) >> a[1]
         if self.op == "%":
             return a[0].value(env) % a[1]
         x, y = a[0].value(env), a[1].value(env)
         return {"+": x + y, "-": x - y, "*": x * y, "^": x ^ y, "&": x & y, "|": x | y}[self.op] & M64
+
+    def substitute(self, value: Expr) -> Expr:
+        """The expression with every port value (``v0``, ``v1``) replaced by ``value``."""
+        if self.op == "v":
+            return value
+        return Expr(self.op, tuple(a.substitute(value) if isinstance(a, Expr) else a
+                                   for a in self.args))
 
     def values_used(self) -> set[int]:
         """The port values (``v0``, ``v1``) the expression reads."""
@@ -218,21 +536,27 @@ class Elem:
     name: str
     inputs: list[tuple[str, str]]          # (port, type: "U64", "U32" or "NONE")
     outputs: list[tuple[str, str]]
-    writes: list[tuple[Slot, Expr]] = field(default_factory=list)
+    #: Statements in order: a per-packet field set from an expression, or a change of the
+    #: typed packet (`PacketWrite`, its expressions its own).
+    writes: list[tuple[Slot, Expr] | tuple[PacketWrite, None]] = field(default_factory=list)
     switch: bool = False
     #: (case or None, port, value or None): a block fires each in turn; a switch the first
     #: whose case holds (None: else).
     fires: list[tuple[Cond | None, str, Expr | None]] = field(default_factory=list)
     counts: bool = False
     report: Expr | None = None             # a collect's Report: the row's hash
+    drops: bool = False                    # a Report that then gives the frame back (drop)
     source: bool = False                   # makes PACKETS packets, then sleeps
     #: Input ports the body leaves unread when it does not use their value (allowed: a port
     #: need not be read at all); the others it reads, discarding the value (``inp();``).
     unread: set[str] = field(default_factory=set)
+    #: The element that gives the packet its first bytes (`PacketSpec.init`).
+    packet: PacketSpec | None = None
 
     def exprs(self) -> Iterator[Expr]:
         """Every expression of the body."""
-        yield from (e for _, e in self.writes)
+        for target, e in self.writes:
+            yield from target.exprs() if isinstance(target, PacketWrite) else (e,)
         for c, _, e in self.fires:
             if c is not None:
                 yield c.expr
@@ -255,12 +579,14 @@ class Elem:
             lines += ["static uint32_t next;", f"if (next == {PACKETS}) {{",
                       "    usleep(1000);       /* done: do not spin */", "    return;", "}",
                       "uint64_t v0 = next++;"]
+        if self.packet is not None:
+            lines += self.packet.init()
         if self.counts:
             lines.append("cnt->n += 1;")
-        lines += [f"{s.c()} = {s.scalar.assign(e.c())};" for s, e in self.writes]
+        lines += [target.statement(e) for target, e in self.writes]
         if self.report is not None:
             lines.append(f"dt_row(state->pid, state->tag, state->res, {self.report.c()});")
-            lines.append("output { out(1); }")
+            lines.append("output { out(1); drop(); }" if self.drops else "output { out(1); }")
         if self.switch:
             lines.append("output switch {")
             for c, port, e in self.fires:
@@ -308,6 +634,9 @@ class SegmentSpec:
     entries: list[Elem] = field(default_factory=list)
     report: Elem | None = None
     sinks: int = 0
+    #: Library elements (`NetAlloc`, `StoreFrame`) by name: how the app file makes each. They
+    #: pass the packet on from ``out``, so the model goes straight on.
+    library: dict[str, str] = field(default_factory=dict)
 
     @property
     def result_queue(self) -> str:
@@ -342,6 +671,10 @@ class Program:
         #: Which unused port values are left unread: a stream of its own, so that the
         #: programs earlier seeds make (docs/testing.md, Findings) keep their graphs.
         self._unread_rng = random.Random(f"unread {seed}")
+        #: The typed packet and every access to it: a stream of its own too, drawn beside
+        #: the program's graph (whose draws it never changes).
+        self._packet_rng = random.Random(f"packet {seed}")
+        self.packet: PacketSpec | None = None
         self._count = 0
         self._budget = 0
 
@@ -379,6 +712,10 @@ class Program:
         self.layout = r.sample([f.name for f in self.fields], len(self.fields)) \
             if r.random() < 0.3 else []
         self.source = r.random() < 0.3
+        kind = self._packet_rng.choices(["", "typed", "frame"], [5, 3, 2])[0]
+        # A frame program's packets come from a thread segment, so that its network port
+        # may move to the NIC (with every other program's: test_placement.placement).
+        self.source = self.source or kind == "frame"
         self.segments = [SegmentSpec(0, pre + ("source" if self.source else "push"))]
         for j in range(1, r.randint(1, self.size + 1) + 1):
             q = QueueSpec(f"{pre}q{j}", r.randint(1, 3), r.choice([1, 1, 2, 3, 4]),
@@ -387,16 +724,135 @@ class Program:
                                      ("enq_atomic", True, 0.15), ("deq_atomic", True, 0.15)):
                 if r.random() < p:
                     q.options[option] = value
+            if kind == "frame":
+                q.options.pop("entry_size", None)      # frames of up to 700 bytes cross whole
             self.segments.append(SegmentSpec(j, f"{pre}s{j}", r.randint(1, min(3, q.inst)), q))
         if any(s.queue and s.queue.inst > 1 for s in self.segments):
             self.fields.append(FieldSpec("qid", INT))
             if self.layout:
                 self.layout.insert(r.randrange(len(self.layout) + 1), "qid")
+        self.packet = self._draw_packet(kind)
+        if self.packet is not None and self.layout:
+            for name in ("pkt",) if self.packet.frame else ("pkt", "plen", "pbuf"):
+                self.layout.insert(self._packet_rng.randrange(len(self.layout) + 1), name)
         for seg in self.segments:
             if seg.queue is None or seg.queue.producers:
                 self._generate_segment(seg)
         # A queue nothing enqueues into is an error: drop the segments nothing reached.
         self.segments = [s for s in self.segments if s.queue is None or s.queue.producers]
+
+    def _draw_packet(self, kind: str) -> PacketSpec | None:
+        """A typed packet (``kind`` "typed") or a frame ("frame") over a random layout,
+        small enough that every queue with ``entry_size=256`` holds an entry sending every
+        field and the whole packet (``--send-all-fields``, ``--trace``)."""
+        r = self._packet_rng
+        if not kind:
+            return None
+        room = 64
+        if any(s.queue is not None and "entry_size" in s.queue.options for s in self.segments):
+            # Besides the fields: plen, the trace field, pbuf and the packet's bytes (each as
+            # long as the packet), its length and the alignment before it.
+            fixed = sum(f.size() for f in self.fields) + 4 + 4
+            room = min(room, (ENTRY_SIZE_PAYLOAD - fixed - 4 - 7) // 2)
+        if room < 8:
+            return None
+        # A layout that is not packed needs aligned bytes: pbuf, in a state not packed (a
+        # network buffer is aligned).
+        layout = self._layout(f"P{self.index}Pkt", 0, room,
+                              unpacked=not self.packed or kind == "frame")
+        unbounded = 0.1 if r.random() < 0.35 else 0.0
+        whole_hash = r.choice([0.0, 0.5])
+        if kind == "frame":
+            # Frames of a program grow by `step` bytes a packet: with 120, from under the
+            # 512 bytes --slice-threshold keeps to over it.
+            return PacketSpec(layout, layout.size() + r.choice([0, 3, 20]), "", "",
+                              r.choice([0.1, 0.25]), unbounded, True, r.choice([0, 1, 7, 120]),
+                              whole_hash)
+        length = min(room, layout.size() + r.choice([0, 0, 1, 2, 5]))
+        buffer = (f"Array(Uint(8), {length})" if layout.align() == 1
+                  else f"Array(Uint(32), {-(-length // 4)})")
+        return PacketSpec(layout, length, r.choice(["Uint(16)", "Uint(32)", "Int"]), buffer,
+                          r.choice([0.1, 0.25]), unbounded, whole_hash=whole_hash)
+
+    def _layout(self, name: str, depth: int, room: int, unpacked: bool) -> Layout:
+        """A layout of at most ``room`` bytes: scalars, arrays and (two levels deep at most)
+        nested layouts, which may be unions or not packed."""
+        r = self._packet_rng
+        layout = Layout(name, [], packed=not (unpacked and r.random() < 0.4),
+                        union=r.random() < (0.3 if depth else 0.05))
+        for j in range(r.randint(1 if depth else 2, 4)):
+            member = "abcd"[j]
+            kind = r.choices(["scalar", "array", "nested"], [5, 3, 2 if depth < 2 else 0])[0]
+            if kind == "nested":
+                layout.members.append(LayoutMember(member, nested=self._layout(
+                    f"{name}_{member}", depth + 1, room, unpacked=True)))
+            else:
+                layout.members.append(LayoutMember(member, r.choice([1, 2, 4]),
+                                                   r.randint(2, 4) if kind == "array" else 0))
+            if layout.size() > room:
+                layout.members.pop()
+                break
+        if not layout.members:
+            layout.members.append(LayoutMember("a", 1))
+        return layout
+
+    def _packet_read(self, seg: SegmentSpec, values: int, computed: bool = True) -> Expr:
+        """A read of the packet: a member (in one of the bounded forms), an array element
+        at a computed index (``computed``), bytes through a member's address or, now and
+        then, through the whole pointer (unbounded), or a member's size (no byte)."""
+        r, packet = self._packet_rng, self.packet
+        places = packet.places()
+        if r.random() < packet.unbounded:
+            width = r.choice([w for w in (1, 2, 4) if w <= packet.length])
+            return Expr("peek", (None, r.randrange(packet.length - width + 1), width))
+        kind = r.choices(["pkt", "pkt_at", "peek", "sizeof"], [12, 2 * computed, 2, 1])[0]
+        arrays = [p for p in places if p.length]
+        if kind == "pkt_at" and arrays:
+            return Expr("pkt_at", (r.choice(arrays), self._expr(seg, values, 0, r, False)))
+        if kind == "peek":
+            place = r.choice(places)
+            width = r.choice([w for w in (1, 2, 4) if w <= place.size])
+            return Expr("peek", (place, r.randrange(place.size - width + 1), width))
+        if kind == "sizeof":
+            return Expr("sizeof", (r.choice(places),))
+        return Expr("pkt", (r.choice([p for p in places if p.width]), self._form()))
+
+    def _form(self) -> str:
+        return self._packet_rng.choices(["->", "[0]", "*"], [8, 1, 1])[0]
+
+    def _packet_write(self, seg: SegmentSpec, values: int) -> PacketWrite:
+        """A change of the packet (`PacketWrite`); now and then through the whole pointer."""
+        r, packet = self._packet_rng, self.packet
+        places = packet.places()
+        if r.random() < packet.unbounded:
+            width = r.choice([w for w in (1, 2, 4) if w <= packet.length])
+            return PacketWrite("poke", expr=self._expr(seg, values, rng=r), width=width,
+                               offset=r.randrange(packet.length - width + 1))
+        scalars = [p for p in places if p.width]
+        kinds = {"set": 10, "add": 2 * any(p.width == 1 for p in scalars),
+                 "inc": any(p.width == 1 for p in scalars),
+                 "set_at": 2 * any(p.length for p in places), "poke": 2, "move": 2}
+        kind = r.choices(list(kinds), list(kinds.values()))[0]
+        if kind in ("add", "inc"):
+            return PacketWrite(kind, r.choice([p for p in scalars if p.width == 1]),
+                               self._form(),
+                               None if kind == "inc" else self._expr(seg, values, rng=r))
+        if kind == "set_at":
+            return PacketWrite(kind, r.choice([p for p in places if p.length]),
+                               index=self._expr(seg, values, 0, r, False),
+                               expr=self._expr(seg, values, rng=r))
+        if kind == "poke":
+            place = r.choice(places)
+            width = r.choice([w for w in (1, 2, 4) if w <= place.size])
+            return PacketWrite(kind, place, expr=self._expr(seg, values, rng=r), width=width,
+                               offset=r.randrange(place.size - width + 1))
+        if kind == "move":
+            dst = r.choice(places)
+            sources = [p for p in places if p.size == dst.size and p.path != dst.path]
+            if sources:
+                return PacketWrite(kind, dst, source=r.choice(sources))
+        place = r.choice(scalars)
+        return PacketWrite("set", place, self._form(), self._expr(seg, values, rng=r))
 
     def _new(self, seg: SegmentSpec, inputs: list[tuple[str, str]],
              outputs: list[tuple[str, str]]) -> Elem:
@@ -421,13 +877,21 @@ class Program:
         seg.base = r.randrange(1 << 40)
         self._budget = 6 + 5 * self.size
         if q is None:
-            start = self._new(seg, [] if self.source else [("inp", "U32")], [("out", "U64")])
+            frame = self.packet is not None and self.packet.frame
+            start = self._new(seg, [] if self.source else [("inp", "U32")],
+                              [("alloc", "SIZE") if frame else ("out", "U64")])
             start.source = self.source
             start.writes.append((self._slot("pid"), Expr("v", (0,))))
-            self._writes(seg, start, values=1)
-            start.fires.append((None, "out", self._expr(seg, 1)))
+            self._writes(seg, start, values=1, packet=not frame)
+            value = self._expr(seg, 1)
             seg.entries.append(start)
-            self._block(seg, (start.name, "out"), self.size + 1, top=True)
+            if frame:
+                src = self._frame_source(seg, start, value)
+            else:
+                start.packet = self.packet
+                start.fires.append((None, "out", value))
+                src = (start.name, "out")
+            self._block(seg, src, self.size + 1, top=True)
         else:
             for _ in range(q.channels):
                 load = self._new(seg, [("inp", "NONE")], [("out", "U64")])
@@ -436,9 +900,29 @@ class Program:
                 seg.entries.append(load)
                 self._block(seg, (load.name, "out"), self.size + 1, top=True)
         if seg.sinks:
+            frame = self.packet is not None and self.packet.frame
             seg.report = Elem(f"p{self.index}_report{seg.index}", [("inp", "NONE")],
-                              [("out", "INT")])
-            seg.report.report = self._hash()
+                              [("out", "INT")] + [("drop", "NONE")] * frame)
+            seg.report.report = self._hash(seg)
+            seg.report.drops = frame
+
+    def _frame_source(self, seg: SegmentSpec, start: Elem, value: Expr) -> tuple[str, str]:
+        """``start`` -> `NetAlloc` -> `StoreFrame` -> an element filling the frame, which
+        passes ``value`` on (``v0``, the packet's number, read from ``pid`` there): the
+        port it does so from."""
+        packet, pre = self.packet, f"p{self.index}_"
+        start.fires.append((None, "alloc", Expr("+", (Expr("k", (packet.length,)), Expr(
+            "*", (Expr("v", (0,)), Expr("k", (packet.step,))))))))
+        seg.library[pre + "alloc"] = f'NetAlloc("{pre}alloc")'
+        seg.library[pre + "store"] = f'StoreFrame("{pre}store")'
+        fill = self._new(seg, [("inp", "NONE")], [("out", "U64")])
+        fill.packet = packet
+        self._packet_writes(seg, fill, values=0)
+        fill.fires.append((None, "out", value.substitute(Expr("slot", (self._slot("pid"),)))))
+        self._connect(seg, (start.name, "alloc"), (pre + "alloc", "inp"))
+        self._connect(seg, (pre + "alloc", "out"), (pre + "store", "inp"))
+        self._connect(seg, (pre + "store", "out"), (fill.name, "inp"))
+        return (fill.name, "out")
 
     def _thread(self, seg: SegmentSpec) -> bool:
         """Whether ``seg`` runs as threads (not the callable push)."""
@@ -458,46 +942,75 @@ class Program:
         return [s for f in self.fields if f.name not in ("pid", "tag", "res", "qid")
                 for s in f.slots()]
 
-    def _expr(self, seg: SegmentSpec, values: int, depth: int = 2) -> Expr:
-        r = self._rng
+    def _expr(self, seg: SegmentSpec, values: int, depth: int = 2,
+              rng: random.Random | None = None, packet: bool = True) -> Expr:
+        """An expression drawn from ``rng`` (the program's stream unless given); with a
+        typed packet, a leaf is now and then replaced by a read of it (``packet``)."""
+        r = rng or self._rng
         if depth == 0 or r.random() < 0.3:
-            kinds = {"k": 3, "slot": 6, "v": 4 * values, "tbl": 1, "base": 0.5,
-                     "cnt": 1 if seg.ordered and self._thread(seg) else 0,
-                     "core": 1 if self._thread(seg) else 0}
-            kind = r.choices(list(kinds), list(kinds.values()))[0]
-            if kind == "k":
-                return Expr("k", (r.choice([0, 1, 3, 7, 255, r.randrange(1 << 32),
-                                           r.randrange(1 << 64)]),))
-            if kind == "slot":
-                return Expr("slot", (r.choice(self._readable()),))
-            if kind == "v":
-                return Expr("v", (r.randrange(values),))
-            if kind == "tbl":
-                return Expr("tbl", (self._expr(seg, values, 0),))
-            return Expr(kind)
+            leaf = self._leaf(seg, values, r, packet)
+            if packet and self.packet is not None \
+                    and self._packet_rng.random() < self.packet.read_rate:
+                return self._packet_read(seg, values)
+            return leaf
         op = r.choice(["+", "-", "*", "^", "&", "|", ">>"])
         if op == ">>":
-            return Expr(">>", (self._expr(seg, values, depth - 1), r.randint(1, 63)))
-        return Expr(op, (self._expr(seg, values, depth - 1), self._expr(seg, values, depth - 1)))
+            return Expr(">>", (self._expr(seg, values, depth - 1, rng, packet), r.randint(1, 63)))
+        return Expr(op, (self._expr(seg, values, depth - 1, rng, packet),
+                         self._expr(seg, values, depth - 1, rng, packet)))
 
-    def _writes(self, seg: SegmentSpec, e: Elem, values: int) -> None:
+    def _leaf(self, seg: SegmentSpec, values: int, r: random.Random, packet: bool) -> Expr:
+        kinds = {"k": 3, "slot": 6, "v": 4 * values, "tbl": 1, "base": 0.5,
+                 "cnt": 1 if seg.ordered and self._thread(seg) else 0,
+                 "core": 1 if self._thread(seg) else 0}
+        kind = r.choices(list(kinds), list(kinds.values()))[0]
+        if kind == "k":
+            return Expr("k", (r.choice([0, 1, 3, 7, 255, r.randrange(1 << 32),
+                                       r.randrange(1 << 64)]),))
+        if kind == "slot":
+            return Expr("slot", (r.choice(self._readable()),))
+        if kind == "v":
+            return Expr("v", (r.randrange(values),))
+        if kind == "tbl":
+            return Expr("tbl", (self._expr(seg, values, 0, r, packet),))
+        return Expr(kind)
+
+    def _writes(self, seg: SegmentSpec, e: Elem, values: int, packet: bool = True) -> None:
+        """Field writes (and, with ``packet``, reads and writes of the packet too)."""
         r = self._rng
         if seg.ordered and self._thread(seg) and r.random() < 0.3:
             e.counts = True
         for _ in range(r.choice([0, 1, 1, 2])):
-            e.writes.append((r.choice(self._writable()), self._expr(seg, values)))
+            e.writes.append((r.choice(self._writable()), self._expr(seg, values,
+                                                                   packet=packet)))
+        if packet:
+            self._packet_writes(seg, e, values)
+
+    def _packet_writes(self, seg: SegmentSpec, e: Elem, values: int) -> None:
+        """Now and then a statement or two changing the packet, among ``e``'s writes."""
+        if self.packet is not None:
+            for _ in range(self._packet_rng.choice([0, 0, 1, 1, 2])):
+                e.writes.insert(self._packet_rng.randrange(len(e.writes) + 1),
+                                (self._packet_write(seg, values), None))
 
     def _cond(self, seg: SegmentSpec, values: int) -> Cond:
         mod = self._rng.randint(2, 4)
         return Cond(self._expr(seg, values), mod, self._rng.randrange(mod))
 
-    def _hash(self) -> Expr:
-        """What a Report puts in a row besides pid, tag and res: some fields, mixed."""
+    def _hash(self, seg: SegmentSpec) -> Expr:
+        """What a Report puts in a row besides pid, tag and res: some fields, mixed, and
+        some of the typed packet's bytes."""
         r = self._rng
         slots = r.sample(self._writable(), r.randint(1, min(3, len(self._writable()))))
         h: Expr = Expr("k", (r.randrange(1 << 32),))
-        for s in slots:
-            h = Expr("+", (Expr("*", (h, Expr("k", (1000003,)))), Expr("slot", (s,))))
+        reads = [Expr("slot", (s,)) for s in slots]
+        if self.packet is not None:
+            reads += [self._packet_read(seg, 0, computed=False)
+                      for _ in range(self._packet_rng.choice([0, 1, 1, 2]))]
+            if self._packet_rng.random() < self.packet.whole_hash:
+                reads.append(Expr("hash", (self.packet.size(),)))
+        for read in reads:
+            h = Expr("+", (Expr("*", (h, Expr("k", (1000003,)))), read))
         return h
 
     def _block(self, seg: SegmentSpec, src: tuple[str, str], depth: int,
@@ -511,6 +1024,10 @@ class Program:
         kinds = {"sink": 3, "leaf": 0 if top else 1, "queue": (8 if unfed else 3) if later else 0}
         if depth > 0 and self._budget > 0:
             kinds.update(step=3, fanout=2, switch=2, merge=1, join=2, two=1)
+            if self.packet is not None and self.packet.frame:
+                # One frame, one owner: a packet enqueued twice would share its buffer (or
+                # its kept frame, which only one copy can take back).
+                kinds.update(fanout=0, two=0)
         kind = r.choices(list(kinds), list(kinds.values()))[0]
         if kind == "sink":
             sink = self._new(seg, [("inp", "U64")], [("out", "NONE")])
@@ -618,6 +1135,10 @@ class Program:
                 out.setdefault(find(s.index), []).append(s.name)
         return list(out.values())
 
+    def port(self) -> str | None:
+        """The segment holding the program's packet I/O (a frame program's `NetAlloc`)."""
+        return self.segments[0].name if self.packet is not None and self.packet.frame else None
+
     def threads(self, names: list[str]) -> int:
         """How many threads the segments ``names`` run."""
         return sum(s.threads for s in self.segments if s.name in names)
@@ -654,7 +1175,7 @@ class Program:
                 self._packet(seg, run, state, seg.entries[channel], pid, inputs, rows[seg.index])
         return rows, inputs
 
-    def _zero(self) -> dict[tuple[str, str], int]:
+    def _zero(self) -> dict[tuple[str, str], int | bytes]:
         return {s.key: 0 for f in self.fields for s in f.slots()}
 
     def _packet(self, seg: SegmentSpec, run: SegmentRun, state: dict, entry: Elem,
@@ -673,6 +1194,9 @@ class Program:
                 inst = state.get(qid, 0)
                 assert 0 <= inst < target.queue.inst, "the generator steers into range"
                 inputs[dst[1]].append((dict(state), dst[2], inst))
+            elif dst[0] in seg.library:
+                for d in seg.conns.get((dst[0], "out"), []):
+                    deliver(d, None)
             else:
                 elem = seg.elem(dst[0])
                 if len(elem.inputs) > 1:
@@ -686,10 +1210,12 @@ class Program:
 
         def run_elem(elem: Elem, values: list) -> None:
             env = Env(values, state, run)
+            if elem.packet is not None:
+                state[PACKET] = elem.packet.initial(state[("pid", "")])
             if elem.counts:
                 run.count += 1
-            for slot, e in elem.writes:
-                state[slot.key] = slot.scalar.convert(e.value(env))
+            for target, e in elem.writes:
+                target.store(env, e)
             for cond, port, e in elem.fires:
                 if cond is not None and not cond.holds(env):
                     continue
@@ -705,12 +1231,13 @@ class Program:
 # ----- rendering -----
 
 APP_HEADER = '''"""Generated by tests/differential/generate.py: {what} (docs/testing.md)."""
-from floem import (Array, Bool, CallableSegment, Double, Element, Field, Float, Flow, Input, Int,
-                   Output, PerPacket, Persistent, Queue, Segment, Sint, State, Uint, include,
-                   main, param, target)
+from floem import (Array, Bool, CallableSegment, Double, Element, Field, Float, Flow, Frame,
+                   Input, Int, Output, PerPacket, Persistent, Pointer, Queue, Segment, Sint,
+                   SizeT, State, Uint, include, main, param, target)
+from floem.library import DropFrame, NetAlloc, StoreFrame, packets
 
 NIC = set(filter(None, param("nic", "", help="segments placed on the NIC, comma-separated").split(",")))
-TYPES = {{"NONE": (), "U64": (Uint(64),), "U32": (Uint(32),), "INT": (Int,)}}
+TYPES = {{"NONE": (), "U64": (Uint(64),), "U32": (Uint(32),), "INT": (Int,), "SIZE": (SizeT,)}}
 
 
 def device(name):
@@ -737,7 +1264,7 @@ class Counter(State):
 
 class Node(Element):
     """An element whose ports and C body are given when it is created."""
-
+{headers}
     def configure(self, body, ins, outs):
         for port, types in ins.items():
             setattr(self, port, Input(*TYPES[types]))
@@ -772,6 +1299,39 @@ static inline void dt_row(uint64_t pid, uint64_t tag, uint64_t res, uint64_t h)
         r->v[2] = res;
         r->v[3] = h;
     }}
+}}
+
+/* A packet's bytes read or written as one big-endian number of `size` bytes at `off`: a
+ * parser's view of raw bytes, the same on every platform. */
+static inline uint64_t dt_peek(const void *p, unsigned off, unsigned size)
+{{
+    const uint8_t *b = (const uint8_t *)p + off;
+    uint64_t v = 0;
+    for (unsigned i = 0; i < size; i++)
+        v = v << 8 | b[i];
+    return v;
+}}
+
+static inline void dt_poke(void *p, unsigned off, unsigned size, uint64_t v)
+{{
+    uint8_t *b = (uint8_t *)p + off;
+    for (unsigned i = size; i-- > 0; v >>= 8)
+        b[i] = (uint8_t)v;
+}}
+
+/* Every byte of a packet: FNV-1a of them, and a fill that depends on the packet's number. */
+static inline uint64_t dt_hash(const void *p, size_t n)
+{{
+    uint64_t h = 14695981039346656037ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ ((const uint8_t *)p)[i]) * 1099511628211ull;
+    return h;
+}}
+
+static inline void dt_fill(void *p, size_t n, uint64_t pid)
+{{
+    for (size_t i = 0; i < n; i++)
+        ((uint8_t *)p)[i] = (uint8_t)(i * 7 + pid * 13 + 1);
 }}
 
 static inline int dt_compare(const void *a, const void *b)
@@ -823,8 +1383,21 @@ class _Renderer:
                 out += [f"class {f.nested}(State):"]
                 out += [f"    {m} = Field({t.floem})" for m, t in f.members]
                 out += ["", ""]
+        if p.packet is not None:
+            for layout in p.packet.layout.nested() + [p.packet.layout]:
+                out += [f"class {layout.name}(State):"]
+                out += [f"    {m.name} = Field({m.floem_type()})" for m in layout.members]
+                out += ["    packed = False"] * (not layout.packed)
+                out += ["    union = True"] * layout.union
+                out += ["", ""]
         out.append(f"class P{p.index}(State):")
         out += [f"    {f.name} = Field({f.floem_type()})" for f in p.fields]
+        if p.packet is not None and p.packet.frame:
+            out.append(f"    pkt = Frame({p.packet.layout.name})")
+        elif p.packet is not None:
+            out += [f'    pkt = Field(Pointer({p.packet.layout.name}), size="state->plen")',
+                    f"    plen = Field({p.packet.length_type})",
+                    f"    pbuf = Field({p.packet.buffer_type})"]
         if p.layout:
             out.append(f"    layout = {p.layout}")
         if not p.packed:
@@ -898,6 +1471,7 @@ class _Renderer:
         body: list[str] = []
         for e in seg.elems:
             body += self._create(seg, e)
+        body += [f"{name} = {make}" for name, make in seg.library.items()]
         q = seg.queue
         for ch, e in enumerate(seg.entries):
             if e.inputs:
@@ -918,14 +1492,17 @@ class _Renderer:
     def _collect(self, seg: SegmentSpec) -> list[str]:
         name = self._collect_name(seg)
         r = seg.report
-        return [f"        class {name}(CallableSegment):",
+        return ([f"        class {name}(CallableSegment):",
                 "            def configure(self):",
                 "                self.inp = Input(Int)",
                 "                self.out = Output(Int)", "",
                 "            def impl(self):",
                 _indent("\n".join(self._create(seg, r)), 16),
                 f"                self.inp >> {seg.result_queue}.qid",
-                f"                {seg.result_queue} >> {r.name} >> self.out", ""]
+                f"                {seg.result_queue} >> {r.name}"
+                + (f"\n                {r.name}.out >> self.out" if r.drops else " >> self.out")]
+                + [f'                {r.name}.drop >> DropFrame("{name}_frames")'] * r.drops
+                + [""])
 
     def main(self) -> list[str]:
         p = self.p
@@ -951,7 +1528,9 @@ class _Renderer:
 def render_app(programs: list[Program]) -> str:
     """One app file holding ``programs``; its main runs them one after another."""
     what = ", ".join(f"program {p.index} (seed {p.seed}, size {p.size})" for p in programs)
-    text = APP_HEADER.format(what=what, table=TABLE_SIZE, rows=MAX_ROWS)
+    # Members of typed packets are in network order: floem_ntoh16/32 and floem_hton16/32.
+    headers = "\n    c_headers = packets.HEADERS\n" if any(p.packet for p in programs) else ""
+    text = APP_HEADER.format(what=what, table=TABLE_SIZE, rows=MAX_ROWS, headers=headers)
     renderers = [_Renderer(p) for p in programs]
     for r in renderers:
         text += "\n" + "\n".join(r.module())

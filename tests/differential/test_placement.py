@@ -1,7 +1,7 @@
 """Placement never changes meaning: random programs print the same with every segment on
 the CPU as with segments placed on the NIC at random, with and without --send-all-fields
-and --no-sync-layer (and packet tracing), and the all-CPU output is what the generator's
-model says.
+and --no-sync-layer (and packet tracing, and slicing's settings for frames), and the
+all-CPU output is what the generator's model says.
 
 Each hypothesis example is a batch of programs rendered into one app file (one build per
 placement keeps the gcc time down); see docs/testing.md for what is covered, the fast and
@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from floem.api import load_app
-from floem.builder import build_program, run_built
+from floem.builder import build_program, network_environment, run_built
 from floem.errors import FloemError
 from floem.explore.counters import THREAD
 from floem.launcher import TIMEOUT_STATUS
@@ -41,6 +41,9 @@ RUN_TIMEOUT = {"emu": 60, "liquidio": 240}
 #: Every run prints its processes' counters (queues, NIC sync shadows, DMA) on stderr, so that
 #: a run that hangs shows where the missing entry stopped.
 REPORT = {"FLOEM_REPORT": "1"}
+#: Frames kept by their port wait this long for their way back (--slice-timeout, ms): longer
+#: than any run, since main collects the programs' rows one program after the other.
+SLICE_TIMEOUT_MS = 600_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,6 +56,12 @@ class Variant:
     sync_layer: bool = True
     nic_managers: int = 1
     trace: int = 0                  # --trace N (0: a build without tracing)
+    #: Frame programs' options: the packet I/O backend (their NetAlloc) and slicing's.
+    net: str | None = None
+    slicing: bool = True
+    slice_threshold: int | None = None
+    slice_pool: int | None = None
+    slice_timeout_ms: int | None = None
 
     def command(self, app: str) -> str:
         """The `floem run` command line that builds and runs ``app`` this way."""
@@ -60,26 +69,76 @@ class Variant:
         flags += ["--send-all-fields"] if self.send_all_fields else []
         flags += [] if self.sync_layer else ["--no-sync-layer"]
         flags += [] if self.nic_managers == 1 else ["--nic-managers", str(self.nic_managers)]
+        flags += ["--net", self.net] if self.net else []
+        flags += [] if self.slicing else ["--no-slicing"]
+        for flag, value in (("--slice-threshold", self.slice_threshold),
+                            ("--slice-pool", self.slice_pool),
+                            ("--slice-timeout", self.slice_timeout_ms)):
+            flags += [flag, str(value)] if value is not None else []
         define = ["-D", "nic=" + ",".join(self.nic)] if self.nic else []
         return shlex.join(["floem", "run", *flags, *define, app])
 
+    def build_options(self) -> dict[str, object]:
+        """The build options (`floem.builder.build_program`'s keywords)."""
+        options: dict[str, object] = dict(
+            nic=self.platform, send_all_fields=self.send_all_fields, sync_layer=self.sync_layer,
+            nic_managers=self.nic_managers, trace=bool(self.trace), slicing=self.slicing)
+        for name in ("net", "slice_threshold", "slice_pool", "slice_timeout_ms"):
+            if getattr(self, name) is not None:
+                options[name] = getattr(self, name)
+        return options
+
+
+def frames(batch: list[Program], rng: random.Random | None = None) -> dict[str, object]:
+    """The options of a batch with frame programs: the pcap backend (their `NetAlloc`s; no
+    capture is read or written) and a slice timeout no run reaches; with ``rng``, one of
+    slicing's settings at random: the defaults, every frame kept (--slice-threshold 0), a
+    pool of one frame (the others cross whole), --no-slicing. No option without frames."""
+    if not any(prog.port() for prog in batch):
+        return {}
+    options: dict[str, object] = {"net": "pcap", "slice_timeout_ms": SLICE_TIMEOUT_MS}
+    if rng is not None:
+        options.update(rng.choice([{}, {"slice_threshold": 0}, {"slice_threshold": 0},
+                                   {"slice_pool": 1}, {"slicing": False}]))
+    return options
+
 
 def placement(batch: list[Program], rng: random.Random, platform: str,
-              everything: bool = False, groups: int | None = None) -> tuple[str, ...]:
+              everything: bool = False, groups: int | None = None,
+              ports: bool | None = None) -> tuple[str, ...]:
     """Segments to put on the NIC: each group that may move, with probability one half (or
     every group, with ``everything``), within the platform's NIC cores (and at most
-    ``groups`` groups)."""
+    ``groups`` groups); the network ports (`movable_groups`) as ``ports`` says, if it
+    does: on the CPU, their frames are sliced where the rest of their programs runs on the
+    NIC and their rows come back to the host."""
     room = NIC_THREADS[platform]
-    movable = [(prog, group) for prog in batch for group in prog.groups()]
+    movable = movable_groups(batch)
     if groups is not None:
         movable = rng.sample(movable, min(groups, len(movable)))
     chosen: list[str] = []
-    for prog, group in movable:
-        threads = prog.threads(group)
-        if (everything or groups is not None or rng.random() < 0.5) and threads <= room:
+    for threads, group in movable:
+        wanted = everything or groups is not None or rng.random() < 0.5
+        if ports is not None and any(prog.port() in group for prog in batch):
+            wanted = ports
+        if wanted and threads <= room:
             chosen += group
             room -= threads
     return tuple(chosen)
+
+
+def movable_groups(batch: list[Program]) -> list[tuple[int, list[str]]]:
+    """The segments that move together, with the threads they run: each program's groups,
+    but those holding a network port (frame programs' `NetAlloc`) as one, last: a frame
+    crossing between CPU and NIC needs every packet I/O element on one side."""
+    movable, ports, port_threads = [], [], 0
+    for prog in batch:
+        for group in prog.groups():
+            if prog.port() in group:
+                ports += group
+                port_threads += prog.threads(group)
+            else:
+                movable.append((prog.threads(group), group))
+    return movable + ([(port_threads, ports)] if ports else [])
 
 
 def build_and_run(app: str, variant: Variant) -> str:
@@ -90,11 +149,10 @@ def build_and_run(app: str, variant: Variant) -> str:
     ``hang-N.txt`` and the test warns, so the rare loss is seen without failing CI. A second
     hang, and any other failure, fails the test."""
     program = load_app(app, {"nic": ",".join(variant.nic)})
-    built = build_program(program, nic=variant.platform, send_all_fields=variant.send_all_fields,
-                          sync_layer=variant.sync_layer, nic_managers=variant.nic_managers,
-                          trace=bool(variant.trace))
+    built = build_program(program, **variant.build_options())
+    env = {**REPORT, **(network_environment(variant.net) if variant.net else {})}
     before = _cpu_times()
-    result = run_built(built, program, timeout=RUN_TIMEOUT[variant.platform], env=REPORT,
+    result = run_built(built, program, timeout=RUN_TIMEOUT[variant.platform], env=env,
                        trace=variant.trace or None)
     if result.returncode == TIMEOUT_STATUS:
         spent = {k: after - before[k] for k, after in _cpu_times().items()}
@@ -102,7 +160,7 @@ def build_and_run(app: str, variant: Variant) -> str:
                               f"machine CPU seconds during the run: {spent}\n{result.stderr}")
         warnings.warn(f"{variant.command(app)} hung; ran it again (counters in {evidence}); "
                       f"steal {spent['steal']:.1f} s, {_hang_summary(result.stderr)}")
-        result = run_built(built, program, timeout=RUN_TIMEOUT[variant.platform], env=REPORT,
+        result = run_built(built, program, timeout=RUN_TIMEOUT[variant.platform], env=env,
                            trace=variant.trace or None)
     if result.returncode != 0:
         raise AssertionError(f"{variant.command(app)} exited with {result.returncode}:\n"
@@ -186,7 +244,7 @@ def check_batch(batch: list[Program], variants: list[Variant], directory: str) -
     app = os.path.join(directory, "batch.py")
     with open(app, "w") as f:
         f.write(render_app(batch))
-    reference = Variant("emu", ())
+    reference = Variant("emu", (), **frames(batch))
     outputs: dict[Variant, str | FloemError] = {}
     for variant in [reference] + variants:
         try:
@@ -206,15 +264,22 @@ def check_batch(batch: list[Program], variants: list[Variant], directory: str) -
 
 
 def emu_variants(batch: list[Program], seed: int) -> list[Variant]:
-    """Every movable group on the NIC, then random placements with each flag (and sometimes
-    the sync layer's managers run inline on the NIC's threads); the second traces the first
-    50 packets for every other seed (a traced build must print the same)."""
+    """Every movable group on the NIC (half the time but the frame programs' network ports,
+    so that their frames' windows cross and their payloads wait by the port), then random
+    placements with each flag (and sometimes the sync layer's managers run inline on the
+    NIC's threads); the second traces the first 50 packets for every other seed (a traced
+    build must print the same). Batches with frames get slicing's options at random
+    (`frames`)."""
     rng = random.Random(seed)
-    return [Variant("emu", placement(batch, rng, "emu", everything=True)),
+    slicing = random.Random(f"frames {seed}")       # its own stream: placements stay as they were
+    return [Variant("emu", placement(batch, rng, "emu", everything=True,
+                                     ports=slicing.random() < 0.5),
+                    **frames(batch, slicing)),
             Variant("emu", placement(batch, rng, "emu"), send_all_fields=True,
-                    nic_managers=int(rng.random() < 0.7), trace=50 * (seed % 2)),
+                    nic_managers=int(rng.random() < 0.7), trace=50 * (seed % 2),
+                    **frames(batch, slicing)),
             Variant("emu", placement(batch, rng, "emu", groups=NO_SYNC_GROUPS), sync_layer=False,
-                    send_all_fields=rng.random() < 0.5)]
+                    send_all_fields=rng.random() < 0.5, **frames(batch, slicing))]
 
 
 COMMON = dict(derandomize=True, deadline=None, database=None, print_blob=True,
@@ -244,8 +309,12 @@ def test_placement_never_changes_meaning_on_liquidio(batch: list[Program], seed:
                                                      tmp_path_factory: pytest.TempPathFactory) -> None:
     rng = random.Random(seed)
     sync_layer = rng.random() < 0.5
+    # Frame programs keep their ports on the host: the big-endian NIC gets their windows and
+    # the references of the frames kept there.
     variants = [Variant("liquidio", placement(batch, rng, "liquidio",
-                                              groups=None if sync_layer else NO_SYNC_GROUPS),
+                                              groups=None if sync_layer else NO_SYNC_GROUPS,
+                                              ports=False),
                         send_all_fields=rng.random() < 0.5, sync_layer=sync_layer,
-                        nic_managers=int(rng.random() < 0.7))]
+                        nic_managers=int(rng.random() < 0.7),
+                        **frames(batch, random.Random(f"frames {seed}")))]
     check_batch(batch, variants, str(tmp_path_factory.mktemp("batch")))
