@@ -302,6 +302,15 @@ B("b")
     ("segment and element with one name", segment('''
         Src() >> Sink(name="s")  # <-- error
      '''), "name 's' is already used (at APP:"),
+    ("element named like a segment's thread function", segment('''
+        Src() >> Sink(name="s_thread")  # <-- error
+     '''), "element name 's_thread' is also the generated C's name for segment s's thread: "
+        "rename the element"),
+    ("element named like a queue's C global", queue_app(
+        "Src() >> q.enq",
+        "q.deq >> Drop(name='q_held')  # <-- error",
+        queue="q = Queue('q')"),
+     "element name 'q_held' is also the generated C's name for queue q's held"),
     ("unknown configure keyword", segment('''
         Src() >> Sink(size=4)  # <-- error
      '''), "Sink.configure: got an unexpected keyword argument 'size'"),

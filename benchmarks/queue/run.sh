@@ -13,6 +13,8 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
+# shellcheck source=revisions.sh
+. "$here/revisions.sh"
 
 if ! command -v pkg-config >/dev/null || ! pkg-config --exists libdpdk; then
     if [ "$(id -u)" -ne 0 ]; then
@@ -51,13 +53,7 @@ add_side 0 "$root/runtime/include" "$root/runtime/src/queue.c" "Floem queue"
 n=0
 for rev in ${QUEUE_REVS:-}; do
     n=$((n + 1))
-    if ! git -C "$root" rev-parse --verify --quiet "$rev^{commit}" >/dev/null; then
-        echo "run.sh: $rev is not a revision of $root" >&2
-        exit 2
-    fi
-    mkdir -p "$build/rev_$n/floem"
-    git -C "$root" show "$rev:runtime/include/floem/queue.h" > "$build/rev_$n/floem/queue.h"
-    git -C "$root" show "$rev:runtime/src/queue.c" > "$build/rev_$n/queue.c"
+    checkout_queue "$rev" "$build/rev_$n"
     add_side "$n" "$build/rev_$n" "$build/rev_$n/queue.c" "Floem $rev"
 done
 {

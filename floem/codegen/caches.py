@@ -16,6 +16,7 @@ class CacheView:
 
     cache: CacheIR
     state: StateLayout
+    set_region: str = ""    # the function entering the set region (when the cache has one)
 
     @property
     def handle(self) -> str:

@@ -109,7 +109,9 @@ class _ProcessEmitter:
         self.nic = self.proc.device == Device.NIC
         self.plan = self.proc.plan
         mine = {n.name for n in self.nodes}
-        self.caches = [cgen.CacheView(c, c.state) for c in ir.caches.values()
+        self.caches = [cgen.CacheView(c, c.state, ir.node(c.points["set_start"]).plan
+                                      .ports["region"] if "set_start" in c.points else "")
+                       for c in ir.caches.values()
                        if c.state is not None and set(c.points.values()) & mine]
 
     # -- header ---------------------------------------------------------------
@@ -204,7 +206,7 @@ class _ProcessEmitter:
         return qgen.QueueView(q, self.channels[q.name], self.plan.queues.get(q.name, qgen.HOLDS))
 
     def _join(self, n: ElementNode) -> dict[str, Any]:
-        return {"element": n.name,
+        return {"element": n.name, "record": n.plan.inputs_record,
                 "ports": [{"name": p, "fields": fn.values(types, f"{p}_")}
                           for p, types in n.inputs.items()]}
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from floem.csrc.tokens import tokenize
 from floem.ir import EdgeKind, ElementNode, PersistentState, ProgramIR, Role, SegmentIR
-from floem.ir.plan import ElementCounters, ElementTrace, TracedPort, port_function
+from floem.ir.plan import ElementCounters, ElementTrace, TracedPort
 
 
 @dataclass(frozen=True)
@@ -108,6 +108,7 @@ class JoinEntry:
     other ports have theirs for the same packet."""
 
     element: str
+    record: str             # the join's thread-local record of its inputs
     port: str
     function: Function
     values: int
@@ -142,13 +143,13 @@ def element_signature(n: ElementNode) -> Function:
 
 def dispatcher_signature(n: ElementNode, port: str) -> Function:
     """The function firing output ``port`` of ``n``."""
-    return Function(port_function(n.name, port), [state_param(n)] + values(n.outputs[port], "v"),
+    return Function(n.plan.ports[port], [state_param(n)] + values(n.outputs[port], "v"),
                     inline=True)
 
 
 def join_entry_signature(n: ElementNode, port: str) -> Function:
     """The entry function of input ``port`` of join ``n``."""
-    return Function(f"{n.name}_in_{port}", [state_param(n)] + input_params(n, port))
+    return Function(n.plan.entries[port], [state_param(n)] + input_params(n, port))
 
 
 def prototypes(nodes: list[ElementNode]) -> list[Function]:
@@ -180,7 +181,7 @@ def element_function(ir: ProgramIR, n: ElementNode,
         counters=n.plan.counters, trace=n.plan.trace)
     if n.role == Role.ARGS:
         out = next(iter(n.outputs))
-        e.forward = Call(port_function(n.name, out), len(n.outputs[out]))
+        e.forward = Call(n.plan.ports[out], len(n.outputs[out]))
     elif n.role == Role.RETURN:
         e.return_slot, e.return_value = return_slot(n.segment), bool(n.inputs["inp"])
     elif statements is None:
@@ -203,7 +204,7 @@ def dispatchers(ir: ProgramIR, n: ElementNode, joins_here: bool) -> list[Dispatc
         calls = []
         for _, v, d in ir.out_edges(n.name, port):
             target = ir.node(v)
-            function = f"{v}_in_{d['in_port']}" if target.join else v
+            function = target.plan.entries[d["in_port"]] if target.join else v
             calls.append(Call(function, len(target.inputs[d["in_port"]])))
         result.append(Dispatcher(
             owner=n.name, port=port, function=dispatcher_signature(n, port), calls=calls,
@@ -220,7 +221,8 @@ def dispatchers(ir: ProgramIR, n: ElementNode, joins_here: bool) -> list[Dispatc
 
 def join_entries(n: ElementNode) -> list[JoinEntry]:
     """The entry functions of join ``n``'s input ports."""
-    return [JoinEntry(n.name, port, join_entry_signature(n, port), len(n.inputs[port]),
+    return [JoinEntry(n.name, n.plan.inputs_record, port, join_entry_signature(n, port),
+                      len(n.inputs[port]),
                       [p for p in n.inputs if p != port]) for port in n.inputs]
 
 

@@ -208,6 +208,14 @@ class TraceFilter:
     values: int                         # port values it names (v0, v1, ...): highest index + 1
 
 
+def unused_name(wanted: str, taken: set[str]) -> str:
+    """``wanted``, or the first of ``wanted_2``, ``wanted_3``... not in ``taken``."""
+    name, n = wanted, 2
+    while name in taken:
+        name, n = f"{wanted}_{n}", n + 1
+    return name
+
+
 @dataclass
 class ProgramIR:
     """Everything the passes share: the graph plus program-level tables.
@@ -232,6 +240,7 @@ class ProgramIR:
     depends: list[str] = field(default_factory=list)
     options: BuildOptions = field(default_factory=BuildOptions)
     warnings: list[str] = field(default_factory=list)
+    user_names: frozenset[str] = frozenset()    # every name the user's program claimed
     # Results of passes, for later passes and code generation:
     main_info: BodyInfo | None = None       # parse_bodies: the analysed floem.main code
     trace_filter: TraceFilter | None = None     # trace_packets: the --trace-filter expression
@@ -257,6 +266,17 @@ class ProgramIR:
             if c.state is old:
                 c.state = new
         self.layouts = [new if s is old else s for s in self.layouts]
+
+    def fresh_name(self, wanted: str) -> str:
+        """A name for something the compiler adds (an element, a segment) that `names`
+        does not have (they are C identifiers in one namespace): see `unused_name`."""
+        return unused_name(wanted, self.names())
+
+    def names(self) -> set[str]:
+        """The names of the user's program and of the IR's elements, segments, queues,
+        caches and persistent states."""
+        return set(self.user_names) | set(self.graph.nodes) | set(self.segments) \
+            | set(self.queues) | set(self.caches) | set(self.states)
 
     def nodes(self) -> list[ElementNode]:
         """All element nodes in insertion order."""

@@ -161,6 +161,9 @@ class ElementPlan:
     out_of_line: bool = False       # never inlined into its caller (bounds inlining depth)
     counters: ElementCounters | None = None     # its packet counters (None: not counted)
     trace: ElementTrace | None = None           # what it records of traced packets
+    ports: dict[str, str] = field(default_factory=dict)     # output port -> C function firing it
+    entries: dict[str, str] = field(default_factory=dict)   # a join's input port -> its C entry
+    inputs_record: str = ""         # a join's thread-local record of the inputs it has
 
     def describe(self) -> str:
         """One line for the IR dump ("" when there is nothing to say)."""
@@ -171,6 +174,11 @@ class ElementPlan:
                                         ("thread source", self.thread_source),
                                         ("each output a new packet", self.emits_packets),
                                         ("out of line", self.out_of_line)) if on]
+        renamed = [f"{p} is {f}" for p, f in (self.ports | self.entries).items()
+                   if not f.endswith(f"_{p}")]     # a name the program had taken
+        renamed += [f"inputs are {self.inputs_record}"] \
+            if self.inputs_record and not self.inputs_record.endswith("_in") else []
+        parts += [f"C names: {', '.join(renamed)}"] if renamed else []
         if self.counters is not None:
             c = self.counters
             own = [f"{what} {i}" for what, i in (("runs", c.runs), ("ended", c.ended))
@@ -182,11 +190,6 @@ class ElementPlan:
         return "; ".join(parts)
 
 
-def port_function(element: str, port: str) -> str:
-    """C function firing output ``port`` of ``element``."""
-    return f"{element}_{port}"
-
-
-def join_slot(element: str, port: str, index: int) -> str:
-    """C lvalue holding value ``index`` of input ``port`` of join ``element``."""
-    return f"{element}_in.{port}_{index}"
+def join_slot(record: str, port: str, index: int) -> str:
+    """C lvalue holding value ``index`` of input ``port`` in a join's inputs ``record``."""
+    return f"{record}.{port}_{index}"

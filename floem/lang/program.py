@@ -107,6 +107,11 @@ class Program:
                 self._names[name] = loc
                 return name
 
+    @property
+    def names(self) -> frozenset[str]:
+        """Every name claimed so far (elements, segments, queues, caches, states...)."""
+        return frozenset(self._names)
+
     def scope(self, owner: Any) -> "_Scope":
         """Context in which created elements belong to ``owner`` (segment, composite, flow)."""
         return _Scope(self, owner)

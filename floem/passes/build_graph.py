@@ -47,7 +47,8 @@ NIC_PROCESS = "nic"
 
 def run(program: Program, options: BuildOptions) -> ProgramIR:
     """The IR of ``program``: its graph, segments, queues, caches, states and main."""
-    ir = ProgramIR(name=program.display_name, app_file=program.app_file, options=options)
+    ir = ProgramIR(name=program.display_name, app_file=program.app_file, options=options,
+                   user_names=program.names)
     layout = _LayoutMaker()
     _states(program, ir, layout)
     for seg in program.segments:
@@ -144,7 +145,7 @@ def _enqueuer_per_segment(ir: ProgramIR, name: str) -> list[str]:
         if segment == original.segment:
             continue
         if segment not in clones:
-            clones[segment] = f"{name}_{segment}"
+            clones[segment] = ir.fresh_name(f"{name}_{segment}")
             clone = dataclasses.replace(original, name=clones[segment], segment=segment)
             ir.graph.add_node(clones[segment], node=clone)
             ir.segments[segment].elements.append(clones[segment])
@@ -267,7 +268,7 @@ def _assign_segments(program: Program, ir: ProgramIR, unused: set[str]) -> dict[
     for group in sorted(nx.connected_components(loose), key=lambda g: min(
             program.elements.index(by_name[n]) for n in g)):
         first = min(group, key=lambda n: program.elements.index(by_name[n]))
-        name = f"{first}_segment"
+        name = ir.fresh_name(f"{first}_segment")
         ir.segments[name] = SegmentIR(name=name, kind=SegmentKind.THREAD, device=Device.CPU,
                                       cores=[0],
                                       process=program.display_name, loc=by_name[first].loc)

@@ -149,7 +149,7 @@ def _clone_chain(ir: ProgramIR, heads: list[str], segment: str, tag: str) -> dic
             continue
         chain.append(name)
         todo += [v for _, v, _ in ir.graph.out_edges(name, data=True)]
-    clones = {name: f"{name}_{tag}" for name in chain}
+    clones = {name: ir.fresh_name(f"{name}_{tag}") for name in chain}
     for name, clone in clones.items():
         node = dataclasses.replace(ir.node(name), name=clone, segment=segment)
         ir.graph.add_node(clone, node=node)

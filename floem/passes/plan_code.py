@@ -27,8 +27,9 @@ import networkx as nx
 from floem import csrc
 from floem.ir import (Device, ElementNode, FrameCrossing, Home, ProcessIR, ProgramIR, QueueIR,
                       Role, SegmentIR, SegmentKind)
+from floem.ir.graph import unused_name
 from floem.ir.plan import (TRACE_FIELD, TRACE_VALUES, ElementCounters, ElementPlan, ElementTrace,
-                           ProcessPlan, QueueSide, TracedPort, join_slot, port_function)
+                           ProcessPlan, QueueSide, TracedPort, join_slot)
 
 NAME = "plan_code"
 #: In a segment of more elements than this, every INLINE_DEPTH-th element (in program
@@ -48,8 +49,9 @@ def run(ir: ProgramIR) -> ProgramIR:
     for proc in ir.processes.values():
         proc.plan = _process_plan(ir, proc)
     positions = {e: i for seg in ir.segments.values() for i, e in enumerate(seg.elements)}
+    taken = ir.names() | _checked_globals(ir)
     for n in ir.nodes():
-        n.plan = _element_plan(ir, n, positions[n.name])
+        n.plan = _element_plan(ir, n, positions[n.name], taken)
     if ir.options.counters:
         for proc in ir.processes.values():
             _plan_counters(ir, proc)
@@ -102,17 +104,46 @@ def _side(q: QueueIR, mine: set[str], nic: bool, managers: int) -> QueueSide:
                                                      else q.multi_consumer))
 
 
-def _element_plan(ir: ProgramIR, n: ElementNode, position: int) -> ElementPlan:
-    """The plan of ``n``, at ``position`` in its segment's program order."""
+def _checked_globals(ir: ProgramIR) -> set[str]:
+    """The global C names the generated code derives from queue, cache, segment and state
+    names (the templates' ``<queue>_inst``, ``<cache>_evict``, ``<segment>_thread``...);
+    an element may not have one of them (FloemError at the element)."""
+    made = {f"{q}_{what}": f"queue {q}'s {what}" for q in ir.queues
+            for what in ("inst", "sync", "payload", "bad_qid", "held")}
+    made |= {f"{c}_{what}": f"cache {c}'s {what}" for c in ir.caches
+             for what in ("cache", "evict", "drain")}
+    made |= {f"{s}_{what}": f"segment {s}'s {what}" for s in ir.segments
+             for what in ("thread", "result")}
+    made |= {layout.name: f"the C type of state {layout.name}" for layout in ir.layouts}
+    for n in ir.nodes():
+        if n.name in made:
+            raise n.loc.error(f"element name '{n.name}' is also the generated C's name for "
+                              f"{made[n.name]}: rename the element")
+    return set(made)
+
+
+def _element_plan(ir: ProgramIR, n: ElementNode, position: int, taken: set[str]) -> ElementPlan:
+    """The plan of ``n``, at ``position`` in its segment's program order; the C names of its
+    port and join functions are not in ``taken`` (and are added to it)."""
     seg = ir.segments[n.segment]
     source = seg.kind == SegmentKind.THREAD and seg.source == n.name
+
+    def fresh(wanted: str) -> str:
+        name = unused_name(wanted, taken)
+        taken.add(name)
+        return name
+
+    ports = {p: fresh(f"{n.name}_{p}") for p in n.outputs}
+    record = fresh(f"{n.name}_in") if n.join else ""
+    entries = {p: fresh(f"{n.name}_in_{p}") for p in n.inputs} if n.join else {}
     body = ""
     if n.role in (Role.ELEMENT, Role.CORE_ID) and n.code and n.info is not None:
-        reads = {p: [join_slot(n.name, p, i) if n.join else f"{p}_{i}" for i in range(len(t))]
+        reads = {p: [join_slot(record, p, i) if n.join else f"{p}_{i}" for i in range(len(t))]
                  for p, t in n.inputs.items()}
-        body = csrc.lower(n.info, reads, {p: port_function(n.name, p) for p in n.outputs})
+        body = csrc.lower(n.info, reads, ports)
     used = n.info.persistent_used if n.info else set()
     return ElementPlan(
+        ports=ports, entries=entries, inputs_record=record,
         body=body,
         pointers=[attr for attr in n.persistent if attr in used],
         steers_by_qid=n.role == Role.ENQUEUE and n.packet_state is not None
