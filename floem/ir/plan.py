@@ -179,7 +179,8 @@ class ElementPlan:
         if self.counters is not None:
             c = self.counters
             own = [f"{what} {i}" for what, i in (("runs", c.runs), ("ended", c.ended))
-                   if i is not None] + [f"{port} {'= in' if i is None else i}" for port, i in c.outs]
+                   if i is not None]
+            own += [f"{port} {'= in' if i is None else i}" for port, i in c.outs]
             parts.append(f"counters: {', '.join(own) or 'none of its own'}"
                          f"{', atomically' if c.shared else ''}")
         if self.trace is not None:

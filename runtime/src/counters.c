@@ -166,15 +166,19 @@ void floem_counters_report_notes(FILE *out, const char *process, const char *lay
         size_t used = 0;
         for (const char *o = outs; strcmp(outs, "-") != 0 && *o != '\0';) {
             size_t n = strcspn(o, ":");
-            char *end = (char *)o + n + 2;
-            uint64_t v = o[n + 1] == '*' ? packets         /* sends what comes in */
-                         : counters[strtoul(o + n + 1, &end, 10)];
+            const char *next = o + n + 2;       /* "*": the port sends what comes in */
+            uint64_t v = packets;
+            if (o[n + 1] != '*') {
+                char *end;
+                v = counters[strtoul(o + n + 1, &end, 10)];
+                next = end;
+            }
             sent += v;
             used += (size_t)snprintf(ports + used, sizeof ports - used, "%s%.*s %llu",
                                      used ? ", " : "", (int)n, o, (unsigned long long)v);
             if (used >= sizeof ports)       /* cut short: stay inside the buffer */
                 used = sizeof ports - 1;
-            o = end + (*end == ',');
+            o = next + (*next == ',');
         }
         fprintf(out, "floem:   %-28s %-20s ", name, segment);
         if (in[0] == '-') {
