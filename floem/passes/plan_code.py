@@ -193,14 +193,14 @@ def _plan_counters(ir: ProgramIR, proc: ProcessIR) -> None:
 def _sends_exactly_once(n: ElementNode) -> bool:
     """Whether every run of ``n`` sends exactly one packet on, on its one output port: an
     output block calling it once, as a whole statement of the block, in a body with no
-    ``return`` (which could leave before the block)."""
+    ``return`` or ``goto`` (which could leave or jump past the block)."""
     info = n.info
     if len(n.outputs) != 1 or info is None or info.form != "block" or n.join:
         return False
     texts = [c.text for c in (n.code, n.nic_code) if c is not None]
     return (set(info.always_fires) == set(n.outputs)
             and sum(len(lines) for lines in info.calls.values()) == 1
-            and not any(t.kind == "ident" and t.text == "return"
+            and not any(t.kind == "ident" and t.text in ("return", "goto")
                         for text in texts for t in tokenize(text)))
 
 
