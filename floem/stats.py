@@ -140,11 +140,12 @@ def _element(line: str, values: tuple[int, ...]) -> ElementCounts:
     """An element's counts from its layout line, NAME SEGMENT IN ENDED OUTS
     (runtime/include/floem/counters.h)."""
     name, segment, packets_in, ended, outs = line.split(" ")
-    e = ElementCounts(name, segment, None, None, {
-        port: values[int(i)] for port, i in
+    runs = (None if packets_in == "-" else sum(values[int(i)] for i in packets_in[1:].split(",")))
+    e = ElementCounts(name, segment, None, None, {   # port "*": sends what comes in
+        port: (runs or 0) if i == "*" else values[int(i)] for port, i in
         (o.split(":") for o in ([] if outs == "-" else outs.split(",")))})
-    if packets_in != "-":
-        e.runs = sum(values[int(i)] for i in packets_in[1:].split(","))
+    if runs is not None:
+        e.runs = runs
         e.ended = (values[int(ended[1:])] if ended.startswith("=")
                    else max(0, e.runs - sum(e.outs.values())))
     return e

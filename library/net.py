@@ -84,11 +84,8 @@ class ToNet(Element):
     def impl(self) -> None:
         self.run_c(r'''
             (size_t size, uint8_t *data, void *buffer) = inp();
-            static _Thread_local int queue = -1;    /* this thread's transmit queue */
-            if (queue < 0)
-                queue = (int)((unsigned)floem_core_id % floem_net_queues());
             floem_packet_t pkt = { data, size <= UINT32_MAX ? (uint32_t)size : UINT32_MAX, buffer };
-            floem_net_tx((unsigned)queue, &pkt);
+            floem_net_tx((unsigned)floem_core_id, &pkt);    /* queue core % queues */
         ''')
 
 

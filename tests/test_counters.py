@@ -77,6 +77,17 @@ def test_a_callable_and_a_join_count_their_own_runs() -> None:
                                     for name in ("Square0", "Negate0", "Sum0")}
 
 
+def test_a_port_every_run_sends_on_counts_the_packets_in() -> None:
+    """sent_as_received: the Doubles send every packet on once, so their ports have no
+    counter of their own and count what came in; Odd may `return` before its output block,
+    so its port keeps one; the table adds up either way."""
+    result = floem("run", "--report", "tests/programs/sent_as_received.py")
+    assert result.returncode == 0, result.stderr
+    assert table(result.stderr) == {"Double0": (4, 0, {"out": 4}), "Double1": (4, 0, {"out": 4}),
+                                    "Odd0": (4, 2, {"out": 2}), "Show0": (4, 4, {}),
+                                    "Show1": (2, 2, {})}
+
+
 def test_floem_stats_shows_a_running_programs_counters(tmp_path) -> None:
     frames, valid = capture()
     src = str(tmp_path / "in.pcap")

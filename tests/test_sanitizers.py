@@ -9,7 +9,7 @@ from conftest import PROGRAMS, ROOT, floem
 
 APPS = sorted(f[:-3] for f in os.listdir(PROGRAMS) if f.endswith(".py"))
 THREADED = ["thread_fills_state", "core_ids", "queue_two_channels", "queue_variable_field",
-            "queue_processes"]
+            "queue_processes", "fresh_state"]
 SANITIZERS = {
     "address,undefined": "-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer",
     "thread": "-fsanitize=thread -O1",

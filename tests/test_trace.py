@@ -184,7 +184,7 @@ def test_zero_cost_when_off(tmp_path) -> None:
     text = (traced_dir / dump).read_text()
     assert "  channel 0 carries op, key, _floem_trace" in text
     assert "  channel 0 carries key, value, ratio, _floem_trace" in text
-    assert "plan: body 7 lines; counters: runs 5, out 4; trace: enter 10, end 11, out send 12 " \
+    assert "plan: body 7 lines; counters: runs 4, out 3; trace: enter 10, end 11, out send 12 " \
            "(op, value, ratio)" in text
     assert "plan: trace: out restore 9" in text
 

@@ -247,7 +247,8 @@ class _ProcessEmitter:
     def _thread(self, seg: SegmentIR) -> dict[str, Any]:
         return {"segment": seg.name, "count": len(seg.cores), "source": seg.source,
                 "cpus": seg.cores if seg.pinned else [-1] * len(seg.cores),
-                "state": seg.packet_state.name if seg.packet_state else "",
+                "state": seg.packet_state.name if seg.packet_state
+                and not self.ir.node(seg.source).plan.fresh_state else "",
                 "zero": bool(seg.read_first), "manage": self.plan.threads_manage}
 
     def _main(self) -> dict[str, Any]:

@@ -82,7 +82,9 @@ class Dispatcher:
     ``packet_begin``: the port of a thread's source starts a packet; ``new_packet``:
     the element emits packets of its own, so the state is made fresh after each
     (``next_seq``: the join sequence number moves on; ``clear_state``: the per-packet
-    state is zeroed, when some field is read before it is written); ``counter``: the index
+    state is zeroed, when some field is read before it is written); ``fresh_state``: the
+    type of the packet's state when it is a local of this function, passed on in place of
+    the source's (empty: the state comes in); ``counter``: the index
     of the port's packet counter (None: not counted), ``shared``: counted atomically,
     ``tracked``: the element counts its runs that send nothing on, so the port tells it;
     ``trace``: what the port records of traced packets (None: nothing)."""
@@ -96,6 +98,7 @@ class Dispatcher:
     new_packet: bool
     next_seq: bool
     clear_state: bool
+    fresh_state: str = ""
     counter: int | None = None
     shared: bool = False
     tracked: bool = False
@@ -212,6 +215,7 @@ def dispatchers(ir: ProgramIR, n: ElementNode, joins_here: bool) -> list[Dispatc
             packet_begin=n.plan.thread_source, new_packet=n.plan.emits_packets,
             next_seq=n.plan.emits_packets and joins_here,
             clear_state=n.plan.emits_packets and bool(ir.segments[n.segment].read_first),
+            fresh_state=n.packet_state.name if n.plan.fresh_state else "",
             counter=counters.port(port) if counters else None,
             shared=bool(counters and counters.shared),
             tracked=bool(counters and counters.ended is not None),

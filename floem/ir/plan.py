@@ -39,20 +39,22 @@ class QueueSide:
 @dataclass(frozen=True)
 class ElementCounters:
     """One element's packet counters in its process's counter array
-    (runtime/include/floem/counters.h). Each output port has a counter; packets in are
-    counted only where the feeding ports' counters cannot say (``runs``: after a queue, in a
-    callable, at a join), and runs that sent nothing on only where some run may send on
-    more than one packet (``ended``; otherwise in minus out)."""
+    (runtime/include/floem/counters.h). Each output port has a counter, except the port of
+    an element whose every run sends exactly one packet on it (None: it sent what came in);
+    packets in are counted only where the feeding ports' counters cannot say (``runs``:
+    after a queue, in a callable, at a join), and runs that sent nothing on only where some
+    run may send on more than one packet (``ended``; otherwise in minus out)."""
 
     has_inputs: bool                    # it has input ports (a source has none)
     runs: int | None                    # its own counter of runs (packets in)
     ended: int | None                   # its own counter of runs that sent nothing on
     fed_by: tuple[int, ...]             # without ``runs``: the counters of the ports feeding it
-    outs: tuple[tuple[str, int], ...]   # each output port and its counter
+    outs: tuple[tuple[str, int | None], ...]    # each output port and its counter (None:
+    #   the packets in)
     shared: bool                        # several threads may run it at once: atomic increments
 
-    def port(self, port: str) -> int:
-        """Index of the counter of output ``port``."""
+    def port(self, port: str) -> int | None:
+        """Index of the counter of output ``port`` (None: it counts the packets in)."""
         return dict(self.outs)[port]
 
     def layout_line(self, element: str, segment: str) -> str:
@@ -61,7 +63,7 @@ class ElementCounters:
                       else "+" + ",".join(map(str, self.fed_by)))
         ended = ("-" if not self.has_inputs else f"={self.ended}" if self.ended is not None
                  else "~")
-        outs = ",".join(f"{p}:{i}" for p, i in self.outs) or "-"
+        outs = ",".join(f"{p}:{'*' if i is None else i}" for p, i in self.outs) or "-"
         return f"{element} {segment} {packets_in} {ended} {outs}\n"
 
 
@@ -158,6 +160,8 @@ class ElementPlan:
     full_port: bool = False         # a lossy enqueue sends packets to "full" instead of dropping
     thread_source: bool = False     # the element a thread's loop calls
     emits_packets: bool = False     # a thread source whose each output is a new packet
+    fresh_state: bool = False       # ... whose state is a local of the output port (the
+    #   source body never touches the state, and no field is read before it is written)
     out_of_line: bool = False       # never inlined into its caller (bounds inlining depth)
     counters: ElementCounters | None = None     # its packet counters (None: not counted)
     trace: ElementTrace | None = None           # what it records of traced packets
@@ -173,6 +177,7 @@ class ElementPlan:
                                         ("full port", self.full_port),
                                         ("thread source", self.thread_source),
                                         ("each output a new packet", self.emits_packets),
+                                        ("its state a local of the port", self.fresh_state),
                                         ("out of line", self.out_of_line)) if on]
         renamed = [f"{p} is {f}" for p, f in (self.ports | self.entries).items()
                    if not f.endswith(f"_{p}")]     # a name the program had taken
@@ -182,7 +187,8 @@ class ElementPlan:
         if self.counters is not None:
             c = self.counters
             own = [f"{what} {i}" for what, i in (("runs", c.runs), ("ended", c.ended))
-                   if i is not None] + [f"{port} {i}" for port, i in c.outs]
+                   if i is not None]
+            own += [f"{port} {'= in' if i is None else i}" for port, i in c.outs]
             parts.append(f"counters: {', '.join(own) or 'none of its own'}"
                          f"{', atomically' if c.shared else ''}")
         if self.trace is not None:

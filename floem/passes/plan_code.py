@@ -25,6 +25,7 @@ from typing import Callable
 import networkx as nx
 
 from floem import csrc
+from floem.csrc.tokens import tokenize
 from floem.ir import (Device, ElementNode, FrameCrossing, Home, ProcessIR, ProgramIR, QueueIR,
                       Role, SegmentIR, SegmentKind)
 from floem.ir.graph import unused_name
@@ -142,6 +143,7 @@ def _element_plan(ir: ProgramIR, n: ElementNode, position: int, taken: set[str])
                  for p, t in n.inputs.items()}
         body = csrc.lower(n.info, reads, ports)
     used = n.info.persistent_used if n.info else set()
+    emits = source and n.info is not None and n.info.form == "multiple"
     return ElementPlan(
         ports=ports, entries=entries, inputs_record=record,
         body=body,
@@ -150,39 +152,64 @@ def _element_plan(ir: ProgramIR, n: ElementNode, position: int, taken: set[str])
         and n.packet_state.field("qid") is not None,
         full_port=n.role == Role.ENQUEUE and bool(ir.out_edges(n.name, "full")),
         thread_source=source,
-        emits_packets=source and n.info is not None and n.info.form == "multiple",
+        emits_packets=emits,
+        fresh_state=emits and _fresh_state(ir, n, seg),
         out_of_line=len(seg.elements) > INLINE_DEPTH and position > 0
         and position % INLINE_DEPTH == 0)
 
 
+def _fresh_state(ir: ProgramIR, n: ElementNode, seg: SegmentIR) -> bool:
+    """Whether each packet source ``n`` emits can have a per-packet state of its own, a
+    local of the output port's function: the body the user wrote never names the state (so
+    it holds nothing from one packet to the next), no path reads a field before writing it
+    (nothing to zero) and queues carry only the fields written (not ``send_all_fields``). A
+    local the C compiler sees whole is kept in registers, where the thread's state, reached
+    through a pointer, is stored and reloaded around every call."""
+    if n.packet_state is None or n.info is None or seg.read_first \
+            or ir.options.send_all_fields:
+        return False
+    f = n.info.fields
+    texts = [c.text for c in (n.code, n.nic_code) if c is not None]
+    return not (f.uses or f.writes or f.kills) and not any(
+        t.kind == "ident" and t.text == "state" for text in texts for t in tokenize(text))
+
+
 def _plan_counters(ir: ProgramIR, proc: ProcessIR) -> None:
     """Lay out the packet counters of ``proc``'s elements, those the user's program names
-    (not the queue and cache plumbing the compiler adds): a counter per output port; runs
-    where the ports feeding an element are not all counted (after a queue, in a callable)
-    or it is a join; runs that sent nothing on where a run may send more than one packet
-    (runtime/include/floem/counters.h). Atomic where several threads may run the element.
-    The ``report = True`` states an element uses (its drops by reason, say) are printed
-    under its row of the table, where the process can read them."""
+    (not the queue and cache plumbing the compiler adds): a counter per output port, except
+    the port of an element whose every run sends exactly one packet on it (it counts what
+    the element's input counts); runs where the ports feeding an element are not all
+    counted (after a queue, in a callable) or it is a join; runs that sent nothing on where
+    a run may send more than one packet (runtime/include/floem/counters.h). Atomic where
+    several threads may run the element. The ``report = True`` states an element uses (its
+    drops by reason, say) are printed under its row of the table, where the process can
+    read them."""
     counted = [(ir.node(name), seg) for s in proc.segments
                for seg in [ir.segments[s]] for name in _flow_order(ir, seg)
                if ir.node(name).role in (Role.ELEMENT, Role.CORE_ID)]
     home = Home.NIC if proc.device == Device.NIC else Home.HOST
     notes = []
+    once = {n.name for n, _ in counted if n.inputs and _sends_exactly_once(n)}
     outs: dict[tuple[str, str], int] = {}
     for n, _ in counted:
         for port in n.outputs:
-            outs[(n.name, port)] = len(outs)
+            if n.name not in once:
+                outs[(n.name, port)] = len(outs)
+    # The counters whose sum is what each port sent (a port of `once`: its element's input).
+    sums: dict[tuple[str, str], tuple[int, ...]] = {k: (i,) for k, i in outs.items()}
     total, layout = len(outs), []
     for n, seg in counted:
-        feeds = [outs.get((u, d["out_port"])) for u, _, d in ir.in_edges(n.name)]
+        feeds = [sums.get((u, d["out_port"])) for u, _, d in ir.in_edges(n.name)]
         own_runs = bool(n.inputs) and (n.join or not feeds or None in feeds)
         own_ended = bool(n.inputs) and not _sends_at_most_once(n)
         runs = total if own_runs or own_ended else None
         total += (runs is not None) + own_ended
+        fed_by = () if runs is not None else tuple(i for f in feeds if f for i in f)
+        for port in n.outputs if n.name in once else ():
+            sums[(n.name, port)] = (runs,) if runs is not None else fed_by
         c = ElementCounters(
             has_inputs=bool(n.inputs), runs=runs, ended=runs + 1 if own_ended else None,
-            fed_by=() if runs is not None else tuple(i for i in feeds if i is not None),
-            outs=tuple((p, outs[(n.name, p)]) for p in n.outputs),
+            fed_by=fed_by, outs=tuple((p, outs.get((n.name, p))) for p in n.outputs),
             shared=seg.kind == SegmentKind.CALLABLE or len(seg.cores) > 1)
         if c.has_inputs or c.outs:
             n.plan.counters = c
@@ -192,6 +219,20 @@ def _plan_counters(ir: ProgramIR, proc: ProcessIR) -> None:
                       and ir.state_homes[s.name] == home]
     proc.plan.counters, proc.plan.counter_layout = total, "".join(layout)
     proc.plan.counter_notes = notes
+
+
+def _sends_exactly_once(n: ElementNode) -> bool:
+    """Whether every run of ``n`` sends exactly one packet on, on its one output port: an
+    output block calling it once, as a whole statement of the block, in a body with no
+    ``return`` or ``goto`` (which could leave or jump past the block)."""
+    info = n.info
+    if len(n.outputs) != 1 or info is None or info.form != "block" or n.join:
+        return False
+    texts = [c.text for c in (n.code, n.nic_code) if c is not None]
+    return (set(info.always_fires) == set(n.outputs)
+            and sum(len(lines) for lines in info.calls.values()) == 1
+            and not any(t.kind == "ident" and t.text in ("return", "goto")
+                        for text in texts for t in tokenize(text)))
 
 
 def _sends_at_most_once(n: ElementNode) -> bool:

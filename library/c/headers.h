@@ -160,13 +160,16 @@ static inline enum floem_udp_verdict
 floem_udp_parse(void *frame, size_t size, int verify_checksums, struct floem_udp_view *view)
 {
     uint8_t *bytes = (uint8_t *)frame;
-    if (frame == NULL || size < FLOEM_ETHER_LEN)
-        return FLOEM_UDP_TRUNCATED;
     struct floem_ether_hdr *eth = (struct floem_ether_hdr *)bytes;
+    /* One length check first for every frame long enough (the common case); a shorter one
+     * gets the verdict the checks in order give: truncated, unless its EtherType (when
+     * whole) already says it is not IPv4. */
+    if (__builtin_expect(size < FLOEM_ETHER_LEN + FLOEM_IPV4_MIN_LEN || frame == NULL, 0))
+        return frame != NULL && size >= FLOEM_ETHER_LEN
+                       && floem_get16(&eth->type) != FLOEM_ETHERTYPE_IPV4
+                   ? FLOEM_UDP_NOT_IPV4 : FLOEM_UDP_TRUNCATED;
     if (floem_get16(&eth->type) != FLOEM_ETHERTYPE_IPV4)
         return FLOEM_UDP_NOT_IPV4;
-    if (size < FLOEM_ETHER_LEN + FLOEM_IPV4_MIN_LEN)
-        return FLOEM_UDP_TRUNCATED;
     struct floem_ipv4_hdr *ip = (struct floem_ipv4_hdr *)(bytes + FLOEM_ETHER_LEN);
     size_t ihl = floem_ipv4_header_len(ip);
     if (ip->version_ihl >> 4 != 4 || ihl < FLOEM_IPV4_MIN_LEN)
@@ -225,17 +228,25 @@ static inline void floem_udp_swap(void *frame)
 {
     struct floem_ether_hdr *eth = (struct floem_ether_hdr *)frame;
     struct floem_ipv4_hdr *ip = (struct floem_ipv4_hdr *)((uint8_t *)frame + FLOEM_ETHER_LEN);
-    struct floem_udp_hdr *udp = (struct floem_udp_hdr *)((uint8_t *)ip + floem_ipv4_header_len(ip));
-    uint8_t mac[6];
-    memcpy(mac, eth->dst, 6);
-    memcpy(eth->dst, eth->src, 6);
-    memcpy(eth->src, mac, 6);
-    uint32_t addr = ip->src;            /* raw swaps: byte order does not matter */
-    ip->src = ip->dst;
-    ip->dst = addr;
-    uint16_t port = udp->src_port;
-    udp->src_port = udp->dst_port;
-    udp->dst_port = port;
+    uint8_t *udp = (uint8_t *)ip + floem_ipv4_header_len(ip);
+    uint32_t dst4, src4;                /* each MAC as 4 + 2 bytes, loaded before stored */
+    uint16_t dst2, src2;
+    memcpy(&dst4, eth->dst, 4);
+    memcpy(&dst2, eth->dst + 4, 2);
+    memcpy(&src4, eth->src, 4);
+    memcpy(&src2, eth->src + 4, 2);
+    memcpy(eth->dst, &src4, 4);
+    memcpy(eth->dst + 4, &src2, 2);
+    memcpy(eth->src, &dst4, 4);
+    memcpy(eth->src + 4, &dst2, 2);
+    uint64_t addrs;                     /* source and destination address: swap the halves */
+    memcpy(&addrs, &ip->src, 8);        /* (raw swaps: byte order does not matter) */
+    addrs = addrs >> 32 | addrs << 32;
+    memcpy(&ip->src, &addrs, 8);
+    uint32_t ports;                     /* source and destination port: swap the halves */
+    memcpy(&ports, udp, 4);
+    ports = ports >> 16 | ports << 16;
+    memcpy(udp, &ports, 4);
 }
 
 /* The flow key of a parsed frame. */

@@ -161,25 +161,29 @@ void floem_counters_report_notes(FILE *out, const char *process, const char *lay
         p = next_word(p, ended, sizeof ended);
         p = next_word(p, outs, sizeof outs);
         p += *p == '\n';
-        uint64_t sent = 0;
+        uint64_t sent = 0, packets = in[0] == '-' ? 0 : field_value(in, counters);
         char ports[1024] = "-";
         size_t used = 0;
         for (const char *o = outs; strcmp(outs, "-") != 0 && *o != '\0';) {
             size_t n = strcspn(o, ":");
-            char *end;
-            uint64_t v = counters[strtoul(o + n + 1, &end, 10)];
+            const char *next = o + n + 2;       /* "*": the port sends what comes in */
+            uint64_t v = packets;
+            if (o[n + 1] != '*') {
+                char *end;
+                v = counters[strtoul(o + n + 1, &end, 10)];
+                next = end;
+            }
             sent += v;
             used += (size_t)snprintf(ports + used, sizeof ports - used, "%s%.*s %llu",
                                      used ? ", " : "", (int)n, o, (unsigned long long)v);
             if (used >= sizeof ports)       /* cut short: stay inside the buffer */
                 used = sizeof ports - 1;
-            o = end + (*end == ',');
+            o = next + (*next == ',');
         }
         fprintf(out, "floem:   %-28s %-20s ", name, segment);
         if (in[0] == '-') {
             fprintf(out, "%12s %12s", "-", "-");
         } else {
-            uint64_t packets = field_value(in, counters);
             uint64_t none = ended[0] == '=' ? field_value(ended, counters)
                             : packets > sent ? packets - sent : 0;
             fprintf(out, "%12llu %12llu", (unsigned long long)packets, (unsigned long long)none);

@@ -138,3 +138,92 @@ def test_a_short_segment_is_left_to_the_compiler_to_inline():
     ir = run_until(p, "plan_code")
     assert len(ir.segments["chain"].elements) == INLINE_DEPTH
     assert not any(ir.node(e).plan.out_of_line for e in ir.segments["chain"].elements)
+
+
+class Burst(Element):
+    """Source: three packets per run, the state left alone (or, ``marks``, written)."""
+
+    def configure(self, marks=False):
+        self.marks = marks
+        self.out = Output(Int)
+
+    def impl(self):
+        mark = "state->v = i; " if self.marks else ""
+        self.run_c(f"output multiple; for (int i = 0; i < 3; i++) {{ {mark}out(i); }}")
+
+
+class SetV(Element):
+    def configure(self):
+        self.inp = Input(Int)
+        self.out = Output()
+
+    def impl(self):
+        self.run_c("state->v = inp(); output { out(); }")
+
+
+def burst_program(name, marks=False, writes_first=True, **options):
+    with Program(name) as p:
+        class F(Flow):
+            state = PerPacket(Msg)
+
+            def impl(self):
+                class S(Segment):
+                    def impl(self):
+                        src = Burst(marks=marks)
+                        if writes_first:
+                            src >> SetV() >> Show()
+                        else:
+                            src >> Show()
+                S("s")
+        F()
+    return run_until(p, "plan_code", **options)
+
+
+def test_a_source_that_never_touches_the_state_gives_each_packet_a_local_state():
+    """Each packet a packet source emits gets a state of its own in the output port's
+    function, which the C compiler keeps in registers; the thread keeps none."""
+    ir = burst_program("plan_fresh")
+    source = ir.node(ir.segments["s"].source)
+    assert source.plan.emits_packets and source.plan.fresh_state
+    assert "its state a local of the port" in ir.dump()
+
+
+def test_a_source_writing_the_state_or_a_field_read_first_keeps_the_threads_state():
+    writes = burst_program("plan_marks", marks=True)
+    assert not writes.node(writes.segments["s"].source).plan.fresh_state
+    unwritten = burst_program("plan_read_first", writes_first=False)
+    assert unwritten.segments["s"].read_first == {"v"}
+    assert not unwritten.node(unwritten.segments["s"].source).plan.fresh_state
+    every = burst_program("plan_send_all", send_all_fields=True)    # queues copy every field
+    assert not every.node(every.segments["s"].source).plan.fresh_state
+
+
+class Leave(Element):
+    """Sends its packet on unless it returns first."""
+
+    def configure(self):
+        self.inp = Input(Int)
+        self.out = Output(Int)
+
+    def impl(self):
+        self.run_c("int x = inp(); if (x < 0) return; output { out(x); }")
+
+
+def test_a_port_every_run_sends_on_once_has_no_counter_of_its_own():
+    """Pass sends every packet on exactly once: its port counts what its input counts (the
+    source's port), and the element after it is fed by that counter; Leave may return before
+    its output block, so its port is counted."""
+    with Program("plan_once") as p:
+        class S(Segment):
+            def impl(self):
+                Source() >> Pass() >> Leave() >> Pass()
+        S("s")
+    ir = run_until(p, "plan_code")
+    source, first, leave, last = (ir.node(e) for e in ir.segments["s"].elements)
+    assert source.plan.counters.outs == (("out", 0),)
+    assert first.plan.counters.outs == (("out", None),) and first.plan.counters.fed_by == (0,)
+    assert leave.plan.counters.fed_by == (0,) and leave.plan.counters.outs == (("out", 1),)
+    assert last.plan.counters.fed_by == (1,)
+    layout = ir.processes[ir.main_process].plan.counter_layout
+    assert f"{first.name} s +0 ~ out:*\n" in layout and f"{leave.name} s +0 ~ out:1\n" in layout
+    assert "out = in" in ir.dump()

@@ -55,7 +55,9 @@ unsigned floem_net_queues(void);
 unsigned floem_net_rx(unsigned queue, floem_packet_t *pkts, unsigned max);
 /* True once a finite input (a pcap file) has been fully delivered. */
 bool floem_net_rx_done(void);
-/* Queue a frame for transmission on `queue`; the frame's buffer is the backend's again. */
+/* Queue a frame for transmission on `queue` (a queue past the last is taken modulo the
+ * queue count, so a thread may pass its index, as for receiving); the frame's buffer is the
+ * backend's again. */
 void floem_net_tx(unsigned queue, floem_packet_t *pkt);
 /* Send what floem_net_tx queued on `queue` (FromNet calls it after every receive burst). */
 void floem_net_flush(unsigned queue);

@@ -24,9 +24,9 @@ static uint64_t *floem_counters;
 static const char floem_counter_layout[] =
     "FromNet0 echo - - out:0\n"
     "CheckUDP0 echo +0 ~ out:1,drop:2\n"
-    "SwapUDP0 echo +1 ~ out:3\n"
+    "SwapUDP0 echo +1 ~ out:*\n"
     "NetFree0 echo +2 ~ -\n"
-    "ToNet0 echo +3 ~ -\n";
+    "ToNet0 echo +1 ~ -\n";
 
 /* Place (and, in the creating process, initialise) everything shared; returns its size. */
 static size_t floem_layout(uintptr_t base, bool init)
@@ -124,26 +124,23 @@ static void ToNet0(void *state, size_t inp_0, uint8_t *inp_1, void *inp_2)
 #line 85 "<repo>/library/net.py"
 
             size_t size = inp_0; uint8_t *data = inp_1; void *buffer = inp_2;
-            static _Thread_local int queue = -1;    /* this thread's transmit queue */
-            if (queue < 0)
-                queue = (int)((unsigned)floem_core_id % floem_net_queues());
             floem_packet_t pkt = { data, size <= UINT32_MAX ? (uint32_t)size : UINT32_MAX, buffer };
-            floem_net_tx((unsigned)queue, &pkt);
+            floem_net_tx((unsigned)floem_core_id, &pkt);    /* queue core % queues */
 
-#line 134 "echo.c"
+#line 131 "echo.c"
 }
 
 /* element NetFree0: NetFree, echo.py:46 */
 static void NetFree0(void *state, size_t inp_0, uint8_t *inp_1, void *inp_2)
 {
     (void)state;
-#line 132 "<repo>/library/net.py"
+#line 129 "<repo>/library/net.py"
 
             size_t size = inp_0; uint8_t *data = inp_1; void *buffer = inp_2;
             floem_packet_t pkt = { data, size <= UINT32_MAX ? (uint32_t)size : UINT32_MAX, buffer };
             floem_net_free(&pkt);
 
-#line 147 "echo.c"
+#line 144 "echo.c"
 }
 
 /* port CheckUDP0.out */
@@ -163,7 +160,6 @@ static inline void CheckUDP0_drop(void *state, size_t v0, uint8_t *v1, void *v2)
 /* port SwapUDP0.out */
 static inline void SwapUDP0_out(void *state, size_t v0, uint8_t *v1, void *v2)
 {
-    floem_count_one(&floem_counters[3]);
     ToNet0(state, v0, v1, v2);
 }
 
@@ -193,7 +189,7 @@ void floem_init(void)
 #ifdef FLOEM_LIBRARY
     floem_ignore_report_signal();       /* SIGUSR1 asks for a report: never die of it */
 #endif
-    floem_counters = floem_counters_open("echo", floem_counter_layout, 4);
+    floem_counters = floem_counters_open("echo", floem_counter_layout, 3);
     bool creator;
     floem_shared_bytes = floem_layout(0, false);
     floem_shared = floem_shared_attach(floem_shared_bytes, &creator);
