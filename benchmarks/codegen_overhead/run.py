@@ -2,7 +2,7 @@
 """Code generation overhead: instructions per packet of generated vs hand-written C (callgrind).
 
 Usage: python3 benchmarks/codegen_overhead/run.py [--packets 50000] [--base 10000]
-                                                  [--kvs-keys 10000] [--kvs-requests 10000]
+                                                  [--kvs-keys 10000] [--kvs-requests 20000]
                                                   [--kvs-base 2000] [--apps echo,hashcount,kvs]
                                                   [--annotate] [--keep DIR]
 
@@ -73,7 +73,8 @@ APPS = {
                   "capture": "udp", "sources": [], "includes": []},
     "kvs": {"app": os.path.join(HERE, "kvs_replay.py"), "hand": "kvs_hand.c",
             "thread": "kvs_thread", "pcap_out": True, "stdout": True, "capture": "kvs",
-            "sources": [os.path.join(LIBRARY_C, "headers.c"), os.path.join(LIBRARY_C, "memcached.c"),
+            "sources": [os.path.join(LIBRARY_C, "headers.c"),
+                        os.path.join(LIBRARY_C, "memcached.c"),
                         os.path.join(KVS_DIR, "proto.c"), os.path.join(KVS_DIR, "store.c")],
             "includes": [KVS_DIR]},
 }
@@ -210,7 +211,7 @@ def main():
     ap.add_argument("--base", type=int, default=10000, help="frames in the small capture")
     ap.add_argument("--kvs-keys", type=int, default=10000,
                     help="kvs: keys (each SET once before the requests)")
-    ap.add_argument("--kvs-requests", type=int, default=10000,
+    ap.add_argument("--kvs-requests", type=int, default=20000,
                     help="kvs: requests after the preload in the large capture")
     ap.add_argument("--kvs-base", type=int, default=2000,
                     help="kvs: requests after the preload in the small capture")
@@ -325,7 +326,8 @@ def main():
             for app in apps:
                 for name in ("generated", "hand-written"):
                     f = results[(app, name)][sizes[APPS[app]["capture"]][1]]["file"]
-                    text = check_run(["callgrind_annotate", "--auto=no", "--threshold=99", f]).stdout
+                    text = check_run(["callgrind_annotate", "--auto=no", "--threshold=99",
+                                      f]).stdout
                     body = text.split("file:function", 1)[-1].strip("-\n")
                     body = body.replace(work.rstrip("/") + "/", "").replace(ROOT + "/", "")
                     print(f"\n### {app}, {name}: self cost by function (large capture)\n")
