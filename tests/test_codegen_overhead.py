@@ -10,6 +10,7 @@ runtime's pool leaves addressable under ASan; and the generated KVS never frees 
 the pool's poisoning and the leak check off (ASAN_OPTIONS), ASan's other checks on."""
 from __future__ import annotations
 
+import importlib.util
 import os
 import struct
 import subprocess
@@ -19,8 +20,10 @@ import pytest
 
 from conftest import ROOT, floem_command
 
-sys.path.insert(0, os.path.join(ROOT, "benchmarks", "codegen_overhead"))
-import run as bench  # noqa: E402
+_spec = importlib.util.spec_from_file_location(
+    "codegen_overhead_run", os.path.join(ROOT, "benchmarks", "codegen_overhead", "run.py"))
+bench = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench)
 
 sys.path.insert(0, bench.KVS_DIR)
 import protocol as kvp  # noqa: E402
