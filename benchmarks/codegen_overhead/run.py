@@ -2,15 +2,22 @@
 """Code generation overhead: instructions per packet of generated vs hand-written C (callgrind).
 
 Usage: python3 benchmarks/codegen_overhead/run.py [--packets 50000] [--base 10000]
+                                                  [--kvs-keys 10000] [--kvs-requests 20000]
+                                                  [--kvs-base 2000] [--apps echo,hashcount,kvs]
                                                   [--annotate] [--keep DIR]
 
-Two apps, each replaying the same capture of 74-byte UDP frames (32-byte keys)
-through the Floem pcap backend:
+Three apps, each replaying a capture through the Floem pcap backend:
 
   echo       examples/echo/echo.py (through echo_replay.py, which only adds a `main`
              that stops at the end of the capture) vs echo_hand.c
   hashcount  hashcount.py (CheckUDP, JenkinsHash of the payload, count per bucket,
              NetFree) vs hashcount_hand.c
+  kvs        examples/kvs/kvs.py, design cpu (through kvs_replay.py, the same `main`
+             plus a printout of the store's statistics and the drops) vs kvs_hand.c
+
+echo and hashcount replay 74-byte UDP frames carrying 32-byte keys (capture.py); kvs
+replays the paper's workload written by examples/kvs/load.py --pcap (a SET of each of
+--kvs-keys keys, then a Zipf-0.9 mix of 90% GET and 10% SET, 64-byte values, seed 1).
 
 Variants of each: `generated` (floem build --net pcap, default flags: with the
 per-element packet counters); `generated --no-counters` (without them); `generated
@@ -18,19 +25,22 @@ per-element packet counters); `generated --no-counters` (without them); `generat
 (inlined parsing and hashing, the same floem/net.h calls and runtime files for the
 I/O, the generated Makefile's CFLAGS); `hand, library calls` (the hand-written loop
 calling the library's out-of-line floem_udp_parse/floem_udp_swap/floem_hashlittle,
-which separates the library's C from the generated glue); and both main variants
-again with -flto (FLOEM_CFLAGS=-flto for floem build).
+which separates the library's C from the generated glue; not for kvs, whose hand-written
+loop calls the example's proto.c and store.c out of line as the elements do); and both
+main variants again with -flto (FLOEM_CFLAGS=-flto for floem build).
 
 Each variant runs under `valgrind --tool=callgrind` on the capture of --base and of
---packets frames; instructions per packet are the slope, (Ir(N) - Ir(base)) / (N -
-base), so start-up and shutdown cancel. Only the packet loop's thread is counted:
+--packets frames (kvs: --kvs-base and --kvs-requests requests after the same preload);
+instructions per packet (kvs: per request) are the slope, (Ir(N) - Ir(base)) / (N -
+base), so start-up, the preload and shutdown cancel. Only the packet loop's thread is counted:
 --toggle-collect=<segment>_thread for generated programs, =main for hand-written ones,
 and --fair-sched=yes so that the segment thread's few idle polls at the end of the
 capture are the same in every run (the counts are deterministic).
 "I/O" is the inclusive cost of floem_net_rx/tx/flush/free (the runtime and the pcap
 backend; identical code in all variants), "rest" the remainder. Outputs are checked
-equal across variants (echo: the frames of the output capture; hashcount: its counts).
-Prints Markdown tables. About 20 s on 2 cores.
+equal across variants, and run.py exits with an error when they differ (echo: the frames
+of the output capture; hashcount: its counts; kvs: the reply frames byte for byte and the
+store's statistics and drops). Prints Markdown tables. About 40 s on 2 cores.
 """
 import argparse
 import os
@@ -48,11 +58,25 @@ ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 import capture  # noqa: E402
 
+KVS_DIR = os.path.join(ROOT, "examples", "kvs")
+LIBRARY_C = os.path.join(ROOT, "library", "c")
+# app: its Floem program, its hand-written twin, the generated segment's thread function,
+# whether it writes an output capture (compared frame by frame), whether its printout is
+# compared, the capture it replays ("udp": capture.py; "kvs": load.py), and the hand-written
+# side's extra C sources and include directories.
 APPS = {
     "echo": {"app": os.path.join(HERE, "echo_replay.py"), "hand": "echo_hand.c",
-             "thread": "echo_thread", "pcap_out": True},
+             "thread": "echo_thread", "pcap_out": True, "stdout": False, "capture": "udp",
+             "sources": [], "includes": []},
     "hashcount": {"app": os.path.join(HERE, "hashcount.py"), "hand": "hashcount_hand.c",
-                  "thread": "hashcount_thread", "pcap_out": False},
+                  "thread": "hashcount_thread", "pcap_out": False, "stdout": True,
+                  "capture": "udp", "sources": [], "includes": []},
+    "kvs": {"app": os.path.join(HERE, "kvs_replay.py"), "hand": "kvs_hand.c",
+            "thread": "kvs_thread", "pcap_out": True, "stdout": True, "capture": "kvs",
+            "sources": [os.path.join(LIBRARY_C, "headers.c"),
+                        os.path.join(LIBRARY_C, "memcached.c"),
+                        os.path.join(KVS_DIR, "proto.c"), os.path.join(KVS_DIR, "store.c")],
+            "includes": [KVS_DIR]},
 }
 # (name, kind, extra CFLAGS, or floem build flags for "gen" when they start with --);
 # kind "gen" or "hand"
@@ -65,7 +89,14 @@ VARIANTS = [
     ("generated -flto", "gen", ["-flto"]),
     ("hand-written -flto", "hand", ["-flto"]),
 ]
+# The hand-written kvs calls the library's C out of line already: no library-calls twin.
+SKIP = {("kvs", "hand, library calls")}
 IO_FUNCS = ("floem_net_rx", "floem_net_tx", "floem_net_flush", "floem_net_free")
+
+
+def variants(app):
+    """The variants measured for `app`."""
+    return [v for v in VARIANTS if (app, v[0]) not in SKIP]
 
 
 def slug(name):
@@ -111,14 +142,16 @@ def build(floem, work, app, variant):
     gen_dir = os.path.join(work, f"{app}-generated")
     flags = [f for f in makefile_cflags(gen_dir) if not f.startswith("-I")]
     sources = [os.path.join(HERE, spec["hand"])] + [
-        os.path.join(ROOT, "runtime", "src", f) for f in ("net.c", "net_pcap.c", "threads.c", "shared.c", "count.c")]
+        os.path.join(ROOT, "runtime", "src", f) for f in ("net.c", "net_pcap.c", "threads.c", "shared.c", "count.c")
+    ] + spec["sources"]
     if "-DHAND_LIBRARY_CALLS" in extra:
         sources += [os.path.join(ROOT, "library", "c", "headers.c"),
                     os.path.join(ROOT, "library", "c", "hash.c")]
     exe = out + ".exe"
     check_run([os.environ.get("CC", "cc"), *flags, *extra,
                "-I" + os.path.join(ROOT, "runtime", "include"),
-               "-I" + os.path.join(ROOT, "library", "c"), "-o", exe, *sources, "-lpcap"])
+               "-I" + LIBRARY_C, *("-I" + d for d in spec["includes"]), "-o", exe, *sources,
+               "-lpcap"])
     return exe, "main"
 
 
@@ -142,6 +175,13 @@ def inclusive(cg_file, names):
         if m and m.group(2) in names and m.group(2) not in found:
             found[m.group(2)] = int(m.group(1).replace(",", ""))
     return found
+
+
+def kvs_capture(path, keys, requests):
+    """The paper's KVS workload as a capture (examples/kvs/load.py --pcap, seed 1): a SET of
+    every key, then `requests` requests; the first n requests do not depend on `requests`."""
+    check_run([sys.executable, os.path.join(KVS_DIR, "load.py"), "--pcap", path,
+               "--keys", str(keys), "--requests", str(requests), "--seed", "1"])
 
 
 def callgrind(work, exe, toggle, pcap_in, pcap_out, tag, lto):
@@ -169,6 +209,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--packets", type=int, default=50000, help="frames in the large capture")
     ap.add_argument("--base", type=int, default=10000, help="frames in the small capture")
+    ap.add_argument("--kvs-keys", type=int, default=10000,
+                    help="kvs: keys (each SET once before the requests)")
+    ap.add_argument("--kvs-requests", type=int, default=20000,
+                    help="kvs: requests after the preload in the large capture")
+    ap.add_argument("--kvs-base", type=int, default=2000,
+                    help="kvs: requests after the preload in the small capture")
+    ap.add_argument("--apps", default=",".join(APPS),
+                    help="comma-separated apps to measure (default: %(default)s)")
     ap.add_argument("--annotate", action="store_true",
                     help="also print callgrind_annotate's top functions (large capture)")
     ap.add_argument("--keep", metavar="DIR", help="work in DIR and keep it (builds, captures, "
@@ -176,6 +224,12 @@ def main():
     args = ap.parse_args()
     if args.packets <= args.base:
         sys.exit("run.py: --packets must be larger than --base")
+    if args.kvs_requests <= args.kvs_base or args.kvs_keys < 1:
+        sys.exit("run.py: --kvs-requests must be larger than --kvs-base, --kvs-keys at least 1")
+    apps = [a for a in args.apps.split(",") if a]
+    unknown = [a for a in apps if a not in APPS]
+    if unknown or not apps:
+        sys.exit(f"run.py: --apps takes some of {', '.join(APPS)}, not {args.apps!r}")
     for tool in ("valgrind", "callgrind_annotate"):
         if shutil.which(tool) is None:
             sys.exit(f"run.py: {tool} is not installed")
@@ -183,51 +237,67 @@ def main():
     start = time.monotonic()
     work = args.keep or tempfile.mkdtemp(prefix="floem-codegen-")
     os.makedirs(work, exist_ok=True)
+    # Per capture kind: the two sizes (what the slope is per) and the frames in each capture.
+    sizes = {"udp": (args.base, args.packets), "kvs": (args.kvs_base, args.kvs_requests)}
     try:
         caps = {}
-        for n in (args.base, args.packets):
-            caps[n] = os.path.join(work, f"in-{n}.pcap")
-            capture.write(caps[n], n)
+        for kind in sorted({APPS[a]["capture"] for a in apps}):
+            for n in sizes[kind]:
+                caps[(kind, n)] = os.path.join(work, f"in-{kind}-{n}.pcap")
+                if kind == "udp":
+                    capture.write(caps[(kind, n)], n)
+                else:
+                    kvs_capture(caps[(kind, n)], args.kvs_keys, n)
         results = {}
-        for app, spec in APPS.items():
-            for variant in VARIANTS:
+        for app in apps:
+            spec = APPS[app]
+            kind = spec["capture"]
+            for variant in variants(app):
                 exe, toggle = build(floem, work, app, variant)
                 runs = {}
-                for n in (args.base, args.packets):
+                for n in sizes[kind]:
                     tag = f"{app}-{slug(variant[0])}-{n}"
                     out = os.path.join(work, f"out-{tag}.pcap") if spec["pcap_out"] else None
-                    runs[n] = callgrind(work, exe, toggle, caps[n], out, tag, "-flto" in variant[2])
+                    runs[n] = callgrind(work, exe, toggle, caps[(kind, n)], out, tag,
+                                        "-flto" in variant[2])
                     runs[n]["out"] = out
                 results[(app, variant[0])] = runs
-            # Same results from every variant.
-            for n in (args.base, args.packets):
+            # Same results from every variant: the output frames byte for byte, the printout.
+            for n in sizes[kind]:
                 ref = results[(app, "hand-written")][n]
-                for variant in VARIANTS:
+                for variant in variants(app):
                     r = results[(app, variant[0])][n]
-                    same = (frames(r["out"]) == frames(ref["out"]) if spec["pcap_out"]
-                            else r["stdout"] == ref["stdout"])
-                    if not same:
-                        sys.exit(f"run.py: {app} {variant[0]} ({n} packets) does not give the "
+                    if spec["pcap_out"] and frames(r["out"]) != frames(ref["out"]):
+                        sys.exit(f"run.py: {app} {variant[0]} ({n}) sends other frames than the "
+                                 f"hand-written program: compare {r['out']} and {ref['out']} "
+                                 f"(--keep DIR keeps them)")
+                    if spec["stdout"] and r["stdout"] != ref["stdout"]:
+                        sys.exit(f"run.py: {app} {variant[0]} ({n}) does not give the "
                                  f"hand-written program's result:\n{r['stdout']}\n{ref['stdout']}")
-            if spec["pcap_out"] and len(frames(results[(app, "generated")][args.packets]["out"])) \
-                    != args.packets:
-                sys.exit(f"run.py: {app} did not echo every frame")
-        span = args.packets - args.base
+                if spec["pcap_out"]:
+                    sent, received = len(frames(ref["out"])), len(frames(caps[(kind, n)]))
+                    if sent != received:
+                        sys.exit(f"run.py: {app} sent {sent} frames for {received} received "
+                                 f"({n})")
         per = {}
         for key, runs in results.items():
-            lo, hi = runs[args.base], runs[args.packets]
+            lo, hi = sizes[APPS[key[0]]["capture"]]
+            lo, hi, span = runs[lo], runs[hi], hi - lo
             ir = (hi["ir"] - lo["ir"]) / span
             io = (hi["io"] - lo["io"]) / span if hi["io"] is not None and lo["io"] is not None \
                 else None
             per[key] = (ir, io)
 
         print(f"Instructions per packet (callgrind Ir, slope between {args.base} and "
-              f"{args.packets} packets of 74 bytes; pcap backend; packet loop thread only)\n")
+              f"{args.packets} packets of 74 bytes; pcap backend; packet loop thread only)"
+              + (f"; kvs: per request, slope between {args.kvs_base} and {args.kvs_requests} "
+                 f"requests of the paper's workload after a SET of each of {args.kvs_keys} keys"
+                 if "kvs" in apps else "") + "\n")
         print("| app | variant | Ir/packet | I/O (runtime + pcap) | rest | vs hand-written "
               "(total) | vs hand-written (rest) |")
         print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
-        for app in APPS:
-            for name, _, extra in VARIANTS:
+        for app in apps:
+            for name, _, extra in variants(app):
                 ir, io = per[(app, name)]
                 ref_name = "hand-written -flto" if "-flto" in extra else "hand-written"
                 ref_ir, ref_io = per[(app, ref_name)]
@@ -242,24 +312,25 @@ def main():
         print()
         print("Codegen overhead (generated vs hand-written, default flags): " + ", ".join(
             f"{app} {pct(per[(app, 'generated')][0], per[(app, 'hand-written')][0])}"
-            for app in APPS) + "; with -flto: " + ", ".join(
+            for app in apps) + "; with -flto: " + ", ".join(
             f"{app} {pct(per[(app, 'generated -flto')][0], per[(app, 'hand-written -flto')][0])}"
-            for app in APPS) + " (paper: 9%, target: at most 3%)")
+            for app in apps) + " (paper: 9%, target: at most 3%)")
         print("Per-element counters cost (generated vs generated --no-counters): " + ", ".join(
             f"{app} {pct(per[(app, 'generated')][0], per[(app, 'generated --no-counters')][0])}"
-            for app in APPS))
+            for app in apps))
         print("A traced build tracing no packet (generated --trace vs generated): " + ", ".join(
             f"{app} {per[(app, 'generated --trace')][0] - per[(app, 'generated')][0]:+.1f} "
             f"instructions ({pct(per[(app, 'generated --trace')][0], per[(app, 'generated')][0])})"
-            for app in APPS))
+            for app in apps))
         if args.annotate:
-            for app in APPS:
+            for app in apps:
                 for name in ("generated", "hand-written"):
-                    f = results[(app, name)][args.packets]["file"]
-                    text = check_run(["callgrind_annotate", "--auto=no", "--threshold=99", f]).stdout
+                    f = results[(app, name)][sizes[APPS[app]["capture"]][1]]["file"]
+                    text = check_run(["callgrind_annotate", "--auto=no", "--threshold=99",
+                                      f]).stdout
                     body = text.split("file:function", 1)[-1].strip("-\n")
                     body = body.replace(work.rstrip("/") + "/", "").replace(ROOT + "/", "")
-                    print(f"\n### {app}, {name}: self cost by function ({args.packets} packets)\n")
+                    print(f"\n### {app}, {name}: self cost by function (large capture)\n")
                     print("```\n" + "\n".join(body.splitlines()[:30]) + "\n```")
         print(f"\n({time.monotonic() - start:.0f} s; valgrind "
               f"{check_run(['valgrind', '--version']).stdout.strip()}, "
