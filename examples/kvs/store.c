@@ -278,7 +278,7 @@ kvs_store_t *kvs_store_new(size_t memory_bytes, uint32_t buckets)
     return s;
 }
 
-kvs_store_t *kvs_store_once(kvs_store_t **slot, size_t memory_bytes, uint32_t buckets)
+kvs_store_t *kvs_store_make_once(kvs_store_t **slot, size_t memory_bytes, uint32_t buckets)
 {
     kvs_store_t *s = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
     if (s != NULL)

@@ -60,8 +60,14 @@ typedef struct {
 kvs_store_t *kvs_store_new(size_t memory_bytes, uint32_t buckets);
 void kvs_store_free(kvs_store_t *s);
 /* The store at *slot, made with kvs_store_new by the first caller (any number of threads may
- * call it at once; one store is kept). NULL when it cannot be made. */
-kvs_store_t *kvs_store_once(kvs_store_t **slot, size_t memory_bytes, uint32_t buckets);
+ * call it at once; one store is kept). NULL when it cannot be made. Once the store exists this
+ * is one load and one branch, inlined: callers may call it for every request. */
+kvs_store_t *kvs_store_make_once(kvs_store_t **slot, size_t memory_bytes, uint32_t buckets);
+static inline kvs_store_t *kvs_store_once(kvs_store_t **slot, size_t memory_bytes, uint32_t buckets)
+{
+    kvs_store_t *s = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    return __builtin_expect(s != NULL, 1) ? s : kvs_store_make_once(slot, memory_bytes, buckets);
+}
 
 /* The record stored under `key` (keylen bytes, 1..250), whose 32-bit hash the caller computed
  * (any hash function; the same key must always come with the same hash). `now` is the current
