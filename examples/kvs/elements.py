@@ -38,6 +38,8 @@ class Request(State):
     ``pkt`` and ``buf`` are the request's frame, on the device that received it
     (elsewhere they are only carried along); ``key`` points at the key and ``val`` at a
     record (flags, expiry, value; proto.h), both sized, so their bytes cross queues.
+    ``now`` is when the request was received (`kvs_now`): every element judges expiry
+    by it, so the clock is read once per request.
     """
 
     pkt = Field("struct kvs_packet *")
@@ -51,6 +53,7 @@ class Request(State):
     val = Field(Pointer(Uint(8)), size="state->vallen")
     vallen = Field(Uint(32))
     cached = Field(Uint(8))
+    now = Field(Uint(32))
 
 
 class RequestDrops(State):
@@ -82,8 +85,8 @@ class Table(State):
 class ParseRequest(Element):
     """Accept whole single-datagram requests (``out``); drop and count the rest (``drop``).
 
-    Sets ``pkt``, ``buf``, ``opcode``, ``key``/``keylen`` and ``status``: what the
-    request is answered if it never reaches the store (invalid arguments, unknown
+    Sets ``pkt``, ``buf``, ``opcode``, ``key``/``keylen``, ``now`` and ``status``: what
+    the request is answered if it never reaches the store (invalid arguments, unknown
     command, a value longer than ``value_max``), else OK.
     """
 
@@ -109,6 +112,7 @@ class ParseRequest(Element):
                 state->status = kvs_validate(p, %d);
                 state->key = kvs_key(p);
                 state->keylen = kvs_keylen(p);
+                state->now = kvs_now();
             } else {
                 uint64_t *count = why == KVS_DROP_NOT_UDP ? &drops->not_udp
                                 : why == KVS_DROP_IP_OPTIONS ? &drops->ip_options
@@ -178,7 +182,7 @@ class MakeRecord(Element):
     def impl(self) -> None:
         self.run_c(r'''
             static _Thread_local uint8_t record[KVS_RECORD_HEADER + KVS_VALUE_LIMIT];
-            state->vallen = kvs_record_make(record, state->pkt, kvs_now());
+            state->vallen = kvs_record_make(record, state->pkt, state->now);
             state->val = record;
             output { out(); }
         ''')
@@ -217,7 +221,7 @@ class HashtGet(StoreElement):
     def impl(self) -> None:
         self.store(r'''
             static _Thread_local uint8_t record[KVS_RECORD_HEADER + KVS_VALUE_LIMIT];
-            long n = kvs_store_get(s, state->key, state->keylen, hash, kvs_now(), record,
+            long n = kvs_store_get(s, state->key, state->keylen, hash, state->now, record,
                                    sizeof record);
             state->val = record;
             state->vallen = n < 0 || (size_t)n > sizeof record ? 0 : (uint32_t)n;
@@ -249,7 +253,7 @@ class HashtDelete(StoreElement):
     def impl(self) -> None:
         knew = "if (state->cached) found = state->cached == KVS_CACHED_LIVE;" if self.cached else ""
         self.store(r'''
-            int found = kvs_store_delete(s, state->key, state->keylen, hash, kvs_now());
+            int found = kvs_store_delete(s, state->key, state->keylen, hash, state->now);
             %s
             if (state->opcode == FLOEM_MC_DELETE)      /* a SET too large keeps its status */
                 state->status = found ? FLOEM_MC_OK : FLOEM_MC_KEY_NOT_FOUND;
@@ -275,7 +279,7 @@ class Forget(Element):
             uint32_t len;
             bool dirty;
             if (floem_cache_forget(%(cache)s_cache, state->key, state->keylen, &held, &len, &dirty))
-                state->cached = kvs_record_live(held, len, kvs_now()) ? KVS_CACHED_LIVE
+                state->cached = kvs_record_live(held, len, state->now) ? KVS_CACHED_LIVE
                                                                       : KVS_CACHED_DEAD;
             state->qid = (int)(floem_cache_hash(state->key, state->keylen) %% %(n)du);
             output { out(); }
@@ -302,7 +306,7 @@ class Respond(Element):
     def impl(self) -> None:
         self.run_c(r'''
             struct kvs_packet *p = state->pkt;
-            struct floem_mc_msg r = kvs_reply_to(p, state->status, %s, kvs_now());
+            struct floem_mc_msg r = kvs_reply_to(p, state->status, %s, state->now);
             unsigned n = kvs_reply_datagrams(&r);
             output multiple;
             /* the other datagrams first: they copy the request's headers */
@@ -342,6 +346,7 @@ class Retrieve(Element):
             task.reply.pkt = state->pkt;
             task.reply.buf = state->buf;
             task.reply.qid = state->qid;
+            task.reply.now = state->now;
             output { out(&task); }
         ''' % (self.length, self.copy))
 
@@ -363,6 +368,7 @@ class Restore(Element):
             state->pkt = task->reply.pkt;
             state->buf = task->reply.buf;
             state->qid = task->reply.qid;
+            state->now = task->reply.now;
             state->status = task->status;
             %s
             output { out(); }

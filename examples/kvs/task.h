@@ -29,6 +29,7 @@ struct kvs_task {
         struct kvs_packet *pkt;
         void *buf;
         int qid;
+        uint32_t now;               /* when the NIC received the request (kvs_now) */
     } reply;
 };
 
