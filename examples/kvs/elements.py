@@ -87,7 +87,10 @@ class ParseRequest(Element):
 
     Sets ``pkt``, ``buf``, ``opcode``, ``key``/``keylen``, ``now`` and ``status``: what
     the request is answered if it never reaches the store (invalid arguments, unknown
-    command, a value longer than ``value_max``), else OK.
+    command, a value longer than ``value_max``), else OK. It writes them whatever the
+    verdict (a dropped frame's are never read), as statements of their own rather than
+    in a branch, so that the compiler sees every field written before it is read and
+    does not clear the state for each packet.
     """
 
     c_headers = PROTO_HEADERS
@@ -104,16 +107,16 @@ class ParseRequest(Element):
         self.run_c(r'''
             (size_t size, uint8_t *data, void *buf) = inp();
             int why = kvs_check(data, size);
-            if (why < 0) {
-                struct kvs_packet *p = (struct kvs_packet *)data;
-                state->pkt = p;
-                state->buf = buf;
-                state->opcode = p->mc.opcode;
-                state->status = kvs_validate(p, %d);
-                state->key = kvs_key(p);
-                state->keylen = kvs_keylen(p);
-                state->now = kvs_now();
-            } else {
+            bool ok = why < 0;
+            struct kvs_packet *p = (struct kvs_packet *)data;
+            state->pkt = p;
+            state->buf = buf;
+            state->opcode = ok ? p->mc.opcode : 0;
+            state->status = ok ? kvs_validate(p, %d) : FLOEM_MC_OK;
+            state->key = ok ? kvs_key(p) : NULL;
+            state->keylen = ok ? kvs_keylen(p) : 0;
+            state->now = ok ? kvs_now() : 0;
+            if (!ok) {
                 uint64_t *count = why == KVS_DROP_NOT_UDP ? &drops->not_udp
                                 : why == KVS_DROP_IP_OPTIONS ? &drops->ip_options
                                 : why == KVS_DROP_TOO_SHORT ? &drops->too_short
@@ -123,7 +126,7 @@ class ParseRequest(Element):
                 __atomic_fetch_add(count, 1, __ATOMIC_RELAXED);
             }
             output switch {
-                case why < 0: out();
+                case ok: out();
                 else: drop(size, data, buf);
             }
         ''' % self.value_max)
