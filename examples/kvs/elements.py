@@ -192,15 +192,20 @@ class MakeRecord(Element):
 
 
 class StoreElement(Element):
-    """An element of the store: one input, one output, the `Table` it works on."""
+    """An element of the store: one input, one output, the `Table` it works on.
+
+    ``cached=True``: a NIC cache is in front, whose evictions come with their key and
+    record only: their hash is computed here (``hash`` is zero).
+    """
 
     c_headers = STORE_HEADERS
     c_sources = STORE_SOURCES
     table = Persistent(Table)
 
-    def configure(self) -> None:
+    def configure(self, cached: bool = False) -> None:
         self.inp = Input()
         self.out = Output()
+        self.cached = cached
 
     def store(self, body: str) -> None:
         """Run ``body`` with ``s`` (the store) and ``hash`` (the key's) declared."""
@@ -211,11 +216,13 @@ class StoreElement(Element):
                         (unsigned long long)table->memory);
                 abort();
             }
-            /* an eviction from a NIC cache comes with its key and record only */
-            uint32_t hash = state->hash ? state->hash : kvs_hash(state->key, state->keylen);
+            uint32_t hash = %s;
             %s
             output { out(); }
-        ''' % body)
+        ''' % (self.HASH_OR_COMPUTED if self.cached else "state->hash", body))
+
+    #: The key's hash, for a store behind a NIC cache.
+    HASH_OR_COMPUTED = "state->hash ? state->hash : kvs_hash(state->key, state->keylen)"
 
 
 class HashtGet(StoreElement):
@@ -248,10 +255,6 @@ class HashtDelete(StoreElement):
     With ``cached=True`` (a NIC cache in front, see `Forget`), what the cache knew wins:
     it held the latest value whenever it held the key.
     """
-
-    def configure(self, cached: bool = False) -> None:
-        super().configure()
-        self.cached = cached
 
     def impl(self) -> None:
         knew = "if (state->cached) found = state->cached == KVS_CACHED_LIVE;" if self.cached else ""

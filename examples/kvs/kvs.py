@@ -127,7 +127,8 @@ def cpu() -> None:
 def serve(requests: LogicalQueues, replies: LogicalQueues, cached: bool = False) -> None:
     """The host's half of the offload designs: the store, between request and reply queues
     (one segment, or one per kind when the kinds have queues of their own)."""
-    work = {"get": lambda: HashtGet(states=[table]), "set": lambda: HashtPut(states=[table]),
+    work = {"get": lambda: HashtGet(cached=cached, states=[table]),
+            "set": lambda: HashtPut(cached=cached, states=[table]),
             "delete": lambda: HashtDelete(cached=cached, states=[table])}
 
     class store(Segment):
