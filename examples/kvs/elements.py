@@ -201,6 +201,8 @@ class StoreElement(Element):
     c_headers = STORE_HEADERS
     c_sources = STORE_SOURCES
     table = Persistent(Table)
+    #: The key's hash, for a store behind a NIC cache.
+    HASH_OR_COMPUTED = "state->hash ? state->hash : kvs_hash(state->key, state->keylen)"
 
     def configure(self, cached: bool = False) -> None:
         self.inp = Input()
@@ -220,9 +222,6 @@ class StoreElement(Element):
             %s
             output { out(); }
         ''' % (self.HASH_OR_COMPUTED if self.cached else "state->hash", body))
-
-    #: The key's hash, for a store behind a NIC cache.
-    HASH_OR_COMPUTED = "state->hash ? state->hash : kvs_hash(state->key, state->keylen)"
 
 
 class HashtGet(StoreElement):
