@@ -24,7 +24,7 @@ Rules, comma separated, each ``ACTION PROTO SRC DST``: ACTION ``allow`` or ``den
 """
 from typing import NamedTuple
 
-from floem import Array, Element, Field, Input, Output, State, Uint, param
+from floem import Array, Field, State, Uint, param
 
 import shallow
 
@@ -104,18 +104,11 @@ drops = FirewallDrops("drops")
 table = FlowTable("table")
 
 
-class Filter(Element):
+class Filter(shallow.Function):
     """Pass established flows; decide new ones by the rules, remembering the allowed.
 
     Ports: ``inp``, ``out``, ``drop`` (no value: the frame is ``state->pkt``).
     """
-
-    c_headers = shallow.HEADERS
-
-    def configure(self) -> None:
-        self.inp = Input()
-        self.out = Output()
-        self.drop = Output()
 
     def states(self, counts: State, flows_table: State) -> None:
         self.drops = counts

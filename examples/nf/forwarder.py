@@ -12,7 +12,7 @@ matching route (``no_route``) is dropped and counted in ``drops``; no ICMP messa
     floem run examples/nf/forwarder.py --net pcap --pcap-in in.pcap --pcap-out out.pcap
     floem run examples/nf/forwarder.py -D device=cpu -D routes=0.0.0.0/0=02:00:00:00:00:02
 """
-from floem import Element, Field, Input, Output, State, Uint, param
+from floem import Field, State, Uint, param
 
 import shallow
 
@@ -59,21 +59,11 @@ class ForwardDrops(State):
 drops = ForwardDrops("drops")
 
 
-class Forward(Element):
+class Forward(shallow.Function):
     """Look up the next hop, decrement the TTL, rewrite the Ethernet addresses.
 
     Ports: ``inp``, ``out``, ``drop`` (no value: the frame is ``state->pkt``).
     """
-
-    c_headers = shallow.HEADERS
-
-    def configure(self) -> None:
-        self.inp = Input()
-        self.out = Output()
-        self.drop = Output()
-
-    def states(self, counts: State) -> None:
-        self.drops = counts
 
     def impl(self) -> None:
         nets = ", ".join(f"0x{n:08x}u" for n, _, _ in routes)

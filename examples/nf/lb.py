@@ -21,7 +21,7 @@ little). Frames to any other address are dropped and counted (``not_vip``).
 import hashlib
 import ipaddress
 
-from floem import Element, Field, Input, Output, State, Uint, param
+from floem import Field, State, Uint, param
 
 import shallow
 
@@ -103,21 +103,11 @@ class BalanceDrops(State):
 drops = BalanceDrops("drops")
 
 
-class Balance(Element):
+class Balance(shallow.Function):
     """Send frames to the virtual address to their flow's backend.
 
     Ports: ``inp``, ``out``, ``drop`` (no value: the frame is ``state->pkt``).
     """
-
-    c_headers = shallow.HEADERS
-
-    def configure(self) -> None:
-        self.inp = Input()
-        self.out = Output()
-        self.drop = Output()
-
-    def states(self, counts: State) -> None:
-        self.drops = counts
 
     def impl(self) -> None:
         n = len(backends)

@@ -23,7 +23,7 @@ TCP and UDP share the port range.
     floem run examples/nf/nat.py --net pcap --pcap-in in.pcap --pcap-out out.pcap
     floem run examples/nf/nat.py -D public=203.0.113.1 -D ports=20000-29999
 """
-from floem import Array, Element, Field, Input, Output, State, Uint, param
+from floem import Array, Field, State, Uint, param
 
 import shallow
 
@@ -73,18 +73,11 @@ drops = NatDrops("drops")
 mappings = Mappings("mappings")
 
 
-class Translate(Element):
+class Translate(shallow.Function):
     """Translate outbound and inbound frames; drop the others.
 
     Ports: ``inp``, ``out``, ``drop`` (no value: the frame is ``state->pkt``).
     """
-
-    c_headers = shallow.HEADERS
-
-    def configure(self) -> None:
-        self.inp = Input()
-        self.out = Output()
-        self.drop = Output()
 
     def states(self, counts: State, table: State) -> None:
         self.drops = counts

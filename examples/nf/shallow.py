@@ -28,8 +28,8 @@ import os
 import sys
 from typing import Callable
 
-from floem import (Composite, Element, Flow, FloemError, Frame, PerPacket, Queue, Segment, State,
-                   param, target)
+from floem import (Composite, Element, Flow, FloemError, Frame, Input, Output, PerPacket, Queue,
+                   Segment, State, param, target)
 from floem.library import (CheckFrame, DropFrame, FrameCheckStats, FromNet, IPv4Frame, LoadFrame,
                            StoreFrame, ToNet)
 from floem.library import packets
@@ -51,6 +51,23 @@ class Packet(State):
     """The per-packet state of every shallow function: the frame, typed by its headers."""
 
     pkt = Frame(IPv4Frame)
+
+
+class Function(Element):
+    """An element that is a shallow function (or its part): ports ``inp``, ``out`` and
+    ``drop``, carrying no value (the frame is ``state->pkt``), its C with `HEADERS`, and a
+    state counting its drops by reason (``self.drops``; a function with more states
+    overrides `states`)."""
+
+    c_headers = HEADERS
+
+    def configure(self) -> None:
+        self.inp = Input()
+        self.out = Output()
+        self.drop = Output()
+
+    def states(self, counts: State) -> None:
+        self.drops = counts
 
 
 class CheckCounts(FrameCheckStats):
