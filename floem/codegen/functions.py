@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from floem.csrc.tokens import tokenize
+from floem.csrc.tokens import mentions
 from floem.ir import EdgeKind, ElementNode, PersistentState, ProgramIR, Role, SegmentIR
 from floem.ir.plan import ElementCounters, ElementTrace, TracedPort
 
@@ -248,6 +248,3 @@ def return_type(ir: ProgramIR, seg: SegmentIR) -> str:
     return ret.inputs["inp"][0] if ret is not None and ret.inputs["inp"] else ""
 
 
-def mentions(name: str, texts: list[str]) -> bool:
-    """True when identifier ``name`` appears in any of the C ``texts``."""
-    return any(t.kind == "ident" and t.text == name for text in texts for t in tokenize(text))

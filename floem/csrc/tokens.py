@@ -85,6 +85,11 @@ def tokenize(code: str) -> list[Token]:
     return tokens
 
 
+def mentions(name: str, texts: list[str]) -> bool:
+    """True when identifier (or keyword) ``name`` appears in any of the C ``texts``."""
+    return any(t.kind == "ident" and t.text == name for text in texts for t in tokenize(text))
+
+
 def _pp_end(code: str, pos: int) -> int:
     """End of the preprocessor directive starting at `pos` (before its newline)."""
     while pos < len(code) and code[pos] != "\n":

@@ -25,7 +25,7 @@ from typing import Callable
 import networkx as nx
 
 from floem import csrc
-from floem.csrc.tokens import tokenize
+from floem.csrc.tokens import mentions
 from floem.ir import (Device, ElementNode, FrameCrossing, Home, ProcessIR, ProgramIR, QueueIR,
                       Role, SegmentIR, SegmentKind)
 from floem.ir.graph import unused_name
@@ -170,8 +170,7 @@ def _fresh_state(ir: ProgramIR, n: ElementNode, seg: SegmentIR) -> bool:
         return False
     f = n.info.fields
     texts = [c.text for c in (n.code, n.nic_code) if c is not None]
-    return not (f.uses or f.writes or f.kills) and not any(
-        t.kind == "ident" and t.text == "state" for text in texts for t in tokenize(text))
+    return not (f.uses or f.writes or f.kills) and not mentions("state", texts)
 
 
 def _plan_counters(ir: ProgramIR, proc: ProcessIR) -> None:
@@ -231,8 +230,7 @@ def _sends_exactly_once(n: ElementNode) -> bool:
     texts = [c.text for c in (n.code, n.nic_code) if c is not None]
     return (set(info.always_fires) == set(n.outputs)
             and sum(len(lines) for lines in info.calls.values()) == 1
-            and not any(t.kind == "ident" and t.text in ("return", "goto")
-                        for text in texts for t in tokenize(text)))
+            and not mentions("return", texts) and not mentions("goto", texts))
 
 
 def _sends_at_most_once(n: ElementNode) -> bool:
