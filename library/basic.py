@@ -171,7 +171,8 @@ class Counter(Element):
     The counts are in a `Counts` persistent state; give one to read it from
     ``main``: ``hits = Counts("hits")``, ``Counter(states=[hits])``, then
     ``hits->packets`` in ``main``. Several threads may count at once
-    (atomic increments). ``size=k`` adds the ``k``-th value of each packet
+    (``floem_add``: atomic increments, plain ones where one thread is the state's
+    only writer). ``size=k`` adds the ``k``-th value of each packet
     (an integer, e.g. a frame's size) to ``bytes``.
 
     Ports: ``inp`` (``ty``, default: none, accepting anything); ``out`` (``ty``).
@@ -191,10 +192,10 @@ class Counter(Element):
     def impl(self) -> None:
         read, names = read_values("inp", self.types)
         add_bytes = "" if self.size is None else \
-            f"__atomic_fetch_add(&counts->bytes, (uint64_t){names[self.size]}, __ATOMIC_RELAXED);"
+            f"floem_add(&counts->bytes, (uint64_t){names[self.size]});"
         self.run_c(f'''
             {read}
-            __atomic_fetch_add(&counts->packets, 1, __ATOMIC_RELAXED);
+            floem_add(&counts->packets, 1);
             {add_bytes}
             output {{ out({", ".join(names)}); }}
         ''')

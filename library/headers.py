@@ -74,10 +74,10 @@ class CheckUDP(Element):
             {read_frame()}
             enum floem_udp_verdict verdict = floem_udp_parse(data, size, {self.verify}, NULL);
             if (verdict == FLOEM_UDP_OK) {{
-                __atomic_fetch_add(&stats->passed, 1, __ATOMIC_RELAXED);
+                floem_add(&stats->passed, 1);
             }} else {{
-                __atomic_fetch_add(&stats->dropped, 1, __ATOMIC_RELAXED);
-                __atomic_fetch_add(&stats->reasons[verdict], 1, __ATOMIC_RELAXED);
+                floem_add(&stats->dropped, 1);
+                floem_add(&stats->reasons[verdict], 1);
             }}
             output switch {{
                 case verdict == FLOEM_UDP_OK: out(size, data, buf);

@@ -87,10 +87,10 @@ class ParseMemcached(Element):
                 && floem_mc_parse(udp.payload, udp.payload_len, &msg) == FLOEM_MC_PARSED
                 && msg.magic == FLOEM_MC_REQUEST && msg.sequence == 0 && msg.total == 1;
             if (ok) {{
-                __atomic_fetch_add(&stats->passed, 1, __ATOMIC_RELAXED);
+                floem_add(&stats->passed, 1);
                 {stores}
             }} else {{
-                __atomic_fetch_add(&stats->dropped, 1, __ATOMIC_RELAXED);
+                floem_add(&stats->dropped, 1);
             }}
             output switch {{
                 case ok: out(size, data, buf);

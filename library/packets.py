@@ -164,9 +164,9 @@ class CheckFrame(Element):
                 why = {reason["not_udp_tcp"]};
             }}
             if (why < 0)
-                __atomic_fetch_add(&stats->passed, 1, __ATOMIC_RELAXED);
+                floem_add(&stats->passed, 1);
             else
-                __atomic_fetch_add(&stats->reasons[why], 1, __ATOMIC_RELAXED);
+                floem_add(&stats->reasons[why], 1);
             output switch {{
                 case why < 0: out();
                 else: drop();

@@ -123,7 +123,7 @@ class ParseRequest(Element):
                                 : why == KVS_DROP_MULTI_DATAGRAM ? &drops->multi_datagram
                                 : why == KVS_DROP_BAD_MAGIC ? &drops->bad_magic
                                 : &drops->bad_length;
-                __atomic_fetch_add(count, 1, __ATOMIC_RELAXED);
+                floem_add(count, 1);
             }
             output switch {
                 case ok: out();

@@ -152,9 +152,9 @@ class Filter(shallow.Function):
                         rule = i;
                 pass = rule >= 0 && allow[rule];
                 if (!pass) {{
-                    __atomic_fetch_add(&drops->denied, 1, __ATOMIC_RELAXED);
+                    floem_add(&drops->denied, 1);
                 }} else if (at == -1 - (int64_t){flows}) {{
-                    __atomic_fetch_add(&drops->table_full, 1, __ATOMIC_RELAXED);
+                    floem_add(&drops->table_full, 1);
                 }} else {{
                     uint32_t slot = (uint32_t)(-1 - at);
                     table->keys[2 * slot] = key0;

@@ -75,7 +75,7 @@ class FlowKey(Element):
                 state->data = data;
                 state->buf = buf;
             } else {
-                __atomic_fetch_add(&drops->too_short, 1, __ATOMIC_RELAXED);
+                floem_add(&drops->too_short, 1);
             }
             output switch {
                 case ok: out();

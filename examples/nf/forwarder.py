@@ -77,7 +77,7 @@ class Forward(shallow.Function):
             bool forward = false;
             uint8_t ttl = state->pkt->ip.ttl;
             if (ttl <= 1) {{
-                __atomic_fetch_add(&drops->ttl_expired, 1, __ATOMIC_RELAXED);
+                floem_add(&drops->ttl_expired, 1);
             }} else {{
                 uint32_t dst = floem_ntoh32(state->pkt->ip.dst);
                 int route = -1;
@@ -85,7 +85,7 @@ class Forward(shallow.Function):
                     if ((dst & masks[i]) == nets[i])
                         route = i;
                 if (route < 0) {{
-                    __atomic_fetch_add(&drops->no_route, 1, __ATOMIC_RELAXED);
+                    floem_add(&drops->no_route, 1);
                 }} else {{
                     forward = true;
                     /* TTL is the high byte of the 16-bit word it shares with the protocol */

@@ -121,7 +121,7 @@ class Balance(shallow.Function):
             inp();
             bool pass = floem_ntoh32(state->pkt->ip.dst) == 0x{vip:08x}u;
             if (!pass) {{
-                __atomic_fetch_add(&drops->not_vip, 1, __ATOMIC_RELAXED);
+                floem_add(&drops->not_vip, 1);
             }} else {{
                 uint8_t p = state->pkt->ip.protocol;
                 uint32_t h = nf_fnv1a(NF_FNV_BASIS, floem_ntoh32(state->pkt->ip.src), 4);

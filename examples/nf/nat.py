@@ -101,7 +101,7 @@ class Translate(shallow.Function):
                 uint64_t key = 1ull << 56 | (uint64_t)p << 48 | (uint64_t)src << 16 | sport;
                 int64_t at = nf_table_find(table->out, {SLOTS}u, 0, key);
                 if (at < 0 && table->given == {PORTS}u) {{
-                    __atomic_fetch_add(&drops->no_port, 1, __ATOMIC_RELAXED);
+                    floem_add(&drops->no_port, 1);
                 }} else {{
                     if (at < 0) {{
                         at = -1 - at;
@@ -123,7 +123,7 @@ class Translate(shallow.Function):
                                  - {first_port}u;      /* wraps round below the range */
                 uint64_t key = given < {PORTS}u ? table->back[given] : 0;
                 if (key == 0 || (uint8_t)(key >> 48) != p) {{
-                    __atomic_fetch_add(&drops->no_mapping, 1, __ATOMIC_RELAXED);
+                    floem_add(&drops->no_mapping, 1);
                 }} else {{
                     pass = true;
                     old_addr = state->pkt->ip.dst;
@@ -134,7 +134,7 @@ class Translate(shallow.Function):
                     state->pkt->l4.udp.dst_port = new_port;
                 }}
             }} else {{
-                __atomic_fetch_add(&drops->not_nat, 1, __ATOMIC_RELAXED);
+                floem_add(&drops->not_nat, 1);
             }}
             if (pass) {{
                 state->pkt->ip.checksum =

@@ -78,7 +78,7 @@ class Tally(Element):
     def impl(self) -> None:
         self.run_c(f'''
             (size_t size, uint8_t *data, void *buf) = inp();
-            __atomic_fetch_add(&counts->{self.field}, 1, __ATOMIC_RELAXED);
+            floem_add(&counts->{self.field}, 1);
             output {{ out(size, data, buf); }}
         ''')
 

@@ -56,7 +56,8 @@ class ElementFunction:
     (``return_value``: it stores a value); ``orders``: elements ordered after this
     one, called with the packet once it is done; ``counters``: where its packet counters
     are (None: not counted); ``trace``: what it records of traced packets (None: a build
-    without tracing, or queue plumbing)."""
+    without tracing, or queue plumbing); ``alone``: its body adds to its states' counters
+    (``floem_add``) as their only writer, so plainly."""
 
     node: ElementNode
     function: Function
@@ -72,6 +73,7 @@ class ElementFunction:
     orders: list[str] = field(default_factory=list)
     counters: ElementCounters | None = None
     trace: ElementTrace | None = None
+    alone: bool = False
 
 
 @dataclass
@@ -189,6 +191,7 @@ def element_function(ir: ProgramIR, n: ElementNode,
         e.return_slot, e.return_value = return_slot(n.segment), bool(n.inputs["inp"])
     elif statements is None:
         e.body = n.plan.body
+        e.alone = n.plan.alone and mentions("floem_add", [e.body])
     e.uses_state = bool(e.forward or e.orders or (e.trace and (e.trace.carries
                                                                or e.trace.enter_fields))) \
         or mentions("state", [e.body] + e.statements)

@@ -51,8 +51,10 @@ def run(ir: ProgramIR) -> ProgramIR:
         proc.plan = _process_plan(ir, proc)
     positions = {e: i for seg in ir.segments.values() for i, e in enumerate(seg.elements)}
     taken = ir.names() | _checked_globals(ir)
+    writers = _state_writers(ir)
     for n in ir.nodes():
         n.plan = _element_plan(ir, n, positions[n.name], taken)
+        n.plan.alone = _alone(ir, n, writers)
     if ir.options.counters:
         for proc in ir.processes.values():
             _plan_counters(ir, proc)
@@ -156,6 +158,31 @@ def _element_plan(ir: ProgramIR, n: ElementNode, position: int, taken: set[str])
         fresh_state=emits and _fresh_state(ir, n, seg),
         out_of_line=len(seg.elements) > INLINE_DEPTH and position > 0
         and position % INLINE_DEPTH == 0)
+
+
+def _state_writers(ir: ProgramIR) -> dict[str, set[str]]:
+    """The segments whose elements' bodies name each persistent state, by state instance;
+    "main" stands for ``floem.main``'s code."""
+    writers: dict[str, set[str]] = {}
+    for n in ir.nodes():
+        used = n.info.persistent_used if n.info else set()
+        for attr, state in n.persistent.items():
+            if attr in used:
+                writers.setdefault(state.name, set()).add(n.segment)
+    for name in ir.main_info.persistent_used if ir.main_info else ():
+        writers.setdefault(name, set()).add("main")
+    return writers
+
+
+def _alone(ir: ProgramIR, n: ElementNode, writers: dict[str, set[str]]) -> bool:
+    """Whether ``n`` is the only writer of the persistent states its body uses: one thread
+    runs its segment (not a callable, which its callers' threads run) and no other segment,
+    ``floem.main`` or external main names them. Its statistics counters (``floem_add``)
+    then need no atomic add; an atomic add costs a locked instruction per packet."""
+    seg = ir.segments[n.segment]
+    return bool(n.plan.pointers) and seg.kind == SegmentKind.THREAD and len(seg.cores) == 1 \
+        and not ir.main.external \
+        and all(writers.get(n.persistent[attr].name) == {n.segment} for attr in n.plan.pointers)
 
 
 def _fresh_state(ir: ProgramIR, n: ElementNode, seg: SegmentIR) -> bool:

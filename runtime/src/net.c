@@ -22,6 +22,7 @@
 #include "floem/net_backend.h"
 #include "floem/runtime.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,12 +33,7 @@ uint64_t floem_net_alloc_failed;
 static uint64_t freed;
 static unsigned n_queues;
 
-/* The calling thread's frames waiting to be sent, all for one queue. */
-static _Thread_local struct {
-    unsigned queue, n;
-    bool in_burst;
-    floem_packet_t pkts[FLOEM_NET_TX_BURST];
-} staged;
+_Thread_local floem_net_staged_t floem_net_staged = {.taken = UINT_MAX};
 
 static void lock(unsigned q)
 {
@@ -102,8 +98,8 @@ void floem_net_finalize(void)
 {
     if (n_queues == 0)
         return;
-    if (staged.n > 0)
-        floem_net_flush(staged.queue);
+    if (floem_net_staged.n > 0)
+        floem_net_flush(floem_net_staged.queue);
     if (getenv("FLOEM_REPORT") != NULL)
         floem_net_report();
     floem_backend_finalize();
@@ -117,7 +113,7 @@ unsigned floem_net_queues(void)
 
 unsigned floem_net_rx(unsigned queue, floem_packet_t *pkts, unsigned max)
 {
-    staged.in_burst = true;
+    floem_net_staged.in_burst = true;
     if (n_queues == 0)
         return 0;
     queue %= n_queues;
@@ -144,41 +140,43 @@ bool floem_net_rx_done(void)
 
 static void send_staged(void)
 {
-    unsigned q = staged.queue;
+    floem_net_staged_t *s = &floem_net_staged;
     floem_count_pause();
-    lock(q);
-    floem_backend_send(q, staged.pkts, staged.n);
-    unlock(q);
+    lock(s->queue);
+    floem_backend_send(s->queue, s->pkts, s->n);
+    unlock(s->queue);
     floem_count_resume();
-    staged.n = 0;
+    s->n = 0;
 }
 
-void floem_net_tx(unsigned queue, floem_packet_t *pkt)
+void floem_net_tx_staging(unsigned queue, void *data, uint32_t len, void *buffer)
 {
+    floem_net_staged_t *s = &floem_net_staged;
+    floem_packet_t pkt = {data, len, buffer};
     if (n_queues == 0) {
-        floem_net_free(pkt);
+        floem_net_free(&pkt);
         return;
     }
+    unsigned taken = queue;
     if (queue >= n_queues)          /* callers pass a queue they reduced already: no division */
         queue %= n_queues;
-    if (staged.n > 0 && (staged.queue != queue || staged.n == FLOEM_NET_TX_BURST))
+    if (s->n > 0 && (s->queue != queue || s->n == FLOEM_NET_TX_BURST))
         send_staged();
-    staged.queue = queue;
-    /* Field by field: a whole-struct copy of a just-built struct stalls store forwarding. */
-    floem_packet_t *slot = &staged.pkts[staged.n++];
-    slot->data = pkt->data;
-    slot->len = pkt->len;
-    slot->buffer = pkt->buffer;
-    if (!staged.in_burst)
+    s->queue = queue;
+    s->pkts[s->n++] = pkt;
+    if (s->in_burst)
+        s->taken = taken;           /* the burst's next frames for it: floem_net_tx, inline */
+    else
         send_staged();
 }
 
 void floem_net_flush(unsigned queue)
 {
     (void)queue;
-    if (staged.n > 0)
+    if (floem_net_staged.n > 0)
         send_staged();
-    staged.in_burst = false;
+    floem_net_staged.in_burst = false;
+    floem_net_staged.taken = UINT_MAX;
 }
 
 bool floem_net_alloc(uint32_t len, floem_packet_t *pkt)

@@ -242,6 +242,14 @@ unsigned floem_backend_rx(unsigned q, floem_packet_t *pkts, unsigned max)
     return n;
 }
 
+/* Whether mbuf `m` holds exactly [data, data + len) already: a frame sent back where and
+ * as long as it was received, which needs no fit (every mbuf this backend hands out, received
+ * or allocated, has one segment). */
+static inline bool unchanged(const struct rte_mbuf *m, const void *data, uint32_t len)
+{
+    return rte_pktmbuf_mtod(m, const char *) == data && m->data_len == len;
+}
+
 /* Point mbuf `m` at [data, data + len); false if that is not inside its buffer. */
 static bool fit(struct rte_mbuf *m, const void *data, uint32_t len)
 {
@@ -261,7 +269,7 @@ void floem_backend_send(unsigned q, floem_packet_t *pkts, unsigned n)
     register_thread();
     for (unsigned i = 0; i < n; i++) {
         struct rte_mbuf *mb = pkts[i].buffer;
-        if (fit(mb, pkts[i].data, pkts[i].len)) {
+        if (unchanged(mb, pkts[i].data, pkts[i].len) || fit(mb, pkts[i].data, pkts[i].len)) {
             m[k++] = mb;
         } else {
             rte_pktmbuf_free(mb);

@@ -35,7 +35,8 @@ static struct thread threads[FLOEM_MAX_THREADS];
 floem_thread_stats_t *(*floem_thread_stats_slot)(int i);
 static int n_threads, n_reported;
 static _Thread_local floem_thread_stats_t *self;
-static _Thread_local uint64_t turn_start;
+static _Thread_local uint64_t turn_start;     /* the clock when it was last read */
+static _Thread_local unsigned unclocked;        /* busy turns since then */
 
 /* Clock `clock` (monotonic, or a thread's CPU time) in nanoseconds; 0 when unreadable. */
 static uint64_t clock_ns(clockid_t clock)
@@ -56,6 +57,17 @@ static void add(uint64_t *counter, uint64_t n)
     __atomic_store_n(counter, *counter + n, __ATOMIC_RELAXED);
 }
 
+/* Count the time since the clock was last read as busy, if busy turns came since. */
+static void clock_busy_turns(void)
+{
+    if (unclocked == 0)
+        return;
+    uint64_t now = floem_now_ns();
+    add(&self->busy_ns, now - turn_start);
+    turn_start = now;
+    unclocked = 0;
+}
+
 static void *run_thread(void *arg)
 {
     struct thread *t = arg;
@@ -64,6 +76,7 @@ static void *run_thread(void *arg)
     turn_start = floem_now_ns();
     __atomic_store_n(&t->start_ns, turn_start, __ATOMIC_RELEASE);
     void *result = t->fn((void *)(intptr_t)self->index);
+    clock_busy_turns();
     __atomic_store_n(&self->cpu_ns, clock_ns(CLOCK_THREAD_CPUTIME_ID) - t->start_cpu_ns,
                      __ATOMIC_RELAXED);
     __atomic_store_n(&self->wall_ns, floem_now_ns() - t->start_ns, __ATOMIC_RELAXED);
@@ -161,7 +174,6 @@ void floem_iteration_end(void)
 #ifdef FLOEM_COUNT_INSTRUCTIONS
     floem_count_turn_end();
 #endif
-    uint64_t now = floem_now_ns();
     if (self == NULL) {             /* not a thread floem_thread_spawn started */
         if (floem_idle)
             floem_idle_wait();
@@ -173,10 +185,11 @@ void floem_iteration_end(void)
         floem_idle_reset();
         add(&self->runs, 1);
         __atomic_store_n(&self->packets, floem_thread_packets, __ATOMIC_RELAXED);
-        add(&self->busy_ns, now - turn_start);
-        turn_start = now;
+        if (++unclocked == FLOEM_CLOCKED_TURNS)
+            clock_busy_turns();
         return;
     }
+    clock_busy_turns();
     floem_idle_wait();
     uint64_t after = floem_now_ns();
     add(&self->idle_ns, after - turn_start);

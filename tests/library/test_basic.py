@@ -1,7 +1,7 @@
 """floem.library.basic: Drop, Print, Display, Constant, Identity, Counter, Inject, Probe."""
 from __future__ import annotations
 
-from .helpers import run_app
+from .helpers import run_app, run_app_result
 
 APP = r'''
 from floem import CallableSegment, Double, Input, Int, Output, Segment, Uint, main
@@ -62,3 +62,55 @@ def test_basic_elements(tmp_path) -> None:
                           "returned 2.5"]
     assert out[24] == f"shared 1000 {sum(range(1000))}"
     assert len(out) == 25
+
+
+COUNTED = 200000
+COUNTING = r"""
+from floem import Element, Int, Output, Segment
+from floem.library import Counter, Counts
+
+
+class Numbers(Element):
+    # A source: the numbers 1..%d, shared out among the threads running it.
+
+    def configure(self):
+        self.out = Output(Int)
+
+    def impl(self):
+        self.run_c('''
+            static int next = 1;
+            int n = __atomic_fetch_add(&next, 1, __ATOMIC_RELAXED);
+            output switch { case n <= %d: out(n); }
+        ''')
+
+
+class Seen(Counts):
+    report = True
+
+
+one, two = Seen("one"), Seen("two")
+
+
+class CountAlone(Segment):
+    def impl(self):
+        Numbers() >> Counter(configure=[Int, 0], states=[one])
+
+
+class CountTogether(Segment):
+    def impl(self):
+        Numbers() >> Counter(configure=[Int, 0], states=[two])
+
+
+CountAlone("alone")
+CountTogether("together", cores=[0, 1])
+""" % (COUNTED, COUNTED)
+
+
+def test_a_counter_alone_adds_plainly_and_counters_together_atomically(tmp_path) -> None:
+    """The same packets counted by the library's Counter in a segment of one thread (its
+    state's only writer: `floem_add` adds plainly) and in one of two threads (atomic adds);
+    `--report` prints both `report` states. A lost update would leave one short."""
+    result = run_app_result(tmp_path, COUNTING, options=("--report", "--duration", "1"))
+    total = COUNTED * (COUNTED + 1) // 2
+    for name in ("one", "two"):
+        assert f"floem: state {name} (Seen): packets {COUNTED}, bytes {total}\n" in result.stderr

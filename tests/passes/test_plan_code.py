@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 from floem import (Element, Field, Flow, Input, Int, Output, PerPacket, Program, Queue, Segment,
-                   State, target)
+                   State, main, target)
 from floem.ir import Device, Home
+from floem.library import Counter, Counts
 from floem.passes.plan_code import INLINE_DEPTH
 
 from .conftest import run_until
@@ -227,3 +228,41 @@ def test_a_port_every_run_sends_on_once_has_no_counter_of_its_own():
     layout = ir.processes[ir.main_process].plan.counter_layout
     assert f"{first.name} s +0 ~ out:*\n" in layout and f"{leave.name} s +0 ~ out:1\n" in layout
     assert "out = in" in ir.dump()
+
+
+def counting(name, threads=1, second_segment=False, main_adds=False):
+    """A segment of ``threads`` threads counting packets into one `Counts` state with the
+    library's `Counter`; ``second_segment``: another segment counts into it too;
+    ``main_adds``: ``floem.main`` names it."""
+    with Program(name) as p:
+        hits = Counts("hits")
+
+        class S(Segment):
+            def impl(self):
+                Source() >> Counter(configure=[Int], states=[hits]) >> Pass()
+        S("s", cores=list(range(threads)))
+        if second_segment:
+            S("t")
+        if main_adds:
+            main("floem_add(&hits->packets, 1);")
+    return run_until(p, "plan_code")
+
+
+def counters(ir):
+    return [n for n in ir.nodes() if n.cls_name == "Counter"]
+
+
+def test_the_only_writer_of_its_states_adds_to_them_plainly():
+    """One thread runs the only element naming the state: `floem_add` needs no locked
+    instruction (a few nanoseconds a packet), and the dump says why."""
+    ir = counting("plan_alone")
+    [c] = counters(ir)
+    assert c.plan.alone and "its states' only writer" in ir.dump()
+
+
+def test_several_writers_of_a_state_add_to_it_atomically():
+    for ir in (counting("plan_two_threads", threads=2),
+               counting("plan_two_segments", second_segment=True),
+               counting("plan_main_adds", main_adds=True)):
+        assert counters(ir) and not any(c.plan.alone for c in counters(ir)), ir.name
+        assert "only writer" not in ir.dump()

@@ -55,10 +55,41 @@ unsigned floem_net_queues(void);
 unsigned floem_net_rx(unsigned queue, floem_packet_t *pkts, unsigned max);
 /* True once a finite input (a pcap file) has been fully delivered. */
 bool floem_net_rx_done(void);
+/* Frames a thread stages before floem_net_tx sends them without waiting for a flush. */
+#define FLOEM_NET_TX_BURST 32
+
+/* The calling thread's frames waiting to be sent, all for one queue (net.c keeps it; the
+ * inline floem_net_tx below only appends to it). `taken` is the queue number a caller of
+ * floem_net_tx passed that maps to `queue` while a receive burst is open (UINT_MAX outside
+ * one): frames for it are appended inline while there is room, and any other frame takes
+ * floem_net_tx_staging. */
+typedef struct {
+    unsigned taken, queue, n;
+    bool in_burst;
+    floem_packet_t pkts[FLOEM_NET_TX_BURST];
+} floem_net_staged_t;
+extern _Thread_local floem_net_staged_t floem_net_staged;
+/* floem_net_tx's way for the first frame of a burst, a full burst, another queue, and
+ * frames sent outside a receive burst (the frame by value: the caller's stays in registers). */
+void floem_net_tx_staging(unsigned queue, void *data, uint32_t len, void *buffer);
+
 /* Queue a frame for transmission on `queue` (a queue past the last is taken modulo the
  * queue count, so a thread may pass its index, as for receiving); the frame's buffer is the
- * backend's again. */
-void floem_net_tx(unsigned queue, floem_packet_t *pkt);
+ * backend's again. Inside a receive burst a frame is appended to the thread's burst here,
+ * without a call: what a DPDK program's loop does with its transmit array. */
+static inline void floem_net_tx(unsigned queue, floem_packet_t *pkt)
+{
+    floem_net_staged_t *s = &floem_net_staged;
+    if (__builtin_expect(queue == s->taken && s->n < FLOEM_NET_TX_BURST, 1)) {
+        /* Field by field: a whole-struct copy of a just-built struct stalls store forwarding. */
+        floem_packet_t *slot = &s->pkts[s->n++];
+        slot->data = pkt->data;
+        slot->len = pkt->len;
+        slot->buffer = pkt->buffer;
+        return;
+    }
+    floem_net_tx_staging(queue, pkt->data, pkt->len, pkt->buffer);
+}
 /* Send what floem_net_tx queued on `queue` (FromNet calls it after every receive burst). */
 void floem_net_flush(unsigned queue);
 /* A buffer for a new frame of `len` bytes (NetAlloc); false when none is free (counted). */

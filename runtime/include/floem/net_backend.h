@@ -19,8 +19,6 @@
 
 /* Most queues a port may have (FLOEM_NET_QUEUES is clamped to it). */
 #define FLOEM_NET_MAX_QUEUES 64
-/* Frames a thread stages before floem_net_tx sends them without waiting for a flush. */
-#define FLOEM_NET_TX_BURST 32
 /* Frames one backend receive call returns at most (floem_net_rx loops for more). */
 #define FLOEM_NET_RX_BURST 64
 

@@ -60,7 +60,10 @@ void floem_idle_reset(void);
 /* What a segment thread did, measured as it ran (cheap enough to be always on).
  *
  * Each turn of a thread's loop either found work (a *run*: busy time) or did not
- * (idle time, back-off included), timed with the monotonic clock. `waited_ns` is the
+ * (idle time, back-off included), timed with the monotonic clock. A run of busy turns
+ * reads the clock once every FLOEM_CLOCKED_TURNS turns, not after each (a read costs as
+ * much as forwarding a packet); an idle turn reads it, and counts the poll it made
+ * right after busy ones as busy. `waited_ns` is the
  * part of the busy time spent waiting for room in a full queue (back-pressure: the
  * work itself is busy - waited). `slept_ns` is the
  * time the thread spent blocked (not runnable): sleeping in floem_idle_wait's back-off
@@ -70,6 +73,8 @@ void floem_idle_reset(void);
  * scaled by the share of its runnable time it was on a core, it estimates the CPU
  * time the runs took: (busy_ns - waited_ns) * cpu_ns / (wall_ns - slept_ns).
  */
+/* Busy turns in a row between two reads of the clock (the statistics lag by that much). */
+#define FLOEM_CLOCKED_TURNS 16
 /* Threads a process starts at most (floem_thread_spawn). */
 #define FLOEM_MAX_THREADS 256
 
@@ -129,6 +134,23 @@ static inline void floem_packet_begin(void)
     floem_count_packet();
 #endif
 }
+
+/* Add `n` to a statistics counter of a persistent state (drops by reason, say), which
+ * other threads and processes may read at any time: an atomic add, or a plain one in an
+ * element the compiler found to be the only writer of its states (one thread runs it and
+ * nothing else names them: "its states' only writer" in `--dump-after plan_code`), which
+ * declares floem_alone 1 in its function. A locked add costs several nanoseconds a packet. */
+enum { floem_alone = 0 };
+#define floem_add(counter, n)                                                                \
+    do {                                                                                     \
+        __typeof__(counter) floem_add_at_ = (counter);                                       \
+        if (floem_alone)                                                                     \
+            __atomic_store_n(floem_add_at_,                                                  \
+                             __atomic_load_n(floem_add_at_, __ATOMIC_RELAXED) + (n),         \
+                             __ATOMIC_RELAXED);                                              \
+        else                                                                                 \
+            (void)__atomic_fetch_add(floem_add_at_, (n), __ATOMIC_RELAXED);                  \
+    } while (0)
 
 /* A hint to the core that the caller spins, waiting for another thread. */
 static inline void floem_cpu_relax(void)

@@ -67,15 +67,16 @@ static void NetFree0(void *state, size_t inp_0, uint8_t *inp_1, void *inp_2);
 static void CheckUDP0(void *state, size_t inp_0, uint8_t *inp_1, void *inp_2)
 {
     UDPCheckStats *const stats = _udpcheckstats0_state;
+    enum { floem_alone = 1 };           /* the only writer of its states: floem_add plainly */
 #line 73 "<repo>/library/headers.py"
 
             size_t size = inp_0; uint8_t *data = inp_1; void *buf = inp_2; (void)size; (void)data; (void)buf;
             enum floem_udp_verdict verdict = floem_udp_parse(data, size, 0, NULL);
             if (verdict == FLOEM_UDP_OK) {
-                __atomic_fetch_add(&stats->passed, 1, __ATOMIC_RELAXED);
+                floem_add(&stats->passed, 1);
             } else {
-                __atomic_fetch_add(&stats->dropped, 1, __ATOMIC_RELAXED);
-                __atomic_fetch_add(&stats->reasons[verdict], 1, __ATOMIC_RELAXED);
+                floem_add(&stats->dropped, 1);
+                floem_add(&stats->reasons[verdict], 1);
             }
 #line 82 "<repo>/library/headers.py"
             {
@@ -83,7 +84,7 @@ static void CheckUDP0(void *state, size_t inp_0, uint8_t *inp_1, void *inp_2)
                 } else { CheckUDP0_drop(state, size, data, buf);
             } }
 
-#line 87 "echo.c"
+#line 88 "echo.c"
 }
 
 /* element SwapUDP0: SwapUDP, echo.py:37 */
@@ -96,7 +97,7 @@ static void SwapUDP0(void *state, size_t inp_0, uint8_t *inp_1, void *inp_2)
 #line 159 "<repo>/library/headers.py"
             { SwapUDP0_out(state, size, data, buf); }
 
-#line 100 "echo.c"
+#line 101 "echo.c"
 }
 
 /* element FromNet0: FromNet, echo.py:44 */
@@ -114,7 +115,7 @@ static void FromNet0(void *state)
             if (n == 0)
                 floem_idle = 1;
 
-#line 118 "echo.c"
+#line 119 "echo.c"
 }
 
 /* element ToNet0: ToNet, echo.py:45 */
@@ -127,7 +128,7 @@ static void ToNet0(void *state, size_t inp_0, uint8_t *inp_1, void *inp_2)
             floem_packet_t pkt = { data, size <= UINT32_MAX ? (uint32_t)size : UINT32_MAX, buffer };
             floem_net_tx((unsigned)floem_core_id, &pkt);    /* queue core % queues */
 
-#line 131 "echo.c"
+#line 132 "echo.c"
 }
 
 /* element NetFree0: NetFree, echo.py:46 */
@@ -140,7 +141,7 @@ static void NetFree0(void *state, size_t inp_0, uint8_t *inp_1, void *inp_2)
             floem_packet_t pkt = { data, size <= UINT32_MAX ? (uint32_t)size : UINT32_MAX, buffer };
             floem_net_free(&pkt);
 
-#line 144 "echo.c"
+#line 145 "echo.c"
 }
 
 /* port CheckUDP0.out */
