@@ -147,7 +147,7 @@ def _element(line: str, values: tuple[int, ...]) -> ElementCounts:
     if runs is not None:
         e.runs = runs
         e.ended = (values[int(ended[1:])] if ended.startswith("=")
-                   else max(0, e.runs - sum(e.outs.values())))
+                   else max(0, e.runs - sum(e.outs.values())) if ended == "~" else 0)
     return e
 
 

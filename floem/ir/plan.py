@@ -43,7 +43,8 @@ class ElementCounters:
     an element whose every run sends exactly one packet on it (None: it sent what came in);
     packets in are counted only where the feeding ports' counters cannot say (``runs``:
     after a queue, in a callable, at a join), and runs that sent nothing on only where some
-    run may send on more than one packet (``ended``; otherwise in minus out)."""
+    run may send on more than one packet (``ended``; otherwise in minus out, or none at all
+    where every run sends exactly one packet on: ``never_ends``)."""
 
     has_inputs: bool                    # it has input ports (a source has none)
     runs: int | None                    # its own counter of runs (packets in)
@@ -52,6 +53,8 @@ class ElementCounters:
     outs: tuple[tuple[str, int | None], ...]    # each output port and its counter (None:
     #   the packets in)
     shared: bool                        # several threads may run it at once: atomic increments
+    never_ends: bool = False            # every run sends exactly one packet on (an output
+    #   switch with an else case): it ends none, read as 0 even while packets move
 
     def port(self, port: str) -> int | None:
         """Index of the counter of output ``port`` (None: it counts the packets in)."""
@@ -62,7 +65,7 @@ class ElementCounters:
         packets_in = ("-" if not self.has_inputs else f"={self.runs}" if self.runs is not None
                       else "+" + ",".join(map(str, self.fed_by)))
         ended = ("-" if not self.has_inputs else f"={self.ended}" if self.ended is not None
-                 else "~")
+                 else "0" if self.never_ends else "~")
         outs = ",".join(f"{p}:{'*' if i is None else i}" for p, i in self.outs) or "-"
         return f"{element} {segment} {packets_in} {ended} {outs}\n"
 
@@ -192,6 +195,7 @@ class ElementPlan:
             own = [f"{what} {i}" for what, i in (("runs", c.runs), ("ended", c.ended))
                    if i is not None]
             own += [f"{port} {'= in' if i is None else i}" for port, i in c.outs]
+            own += ["ends none"] if c.never_ends else []
             parts.append(f"counters: {', '.join(own) or 'none of its own'}"
                          f"{', atomically' if c.shared else ''}")
         if self.trace is not None:

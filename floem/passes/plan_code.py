@@ -236,7 +236,8 @@ def _plan_counters(ir: ProgramIR, proc: ProcessIR) -> None:
         c = ElementCounters(
             has_inputs=bool(n.inputs), runs=runs, ended=runs + 1 if own_ended else None,
             fed_by=fed_by, outs=tuple((p, outs.get((n.name, p))) for p in n.outputs),
-            shared=seg.kind == SegmentKind.CALLABLE or len(seg.cores) > 1)
+            shared=seg.kind == SegmentKind.CALLABLE or len(seg.cores) > 1,
+            never_ends=bool(n.inputs) and _always_switches(n))
         if c.has_inputs or c.outs:
             n.plan.counters = c
             layout.append(c.layout_line(n.name, seg.name))
@@ -254,10 +255,23 @@ def _sends_exactly_once(n: ElementNode) -> bool:
     info = n.info
     if len(n.outputs) != 1 or info is None or info.form != "block" or n.join:
         return False
-    texts = [c.text for c in (n.code, n.nic_code) if c is not None]
     return (set(info.always_fires) == set(n.outputs)
-            and sum(len(lines) for lines in info.calls.values()) == 1
-            and not mentions("return", texts) and not mentions("goto", texts))
+            and sum(len(lines) for lines in info.calls.values()) == 1 and not _leaves_early(n))
+
+
+def _always_switches(n: ElementNode) -> bool:
+    """Whether every run of ``n`` sends exactly one packet on, on one of its ports: an
+    ``output switch`` with an ``else`` case, in a body with no ``return`` or ``goto``."""
+    info = n.info
+    return info is not None and info.form == "switch" and info.switch_has_else \
+        and not _leaves_early(n)
+
+
+def _leaves_early(n: ElementNode) -> bool:
+    """Whether ``n``'s body has a ``return`` or ``goto``, which could leave or jump past its
+    output block or switch."""
+    texts = [c.text for c in (n.code, n.nic_code) if c is not None]
+    return mentions("return", texts) or mentions("goto", texts)
 
 
 def _sends_at_most_once(n: ElementNode) -> bool:

@@ -185,7 +185,7 @@ void floem_counters_report_notes(FILE *out, const char *process, const char *lay
             fprintf(out, "%12s %12s", "-", "-");
         } else {
             uint64_t none = ended[0] == '=' ? field_value(ended, counters)
-                            : packets > sent ? packets - sent : 0;
+                            : ended[0] == '~' && packets > sent ? packets - sent : 0;
             fprintf(out, "%12llu %12llu", (unsigned long long)packets, (unsigned long long)none);
         }
         fprintf(out, "  %s\n", ports);

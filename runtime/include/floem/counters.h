@@ -8,9 +8,11 @@
  * text, one line per element:
  *     "NAME SEGMENT IN ENDED OUTS\n"
  * IN: "-" (a source: no input ports), "=I" (counter I) or "+I,J,..." (the sum of those
- * port counters: the ports feeding it); ENDED: "-", "=I", or "~" (IN minus the sum of
- * OUTS); OUTS: "PORT:I,..." or "-", where I is "*" for the port of an element whose every
- * run sends exactly one packet on it: it sent what came in (IN), and has no counter.
+ * port counters: the ports feeding it); ENDED: "-", "=I", "~" (IN minus the sum of
+ * OUTS) or "0" (every run sends exactly one packet on: an output switch with an else case
+ * ends none, where in minus out, read live, would count the packets inside it); OUTS:
+ * "PORT:I,..." or "-", where I is "*" for the port of an element whose every run sends
+ * exactly one packet on it: it sent what came in (IN), and has no counter.
  *
  * The array lives in a memory file (memfd "floem-counters") that `floem stats` maps
  * read-only through /proc while the program runs, as a monitoring tool reads a device's

@@ -23,7 +23,7 @@ static UDPCheckStats *_udpcheckstats0_state;
 static uint64_t *floem_counters;
 static const char floem_counter_layout[] =
     "FromNet0 echo - - out:0\n"
-    "CheckUDP0 echo +0 ~ out:1,drop:2\n"
+    "CheckUDP0 echo +0 0 out:1,drop:2\n"
     "SwapUDP0 echo +1 ~ out:*\n"
     "NetFree0 echo +2 ~ -\n"
     "ToNet0 echo +1 ~ -\n";

@@ -36,7 +36,7 @@ struct requests_entry1 {
 /* Packet counters of the elements (floem/counters.h), laid out as this text says. */
 static uint64_t *floem_counters;
 static const char floem_counter_layout[] =
-    "Classify0 request =2 ~ get:0,set:1\n"
+    "Classify0 request =2 0 get:0,set:1\n"
     "Get0 serve =3 ~ -\n"
     "Set0 serve =4 ~ -\n";
 
