@@ -51,9 +51,10 @@ def run(ir: ProgramIR) -> ProgramIR:
         proc.plan = _process_plan(ir, proc)
     positions = {e: i for seg in ir.segments.values() for i, e in enumerate(seg.elements)}
     taken = ir.names() | _checked_globals(ir)
-    writers = _state_writers(ir)
     for n in ir.nodes():
         n.plan = _element_plan(ir, n, positions[n.name], taken)
+    writers = _state_writers(ir)
+    for n in ir.nodes():
         n.plan.alone = _alone(ir, n, writers)
     if ir.options.counters:
         for proc in ir.processes.values():
@@ -161,14 +162,12 @@ def _element_plan(ir: ProgramIR, n: ElementNode, position: int, taken: set[str])
 
 
 def _state_writers(ir: ProgramIR) -> dict[str, set[str]]:
-    """The segments whose elements' bodies name each persistent state, by state instance;
-    "main" stands for ``floem.main``'s code."""
+    """The segments whose elements' bodies name each persistent state (their plans'
+    pointers), by state instance; "main" stands for ``floem.main``'s code."""
     writers: dict[str, set[str]] = {}
     for n in ir.nodes():
-        used = n.info.persistent_used if n.info else set()
-        for attr, state in n.persistent.items():
-            if attr in used:
-                writers.setdefault(state.name, set()).add(n.segment)
+        for attr in n.plan.pointers:
+            writers.setdefault(n.persistent[attr].name, set()).add(n.segment)
     for name in ir.main_info.persistent_used if ir.main_info else ():
         writers.setdefault(name, set()).add("main")
     return writers
