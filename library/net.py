@@ -55,12 +55,14 @@ class FromNet(Element):
 
     def impl(self) -> None:
         self.run_c(rf'''
-            floem_packet_t pkts[{self.batch}];
+            floem_net_frame_t frames[{self.batch}];
             unsigned queue = (unsigned)floem_core_id % floem_net_queues();
-            unsigned n = floem_net_rx(queue, pkts, {self.batch});
+            unsigned n = floem_net_rx(queue, frames, {self.batch});
             output multiple;
-            for (unsigned i = 0; i < n; i++)
-                out(pkts[i].len, (uint8_t *)pkts[i].data, pkts[i].buffer);
+            for (unsigned i = 0; i < n; i++) {{
+                floem_packet_t pkt = floem_net_packet(frames[i]);
+                out(pkt.len, (uint8_t *)pkt.data, pkt.buffer);
+            }}
             floem_net_flush(queue);
             if (n == 0)
                 floem_idle = 1;

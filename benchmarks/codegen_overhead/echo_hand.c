@@ -28,28 +28,29 @@ static void on_stop(int sig)
 
 int main(void)
 {
-    floem_packet_t pkts[BATCH];
+    floem_net_frame_t frames[BATCH];
     signal(SIGINT, on_stop);
     signal(SIGTERM, on_stop);
     floem_net_init();
     while (!stop) {
-        unsigned n = floem_net_rx(0, pkts, BATCH);
+        unsigned n = floem_net_rx(0, frames, BATCH);
         if (unlikely(n == 0)) {
             if (floem_net_rx_done())
                 break;
             continue;
         }
         for (unsigned i = 0; i < n; i++) {
-            uint8_t *f = pkts[i].data;
-            unsigned v = udp_verdict(f, pkts[i].len);
+            floem_packet_t pkt = floem_net_packet(frames[i]);
+            uint8_t *f = pkt.data;
+            unsigned v = udp_verdict(f, pkt.len);
             if (likely(v == V_OK)) {
                 passed++;
                 udp_swap(f);
-                floem_net_tx(0, &pkts[i]);
+                floem_net_tx(0, &pkt);
             } else {
                 dropped++;
                 reasons[v]++;
-                floem_net_free(&pkts[i]);
+                floem_net_free(&pkt);
             }
         }
         floem_net_flush(0);

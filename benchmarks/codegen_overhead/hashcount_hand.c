@@ -80,18 +80,19 @@ static inline uint32_t hashlittle(const void *key, size_t length, uint32_t initv
 
 int main(void)
 {
-    floem_packet_t pkts[BATCH];
+    floem_net_frame_t frames[BATCH];
     floem_net_init();
     for (;;) {
-        unsigned n = floem_net_rx(0, pkts, BATCH);
+        unsigned n = floem_net_rx(0, frames, BATCH);
         if (unlikely(n == 0)) {
             if (floem_net_rx_done())
                 break;
             continue;
         }
         for (unsigned i = 0; i < n; i++) {
-            uint8_t *f = pkts[i].data;
-            unsigned v = udp_verdict(f, pkts[i].len);
+            floem_packet_t pkt = floem_net_packet(frames[i]);
+            uint8_t *f = pkt.data;
+            unsigned v = udp_verdict(f, pkt.len);
             if (likely(v == V_OK)) {
                 passed++;
                 buckets[hashlittle(udp_payload(f), udp_payload_len(f), 0) % BUCKETS]++;
@@ -99,7 +100,7 @@ int main(void)
                 dropped++;
                 reasons[v]++;
             }
-            floem_net_free(&pkts[i]);
+            floem_net_free(&pkt);
         }
         floem_net_flush(0);
     }

@@ -77,7 +77,7 @@ static inline void serve(kvs_store_t *store, floem_packet_t *pkt)
 
 int main(void)
 {
-    floem_packet_t pkts[BATCH];
+    floem_net_frame_t frames[BATCH];
     kvs_store_t *store = kvs_store_new(KVS_MEMORY, KVS_BUCKETS);
     if (store == NULL) {
         fprintf(stderr, "kvs_hand: cannot reserve %u bytes for the store\n", KVS_MEMORY);
@@ -85,19 +85,20 @@ int main(void)
     }
     floem_net_init();
     for (;;) {
-        unsigned n = floem_net_rx(0, pkts, BATCH);
+        unsigned n = floem_net_rx(0, frames, BATCH);
         if (unlikely(n == 0)) {
             if (floem_net_rx_done())
                 break;
             continue;
         }
         for (unsigned i = 0; i < n; i++) {
-            int why = kvs_check(pkts[i].data, pkts[i].len);
+            floem_packet_t pkt = floem_net_packet(frames[i]);
+            int why = kvs_check(pkt.data, pkt.len);
             if (likely(why < 0)) {
-                serve(store, &pkts[i]);
+                serve(store, &pkt);
             } else {
                 drops[why]++;
-                floem_net_free(&pkts[i]);
+                floem_net_free(&pkt);
             }
         }
         floem_net_flush(0);

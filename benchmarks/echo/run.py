@@ -19,6 +19,8 @@ counts and frees what it is given. Programs:
   echo, hand        ../codegen_overhead/echo_hand.c (the same checks and swap, inlined)
                     on the same Floem runtime (floem/net.h, net_dpdk.c)
   echo -flto        the echo built with FLOEM_CFLAGS=-flto
+  echo, DPDK        echo_dpdk.c: the same checks and swap in a plain DPDK loop over each
+                    received mbuf array, no Floem runtime (the ceiling of a per-frame echo)
 
 testpmd runs io/macswap/5tswap forwarding on that one port (--port-topology=loop),
 one forwarding core, the echo's burst (32), descriptors (1024/1024), mbuf count
@@ -56,6 +58,7 @@ import capture  # noqa: E402
 ECHO = os.path.join(ROOT, "examples", "echo", "echo.py")
 FORWARD = os.path.join(HERE, "forward.py")
 MBUFS = 10240           # the echo's pool: 1 queue * (1024 + 1024 descriptors) + 8192 spare
+ECHO_DPDK_TX = re.compile(r"^echo_dpdk: rx (\d+), tx (\d+), dropped (\d+), unsent (\d+)$", re.M)
 FLOEM_TX = re.compile(r"^floem: net dpdk: queues \d+, rx (\d+), tx (\d+), rx dropped (\d+), "
                       r"tx dropped (\d+), alloc failed (\d+), freed (\d+)$", re.M)
 TESTPMD_TOTALS = re.compile(r"Accumulated forward statistics.*?RX-packets:\s+(\d+)\s+RX-dropped:"
@@ -118,20 +121,40 @@ def measure(p, duration):
         raise
 
 
-def run_floem(exe, eal, cpu, duration):
-    env = dict(os.environ, FLOEM_DPDK_EAL=eal, FLOEM_REPORT="1")
-    env.pop("FLOEM_SHM", None)
-    p = subprocess.Popen(["taskset", "-c", str(cpu), exe], env=env, stdout=subprocess.PIPE,
+def run_until_stopped(cmd, cpu, duration, env=None):
+    """Run `cmd` on CPU `cpu` for `duration` s, then stop it with SIGINT: its stderr and the
+    CPU seconds of its forwarding thread; exits if it failed or ended early."""
+    p = subprocess.Popen(["taskset", "-c", str(cpu), *cmd], env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     cpu_s = measure(p, duration)
     if cpu_s is not None:
         p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=60)
+    if p.returncode != 0 or cpu_s is None:
+        sys.exit(f"run.py: {cmd[0]} failed (status {p.returncode}):\n{out}{err}")
+    return err, cpu_s
+
+
+def run_floem(exe, eal, cpu, duration):
+    env = dict(os.environ, FLOEM_DPDK_EAL=eal, FLOEM_REPORT="1")
+    env.pop("FLOEM_SHM", None)
+    err, cpu_s = run_until_stopped([exe], cpu, duration, env)
     m = FLOEM_TX.search(err)
-    if p.returncode != 0 or not m or cpu_s is None:
-        sys.exit(f"run.py: {exe} failed (status {p.returncode}):\n{out}{err}")
+    if not m:
+        sys.exit(f"run.py: {exe} printed no report:\n{err}")
     rx, tx, rx_drop, tx_drop, _, freed = map(int, m.groups())
     if tx == 0 or freed != 0 or rx != tx:
+        sys.exit(f"run.py: {exe} did not send back every frame it received:\n{err}")
+    return tx, cpu_s
+
+
+def run_echo_dpdk(exe, eal, cpu, duration):
+    err, cpu_s = run_until_stopped([exe, *eal.split()], cpu, duration)
+    m = ECHO_DPDK_TX.search(err)
+    if not m:
+        sys.exit(f"run.py: {exe} printed no counts:\n{err}")
+    rx, tx, dropped, unsent = map(int, m.groups())
+    if tx == 0 or rx != tx or dropped or unsent:
         sys.exit(f"run.py: {exe} did not send back every frame it received:\n{err}")
     return tx, cpu_s
 
@@ -154,19 +177,32 @@ def run_testpmd(mode, eal, cpu, duration):
     return tx, cpu_s
 
 
-def make_hand(work, gen_dir):
-    """echo_hand.c on the Floem DPDK runtime, compiled like the generated echo."""
+def compile_like(gen_dir, exe, sources, includes):
+    """Compile `sources` into `exe` with the flags of the generated Makefile in `gen_dir`
+    (its DPDK flags and libraries included) and the build's runtime headers."""
     text = open(os.path.join(gen_dir, "Makefile")).read()
     cflags = shlex.split(re.search(r"^CFLAGS = (.*)$", text, re.M).group(1))
     ldlibs = shlex.split(re.search(r"^LDLIBS = (.*)$", text, re.M).group(1))
-    exe = os.path.join(work, "echo_hand")
-    src = os.path.join(gen_dir, "runtime", "src")
-    cmd = [os.environ.get("CC", "cc"), *cflags, "-I" + os.path.join(gen_dir, "runtime", "include"),
-           "-I" + os.path.join(ROOT, "library", "c"), "-o", exe,
-           os.path.join(ROOT, "benchmarks", "codegen_overhead", "echo_hand.c"),
-           os.path.join(src, "net.c"), os.path.join(src, "net_dpdk.c"), *ldlibs]
-    check_run(cmd)
+    check_run([os.environ.get("CC", "cc"), *cflags,
+               "-I" + os.path.join(gen_dir, "runtime", "include"),
+               *("-I" + d for d in includes), "-o", exe, *sources, *ldlibs])
     return exe
+
+
+def make_hand(work, gen_dir):
+    """echo_hand.c on the Floem DPDK runtime, compiled like the generated echo."""
+    src = os.path.join(gen_dir, "runtime", "src")
+    return compile_like(gen_dir, os.path.join(work, "echo_hand"),
+                        [os.path.join(ROOT, "benchmarks", "codegen_overhead", "echo_hand.c"),
+                         os.path.join(src, "net.c"), os.path.join(src, "net_dpdk.c")],
+                        [os.path.join(ROOT, "library", "c")])
+
+
+def make_echo_dpdk(work, gen_dir):
+    """echo_dpdk.c on DPDK alone, compiled like the generated echo."""
+    return compile_like(gen_dir, os.path.join(work, "echo_dpdk"),
+                        [os.path.join(HERE, "echo_dpdk.c")],
+                        [os.path.join(ROOT, "benchmarks", "codegen_overhead")])
 
 
 def check_run(cmd, **kw):
@@ -185,6 +221,7 @@ PROGRAMS = [
     ("echo", "**generated echo** (CheckUDP + SwapUDP)"),
     ("echo, hand", "hand-written echo, same Floem runtime (echo_hand.c)"),
     ("echo -flto", "generated echo, FLOEM_CFLAGS=-flto"),
+    ("echo, DPDK", "hand-written echo, DPDK alone (echo_dpdk.c)"),
 ]
 
 
@@ -212,7 +249,8 @@ def main():
         check_run([floem, "build", FORWARD, "--net", "dpdk", "-o", os.path.join(work, "forward")])
         exes = {"echo": os.path.join(gen_dir, "echo"), "echo, hand": make_hand(work, gen_dir),
                 "echo -flto": os.path.join(work, "echo-lto", "echo"),
-                "forward": os.path.join(work, "forward", "forward")}
+                "forward": os.path.join(work, "forward", "forward"),
+                "echo, DPDK": make_echo_dpdk(work, gen_dir)}
         programs = PROGRAMS
         vdev = f"--vdev=net_pcap0,rx_pcap={cap},infinite_rx=1"
         rates = {name: [] for name, _ in programs}
@@ -226,6 +264,8 @@ def main():
                         packets, cpu_s = run_testpmd(
                             name.split()[1], eal + " --no-shconf --no-telemetry --log-level=notice",
                             args.cpu, args.duration)
+                    elif name == "echo, DPDK":
+                        packets, cpu_s = run_echo_dpdk(exes[name], eal, args.cpu, args.duration)
                     else:
                         packets, cpu_s = run_floem(exes[name], eal, args.cpu, args.duration)
                 finally:

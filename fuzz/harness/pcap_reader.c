@@ -126,15 +126,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         n_held = floem_pool_get(held, FLOEM_NET_POOL_BUFFERS - free_buffers);
     unsigned empty = 0;
     for (;;) {
-        floem_packet_t pkts[16];
-        unsigned n = floem_net_rx(0, pkts, 16);
+        floem_net_frame_t frames[16];
+        unsigned n = floem_net_rx(0, frames, 16);
         for (unsigned i = 0; i < n; i++) {
+            floem_packet_t pkt = floem_net_packet(frames[i]);
             struct pcap_pkthdr *h;
             const u_char *expected;
             FUZZ_CHECK(oracle_next(&o, &h, &expected));
-            FUZZ_CHECK(pkts[i].len == h->caplen && pkts[i].data == pkts[i].buffer);
-            FUZZ_CHECK(memcmp(pkts[i].data, expected, h->caplen) == 0);
-            floem_net_free(&pkts[i]);
+            FUZZ_CHECK(pkt.len == h->caplen && pkt.data == pkt.buffer);
+            FUZZ_CHECK(memcmp(pkt.data, expected, h->caplen) == 0);
+            floem_net_free(&pkt);
         }
         if (n == 0 && floem_net_rx_done())
             break;

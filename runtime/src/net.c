@@ -111,7 +111,7 @@ unsigned floem_net_queues(void)
     return n_queues > 0 ? n_queues : 1;
 }
 
-unsigned floem_net_rx(unsigned queue, floem_packet_t *pkts, unsigned max)
+unsigned floem_net_rx(unsigned queue, floem_net_frame_t *frames, unsigned max)
 {
     floem_net_staged.in_burst = true;
     if (n_queues == 0)
@@ -122,7 +122,7 @@ unsigned floem_net_rx(unsigned queue, floem_packet_t *pkts, unsigned max)
     lock(queue);
     while (n < max) {
         unsigned want = max - n < FLOEM_NET_RX_BURST ? max - n : FLOEM_NET_RX_BURST;
-        unsigned got = floem_backend_rx(queue, pkts + n, want);
+        unsigned got = floem_backend_rx(queue, frames + n, want);
         n += got;
         if (got < want)
             break;
@@ -143,7 +143,7 @@ static void send_staged(void)
     floem_net_staged_t *s = &floem_net_staged;
     floem_count_pause();
     lock(s->queue);
-    floem_backend_send(s->queue, s->pkts, s->n);
+    floem_backend_send(s->queue, s->frames, s->n);
     unlock(s->queue);
     floem_count_resume();
     s->n = 0;
@@ -160,10 +160,17 @@ void floem_net_tx_staging(unsigned queue, void *data, uint32_t len, void *buffer
     unsigned taken = queue;
     if (queue >= n_queues)          /* callers pass a queue they reduced already: no division */
         queue %= n_queues;
+    floem_net_frame_t frame;
+    if (!floem_net_frame_as_is(&pkt, &frame) && !floem_backend_fit(&pkt, &frame)) {
+        lock(queue);
+        floem_net_queue[queue].tx_dropped++;
+        unlock(queue);
+        return;
+    }
     if (s->n > 0 && (s->queue != queue || s->n == FLOEM_NET_TX_BURST))
         send_staged();
     s->queue = queue;
-    s->pkts[s->n++] = pkt;
+    s->frames[s->n++] = frame;
     if (s->in_burst)
         s->taken = taken;           /* the burst's next frames for it: floem_net_tx, inline */
     else
@@ -314,6 +321,14 @@ bool floem_pool_holds(const void *buffer, const void *data, uint32_t len)
     uintptr_t b = (uintptr_t)buffer, d = (uintptr_t)data;
     return pool_buffer(buffer) && d >= b && len <= FLOEM_NET_BUFFER_BYTES &&
            d - b <= FLOEM_NET_BUFFER_BYTES - len;
+}
+
+/* A udp or pcap packet is its own frame (floem_net_frame_as_is always takes it); their
+ * floem_backend_send checks that each frame is inside its buffer. */
+bool floem_backend_fit(const floem_packet_t *pkt, floem_net_frame_t *frame)
+{
+    *frame = *pkt;
+    return true;
 }
 
 /* The udp and pcap backends allocate and free frames in the pool. */

@@ -6,10 +6,12 @@
  * them), restores the caller's CPU affinity that EAL narrows (segment threads
  * inherit it), and opens the first port with FLOEM_NET_QUEUES receive and
  * transmit queues (fewer if the device has fewer), RSS over IP/UDP/TCP when
- * there are several and the device supports it. Frames are mbuf data: `buffer`
- * is the struct rte_mbuf *, `data` rte_pktmbuf_mtod; an element may move `data`
- * and change `len` within the mbuf's buffer before sending. Multi-segment mbufs
- * are dropped and counted. Segment threads register with EAL (rte_thread_register)
+ * there are several and the device supports it. A frame is its mbuf
+ * (floem_net_frame_t); its packet has `buffer` the struct rte_mbuf *, `data`
+ * rte_pktmbuf_mtod; an element may move `data` and change `len` within the mbuf's
+ * buffer before sending (floem_backend_fit then re-points the mbuf; a frame sent as
+ * it came is staged as it is, inline in floem/net.h). Multi-segment mbufs are dropped
+ * and counted. Segment threads register with EAL (rte_thread_register)
  * on first use, so the mempool's per-lcore caches serve them.
  *
  * What EAL prints goes to stderr, never to the program's stdout.
@@ -225,64 +227,61 @@ bool floem_backend_rx_done(void)
     return false;
 }
 
-unsigned floem_backend_rx(unsigned q, floem_packet_t *pkts, unsigned max)
+/* Drop the chained mbufs among `n` received ones, keeping the others in order; how many
+ * are left. */
+static unsigned drop_chained(unsigned q, struct rte_mbuf **m, unsigned n)
 {
-    struct rte_mbuf *m[FLOEM_NET_RX_BURST];
-    register_thread();
-    uint16_t got = rte_eth_rx_burst(port_id, (uint16_t)q, m, (uint16_t)max);
-    unsigned n = 0;
-    for (uint16_t i = 0; i < got; i++) {
-        if (m[i]->nb_segs != 1) {
+    unsigned kept = 0;
+    for (unsigned i = 0; i < n; i++) {
+        if (m[i]->nb_segs == 1) {
+            m[kept++] = m[i];
+        } else {
             rte_pktmbuf_free(m[i]);
             floem_net_queue[q].rx_dropped++;
-            continue;
         }
-        pkts[n++] = (floem_packet_t){rte_pktmbuf_mtod(m[i], void *), m[i]->data_len, m[i]};
     }
-    return n;
+    return kept;
 }
 
-/* Whether mbuf `m` holds exactly [data, data + len) already: a frame sent back where and
- * as long as it was received, which needs no fit (every mbuf this backend hands out, received
- * or allocated, has one segment). */
-static inline bool unchanged(const struct rte_mbuf *m, const void *data, uint32_t len)
+unsigned floem_backend_rx(unsigned q, floem_net_frame_t *frames, unsigned max)
 {
-    return rte_pktmbuf_mtod(m, const char *) == data && m->data_len == len;
+    register_thread();
+    unsigned got = rte_eth_rx_burst(port_id, (uint16_t)q, frames, (uint16_t)max);
+    for (unsigned i = 0; i < got; i++)     /* a scan: chained mbufs are rare */
+        if (__builtin_expect(frames[i]->nb_segs != 1, 0))
+            return i + drop_chained(q, frames + i, got - i);
+    return got;
 }
 
-/* Point mbuf `m` at [data, data + len); false if that is not inside its buffer. */
-static bool fit(struct rte_mbuf *m, const void *data, uint32_t len)
+/* Point the mbuf at the packet's bytes, which must lie inside its buffer (every mbuf this
+ * backend hands out, received or allocated, has one segment). */
+bool floem_backend_fit(const floem_packet_t *pkt, floem_net_frame_t *frame)
 {
-    uintptr_t start = (uintptr_t)m->buf_addr, d = (uintptr_t)data;
-    if (m->nb_segs != 1 || d < start || d - start > m->buf_len || len > m->buf_len - (d - start))
+    struct rte_mbuf *m = pkt->buffer;
+    uintptr_t start = (uintptr_t)m->buf_addr, d = (uintptr_t)pkt->data;
+    if (m->nb_segs != 1 || d < start || d - start > m->buf_len ||
+        pkt->len > m->buf_len - (d - start)) {
+        register_thread();
+        rte_pktmbuf_free(m);
         return false;
+    }
     m->data_off = (uint16_t)(d - start);
-    m->data_len = (uint16_t)len;
-    m->pkt_len = len;
+    m->data_len = (uint16_t)pkt->len;
+    m->pkt_len = pkt->len;
+    *frame = m;
     return true;
 }
 
-void floem_backend_send(unsigned q, floem_packet_t *pkts, unsigned n)
+void floem_backend_send(unsigned q, floem_net_frame_t *frames, unsigned n)
 {
-    struct rte_mbuf *m[FLOEM_NET_TX_BURST];
-    unsigned k = 0;
-    register_thread();
-    for (unsigned i = 0; i < n; i++) {
-        struct rte_mbuf *mb = pkts[i].buffer;
-        if (unchanged(mb, pkts[i].data, pkts[i].len) || fit(mb, pkts[i].data, pkts[i].len)) {
-            m[k++] = mb;
-        } else {
-            rte_pktmbuf_free(mb);
-            floem_net_queue[q].tx_dropped++;
-        }
-    }
     unsigned sent = 0;
-    for (int tries = 0; sent < k && tries <= TX_RETRIES; tries++)
-        sent += rte_eth_tx_burst(port_id, (uint16_t)q, m + sent, (uint16_t)(k - sent));
-    if (sent < k)
-        rte_pktmbuf_free_bulk(m + sent, k - sent);
+    register_thread();
+    for (int tries = 0; sent < n && tries <= TX_RETRIES; tries++)
+        sent += rte_eth_tx_burst(port_id, (uint16_t)q, frames + sent, (uint16_t)(n - sent));
+    if (sent < n)
+        rte_pktmbuf_free_bulk(frames + sent, n - sent);
     floem_net_queue[q].tx += sent;
-    floem_net_queue[q].tx_dropped += k - sent;
+    floem_net_queue[q].tx_dropped += n - sent;
 }
 
 bool floem_backend_alloc(uint32_t len, floem_packet_t *pkt)

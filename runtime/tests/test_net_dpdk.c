@@ -7,8 +7,9 @@
  * Run with FLOEM_DPDK_EAL naming one port, no hugepages needed:
  *   test_net_dpdk loop     port = net_ring0 (each queue's TX ring is its RX ring):
  *                          frames sent on every queue come back intact, in order,
- *                          also after moving `data` and shrinking `len`; frames
- *                          outside their mbuf are dropped; allocation limits.
+ *                          also after moving `data` and shrinking `len`, also sent
+ *                          back within the burst that received them; chained mbufs
+ *                          and frames outside their mbuf are dropped; allocation limits.
  *   test_net_dpdk client N port = the client end of a net_memif pair whose server
  *                          is the echo example: N Ethernet/IPv4/UDP frames go out,
  *                          N come back with MAC, IPv4 and UDP endpoints swapped.
@@ -42,11 +43,74 @@ static uint8_t pattern(unsigned frame, unsigned i)
 /* Receive exactly `want` frames from `queue` within two seconds. */
 static unsigned receive(unsigned queue, floem_packet_t *pkts, unsigned want)
 {
+    floem_net_frame_t frames[64];
     unsigned n = 0;
-    for (double deadline = now() + 2; n < want && now() < deadline;)
-        n += floem_net_rx(queue, pkts + n, want - n);
+    for (double deadline = now() + 2; n < want && now() < deadline;) {
+        unsigned got = floem_net_rx(queue, frames, want - n < 64 ? want - n : 64);
+        for (unsigned i = 0; i < got; i++)
+            pkts[n++] = floem_net_packet(frames[i]);
+    }
     floem_net_flush(queue);
     return n;
+}
+
+/* What FromNet does: frames received in one burst are sent back before its flush, the
+ * ones left where they came staged inline as their mbufs, the others (moved and shortened,
+ * as an element may) re-pointed when staged. */
+static void test_send_within_burst(unsigned q)
+{
+    enum { FRAMES = 8 };
+    floem_packet_t p, got[FRAMES];
+    for (unsigned k = 0; k < FRAMES; k++) {
+        CHECK(floem_net_alloc(100 + k, &p));
+        for (unsigned i = 0; i < p.len; i++)
+            ((uint8_t *)p.data)[i] = pattern(k + q, i);
+        floem_net_tx(q, &p);
+    }
+    floem_net_frame_t frames[FRAMES];
+    unsigned n = 0;
+    for (double deadline = now() + 2; n < FRAMES && now() < deadline;)
+        n += floem_net_rx(q, frames + n, FRAMES - n);   /* one burst: no flush in between */
+    CHECK(n == FRAMES);
+    for (unsigned k = 0; k < n; k++) {
+        floem_packet_t pkt = floem_net_packet(frames[k]);
+        CHECK(pkt.len == 100 + k);
+        if (k % 2) {
+            pkt.data = (uint8_t *)pkt.data + 3;
+            pkt.len -= 5;
+        }
+        floem_net_tx(q, &pkt);
+    }
+    floem_net_flush(q);
+    CHECK(receive(q, got, FRAMES) == FRAMES);
+    for (unsigned k = 0; k < FRAMES; k++) {
+        unsigned skip = k % 2 ? 3 : 0;
+        CHECK(got[k].len == 100 + k - (k % 2 ? 5 : 0));
+        for (unsigned i = 0; i < got[k].len; i++)
+            CHECK(((uint8_t *)got[k].data)[i] == pattern(k + q, i + skip));
+        floem_net_free(&got[k]);
+    }
+}
+
+/* A chained (multi-segment) mbuf is dropped and counted when received: no element sees it. */
+static void test_chained_dropped(void)
+{
+    floem_net_stats_t before, after;
+    floem_packet_t head, tail;
+    CHECK(floem_net_alloc(100, &head) && floem_net_alloc(100, &tail));
+    CHECK(rte_pktmbuf_chain(head.buffer, tail.buffer) == 0);
+    floem_net_stats(&before);
+    floem_net_tx(0, &head);                             /* the ring hands it back chained */
+    floem_net_frame_t frames[4];
+    unsigned n = 0;
+    for (double deadline = now() + 0.5; now() < deadline;) {
+        n += floem_net_rx(0, frames, 4);
+        floem_net_flush(0);
+        floem_net_stats(&after);
+        if (after.rx_dropped > before.rx_dropped)
+            break;
+    }
+    CHECK(n == 0 && after.rx_dropped == before.rx_dropped + 1 && after.rx == before.rx);
 }
 
 static void test_loop(void)
@@ -74,7 +138,9 @@ static void test_loop(void)
                 CHECK(((uint8_t *)got[k].data)[i] == pattern(k + q, i + skip));
             floem_net_free(&got[k]);
         }
+        test_send_within_burst(q);
     }
+    test_chained_dropped();
     floem_net_stats_t before, after;
     floem_net_stats(&before);
     floem_packet_t p;
@@ -132,10 +198,12 @@ static void test_client(unsigned frames)
             floem_net_flush(0);
             resend = now() + 0.5;
         }
+        floem_net_frame_t received[64];
         floem_packet_t got[64];
-        unsigned n = floem_net_rx(0, got, 64);
+        unsigned n = floem_net_rx(0, received, 64);
         floem_net_flush(0);
         for (unsigned i = 0; i < n; i++) {
+            got[i] = floem_net_packet(received[i]);
             const uint8_t *f = got[i].data;
             CHECK(got[i].len >= 44);
             unsigned k = (unsigned)f[42] << 8 | f[43];

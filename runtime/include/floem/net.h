@@ -26,6 +26,12 @@
  * header comments give each backend's details. The udp and pcap backends keep
  * frames in 2048-byte buffers: larger datagrams or records are dropped and
  * counted. Every function may be called from any segment thread.
+ *
+ * On DPDK the hot path is inline, as DPDK's own burst calls are: a receive burst
+ * is the PMD's mbuf array (floem_net_frame_t), each frame's data and length are
+ * read from its mbuf where FromNet runs (floem_net_packet), and floem_net_tx
+ * stages the mbuf itself when the frame is where it was received. So this
+ * header includes <rte_mbuf.h> in DPDK builds, whose flags name DPDK's headers.
  */
 #ifndef FLOEM_NET_H
 #define FLOEM_NET_H
@@ -45,14 +51,56 @@ typedef struct {
     uint64_t rx, tx, rx_dropped, tx_dropped, alloc_failed;
 } floem_net_stats_t;
 
+/* A received frame as the backend holds it: what floem_net_rx fills, turned into a
+ * floem_packet_t by floem_net_packet. On DPDK it is the mbuf itself, so a receive burst is
+ * DPDK's own mbuf array and the frame's data and length are read where FromNet runs (as a
+ * DPDK program's loop reads them); elsewhere it is the packet. */
+#ifdef FLOEM_NET_DPDK
+#include <rte_mbuf.h>
+typedef struct rte_mbuf *floem_net_frame_t;
+
+static inline floem_packet_t floem_net_packet(floem_net_frame_t frame)
+{
+    return (floem_packet_t){rte_pktmbuf_mtod(frame, void *), frame->data_len, frame};
+}
+
+/* The frame that sends `pkt`, when its buffer holds it where it was received or allocated
+ * (no element moved its data or changed its length); false otherwise. */
+static inline bool floem_net_frame_as_is(const floem_packet_t *pkt, floem_net_frame_t *frame)
+{
+    struct rte_mbuf *m = pkt->buffer;
+    if (rte_pktmbuf_mtod(m, void *) != pkt->data || m->data_len != pkt->len)
+        return false;
+    *frame = m;
+    return true;
+}
+#else
+typedef floem_packet_t floem_net_frame_t;
+
+static inline floem_packet_t floem_net_packet(floem_net_frame_t frame)
+{
+    return frame;
+}
+
+static inline bool floem_net_frame_as_is(const floem_packet_t *pkt, floem_net_frame_t *frame)
+{
+    /* Field by field: a whole-struct copy of a just-built struct stalls store forwarding. */
+    frame->data = pkt->data;
+    frame->len = pkt->len;
+    frame->buffer = pkt->buffer;
+    return true;
+}
+#endif
+
 /* Open the port (called by floem_init of the process running the I/O elements). */
 void floem_net_init(void);
 /* Flush, report (with FLOEM_REPORT set) and close the port. */
 void floem_net_finalize(void);
 /* Receive queues usable by threads (RSS where the port supports it; thread i uses queue i % n). */
 unsigned floem_net_queues(void);
-/* Receive up to `max` frames from `queue` without blocking; returns how many. */
-unsigned floem_net_rx(unsigned queue, floem_packet_t *pkts, unsigned max);
+/* Receive up to `max` frames from `queue` without blocking; returns how many. Each frame's
+ * packet is floem_net_packet(frames[i]). */
+unsigned floem_net_rx(unsigned queue, floem_net_frame_t *frames, unsigned max);
 /* True once a finite input (a pcap file) has been fully delivered. */
 bool floem_net_rx_done(void);
 /* Frames a thread stages before floem_net_tx sends them without waiting for a flush. */
@@ -66,11 +114,12 @@ bool floem_net_rx_done(void);
 typedef struct {
     unsigned taken, queue, n;
     bool in_burst;
-    floem_packet_t pkts[FLOEM_NET_TX_BURST];
+    floem_net_frame_t frames[FLOEM_NET_TX_BURST];
 } floem_net_staged_t;
 extern _Thread_local floem_net_staged_t floem_net_staged;
-/* floem_net_tx's way for the first frame of a burst, a full burst, another queue, and
- * frames sent outside a receive burst (the frame by value: the caller's stays in registers). */
+/* floem_net_tx's way for the first frame of a burst, a full burst, another queue, a frame
+ * an element moved or resized (DPDK), and frames sent outside a receive burst (the frame
+ * by value: the caller's stays in registers). */
 void floem_net_tx_staging(unsigned queue, void *data, uint32_t len, void *buffer);
 
 /* Queue a frame for transmission on `queue` (a queue past the last is taken modulo the
@@ -80,12 +129,9 @@ void floem_net_tx_staging(unsigned queue, void *data, uint32_t len, void *buffer
 static inline void floem_net_tx(unsigned queue, floem_packet_t *pkt)
 {
     floem_net_staged_t *s = &floem_net_staged;
-    if (__builtin_expect(queue == s->taken && s->n < FLOEM_NET_TX_BURST, 1)) {
-        /* Field by field: a whole-struct copy of a just-built struct stalls store forwarding. */
-        floem_packet_t *slot = &s->pkts[s->n++];
-        slot->data = pkt->data;
-        slot->len = pkt->len;
-        slot->buffer = pkt->buffer;
+    if (__builtin_expect(queue == s->taken && s->n < FLOEM_NET_TX_BURST &&
+                         floem_net_frame_as_is(pkt, &s->frames[s->n]), 1)) {
+        s->n++;
         return;
     }
     floem_net_tx_staging(queue, pkt->data, pkt->len, pkt->buffer);

@@ -36,10 +36,14 @@ extern uint64_t floem_net_alloc_failed;
 unsigned floem_backend_init(unsigned wanted);
 void floem_backend_finalize(void);
 /* Receive up to `max` (<= FLOEM_NET_RX_BURST) frames without blocking for long. */
-unsigned floem_backend_rx(unsigned queue, floem_packet_t *pkts, unsigned max);
+unsigned floem_backend_rx(unsigned queue, floem_net_frame_t *frames, unsigned max);
 bool floem_backend_rx_done(void);
+/* The frame that sends `pkt` when floem_net_frame_as_is refused it (DPDK: an element moved
+ * its data or changed its length, and the mbuf is re-pointed at its bytes); false when that
+ * cannot be done: the buffer is given back and the caller counts a tx drop. */
+bool floem_backend_fit(const floem_packet_t *pkt, floem_net_frame_t *frame);
 /* Send `n` frames, each counted as tx or tx_dropped; every buffer is the backend's again. */
-void floem_backend_send(unsigned queue, floem_packet_t *pkts, unsigned n);
+void floem_backend_send(unsigned queue, floem_net_frame_t *frames, unsigned n);
 bool floem_backend_alloc(uint32_t len, floem_packet_t *pkt);
 void floem_backend_free(floem_packet_t *pkt);
 /* Backend-specific lines of the FLOEM_REPORT report (may print nothing). */

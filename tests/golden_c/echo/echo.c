@@ -105,43 +105,45 @@ static void FromNet0(void *state)
 {
 #line 57 "<repo>/library/net.py"
 
-            floem_packet_t pkts[32];
+            floem_net_frame_t frames[32];
             unsigned queue = (unsigned)floem_core_id % floem_net_queues();
-            unsigned n = floem_net_rx(queue, pkts, 32);
+            unsigned n = floem_net_rx(queue, frames, 32);
              
-            for (unsigned i = 0; i < n; i++)
-                FromNet0_out(state, pkts[i].len, (uint8_t *)pkts[i].data, pkts[i].buffer);
+            for (unsigned i = 0; i < n; i++) {
+                floem_packet_t pkt = floem_net_packet(frames[i]);
+                FromNet0_out(state, pkt.len, (uint8_t *)pkt.data, pkt.buffer);
+            }
             floem_net_flush(queue);
             if (n == 0)
                 floem_idle = 1;
 
-#line 119 "echo.c"
+#line 121 "echo.c"
 }
 
 /* element ToNet0: ToNet, echo.py:45 */
 static void ToNet0(void *state, size_t inp_0, uint8_t *inp_1, void *inp_2)
 {
     (void)state;
-#line 85 "<repo>/library/net.py"
+#line 87 "<repo>/library/net.py"
 
             size_t size = inp_0; uint8_t *data = inp_1; void *buffer = inp_2;
             floem_packet_t pkt = { data, size <= UINT32_MAX ? (uint32_t)size : UINT32_MAX, buffer };
             floem_net_tx((unsigned)floem_core_id, &pkt);    /* queue core % queues */
 
-#line 132 "echo.c"
+#line 134 "echo.c"
 }
 
 /* element NetFree0: NetFree, echo.py:46 */
 static void NetFree0(void *state, size_t inp_0, uint8_t *inp_1, void *inp_2)
 {
     (void)state;
-#line 129 "<repo>/library/net.py"
+#line 131 "<repo>/library/net.py"
 
             size_t size = inp_0; uint8_t *data = inp_1; void *buffer = inp_2;
             floem_packet_t pkt = { data, size <= UINT32_MAX ? (uint32_t)size : UINT32_MAX, buffer };
             floem_net_free(&pkt);
 
-#line 145 "echo.c"
+#line 147 "echo.c"
 }
 
 /* port CheckUDP0.out */
