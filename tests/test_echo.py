@@ -20,6 +20,8 @@ import struct
 import subprocess
 import time
 
+import importlib.util
+
 import dpkt
 import pytest
 
@@ -272,6 +274,48 @@ def test_dpdk_ring_and_null_smoke() -> None:
     assert counts["rx"] == counts["tx"] == counts["freed"] == 0
     counts = report_counts(dpdk_run("--vdev=net_null0").stderr)    # endless zeroed 64-byte frames
     assert counts["rx"] > 1000 and counts["freed"] == counts["rx"] and counts["tx"] == 0
+
+
+@needs_dpdk
+def test_dpdk_alone_benchmark_peer_echoes_like_the_example(tmp_path) -> None:
+    """benchmarks/echo/echo_dpdk.c, the echo written on DPDK alone that the echo benchmark
+    measures as the ceiling, does the example's work: from the same capture, the same
+    frames back, the malformed ones dropped."""
+    spec = importlib.util.spec_from_file_location(
+        "echo_bench", os.path.join(ROOT, "benchmarks", "echo", "run.py"))
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    gen = str(tmp_path / "echo")
+    assert floem("build", ECHO, "--net", "dpdk", "-o", gen).returncode == 0
+    exe = bench.make_echo_dpdk(str(tmp_path), gen)
+    frames, valid = capture()
+    frames = [f for f in frames if f]                   # libpcap skips empty records
+    src, out = str(tmp_path / "in.pcap"), str(tmp_path / "out.pcap")
+    write_capture(src, frames)
+    runtime_dir_existed = os.path.exists("/var/run/dpdk")
+    p = subprocess.Popen([exe, *DPDK_EAL.split(), "--no-shconf", "--no-telemetry",
+                          "--file-prefix=echo-dpdk-peer",
+                          f"--vdev=net_pcap0,rx_pcap={src},tx_pcap={out}"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = []
+        for line in p.stderr:            # EAL's notices, then the program's start
+            lines.append(line)
+            if line.startswith("echo_dpdk: port 0 started"):
+                break
+        time.sleep(1)                    # a few dozen frames: served in microseconds
+        p.send_signal(signal.SIGINT)
+        err = "".join(lines) + p.stderr.read()
+        p.wait(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        bench.clean_runtime_dir("echo-dpdk-peer", runtime_dir_existed)
+    assert p.returncode == 0, err
+    assert (f"echo_dpdk: rx {len(frames)}, tx {len(valid)}, "
+            f"dropped {len(frames) - len(valid)}, unsent 0") in err
+    assert read_capture(out) == [swapped(f) for f in valid]
 
 
 @needs_dpdk

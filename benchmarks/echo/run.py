@@ -179,11 +179,12 @@ def run_testpmd(mode, eal, cpu, duration):
 
 def compile_like(gen_dir, exe, sources, includes):
     """Compile `sources` into `exe` with the flags of the generated Makefile in `gen_dir`
-    (its DPDK flags and libraries included) and the build's runtime headers."""
+    (its DPDK flags and libraries included), warnings as errors, and the build's runtime
+    headers."""
     text = open(os.path.join(gen_dir, "Makefile")).read()
     cflags = shlex.split(re.search(r"^CFLAGS = (.*)$", text, re.M).group(1))
     ldlibs = shlex.split(re.search(r"^LDLIBS = (.*)$", text, re.M).group(1))
-    check_run([os.environ.get("CC", "cc"), *cflags,
+    check_run([os.environ.get("CC", "cc"), *cflags, "-Werror",
                "-I" + os.path.join(gen_dir, "runtime", "include"),
                *("-I" + d for d in includes), "-o", exe, *sources, *ldlibs])
     return exe
