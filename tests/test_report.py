@@ -22,7 +22,7 @@ class Tally(State):
     report = True
 
 class Source(Element):
-    """Emits exactly 250 packets, then finds nothing to do."""
+    """Emits exactly 250 packets, then runs without handing anything on: idle turns."""
     def configure(self):
         self.out = Output(Uint(32))
     def impl(self):
@@ -31,8 +31,6 @@ class Source(Element):
             bool more = sent < 250;
             if (more)
                 sent++;
-            else
-                floem_idle = 1;
             output switch { case more: out(sent); }
         \'\'\')
 
@@ -73,6 +71,7 @@ def test_threads_and_reported_states_at_exit(tmp_path) -> None:
     assert runs == packets == 250                # one per packet; idle turns are not runs
     assert busy > 0 and idle > 0 and waited == 0
     assert 0 < slept <= idle                     # an idle thread backs off by sleeping
+    assert cpu < wall / 2                        # rather than spinning
     assert busy + idle <= wall and 0 < cpu
     assert 1.0e9 < wall < 5e9
     # the numeric fields of the state, not the pointer

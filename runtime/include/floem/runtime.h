@@ -39,7 +39,8 @@ void floem_wait_for_stop_signal(void (*report)(void));
 void floem_ignore_report_signal(void);
 /* Mark segment threads as running (floem_run_threads calls it even with no threads). */
 void floem_threads_begin(void);
-/* Nonzero for the thread's current packet when its source found nothing to do. */
+/* Nonzero for the thread's current turn when its source found nothing to do: the generated
+ * loop sets it when the source handed no packet on; a source may set it itself. */
 extern _Thread_local int floem_idle;
 /* Back off after an idle packet, or while waiting for something: the first FLOEM_IDLE_SPINS
  * calls since the thread last did work spin (a pause each), then for FLOEM_IDLE_YIELD_NS each

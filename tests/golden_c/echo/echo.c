@@ -181,7 +181,10 @@ static void *echo_thread(void *arg)
     floem_core_id = (int)(intptr_t)arg;
     while (floem_running()) {
         floem_idle = 0;
+        uint64_t handed_on = floem_thread_packets;
         FromNet0(NULL);
+        if (floem_thread_packets == handed_on)
+            floem_idle = 1;             /* the source handed no packet on: an idle turn */
         floem_iteration_end();          /* counts the turn as busy or idle; backs off when idle */
     }
     return NULL;

@@ -235,7 +235,10 @@ static void *on_nic_thread(void *arg)
     Packet packet;
     while (floem_running()) {
         floem_idle = 0;
+        uint64_t handed_on = floem_thread_packets;
         to_nic_deq(&packet);
+        if (floem_thread_packets == handed_on)
+            floem_idle = 1;             /* the source handed no packet on: an idle turn */
         floem_iteration_end();          /* counts the turn as busy or idle; backs off when idle */
     }
     return NULL;

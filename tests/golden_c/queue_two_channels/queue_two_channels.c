@@ -277,7 +277,10 @@ static void *serve_thread(void *arg)
     Request packet;
     while (floem_running()) {
         floem_idle = 0;
+        uint64_t handed_on = floem_thread_packets;
         requests_deq(&packet);
+        if (floem_thread_packets == handed_on)
+            floem_idle = 1;             /* the source handed no packet on: an idle turn */
         floem_iteration_end();          /* counts the turn as busy or idle; backs off when idle */
     }
     return NULL;
@@ -352,7 +355,7 @@ static int floem_main(int argc, char **argv)
     while (__atomic_load_n(&done->count, __ATOMIC_ACQUIRE) < 25)
         usleep(1000);
 
-#line 356 "queue_two_channels.c"
+#line 359 "queue_two_channels.c"
     return 0;
 }
 
