@@ -2,7 +2,7 @@
 
 Fast: every kept regression input (fuzz/regressions/NAME/, each an input that once made
 its parser crash) and every seed goes through its harness once, so fixed findings stay
-fixed. Slow: `scripts/fuzz.sh --ci` fuzzes each harness for 12 seconds and fails on a
+fixed. Slow: `scripts/fuzz.sh --ci` fuzzes each harness for 8 seconds and fails on a
 finding.
 """
 from __future__ import annotations
