@@ -161,7 +161,7 @@ void floem_net_tx_staging(unsigned queue, void *data, uint32_t len, void *buffer
     if (queue >= n_queues)          /* callers pass a queue they reduced already: no division */
         queue %= n_queues;
     floem_net_frame_t frame;
-    if (!floem_net_frame_as_is(&pkt, &frame) && !floem_backend_fit(&pkt, &frame)) {
+    if (!floem_backend_frame(&pkt, &frame)) {
         lock(queue);
         floem_net_queue[queue].tx_dropped++;
         unlock(queue);
@@ -323,12 +323,11 @@ bool floem_pool_holds(const void *buffer, const void *data, uint32_t len)
            d - b <= FLOEM_NET_BUFFER_BYTES - len;
 }
 
-/* A udp or pcap packet is its own frame (floem_net_frame_as_is always takes it); their
- * floem_backend_send checks that each frame is inside its buffer. */
-bool floem_backend_fit(const floem_packet_t *pkt, floem_net_frame_t *frame)
+/* A udp or pcap packet is its own frame; their floem_backend_send checks that each frame is
+ * inside its buffer. */
+bool floem_backend_frame(const floem_packet_t *pkt, floem_net_frame_t *frame)
 {
-    *frame = *pkt;
-    return true;
+    return floem_net_frame_as_is(pkt, frame);
 }
 
 /* The udp and pcap backends allocate and free frames in the pool. */

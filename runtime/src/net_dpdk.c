@@ -9,7 +9,7 @@
  * there are several and the device supports it. A frame is its mbuf
  * (floem_net_frame_t); its packet has `buffer` the struct rte_mbuf *, `data`
  * rte_pktmbuf_mtod; an element may move `data` and change `len` within the mbuf's
- * buffer before sending (floem_backend_fit then re-points the mbuf; a frame sent as
+ * buffer before sending (floem_backend_frame then re-points the mbuf; a frame sent as
  * it came is staged as it is, inline in floem/net.h). Multi-segment mbufs are dropped
  * and counted. Segment threads register with EAL (rte_thread_register)
  * on first use, so the mempool's per-lcore caches serve them.
@@ -253,10 +253,13 @@ unsigned floem_backend_rx(unsigned q, floem_net_frame_t *frames, unsigned max)
     return got;
 }
 
-/* Point the mbuf at the packet's bytes, which must lie inside its buffer (every mbuf this
- * backend hands out, received or allocated, has one segment). */
-bool floem_backend_fit(const floem_packet_t *pkt, floem_net_frame_t *frame)
+/* The packet's mbuf, pointed at the packet's bytes when an element moved or resized it;
+ * they must lie inside its buffer (every mbuf this backend hands out, received or allocated,
+ * has one segment). */
+bool floem_backend_frame(const floem_packet_t *pkt, floem_net_frame_t *frame)
 {
+    if (floem_net_frame_as_is(pkt, frame))
+        return true;
     struct rte_mbuf *m = pkt->buffer;
     uintptr_t start = (uintptr_t)m->buf_addr, d = (uintptr_t)pkt->data;
     if (m->nb_segs != 1 || d < start || d - start > m->buf_len ||

@@ -38,10 +38,11 @@ void floem_backend_finalize(void);
 /* Receive up to `max` (<= FLOEM_NET_RX_BURST) frames without blocking for long. */
 unsigned floem_backend_rx(unsigned queue, floem_net_frame_t *frames, unsigned max);
 bool floem_backend_rx_done(void);
-/* The frame that sends `pkt` when floem_net_frame_as_is refused it (DPDK: an element moved
- * its data or changed its length, and the mbuf is re-pointed at its bytes); false when that
- * cannot be done: the buffer is given back and the caller counts a tx drop. */
-bool floem_backend_fit(const floem_packet_t *pkt, floem_net_frame_t *frame);
+/* The frame that sends `pkt` (floem_net_tx's way when its inline floem_net_frame_as_is does
+ * not take it; DPDK: the mbuf, re-pointed at the packet's bytes when an element moved its
+ * data or changed its length); false when that cannot be done: the buffer is given back and
+ * the caller counts a tx drop. */
+bool floem_backend_frame(const floem_packet_t *pkt, floem_net_frame_t *frame);
 /* Send `n` frames, each counted as tx or tx_dropped; every buffer is the backend's again. */
 void floem_backend_send(unsigned queue, floem_net_frame_t *frames, unsigned n);
 bool floem_backend_alloc(uint32_t len, floem_packet_t *pkt);
