@@ -36,7 +36,7 @@ read just before stopping it), so start-up, the capture load and time taken by
 other processes on this shared machine do not count. Prints a Markdown table of
 medians and ratios to testpmd io. Nothing is left in /var/run/dpdk (EAL's runtime
 directories of our file prefixes are removed, and the parent when this script
-created it). About 2.5 minutes with the defaults.
+created it). About 90 s with the defaults.
 """
 import argparse
 import os
