@@ -41,7 +41,7 @@ class FromNet(Element):
     Polls receive queue ``floem_core_id % floem_net_queues()`` once per run of
     the segment, emits the frames in arrival order, then sends what the
     segment queued for transmission during the burst (``floem_net_flush``).
-    An empty poll marks the thread idle, so it backs off.
+    An empty poll hands nothing on, so the turn is idle and the thread backs off.
     """
 
     c_headers = HEADERS
@@ -64,8 +64,6 @@ class FromNet(Element):
                 out(pkt.len, (uint8_t *)pkt.data, pkt.buffer);
             }}
             floem_net_flush(queue);
-            if (n == 0)
-                floem_idle = 1;
         ''')
 
 

@@ -12,6 +12,7 @@ and a C client in another process.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import signal
@@ -19,8 +20,6 @@ import socket
 import struct
 import subprocess
 import time
-
-import importlib.util
 
 import dpkt
 import pytest

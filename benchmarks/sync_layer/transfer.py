@@ -88,8 +88,6 @@ class Produce(Element):
                     polls++;
                 }
             }
-            if (n == 0)
-                floem_idle = 1;
             output switch { case n != 0: out(); }
         '''.replace("PACKETS", f"{PACKETS}u"))
 

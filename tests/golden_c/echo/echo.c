@@ -114,36 +114,34 @@ static void FromNet0(void *state)
                 FromNet0_out(state, pkt.len, (uint8_t *)pkt.data, pkt.buffer);
             }
             floem_net_flush(queue);
-            if (n == 0)
-                floem_idle = 1;
 
-#line 121 "echo.c"
+#line 119 "echo.c"
 }
 
 /* element ToNet0: ToNet, echo.py:45 */
 static void ToNet0(void *state, size_t inp_0, uint8_t *inp_1, void *inp_2)
 {
     (void)state;
-#line 87 "<repo>/library/net.py"
+#line 85 "<repo>/library/net.py"
 
             size_t size = inp_0; uint8_t *data = inp_1; void *buffer = inp_2;
             floem_packet_t pkt = { data, size <= UINT32_MAX ? (uint32_t)size : UINT32_MAX, buffer };
             floem_net_tx((unsigned)floem_core_id, &pkt);    /* queue core % queues */
 
-#line 134 "echo.c"
+#line 132 "echo.c"
 }
 
 /* element NetFree0: NetFree, echo.py:46 */
 static void NetFree0(void *state, size_t inp_0, uint8_t *inp_1, void *inp_2)
 {
     (void)state;
-#line 131 "<repo>/library/net.py"
+#line 129 "<repo>/library/net.py"
 
             size_t size = inp_0; uint8_t *data = inp_1; void *buffer = inp_2;
             floem_packet_t pkt = { data, size <= UINT32_MAX ? (uint32_t)size : UINT32_MAX, buffer };
             floem_net_free(&pkt);
 
-#line 147 "echo.c"
+#line 145 "echo.c"
 }
 
 /* port CheckUDP0.out */

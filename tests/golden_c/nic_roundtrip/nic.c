@@ -142,7 +142,6 @@ static void to_nic_deq(Packet *state)
     uint16_t channel;
     void *entry = floem_sync_deq_acquire(q, &channel);
     if (entry == NULL) {
-        floem_idle = 1;
         return;
     }
     to_nic_held.q = q;
@@ -198,7 +197,7 @@ static void Transform0(Packet *state)
 #line 42 "<repo>/tests/programs/nic_roundtrip.py"
             { Transform0_out(state); }
 
-#line 202 "nic.c"
+#line 201 "nic.c"
 }
 
 /* element to_nic_release: QueueRelease, nic_roundtrip.py:58 */

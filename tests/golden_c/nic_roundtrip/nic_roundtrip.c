@@ -159,7 +159,6 @@ static void to_host_deq(Packet *state, int qid_0)
     uint16_t channel;
     void *entry = floem_deq_acquire(q, true, &channel);
     if (entry == NULL) {
-        floem_idle = 1;
         return;
     }
     to_host_held.q = q;
@@ -206,7 +205,7 @@ static void Show0(Packet *state)
 #line 54 "<repo>/tests/programs/nic_roundtrip.py"
             { Show0_out(state, 1); }
 
-#line 210 "nic_roundtrip.c"
+#line 209 "nic_roundtrip.c"
 }
 
 /* element to_host_release: QueueRelease, nic_roundtrip.py:59 */
@@ -328,7 +327,7 @@ static int floem_main(int argc, char **argv)
     for (int shown = 0; shown < 6; )
         shown += pop(0);
 
-#line 332 "nic_roundtrip.c"
+#line 331 "nic_roundtrip.c"
     return 0;
 }
 

@@ -159,7 +159,6 @@ static void requests_deq(Request *state)
     uint16_t channel;
     void *entry = floem_deq_acquire(q, false, &channel);
     if (entry == NULL) {
-        floem_idle = 1;
         return;
     }
     requests_held.q = q;
@@ -200,7 +199,7 @@ static void Get0(Request *state)
             printf("get %d\n", state->key);
             __atomic_fetch_add(&done->count, 1, __ATOMIC_RELEASE);
 
-#line 204 "queue_two_channels.c"
+#line 203 "queue_two_channels.c"
 }
 
 /* element Set0: Set, queue_two_channels.py:86 */
@@ -213,7 +212,7 @@ static void Set0(Request *state)
             printf("set %d = %d\n", state->key, state->val);
             __atomic_fetch_add(&done->count, 1, __ATOMIC_RELEASE);
 
-#line 217 "queue_two_channels.c"
+#line 216 "queue_two_channels.c"
 }
 
 /* element requests_release: QueueRelease, queue_two_channels.py:66 */
@@ -355,7 +354,7 @@ static int floem_main(int argc, char **argv)
     while (__atomic_load_n(&done->count, __ATOMIC_ACQUIRE) < 25)
         usleep(1000);
 
-#line 359 "queue_two_channels.c"
+#line 358 "queue_two_channels.c"
     return 0;
 }
 
