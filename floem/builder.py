@@ -21,7 +21,6 @@ from floem.ir import BuildOptions, Device, ProgramIR
 from floem.ir.plan import TRACE_FILTER_FILE
 from floem.launcher import RunResult, launch
 from floem.passes import run_pipeline
-from floem.passes.build_graph import NIC_PROCESS
 from floem.paths import runtime_dir
 from floem.platforms import PLATFORMS, Platform
 from floem.trace import read_traces, trace_report
@@ -94,7 +93,8 @@ def _choose_flags(b: Build) -> None:
     if _has_nic(b.ir):
         b.platform.check_tools()
     net_flags, b.net_libs = _network_flags(b.ir, b.options.net, b.platform, _has_nic(b.ir))
-    b.cflags = DEFAULT_CFLAGS + app_dir + b.program.extra_cflags + user + net_flags
+    counting = ["-DFLOEM_COUNT_INSTRUCTIONS"] if b.options.count_instructions else []
+    b.cflags = DEFAULT_CFLAGS + app_dir + b.program.extra_cflags + user + net_flags + counting
     b.nic_cflags = _nic_cflags(b.cflags, b.platform, b.options)
 
 
@@ -198,14 +198,35 @@ def network_environment(net: str = "udp", port: int | None = None, pcap_in: str 
     return env
 
 
+@dataclass(frozen=True)
+class Counting:
+    """Run every process under callgrind (a build with ``count_instructions``), which writes
+    to ``base``.PROCESS what its segment threads execute on packets: instructions, atomic
+    operations and, for a process ``caches`` names, the misses of a simulated cache of
+    that geometry (``I1:D1:LL``, each ``BYTES,WAYS,LINE``) (docs/exploration.md); and
+    valgrind's own messages to ``base``.PROCESS.log."""
+
+    base: str
+    caches: dict[str, str] = field(default_factory=dict)
+
+    def prefix(self, process: str) -> list[str]:
+        """The command that runs ``process`` counted, before the process's own command."""
+        command = ["valgrind", "-q", "--tool=callgrind", "--collect-atstart=no",
+                   "--collect-bus=yes", f"--callgrind-out-file={self.base}.{process}",
+                   f"--log-file={self.base}.{process}.log"]
+        if process in self.caches:
+            i1, d1, ll = self.caches[process].split(":")
+            command += ["--cache-sim=yes", f"--I1={i1}", f"--D1={d1}", f"--LL={ll}"]
+        return command
+
+
 def run_built(built: BuildResult, program: Any, timeout: float | None = None,
               duration: float | None = None, args: list[str] | None = None,
               capture: bool = True, env: dict[str, str] | None = None,
-              count_file: str | None = None, trace: int | None = None) -> RunResult:
+              count: Counting | None = None, trace: int | None = None) -> RunResult:
     """Run the processes of a finished build; the result is the main process's.
 
-    ``count_file``: run the NIC process (built with ``count_instructions``) under
-    callgrind, which writes the instructions it counted there (docs/exploration.md).
+    ``count``: run every process (built with ``count_instructions``) under callgrind.
     ``trace``: trace the first that many packets (a build with the ``trace`` option) and,
     when the program has ended, write their paths (floem/trace.py) after its stderr.
     """
@@ -214,22 +235,27 @@ def run_built(built: BuildResult, program: Any, timeout: float | None = None,
                          "segment that runs as a thread", program.app_file)
     others = {n: built.commands[n] for n, p in built.executables.items()
               if p != built.main_executable}
-    if count_file is not None and NIC_PROCESS in others:
+    prefixes = {}
+    if count is not None:
         if shutil.which("valgrind") is None:
             raise FloemError("--count-instructions needs valgrind (apt-get install valgrind)")
-        others[NIC_PROCESS] = ["valgrind", "-q", "--tool=callgrind", "--collect-atstart=no",
-                               f"--callgrind-out-file={count_file}"] + others[NIC_PROCESS]
+        unknown = set(count.caches) - set(built.executables)
+        if unknown:
+            raise FloemError(f"--count-cache names no process of the program: "
+                             f"{', '.join(sorted(unknown))} (its processes: "
+                             f"{', '.join(sorted(built.executables))})")
+        prefixes = {n: count.prefix(n) for n in built.executables}
     env = {**(env or {}), **({"FLOEM_REPORT": "1"} if built.report else {})}
     if not trace:
         return launch(built.main_executable, others, args or [], timeout=timeout,
-                      duration=duration, capture=capture, env=env)
+                      duration=duration, capture=capture, env=env, prefixes=prefixes)
     if not built.traced:
         raise FloemError("the build has no packet-trace code: build it with trace=True "
                          "(--trace)", program.app_file)
     with tempfile.TemporaryDirectory(prefix="floem-trace-") as kept:
         env.update(FLOEM_TRACE=str(trace), FLOEM_TRACE_DIR=kept)
         result = launch(built.main_executable, others, args or [], timeout=timeout,
-                        duration=duration, capture=capture, env=env)
+                        duration=duration, capture=capture, env=env, prefixes=prefixes)
         text = trace_report(read_traces(kept), trace, built.trace_filter is not None)
     if capture:
         result.stderr += text
@@ -291,8 +317,6 @@ def _nic_cflags(cflags: list[str], platform: Platform, options: BuildOptions) ->
     flags += list(platform.cflags) + shlex.split(os.environ.get("FLOEM_NIC_CFLAGS", ""))
     if not options.sync_layer:
         flags.append("-DFLOEM_SYNC_BLOCKING")
-    if options.count_instructions:
-        flags.append("-DFLOEM_COUNT_INSTRUCTIONS")
     return flags
 
 

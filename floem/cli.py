@@ -11,7 +11,7 @@ import textwrap
 from typing import Any
 
 from floem.api import load_app
-from floem.builder import build_program, check_program, network_environment, run_built
+from floem.builder import Counting, build_program, check_program, network_environment, run_built
 from floem.errors import FloemError, warning_line
 from floem.graph import to_dot, write_graph
 from floem.ir.options import NET_BACKENDS, NIC_PLATFORMS, BuildOptions
@@ -53,7 +53,8 @@ EXAMPLES = {
     "stats": "floem stats                  # every running program, refreshed each second\n"
              "floem stats 4242 --once      # the run of floem run (or a process) 4242, once",
     "explore": "floem explore examples/nf/aes.py -D device=cpu,nic \\\n"
-               "    --workload 'python examples/nf/load.py aes --count 20000 --pcap {pcap}'",
+               "    --workload 'python examples/nf/load.py aes --count 20000 --pcap {pcap}' \\\n"
+               "    --nic liquidio --host xeon-e5-2680v3",
 }
 
 
@@ -81,6 +82,28 @@ def _count(text: str) -> int:
     if not text.isdigit():
         raise argparse.ArgumentTypeError(f"need a whole number, 0 or more, not {text!r}")
     return int(text)
+
+
+def _count_cache(text: str) -> tuple[str, str]:
+    """An argparse type: PROCESS=I1:D1:LL, each cache BYTES,WAYS,LINE (whole numbers)."""
+    process, _, geometry = text.partition("=")
+    caches = geometry.split(":")
+    if not process or len(caches) != 3 or not all(
+            len(c.split(",")) == 3 and all(n.isdigit() for n in c.split(",")) for c in caches):
+        raise argparse.ArgumentTypeError(f"need PROCESS=I1:D1:LL, each cache BYTES,WAYS,LINE "
+                                         f"(e.g. nic=32768,4,128:32768,32,128:4194304,16,128), "
+                                         f"not {text!r}")
+    return process, geometry
+
+
+def _counting(args: argparse.Namespace) -> Counting | None:
+    """What ``--count-instructions`` and ``--count-cache`` ask for, if anything."""
+    if args.count_cache and not args.count_instructions:
+        raise FloemError("--count-cache simulates caches while counting: give "
+                         "--count-instructions too")
+    if not args.count_instructions:
+        return None
+    return Counting(args.count_instructions, dict(args.count_cache))
 
 
 def _packets(text: str) -> int:
@@ -190,9 +213,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--stats", metavar="FILE",
                      help="write the element counters as JSON when the program ends (for "
                           "floem graph --stats)")
-    run.add_argument("--count-instructions", metavar="FILE",
-                     help="--nic emu: run the NIC under callgrind, counting the instructions "
-                          "its segment threads execute on packets into FILE (floem explore)")
+    run.add_argument("--count-instructions", metavar="BASE",
+                     help="--nic emu: run every process under callgrind, counting what its "
+                          "segment threads execute on packets into BASE.PROCESS (floem explore)")
+    run.add_argument("--count-cache", action="append", default=[], type=_count_cache,
+                     metavar="PROCESS=I1:D1:LL",
+                     help="--count-instructions: simulate PROCESS's caches with this geometry "
+                          "(each BYTES,WAYS,LINE) and count their misses too")
     run.add_argument("args", nargs="*", help="arguments for the host main (after --)")
 
     check = command("check", "front end and all passes, no C compiler")
@@ -224,16 +251,22 @@ def build_parser() -> argparse.ArgumentParser:
     live.add_argument("--json", action="store_true", help="print the counters once, as JSON")
 
     explore = command(
-        "explore", "measure an app's configurations on a workload; predict them on NIC "
-        "platforms", "Build and run every configuration of APP on a workload capture, count "
-        "what its NIC segments execute, and predict packets/s on each model platform; print "
-        "the table best first and write it as CSV, JSON and a plot.")
+        "explore", "count an app's configurations on a workload; predict them on a NIC and a "
+        "host", "Build and run every configuration of APP on a workload capture, count what "
+        "each segment executes per packet, and predict packets/s, latency and the bottleneck "
+        "on models of NIC and host platforms; print the table best first and write it as "
+        "CSV, JSON and a plot.")
     explore.add_argument("app", help="the app file, or a sweep file (.toml) of several studies")
     explore.add_argument("-D", dest="define", action="append", default=[], metavar="NAME=V1,V2",
                          help="values of parameter NAME to sweep (a parameter with choices and "
                               "no -D sweeps all its choices)")
-    explore.add_argument("--nic", metavar="P1,P2", help="model platforms (default: the sweep "
+    explore.add_argument("--nic", metavar="P1,P2", help="NIC platforms (default: the sweep "
                          "file's, else liquidio,bluefield2); the models: floem/platforms/*.toml")
+    explore.add_argument("--host", metavar="P1,P2", help="host platforms (default: the sweep "
+                         "file's, else this, this machine as measured)")
+    explore.add_argument("--load", type=_positive, metavar="PPS",
+                         help="offered load for the latency prediction, packets/s (default: "
+                              "four fifths of each prediction)")
     explore.add_argument("--workload", metavar="CMD",
                          help="a command that writes the workload capture to {pcap}")
     explore.add_argument("--pcap", metavar="FILE", help="the workload capture")
@@ -316,7 +349,7 @@ def _command(args: argparse.Namespace) -> int:
             env["FLOEM_COUNTERS_DIR"] = kept
         result = run_built(built, program, timeout=args.timeout, duration=args.duration,
                            args=args.args, capture=False, env=env,
-                           count_file=args.count_instructions, trace=args.trace)
+                           count=_counting(args), trace=args.trace)
         if args.stats:
             save_counts(kept, args.stats)
     return result.returncode

@@ -72,8 +72,11 @@ class _Caught:
 
 def launch(main: str, others: dict[str, list[str]], args: list[str], timeout: float | None = None,
            duration: float | None = None, capture: bool = True,
-           env: dict[str, str] | None = None) -> RunResult:
+           env: dict[str, str] | None = None,
+           prefixes: dict[str, list[str]] | None = None) -> RunResult:
     """Run ``main`` (with ``args``) beside ``others`` (name -> command); stop all when main ends.
+    ``prefixes``: a command to run a process under (by name; main's is its file name), e.g.
+    valgrind's.
 
     All processes share one POSIX shared memory object (named in ``FLOEM_SHM``); the
     last of them to map it removes its name (``FLOEM_SHM_USERS``), and so does the
@@ -96,7 +99,8 @@ def launch(main: str, others: dict[str, list[str]], args: list[str], timeout: fl
     out = tempfile.TemporaryFile("w+") if capture else None
     err = tempfile.TemporaryFile("w+") if capture else None
     shm = f"/floem-{os.getpid()}-{_start_time(os.getpid())}-{next(_runs)}"
-    commands = list(others.items()) + [(os.path.basename(main), [main] + args)]
+    commands = [(name, (prefixes or {}).get(name, []) + argv) for name, argv in
+                list(others.items()) + [(os.path.basename(main), [main] + args)]]
     child_env = {**os.environ, **(env or {}), "FLOEM_SHM": shm,
                  "FLOEM_SHM_USERS": str(len(commands)), PARENT_VARIABLE: str(os.getpid())}
     procs: list[_Proc] = []

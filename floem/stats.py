@@ -20,13 +20,14 @@ from floem.errors import FloemError
 from floem.launcher import launcher_of
 
 MAGIC = b"FLOEMCNT"
-VERSION = 2
+VERSION = 3
 #: magic, byte-order mark, version, counters, layout bytes, counters offset, pid, process, run,
 #: threads offset, thread slots, bytes per slot, (a kept file) queues offset, queues, bytes each
 HEADER = "8sIIIIQq32s64sQIIQII"
 #: A thread's slot (floem_thread_stats_t): segment, index, runs, packets, busy, waited, idle,
-#: slept, cpu and wall time (ns; cpu and wall once the thread has ended)
-THREAD = "48si4x8Q"
+#: slept, cpu and wall time (ns; cpu and wall once the thread has ended), frames received and
+#: sent, DMA waits and their bytes, engine calls and their bytes
+THREAD = "48si4x14Q"
 #: A queue instance's counters in a kept file: queue, instance, enqueued, dequeued, dropped,
 #: full-spins
 QUEUE = "48sI4x4Q"
@@ -51,7 +52,9 @@ class ThreadCounts:
     """One segment thread's statistics (``floem run --report``'s thread lines): its turns
     that found work (``runs``) and the packets its source handed on, the time of those turns
     (``busy_ns``, of which ``waited_ns`` waiting for room in a full queue) and of the others
-    (``idle_ns``, of which ``slept_ns`` blocked); ``cpu_ns`` and ``wall_ns`` once it ended."""
+    (``idle_ns``, of which ``slept_ns`` blocked); ``cpu_ns`` and ``wall_ns`` once it ended;
+    the frames it received and sent, the DMA transfers it waited for and its engine calls,
+    and their bytes."""
 
     segment: str
     index: int
@@ -63,6 +66,12 @@ class ThreadCounts:
     slept_ns: int
     cpu_ns: int
     wall_ns: int
+    received: int
+    sent: int
+    dma_waits: int
+    dma_bytes: int
+    engine_calls: int
+    engine_bytes: int
 
     @property
     def name(self) -> str:

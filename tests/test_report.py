@@ -57,7 +57,9 @@ def wait_until_it_handles_sigusr1(proc: subprocess.Popen) -> None:
 
 
 THREAD = re.compile(r"^floem: thread counting\[0\] \(process app\): runs (\d+), packets (\d+), "
-                    r"busy (\d+) ns, waited (\d+) ns, idle (\d+) ns, slept (\d+) ns, cpu (\d+) ns, wall (\d+) ns$",
+                    r"busy (\d+) ns, waited (\d+) ns, idle (\d+) ns, slept (\d+) ns, cpu (\d+) ns, "
+                    r"wall (\d+) ns, received (\d+), sent (\d+), dma waits (\d+), dma bytes (\d+), "
+                    r"engine calls (\d+), engine bytes (\d+)$",
                     re.M)
 
 
@@ -66,8 +68,9 @@ def test_threads_and_reported_states_at_exit(tmp_path) -> None:
     app.write_text(COUNTING_APP)
     result = floem("run", str(app), "--report", "--duration", "1.5")
     assert result.returncode == 0, result.stderr
-    runs, packets, busy, waited, idle, slept, cpu, wall = map(
+    runs, packets, busy, waited, idle, slept, cpu, wall, *io = map(
         int, THREAD.search(result.stderr).groups())
+    assert io == [0] * 6                         # no packet I/O, no DMA, no engine
     assert runs == packets == 250                # one per packet; idle turns are not runs
     assert busy > 0 and idle > 0 and waited == 0
     assert 0 < slept <= idle                     # an idle thread backs off by sleeping

@@ -8,10 +8,11 @@ import sys
 import tempfile
 
 from floem.explore import output
-from floem.explore.sweep import (Study, load_sweep_file, make_workload, parse_sweep,
-                                 platforms_named, run_study)
+from floem.explore.sweep import (Study, configurations, load_sweep_file, make_workload,
+                                 parse_sweep, platforms_named, run_study)
 
-DEFAULT_PLATFORMS = ["liquidio", "bluefield2"]
+DEFAULT_NICS = ["liquidio", "bluefield2"]
+DEFAULT_HOSTS = ["this"]
 
 
 def explore(args: argparse.Namespace) -> int:
@@ -29,32 +30,32 @@ def explore(args: argparse.Namespace) -> int:
 
 
 def _explore(args: argparse.Namespace) -> int:
-    chosen = platforms_named(args.nic.split(",")) if args.nic else None
+    nics = platforms_named(args.nic.split(","), "nic") if args.nic else None
+    hosts = platforms_named(args.host.split(","), "host") if args.host else None
     with tempfile.TemporaryDirectory(prefix="floem-explore-") as workdir:
         if args.app.endswith(".toml"):
-            title, nic, studies = load_sweep_file(args.app, workdir)
+            title, nic_names, host_names, studies = load_sweep_file(args.app, workdir)
         else:
             name = os.path.splitext(os.path.basename(args.app))[0]
-            title, nic = name, []
+            title, nic_names, host_names = name, [], []
             baseline = make_workload(args.baseline, None, workdir, "baseline") \
                 if args.baseline else None
             studies = [Study(name, os.path.abspath(args.app), parse_sweep(args.define),
                              make_workload(args.workload, args.pcap, workdir), baseline=baseline)]
         for s in studies:
             s.options += args.option
-        platforms = chosen or platforms_named(nic or DEFAULT_PLATFORMS)
+        nics = nics or platforms_named(nic_names or DEFAULT_NICS, "nic")
+        hosts = hosts or platforms_named(host_names or DEFAULT_HOSTS, "host")
+        progress = output.Progress(sum(len(configurations(s.app, s.sweep)) for s in studies))
         rows = []
         for s in studies:
-            rows += run_study(s, platforms, _progress)
+            rows += run_study(s, nics, hosts, args.load, progress)
+        progress.done()
     stem = os.path.splitext(os.path.basename(args.app))[0]
     base = args.out or os.path.join("explore", stem)
     for study in dict.fromkeys(r.study for r in rows):
         print(f"\n{study}\n")
         print(output.table(output.ranked([r for r in rows if r.study == study], args.per_core)))
-    written = output.write(rows, platforms, base, title)
+    written = output.write(rows, nics + hosts, base, title)
     print(f"\nfloem: wrote {', '.join(written)}")
     return 1 if all(r.failed for r in rows) else 0
-
-
-def _progress(line: str) -> None:
-    print(f"floem: explore {line}", file=sys.stderr, flush=True)

@@ -14,7 +14,8 @@ from floem.passes.build_graph import NIC_PROCESS
 
 THREAD = re.compile(r"^floem: thread (\S+)\[(\d+)\] \(process (\S+)\): runs (\d+), packets (\d+), "
                     r"busy (\d+) ns, waited (\d+) ns, idle (\d+) ns, slept (\d+) ns, cpu (\d+) ns, "
-                    r"wall (\d+) ns$")
+                    r"wall (\d+) ns, received (\d+), sent (\d+), dma waits (\d+), dma bytes (\d+), "
+                    r"engine calls (\d+), engine bytes (\d+)$")
 NET = re.compile(r"^floem: net (\S+): queues \d+, rx (\d+), tx (\d+)")
 SPAN = re.compile(r"^floem: net pcap: replay span (\d+) ns")
 CACHE = re.compile(r"^floem: cache (\S+): hits (\d+), misses (\d+)")
@@ -41,7 +42,8 @@ def busy_cpu_ns(busy: int, waited: int, slept: int, cpu: int, wall: int) -> floa
 
 @dataclass
 class Thread:
-    """One segment thread's counters."""
+    """One segment thread's counters: its turns, the packets its source handed on, its work
+    as CPU time (measured), and what it did besides running elements (counted)."""
 
     segment: str
     index: int
@@ -49,6 +51,12 @@ class Thread:
     runs: int
     packets: int
     work_ns: float
+    received: int = 0
+    sent: int = 0
+    dma_waits: int = 0
+    dma_bytes: int = 0
+    engine_calls: int = 0
+    engine_bytes: int = 0
 
     @property
     def on_nic(self) -> bool:
@@ -58,6 +66,15 @@ class Thread:
     def worker(self) -> bool:
         """A thread running a segment (not a NIC manager core)."""
         return self.segment != MANAGER
+
+    def minus(self, other: "Thread") -> "Thread":
+        """What this thread did since ``other``, an earlier snapshot of it."""
+        return Thread(self.segment, self.index, self.process, self.runs - other.runs,
+                      self.packets - other.packets, self.work_ns - other.work_ns,
+                      self.received - other.received, self.sent - other.sent,
+                      self.dma_waits - other.dma_waits, self.dma_bytes - other.dma_bytes,
+                      self.engine_calls - other.engine_calls,
+                      self.engine_bytes - other.engine_bytes)
 
 
 @dataclass
@@ -72,6 +89,7 @@ class Counters:
     misses: int = 0
     dma_requests: int = 0
     dma_bytes: int = 0                  # all the DMA engine moved, polling while idle included
+    entries: int = 0                    # queue entries the sync layer moved over PCIe
     entry_bytes: int = 0                # the sync layer's traffic for the entries finished:
     #                                     their headers and used bytes, and a status word each
     engine_calls: dict[str, int] = field(default_factory=dict)
@@ -91,17 +109,13 @@ class Counters:
     def minus(self, other: "Counters") -> "Counters":
         """The difference of two snapshots of one run (thread lists matched by name)."""
         before = {(t.segment, t.index, t.process): t for t in other.threads}
-        threads = []
-        for t in self.threads:
-            b = before.get((t.segment, t.index, t.process))
-            threads.append(t if b is None else Thread(
-                t.segment, t.index, t.process, t.runs - b.runs, t.packets - b.packets,
-                t.work_ns - b.work_ns))
+        threads = [t.minus(before[key]) if (key := (t.segment, t.index, t.process)) in before
+                   else t for t in self.threads]
         return Counters(
             threads, self.rx - other.rx, self.tx - other.tx, self.span_ns - other.span_ns,
             self.hits - other.hits, self.misses - other.misses,
             self.dma_requests - other.dma_requests, self.dma_bytes - other.dma_bytes,
-            self.entry_bytes - other.entry_bytes,
+            self.entries - other.entries, self.entry_bytes - other.entry_bytes,
             {k: v - other.engine_calls.get(k, 0) for k, v in self.engine_calls.items()},
             {k: v - other.engine_bytes.get(k, 0) for k, v in self.engine_bytes.items()},
             self.lock_acquisitions - other.lock_acquisitions)
@@ -118,9 +132,10 @@ def parse(lines: list[str]) -> Counters:
     for line in latest.values():
         if m := THREAD.match(line):
             segment, index, process = m.group(1), int(m.group(2)), m.group(3)
-            runs, packets, busy, waited, _idle, slept, cpu, wall = (int(x) for x in m.groups()[3:])
+            runs, packets, busy, waited, _idle, slept, cpu, wall, *counted = \
+                (int(x) for x in m.groups()[3:])
             c.threads.append(Thread(segment, index, process, runs, packets,
-                                    busy_cpu_ns(busy, waited, slept, cpu, wall)))
+                                    busy_cpu_ns(busy, waited, slept, cpu, wall), *counted))
         elif m := NET.match(line):
             c.rx, c.tx = c.rx + int(m.group(2)), c.tx + int(m.group(3))
         elif m := SPAN.match(line):
@@ -128,6 +143,7 @@ def parse(lines: list[str]) -> Counters:
         elif m := CACHE.match(line):
             c.hits, c.misses = c.hits + int(m.group(2)), c.misses + int(m.group(3))
         elif m := SHADOW.match(line):
+            c.entries += int(m.group(2))
             c.entry_bytes += int(m.group(4)) + int(m.group(2)) * STATUS_BYTES
         elif m := DMA.match(line):
             c.dma_requests, c.dma_bytes = int(m.group(1)), int(m.group(2)) + int(m.group(3))

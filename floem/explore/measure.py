@@ -1,26 +1,25 @@
-"""Measuring one configuration of an app on a capture: what the performance model needs.
+"""Counting what one configuration of an app does per packet of a capture: the model's input.
 
-A configuration (``-D`` values and build options) replays a workload capture
-through ``floem run --net pcap``, as fast as the pipeline goes, until every frame
-has been received and the counters stop moving (`Replay`). Up to three runs:
+A configuration (``-D`` values and build options) replays a workload capture through
+``floem run --net pcap --count-instructions``, as fast as the pipeline goes, until
+every frame has been received and the counters stand still (`Replay`). Every process
+runs under callgrind, which counts what each segment's threads execute on packets
+(`floem.explore.callgrind`): instructions, atomic read-modify-writes and, with a
+platform's cache geometry simulated, last-level cache misses. The runtime's report
+gives the rest: frames received and sent by each thread, the DMA transfers it waited
+for, its engine calls, the queue entries the sync layer moved, cache hits. One run per
+cache geometry the platforms need, and, when the program takes locks, one more with
+``FLOEM_COUNT=serial``: what is executed holding a lock.
 
-1. native: host CPU time per packet (the host threads' busy turns as CPU time),
-   the queue entries the sync layer moved, cache hits, engine calls, lock
-   acquisitions;
-2. with NIC segments, counted (``--count-instructions``): the NIC process under
-   callgrind, which counts the instructions each NIC segment's threads execute on
-   packets (deterministic: the same build and capture give the same count);
-3. when the program takes locks (``floem_lock``), counted again with
-   ``FLOEM_COUNT=serial``: the instructions executed holding a lock.
-
-With a baseline capture (the workload's warm-up, e.g. a key-value store's
-preload), each run is also made on the baseline alone and subtracted.
+Everything is a count, so the same build and capture give the same figures on any
+machine, whatever else it is doing. With a baseline capture (the workload's warm-up,
+e.g. a key-value store's preload) each run is also made on the baseline alone and
+subtracted.
 """
 from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -31,6 +30,7 @@ from dataclasses import dataclass, field
 import dpkt
 
 from floem.errors import FloemError
+from floem.explore.callgrind import read_profile
 from floem.explore.counters import Counters, parse
 
 POLL_SECONDS = 0.4
@@ -59,26 +59,68 @@ class Workload:
         return cls(path, len(sizes), sum(sizes) / len(sizes))
 
 
+#: A cache geometry for callgrind's simulation, as ``floem run --count-cache`` takes it:
+#: ``I1:D1:LL``, each ``BYTES,WAYS,LINE``.
+Geometry = str
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a configuration's segments run: each segment's process, and which processes
+    are the NIC's (from the compiled program, not from a run)."""
+
+    processes: dict[str, bool]              # process -> on the NIC
+    segments: dict[str, str]                # segment running as threads -> its process
+    host_io: bool                           # the host receives and sends the frames
+    callables: dict[str, str] = field(default_factory=dict)    # callable segment -> process
+
+    def function(self, segment: str) -> str:
+        """The C function whose inclusive count is ``segment``'s: a thread's loop, or the
+        callable segment itself."""
+        return segment if segment in self.callables else f"{segment}_thread"
+
+    def process(self, segment: str) -> str:
+        return self.callables.get(segment) or self.segments[segment]
+
+
+@dataclass
+class SegmentCounts:
+    """What one segment's threads did, per packet of the workload (all its threads)."""
+
+    process: str
+    on_nic: bool
+    threads: int = 0
+    instructions: float = 0.0
+    atomics: float = 0.0                    # atomic read-modify-writes (callgrind's Ge)
+    misses: dict[Geometry, float] = field(default_factory=dict)  # last-level cache misses
+    serial_instructions: float = 0.0        # executed holding a lock
+    serial_atomics: float = 0.0
+    received: float = 0.0                   # frames, through packet I/O
+    sent: float = 0.0
+    dma_waits: float = 0.0                  # blocking DMA round trips
+    dma_bytes: float = 0.0
+    engine_calls: float = 0.0
+    engine_bytes: float = 0.0
+
+
 @dataclass
 class Measurement:
     """One configuration's counts per packet of the workload."""
 
     packets: int
     frame_bytes: float
-    replies: float                      # frames sent per packet received
-    host_io: bool                       # the host receives and sends the frames
-    host_ns: dict[str, float] = field(default_factory=dict)   # host segment -> CPU ns per packet
-    host_threads: dict[str, int] = field(default_factory=dict)  # host segment -> busy threads
-    nic_instructions: dict[str, float] = field(default_factory=dict)  # NIC segment -> per packet
-    nic_threads: dict[str, int] = field(default_factory=dict)         # NIC segment -> threads
-    nic_managers: int = 0
-    nic_ns: float = 0.0                 # emulated NIC worker CPU time per packet (this machine)
-    serial_instructions: float = 0.0    # executed holding a lock, per packet
-    dma_bytes: float = 0.0              # the queue entries' traffic over PCIe
-    dma_engine_bytes: float = 0.0       # all the DMA engine moved, polling while idle included
-    engine_bytes: dict[str, float] = field(default_factory=dict)
-    engine_calls: dict[str, float] = field(default_factory=dict)
+    replies: float                          # frames sent per packet received
+    host_io: bool                           # the host receives and sends the frames
+    segments: dict[str, SegmentCounts] = field(default_factory=dict)
+    nic_managers: int = 0                   # NIC cores running the sync layer
+    queue_entries: float = 0.0              # queue entries the sync layer moved over PCIe
+    queue_bytes: float = 0.0                # their bytes, a status word each included
+    dma_engine_bytes: float = 0.0           # all the DMA engine moved, polling included
     hit_rate: float | None = None
+
+    def side(self, nic: bool) -> dict[str, SegmentCounts]:
+        """The segments on the NIC (``nic``) or on the host."""
+        return {n: s for n, s in self.segments.items() if s.on_nic == nic}
 
 
 class RunFailed(Exception):
@@ -148,91 +190,149 @@ class Replay:
 
 
 def measure(app: str, defines: list[str], options: list[str], workload: Workload,
-            host_io: bool, baseline: Workload | None = None) -> Measurement:
-    """Replay ``workload`` through one configuration: native, then counted where needed.
+            layout: Layout, geometries: list[tuple[Geometry, Geometry]],
+            baseline: Workload | None = None) -> Measurement:
+    """Count what one configuration does per packet of ``workload``.
 
-    ``host_io``: the host receives and sends the frames (so they cross PCIe whole).
-    ``baseline``: a capture that begins the workload (e.g. its warm-up); every count is
-    also taken on it alone and subtracted, so the figures are those of the rest.
+    ``geometries``: pairs of cache geometries (the NIC's, the host's) to simulate, one
+    counted run each (none: one run, no cache simulation). ``baseline``: a capture that
+    begins the workload (e.g. its warm-up); every run is also made on it alone and
+    subtracted, so the figures are those of the rest.
     """
-    captures = [workload] + ([baseline] if baseline else [])
-    natives = []
-    for capture in captures:
-        with Replay(app, defines, options, capture) as run:
-            natives.append(run.finished())
-    native = natives[0].minus(natives[1]) if baseline else natives[0]
     frames = workload.frames - (baseline.frames if baseline else 0)
     if frames <= 0:
         raise FloemError("the baseline capture is not shorter than the workload")
     size = (workload.frame_bytes * workload.frames
             - (baseline.frame_bytes * baseline.frames if baseline else 0)) / frames
-    m = _per_packet(native, frames, size, host_io)
-    if m.nic_threads:
-        counted = _counted(app, defines, options, captures, {})
-        m.nic_instructions = {s: counted.get(s, 0) / frames for s in m.nic_threads}
-        if natives[0].lock_acquisitions:
-            serial = _counted(app, defines, options, captures, {"FLOEM_COUNT": "serial"})
-            m.serial_instructions = sum(serial.values()) / frames
+    captures = [workload] + ([baseline] if baseline else [])
+
+    def counted(caches: dict[str, Geometry], env: dict[str, str]) -> tuple[Counters, Counts]:
+        runs = [_count(app, defines, options, c, layout, caches, env) for c in captures]
+        if len(runs) == 1:
+            return runs[0]
+        (report, counts), (before, counted_before) = runs
+        return report.minus(before), {s: t.minus(counted_before.get(s, Tally()))
+                                      for s, t in counts.items()}
+
+    report: Counters | None = None
+    tallies: Counts = {}
+    misses: dict[str, dict[Geometry, int]] = {}
+    for pair in geometries or [None]:
+        caches = {p: pair[0] if on_nic else pair[1] for p, on_nic in layout.processes.items()} if pair else {}
+        run_report, run = counted(caches, {})
+        report = report or run_report
+        for segment, tally in run.items():
+            tallies.setdefault(segment, tally)
+            if pair:
+                geometry = caches[layout.process(segment)]
+                misses.setdefault(segment, {})[geometry] = tally.misses
+    assert report is not None
+    m = _per_packet(report, frames, size, layout)
+    for segment, tally in tallies.items():
+        s = m.segments.setdefault(segment, SegmentCounts(      # a callable: one caller assumed
+            layout.process(segment), layout.processes[layout.process(segment)], threads=1))
+        s.instructions, s.atomics = tally.instructions / frames, tally.atomics / frames
+        s.misses = {g: n / frames for g, n in misses.get(segment, {}).items()}
+    if report.lock_acquisitions:
+        _, serial = counted({}, {"FLOEM_COUNT": "serial"})
+        for segment, tally in serial.items():
+            m.segments[segment].serial_instructions = tally.instructions / frames
+            m.segments[segment].serial_atomics = tally.atomics / frames
     return m
 
 
-def _per_packet(c: Counters, n: int, frame_bytes: float, host_io: bool) -> Measurement:
-    m = Measurement(packets=n, frame_bytes=frame_bytes, replies=c.tx / n, host_io=host_io,
-                    nic_ns=c.nic_cpu_ns / n, dma_bytes=c.entry_bytes / n,
-                    dma_engine_bytes=c.dma_bytes / n,
-                    engine_bytes={k: v / n for k, v in c.engine_bytes.items()},
-                    engine_calls={k: v / n for k, v in c.engine_calls.items()},
+@dataclass(frozen=True)
+class Tally:
+    """What callgrind counted of one segment in one run (all its threads)."""
+
+    instructions: int = 0
+    atomics: int = 0
+    misses: int = 0                         # last-level, instruction and data
+
+    def minus(self, other: "Tally") -> "Tally":
+        return Tally(self.instructions - other.instructions, self.atomics - other.atomics,
+                     self.misses - other.misses)
+
+
+#: What a counted run gives: each segment's tally.
+Counts = dict[str, Tally]
+
+
+def _per_packet(c: Counters, n: int, frame_bytes: float, layout: Layout) -> Measurement:
+    m = Measurement(packets=n, frame_bytes=frame_bytes, replies=c.tx / n,
+                    host_io=layout.host_io, queue_entries=c.entries / n,
+                    queue_bytes=c.entry_bytes / n, dma_engine_bytes=c.dma_bytes / n,
                     hit_rate=c.hits / (c.hits + c.misses) if c.hits + c.misses else None)
     for t in c.threads:
         if not t.worker:
             m.nic_managers += 1
-        elif t.on_nic:
-            m.nic_threads[t.segment] = m.nic_threads.get(t.segment, 0) + 1
-        elif t.runs > 0 and t.work_ns > 0:   # a baseline's noise can exceed a little work
-            m.host_threads[t.segment] = m.host_threads.get(t.segment, 0) + 1
-            m.host_ns[t.segment] = m.host_ns.get(t.segment, 0.0) + t.work_ns / n
+            continue
+        if t.segment not in layout.segments:
+            continue
+        s = m.segments.setdefault(t.segment, SegmentCounts(
+            t.process, layout.processes[layout.segments[t.segment]]))
+        s.threads += 1
+        s.received += t.received / n
+        s.sent += t.sent / n
+        s.dma_waits += t.dma_waits / n
+        s.dma_bytes += t.dma_bytes / n
+        s.engine_calls += t.engine_calls / n
+        s.engine_bytes += t.engine_bytes / n
     return m
 
 
-def _counted(app: str, defines: list[str], options: list[str], captures: list[Workload],
-             env: dict[str, str]) -> dict[str, int]:
-    """Instructions per NIC segment on the first capture, less those on the second (if any)."""
-    counts = [_count(app, defines, options, c, env) for c in captures]
-    if len(counts) == 1:
-        return counts[0]
-    return {s: n - counts[1].get(s, 0) for s, n in counts[0].items()}
-
-
-def _count(app: str, defines: list[str], options: list[str], workload: Workload,
-           env: dict[str, str]) -> dict[str, int]:
-    """One counted run: the instructions of each NIC segment (all its threads)."""
+def _count(app: str, defines: list[str], options: list[str], workload: Workload, layout: Layout,
+           caches: dict[str, Geometry], env: dict[str, str]) -> tuple[Counters, Counts]:
+    """One counted run: its final counters, and each segment's counts (all its threads)."""
     with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "callgrind.out")
-        with Replay(app, defines, options + ["--count-instructions", out], workload,
-                    env) as run:
+        base = os.path.join(tmp, "count")
+        flags = ["--count-instructions", base]
+        for process, geometry in caches.items():
+            flags += ["--count-cache", f"{process}={geometry}"]
+        with Replay(app, defines, options + flags, workload, env) as run:
             run.finished()
             stderr = run.stop()
-        if not os.path.exists(out):
-            raise RunFailed("callgrind wrote no counts: " + _failure(stderr))
-        return segment_instructions(out)
+        report = parse(stderr.splitlines())
+        counts: Counts = {}
+        for process in layout.processes:
+            segments = {s: layout.function(s) for s in [*layout.segments, *layout.callables]
+                        if layout.process(s) == process}
+            if segments:
+                counts.update(_segment_counts(base, process, segments, report, stderr))
+    return report, counts
 
 
-#: An inclusive-cost line of callgrind_annotate for a segment thread's function (in the
-#: generated nic.c).
-_THREAD_FN = re.compile(r"^\s*([\d,]+) \([^)]*\)\s+(?:\S*/)?nic\.c:(\w+)_thread \[")
-
-
-def segment_instructions(callgrind_out: str) -> dict[str, int]:
-    """Instructions counted in each segment's thread function (``<segment>_thread``)."""
-    if shutil.which("callgrind_annotate") is None:
-        raise FloemError("floem explore needs valgrind (apt-get install valgrind)")
-    text = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100",
-                           callgrind_out], capture_output=True, text=True, check=True).stdout
-    counts: dict[str, int] = {}
-    for line in text.splitlines():
-        if m := _THREAD_FN.match(line):
-            counts[m.group(2)] = counts.get(m.group(2), 0) + int(m.group(1).replace(",", ""))
+def _segment_counts(base: str, process: str, segments: dict[str, str], report: Counters,
+                    stderr: str) -> Counts:
+    """Each segment's counts from ``process``'s profile (``segments``: each one's function),
+    every instruction of which must belong to one of them."""
+    path = f"{base}.{process}"
+    if not os.path.exists(path):
+        raise RunFailed(f"callgrind wrote no counts for process {process}: "
+                        + _failure(stderr + _read(path + ".log")))
+    profile = read_profile(path)
+    counts = {}
+    for segment, function in segments.items():
+        if function not in profile.inclusive:
+            if any(t.segment == segment and t.packets for t in report.threads):
+                raise FloemError(f"callgrind's counts of process {process} miss segment "
+                                 f"{segment} ({function}), whose threads handled packets")
+            continue
+        counts[segment] = Tally(profile.of(function, "Ir"), profile.of(function, "Ge"),
+                                sum(profile.of(function, e) for e in ("ILmr", "DLmr", "DLmw")))
+    counted = sum(t.instructions for t in counts.values())
+    if counted != profile.total("Ir"):
+        raise FloemError(f"callgrind counted {profile.total('Ir') - counted:,} instructions of "
+                         f"process {process} outside its segment threads")
     return counts
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ""
 
 
 def handles_sigusr1(pid: int) -> bool:

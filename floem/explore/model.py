@@ -1,98 +1,163 @@
-"""The NIC performance model: what a measured configuration would do on a real platform.
+"""The performance model: what a counted configuration would do on a NIC and a host.
 
-A platform is a data file, ``floem/platforms/<name>.toml``: its NIC cores (count,
-clock, cycles per instruction), crypto engines, DMA over PCIe and link, each
-figure with its published source. From a `Measurement` the model gives each
-resource's capacity in packets per second:
+A platform is a data file, ``floem/platforms/<name>.toml``, every figure with its
+published source: its cores (count, clock, cycles per counted instruction), caches (the
+geometry callgrind simulates), memory (a last-level miss; an atomic operation, and the
+extra cost when another core wrote the line last), packet I/O per frame, crypto (cycles
+per byte on the issuing core, per-call cost) and, for a NIC, PCIe and the link. From a
+`Measurement` (counts per packet, the same on any machine) the model gives each
+segment's time per packet on the platform of its side,
 
-* each NIC segment: its threads x clock / (instructions per packet x CPI);
-* the NIC's locks: clock / (instructions executed holding a lock per packet x CPI),
-  since no two cores do that work at once;
-* each engine: its throughput over the bytes handed to it per packet, plus a fixed
-  cost per call spread over its engines;
-* each host segment: its threads / (measured host CPU time per packet);
-* PCIe: bandwidth / bytes per packet (the DMA engine's counters, plus the frames
-  themselves when the host sends and receives them through a plain NIC);
-* the link: line rate / bits per packet (frames plus preamble, delimiter and
-  inter-frame gap), in the busier direction.
+    instructions x CPI / clock                    the work
+  + last-level misses x DRAM latency              memory
+  + frames received x rx + frames sent x tx       packet I/O
+  + atomics x (atomic + share x transfer)         cache lines moving between cores
+  + DMA waits x (round trip + bytes / bandwidth)  blocking DMA issued by elements
+  + crypto bytes x cycles per byte / clock + calls x call cost
 
-The least of them is the predicted throughput and its resource the bottleneck.
+(``share``, the chance that another core wrote the line last, is 1 - 1/N for N threads
+on that side doing atomics), and turns it into capacities in packets per second:
+
+* each segment: its threads / its time per packet;
+* each side's locks: 1 / (the time per packet spent holding a lock, with its atomics):
+  no two cores hold one at once;
+* PCIe: bandwidth / bytes per packet (the queue entries, with their status words and a
+  TLP header each, the DMA of elements, and the frames themselves when the host sends
+  and receives them through a plain NIC);
+* the link: line rate / bits per packet, in the busier direction.
+
+The least is the predicted throughput and its resource the bottleneck. Latency comes
+from `floem.explore.latency` at an offered load (by default 80% of the prediction).
 """
 from __future__ import annotations
 
 import math
 import os
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from floem.errors import FloemError
-from floem.explore.measure import Measurement
+from floem.explore.latency import Latency, Station, latency
+from floem.explore.measure import Geometry, Measurement, SegmentCounts
 
 PLATFORM_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                             "platforms")
 #: Ethernet's per-frame overhead on the wire: preamble and delimiter (8), inter-frame gap (12)
 #: and frame check sequence (4), which captures do not hold.
 WIRE_OVERHEAD_BYTES = 24
+#: The offered load of the latency prediction when none is given: this share of the
+#: predicted throughput.
+DEFAULT_LOAD = 0.8
+#: Sections every platform file has, and those a NIC's also has.
+SECTIONS = ("cores", "caches", "memory", "packet_io", "crypto")
+NIC_SECTIONS = ("pcie", "link")
 
 
 @dataclass(frozen=True)
-class ModelPlatform:
-    """A platform's figures, as its data file gives them."""
+class Platform:
+    """A platform's figures, as its data file gives them (``kind``: ``nic`` or ``host``)."""
 
     name: str
     title: str
-    build: str
+    kind: str
     cores: int
     ghz: float
     cpi: float
-    crypto_gbps: float
-    crypto_engines: int
+    caches: Geometry                        # I1:D1:LL, each BYTES,WAYS,LINE
+    dram_ns: float
+    atomic_ns: float
+    transfer_ns: float
+    rx_ns: float
+    tx_ns: float
+    crypto_cycles_per_byte: float           # 0: no crypto path but instructions
     crypto_call_ns: float
-    dma_gbps: float
-    dma_latency_ns: float
-    link_gbps: float
-    sources: dict[str, str]
+    pcie_gbytes: float = 0.0                # GB/s per direction, after protocol overhead
+    pcie_latency_ns: float = 0.0            # a 64-byte read's round trip
+    tlp_bytes: float = 0.0                  # a transaction's headers and framing
+    link_gbps: float = 0.0
+    sources: dict[str, str] = field(default_factory=dict)
 
     @property
     def ns_per_instruction(self) -> float:
         return self.cpi / self.ghz
 
 
-def model_platforms() -> list[str]:
-    """The names of the platforms with a data file."""
-    return sorted(f[:-5] for f in os.listdir(PLATFORM_DIR) if f.endswith(".toml"))
+def model_platforms(kind: str | None = None) -> list[str]:
+    """The names of the platforms with a data file (of ``kind``, when given)."""
+    names = sorted(f[:-5] for f in os.listdir(PLATFORM_DIR) if f.endswith(".toml"))
+    return [n for n in names if kind is None or _read(n).get("kind") == kind]
 
 
-def load_platform(name: str) -> ModelPlatform:
-    """The platform ``name`` (``floem/platforms/<name>.toml``)."""
-    if name not in model_platforms():
-        raise FloemError(f"no performance model of platform {name!r}: the models are "
-                         f"{', '.join(model_platforms())}")
+def load_platform(name: str, kind: str = "nic") -> Platform:
+    """The platform ``name`` (``floem/platforms/<name>.toml``), which must be of ``kind``."""
+    if name not in model_platforms(kind):
+        raise FloemError(f"no {kind} platform {name!r}: the {kind} platforms are "
+                         f"{', '.join(model_platforms(kind))}")
+    data = _read(name)
     path = os.path.join(PLATFORM_DIR, name + ".toml")
-    with open(path, "rb") as f:
-        data = tomllib.load(f)
     try:
-        cores, crypto, dma, link = (data[k] for k in ("cores", "crypto", "dma", "link"))
-        return ModelPlatform(
-            name=name, title=data["title"], build=data["build"], cores=int(cores["count"]),
-            ghz=float(cores["ghz"]), cpi=float(cores["cpi"]),
-            crypto_gbps=float(crypto["aes_gbps"]), crypto_engines=int(crypto["engines"]),
-            crypto_call_ns=float(crypto["call_ns"]), dma_gbps=float(dma["gbps"]),
-            dma_latency_ns=float(dma["latency_ns"]), link_gbps=float(link["gbps"]),
+        cores, caches, memory, io, crypto = (data[k] for k in SECTIONS)
+        nic = {k: data[k] for k in NIC_SECTIONS} if kind == "nic" else {}
+        geometry = ":".join(",".join(str(int(n)) for n in caches[level])
+                            for level in ("l1i", "l1d", "ll"))
+        return Platform(
+            name=name, title=data["title"], kind=kind, cores=int(cores["count"]),
+            ghz=float(cores["ghz"]), cpi=float(cores["cpi"]), caches=geometry,
+            dram_ns=float(memory["dram_ns"]), atomic_ns=float(memory["atomic_ns"]),
+            transfer_ns=float(memory["transfer_ns"]), rx_ns=float(io["rx_ns"]),
+            tx_ns=float(io["tx_ns"]), crypto_cycles_per_byte=float(crypto["cycles_per_byte"]),
+            crypto_call_ns=float(crypto["call_ns"]),
+            pcie_gbytes=float(nic["pcie"]["gbytes"]) if nic else 0.0,
+            pcie_latency_ns=float(nic["pcie"]["latency_ns"]) if nic else 0.0,
+            tlp_bytes=float(nic["pcie"]["tlp_bytes"]) if nic else 0.0,
+            link_gbps=float(nic["link"]["gbps"]) if nic else 0.0,
             sources={k: str(v.get("source", "")) for k, v in data.items() if isinstance(v, dict)})
     except (KeyError, TypeError, ValueError) as e:
-        raise FloemError(f"{path}: a platform needs title, build, [cores] count/ghz/cpi, "
-                         f"[crypto] aes_gbps/engines/call_ns, [dma] gbps/latency_ns and "
-                         f"[link] gbps ({type(e).__name__}: {e})") from None
+        raise FloemError(f"{path}: a {kind} platform needs title, [cores] count/ghz/cpi, "
+                         f"[caches] l1i/l1d/ll, [memory] dram_ns/atomic_ns/transfer_ns, "
+                         f"[packet_io] rx_ns/tx_ns, [crypto] cycles_per_byte/call_ns"
+                         + (", [pcie] gbytes/latency_ns/tlp_bytes and [link] gbps"
+                            if kind == "nic" else "")
+                         + f" ({type(e).__name__}: {e})") from None
+
+
+def _read(name: str) -> dict[str, Any]:
+    path = os.path.join(PLATFORM_DIR, name + ".toml")
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise FloemError(f"cannot read the platform file: {e}", path) from None
+
+
+@dataclass(frozen=True)
+class SegmentTime:
+    """One segment's time per packet on its platform, by cost (ns, all its threads)."""
+
+    work: float
+    memory: float
+    io: float
+    atomics: float
+    dma: float
+    crypto: float
+
+    @property
+    def total(self) -> float:
+        return self.work + self.memory + self.io + self.atomics + self.dma + self.crypto
 
 
 @dataclass
 class Prediction:
-    """Capacities (packets/s) of each resource of one configuration on one platform."""
+    """Capacities (packets/s) of each resource of one configuration on a NIC and a host,
+    each segment's time per packet, and the latency at the offered load."""
 
-    platform: str
+    nic: str
+    host: str
     capacities: dict[str, float]
-    nic_us: float                       # NIC core time per packet, all NIC segments
+    times: dict[str, SegmentTime]
+    latency: Latency
+    load_pps: float
     error: str | None = None
 
     @property
@@ -106,40 +171,73 @@ class Prediction:
         return min(self.capacities, key=lambda k: self.capacities[k])
 
 
-def predict(m: Measurement, p: ModelPlatform) -> Prediction:
-    """What the configuration measured in ``m`` would do on platform ``p``."""
+def predict(m: Measurement, nic: Platform, host: Platform,
+            load_pps: float | None = None) -> Prediction:
+    """What the configuration counted in ``m`` would do with ``nic`` beside ``host``;
+    latency at ``load_pps`` (default: `DEFAULT_LOAD` of the predicted throughput)."""
     caps: dict[str, float] = {}
-    ns = p.ns_per_instruction
-    for segment, instructions in m.nic_instructions.items():
-        caps[f"NIC cores ({segment})"] = _rate(m.nic_threads[segment], instructions * ns)
-    if m.serial_instructions:
-        caps["NIC locks"] = _rate(1, m.serial_instructions * ns)
-    for segment, host_ns in m.host_ns.items():
-        caps[f"host CPU ({segment})"] = _rate(m.host_threads[segment], host_ns)
-    engine_ns = _crypto_ns(m, p)
-    if engine_ns:
-        caps["crypto engines"] = _rate(1, engine_ns)
-    pcie_bytes = m.dma_bytes + (m.frame_bytes * (1 + m.replies) if m.host_io else 0.0)
+    times: dict[str, SegmentTime] = {}
+    for on_nic, p, side in ((True, nic, "NIC"), (False, host, "host")):
+        segments = m.side(on_nic)
+        sharing = sum(s.threads for s in segments.values() if s.atomics)
+        share = 1 - 1 / sharing if sharing > 1 else 0.0
+        for name, s in segments.items():
+            times[name] = segment_time(s, p, nic, share)
+            caps[f"{side} cores ({name})"] = _rate(s.threads, times[name].total)
+        serial = sum(s.serial_instructions * p.ns_per_instruction
+                     + s.serial_atomics * (p.atomic_ns + share * p.transfer_ns)
+                     for s in segments.values())
+        if serial:
+            caps[f"{side} locks"] = _rate(1, serial)
+    pcie_bytes = _pcie_bytes(m, nic)
     if pcie_bytes:
-        caps["PCIe"] = _rate(1, pcie_bytes / p.dma_gbps)
+        caps["PCIe"] = _rate(1, pcie_bytes / nic.pcie_gbytes)
     wire_bits = (m.frame_bytes + WIRE_OVERHEAD_BYTES) * 8 * max(1.0, m.replies)
-    caps["link"] = _rate(1, wire_bits / p.link_gbps)
-    used = sum(m.nic_threads.values()) + m.nic_managers
+    caps["link"] = _rate(1, wire_bits / nic.link_gbps)
+    used = sum(s.threads for s in m.side(True).values()) + m.nic_managers
     error = None
-    if used > p.cores:
-        error = f"needs {used} NIC cores; {p.name} has {p.cores}"
-    elif m.engine_bytes.get("crypto") and not p.crypto_gbps:
-        error = f"{p.name} has no crypto engine"
-    return Prediction(p.name, caps, sum(m.nic_instructions.values()) * ns / 1e3, error)
+    if used > nic.cores:
+        error = f"needs {used} NIC cores; {nic.name} has {nic.cores}"
+    for on_nic, p in ((True, nic), (False, host)):
+        if not p.crypto_cycles_per_byte and any(s.engine_bytes for s in m.side(on_nic).values()):
+            error = error or f"{p.name} has no crypto engine"
+    throughput = min(caps.values()) if error is None else 0.0
+    load = load_pps if load_pps is not None else DEFAULT_LOAD * throughput
+    path = [Station(f"NIC cores ({n})", times[n].total, s.threads)
+            for n, s in m.side(True).items() if s.received]
+    path += [Station(f"host cores ({n})", times[n].total, s.threads) for n, s in m.side(False).items()]
+    path += [Station(f"NIC cores ({n})", times[n].total, s.threads)
+             for n, s in m.side(True).items() if not s.received]
+    if pcie_bytes:
+        path.append(Station("PCIe", pcie_bytes / nic.pcie_gbytes))
+    path.append(Station("link", wire_bits / nic.link_gbps))
+    fixed = m.queue_entries * nic.pcie_latency_ns
+    return Prediction(nic.name, host.name, caps, times,
+                      latency(path, fixed, load) if error is None else Latency(math.inf, math.inf),
+                      load, error)
 
 
-def _crypto_ns(m: Measurement, p: ModelPlatform) -> float:
-    """Engine time per packet: the bytes at the engines' throughput, the calls' fixed cost."""
-    size = m.engine_bytes.get("crypto", 0.0)
-    if not size or not p.crypto_gbps:
-        return 0.0
-    return size * 8 / p.crypto_gbps + m.engine_calls.get("crypto", 0.0) * p.crypto_call_ns / \
-        max(p.crypto_engines, 1)
+def segment_time(s: SegmentCounts, p: Platform, nic: Platform, share: float) -> SegmentTime:
+    """``s``'s time per packet on ``p`` (all its threads) beside ``nic`` (whose PCIe its DMA
+    crosses), when another core wrote a line an atomic operation touches last with
+    probability ``share``."""
+    dma_ns = s.dma_waits * nic.pcie_latency_ns + (s.dma_bytes / nic.pcie_gbytes
+                                                  if s.dma_bytes else 0.0)
+    return SegmentTime(
+        work=s.instructions * p.ns_per_instruction,
+        memory=s.misses.get(p.caches, 0.0) * p.dram_ns,
+        io=s.received * p.rx_ns + s.sent * p.tx_ns,
+        atomics=s.atomics * (p.atomic_ns + share * p.transfer_ns),
+        dma=dma_ns,
+        crypto=s.engine_bytes * p.crypto_cycles_per_byte / p.ghz + s.engine_calls * p.crypto_call_ns)
+
+
+def _pcie_bytes(m: Measurement, nic: Platform) -> float:
+    """Bytes over PCIe per packet: queue entries (a TLP each), elements' DMA, and the frames
+    in and out when the host does the packet I/O."""
+    elements = sum(s.dma_bytes + s.dma_waits * nic.tlp_bytes for s in m.segments.values())
+    frames = m.frame_bytes * (1 + m.replies) if m.host_io else 0.0
+    return m.queue_bytes + m.queue_entries * nic.tlp_bytes + elements + frames
 
 
 def _rate(threads: int, ns_per_packet: float) -> float:

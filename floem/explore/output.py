@@ -1,16 +1,61 @@
-"""An exploration's results: the table printed, CSV, JSON and a plot of predicted throughput."""
+"""An exploration's results: progress, the table printed, CSV, JSON and a plot."""
 from __future__ import annotations
 
 import csv
 import dataclasses
 import json
+import math
 import os
+import sys
+from typing import TextIO
 
-from floem.explore.model import ModelPlatform
+from floem.explore.model import Platform
 from floem.explore.sweep import Row, describe_rows
 
-COLUMNS = ["configuration", "platform", "host ns/pkt", "NIC instr/pkt", "NIC µs/pkt",
-           "DMA B/pkt", "hit rate", "predicted pkt/s", "pkt/s per host core", "bottleneck"]
+COLUMNS = ["configuration", "NIC", "host", "host instr/pkt", "NIC instr/pkt", "NIC µs/pkt",
+           "PCIe B/pkt", "hit rate", "predicted pkt/s", "pkt/s per host core",
+           "p50 µs", "p99 µs", "bottleneck"]
+#: Width of the progress bar, in characters.
+BAR = 30
+
+
+class Progress:
+    """A progress bar over the configurations on ``out`` (a terminal), redrawn in place,
+    with a line for each configuration done; elsewhere (a file, a pipe) the lines alone."""
+
+    def __init__(self, total: int, out: TextIO = sys.stderr) -> None:
+        self.total, self.out, self.count = total, out, 0
+        self.live = out.isatty()
+
+    def start(self, label: str) -> None:
+        """Counting ``label`` begins."""
+        self.count += 1
+        if self.live:
+            self._bar(f"{label}: counting")
+        else:
+            self._line(f"{label}: counting ...")
+
+    def finish(self, label: str, result: str) -> None:
+        """``label`` is done: ``result`` says what it counted, or why it failed."""
+        if self.live:
+            self.out.write("\r\033[K")
+        self._line(f"{label}: {result}")
+
+    def done(self) -> None:
+        """Every configuration is done."""
+        if self.live:
+            self.out.write("\r\033[K")
+            self.out.flush()
+
+    def _line(self, text: str) -> None:
+        self.out.write(f"floem: explore [{self.count}/{self.total}] {text}\n")
+        self.out.flush()
+
+    def _bar(self, text: str) -> None:
+        filled = BAR * (self.count - 1) // max(self.total, 1)
+        self.out.write(f"\r\033[K[{'#' * filled}{'.' * (BAR - filled)}] "
+                       f"{self.count}/{self.total} {text}"[:200])
+        self.out.flush()
 
 
 def ranked(rows: list[Row], per_core: bool = False) -> list[Row]:
@@ -32,16 +77,21 @@ def table(rows: list[Row]) -> str:
 def _cells(r: Row) -> list[str]:
     m, p = r.measurement, r.prediction
     if m is None or p is None or r.failed:
-        return [r.label, r.platform] + ["-"] * (len(COLUMNS) - 3) + [f"failed: {r.failed}"]
-    nic = sum(m.nic_instructions.values())
-    return [r.label, r.platform,
-            f"{sum(m.host_ns.values()):,.0f}" if m.host_ns else "-",
-            f"{nic:,.0f}" if m.nic_threads else "-",
-            f"{p.nic_us:.2f}" if m.nic_threads else "-",
-            f"{m.dma_bytes + (m.frame_bytes * (1 + m.replies) if m.host_io else 0):,.0f}",
+        return [r.label, r.platform, r.host] + ["-"] * (len(COLUMNS) - 4) + [f"failed: {r.failed}"]
+    nic, host = m.side(True), m.side(False)
+    described = describe_rows([r])[0]
+    return [r.label, r.platform, r.host,
+            f"{sum(s.instructions for s in host.values()):,.0f}" if host else "-",
+            f"{sum(s.instructions for s in nic.values()):,.0f}" if nic else "-",
+            f"{described['nic_us_per_packet']:.2f}" if nic else "-",
+            f"{described['pcie_bytes_per_packet']:,.0f}",
             f"{100 * m.hit_rate:.1f}%" if m.hit_rate is not None else "-",
             _rate(r.packets_per_s), _rate(r.per_host_core) if r.per_host_core else "-",
-            p.bottleneck]
+            _us(p.latency.p50_us), _us(p.latency.p99_us), p.bottleneck]
+
+
+def _us(value: float) -> str:
+    return "overloaded" if math.isinf(value) else f"{value:,.1f}"
 
 
 def _rate(value: float) -> str:
@@ -51,12 +101,13 @@ def _rate(value: float) -> str:
     return f"{value:,.0f}"
 
 
-def write(rows: list[Row], platforms: list[ModelPlatform], base: str, title: str) -> list[str]:
+def write(rows: list[Row], platforms: list[Platform], base: str, title: str) -> list[str]:
     """``base``.csv, .json, .svg and .png; returns the paths written."""
     os.makedirs(os.path.dirname(os.path.abspath(base)), exist_ok=True)
     described = describe_rows(rows)
     with open(base + ".csv", "w", newline="") as f:
-        fields = [k for k in described[0] if k != "capacities"] if described else []
+        fields = [k for k in described[0] if k not in ("capacities", "segments")] \
+            if described else []
         writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(described)
@@ -68,13 +119,14 @@ def write(rows: list[Row], platforms: list[ModelPlatform], base: str, title: str
 
 
 def plot(rows: list[Row], title: str, base: str) -> None:
-    """Horizontal bars of predicted packets/s per configuration, one colour per platform."""
+    """Horizontal bars of predicted packets/s per configuration, one colour per pair of a
+    NIC and a host platform."""
     import matplotlib
     matplotlib.use("Agg")
     from matplotlib import pyplot
 
     studies = list(dict.fromkeys(r.study for r in rows))
-    platforms = list(dict.fromkeys(r.platform for r in rows))
+    platforms = list(dict.fromkeys(_pair(r) for r in rows))
     height = sum(len({r.label for r in rows if r.study == s}) for s in studies)
     fig, axes = pyplot.subplots(len(studies), 1, squeeze=False,
                                 figsize=(9, 1.2 + 0.32 * height * len(platforms) + len(studies)))
@@ -84,7 +136,7 @@ def plot(rows: list[Row], title: str, base: str) -> None:
         width = 0.8 / len(platforms)
         for k, platform in enumerate(platforms):
             values = [next((r.packets_per_s for r in mine
-                            if r.label == label and r.platform == platform), 0.0) / 1e6
+                            if r.label == label and _pair(r) == platform), 0.0) / 1e6
                       for label in labels]
             ax.barh([i + k * width for i in range(len(labels))], values, height=width,
                     label=platform)
@@ -99,3 +151,7 @@ def plot(rows: list[Row], title: str, base: str) -> None:
     for ext in (".svg", ".png"):
         fig.savefig(base + ext, dpi=110)
     pyplot.close(fig)
+
+
+def _pair(r: Row) -> str:
+    return f"{r.platform} + {r.host}"

@@ -3,14 +3,17 @@
 A *study* is an app, the values to sweep of its parameters, and a workload
 capture. Its configurations are the product of the swept values (``-D
 name=v1,v2``; a parameter declared with choices and not given sweeps all of
-them). Each configuration is built and measured once (`measure`), then
-predicted on every model platform (`predict`); a configuration that does not
-build or crashes gets a row saying so and the sweep goes on. A sweep file
-(TOML) holds several studies, e.g. ``benchmarks/explore/figure10.toml``.
+them). Each configuration is built and counted once per cache geometry the
+platforms need (`measure`), then predicted on every pair of a NIC and a host
+platform (`predict`); a configuration that does not build or crashes gets a row
+saying so and the sweep goes on. A sweep file (TOML) holds several studies, e.g.
+``benchmarks/explore/figure10.toml``.
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import math
 import os
 import shlex
 import subprocess
@@ -18,14 +21,14 @@ import sys
 import tempfile
 import tomllib
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Protocol
 
 from floem.builder import check_program
 from floem.api import load_app
 from floem.errors import FloemError
-from floem.ir import Device
-from floem.explore.measure import Measurement, RunFailed, Workload, measure
-from floem.explore.model import ModelPlatform, Prediction, load_platform, predict
+from floem.ir import Device, SegmentKind
+from floem.explore.measure import Geometry, Layout, Measurement, RunFailed, Workload, measure
+from floem.explore.model import Platform, Prediction, load_platform, predict
 from floem.lang import params
 
 
@@ -43,18 +46,23 @@ class Study:
 
 @dataclass
 class Row:
-    """One configuration on one platform: its measurement and prediction, or why it failed."""
+    """One configuration on a NIC and a host: its measurement and prediction, or why it
+    failed."""
 
     study: str
     configuration: dict[str, str]
     platform: str
+    host: str
     measurement: Measurement | None
     prediction: Prediction | None
     error: str | None = None
+    options: list[str] = field(default_factory=list)
 
     @property
     def label(self) -> str:
-        return " ".join(f"{k}={v}" for k, v in self.configuration.items()) or "(defaults)"
+        """The swept values, then the study's build options."""
+        return " ".join([f"{k}={v}" for k, v in self.configuration.items()] + self.options) \
+            or "(defaults)"
 
     @property
     def packets_per_s(self) -> float:
@@ -66,7 +74,10 @@ class Row:
 
     @property
     def per_host_core(self) -> float | None:
-        cores = sum(self.measurement.host_threads.values()) if self.measurement else 0
+        """Predicted packets/s per host thread that worked (the Floem paper's Figure 8
+        measure), when the host works at all."""
+        m = self.measurement
+        cores = sum(s.threads for s in m.side(False).values() if s.instructions) if m else 0
         return self.packets_per_s / cores if cores and not self.failed else None
 
 
@@ -86,38 +97,63 @@ def configurations(app: str, sweep: dict[str, list[str]]) -> list[dict[str, str]
     return [dict(zip(names, combo)) for combo in itertools.product(*(values[n] for n in names))]
 
 
-def host_does_io(app: str, configuration: dict[str, str]) -> bool:
-    """True when the configuration's packet I/O elements run on the host (a `FloemError`
-    when it does not compile)."""
+def layout(app: str, configuration: dict[str, str]) -> Layout:
+    """Where the configuration's segments run (a `FloemError` when it does not compile)."""
     ir = check_program(load_app(app, configuration))
-    return any(n.uses_network and ir.segments[n.segment].device == Device.CPU for n in ir.nodes())
+    return Layout(
+        processes={p.name: p.device == Device.NIC for p in ir.processes.values()},
+        segments={s.name: s.process for s in ir.segments.values() if s.kind == SegmentKind.THREAD},
+        host_io=any(n.uses_network and ir.segments[n.segment].device == Device.CPU
+                    for n in ir.nodes()),
+        callables={s.name: s.process for s in ir.segments.values()
+                   if s.kind == SegmentKind.CALLABLE})
 
 
-def run_study(study: Study, platforms: list[ModelPlatform],
-              progress: Callable[[str], None]) -> list[Row]:
-    """Measure every configuration of ``study`` and predict it on every platform."""
+def geometries(nics: list[Platform], hosts: list[Platform]) -> list[tuple[Geometry, Geometry]]:
+    """The cache geometries to count with, a NIC's and a host's per run: each platform's
+    in some run (the NIC's simulation does not depend on the host's, nor the reverse)."""
+    nic = list(dict.fromkeys(p.caches for p in nics))
+    host = list(dict.fromkeys(p.caches for p in hosts))
+    return [(nic[i % len(nic)], host[i % len(host)]) for i in range(max(len(nic), len(host)))]
+
+
+class Progress(Protocol):
+    """Where a study reports each configuration it starts counting and how it ended."""
+
+    def start(self, label: str) -> None: ...
+
+    def finish(self, label: str, result: str) -> None: ...
+
+
+def run_study(study: Study, nics: list[Platform], hosts: list[Platform], load: float | None,
+              progress: Progress) -> list[Row]:
+    """Count every configuration of ``study`` and predict it on every NIC beside every host
+    (latency at ``load`` packets/s, or by default at 80% of the prediction)."""
     rows: list[Row] = []
     configs = configurations(study.app, study.sweep)
     shown_names = [n for n in configs[0]
                    if n in study.sweep or len({c[n] for c in configs}) > 1] if configs else []
-    for i, config in enumerate(configs, 1):
+    for config in configs:
         shown = {n: config[n] for n in shown_names}
-        label = " ".join(f"{k}={v}" for k, v in shown.items()) or "(defaults)"
-        progress(f"[{i}/{len(configs)}] {study.title}: {label}: measuring ...")
-        measurement, error = _measure(study, config)
-        progress(f"[{i}/{len(configs)}] {study.title}: {label}: "
-                 + (f"failed: {error}" if error else _summary(measurement)))
-        for p in platforms:
-            prediction = predict(measurement, p) if measurement else None
-            rows.append(Row(study.title, shown, p.name, measurement, prediction, error))
+        label = f"{study.title}: " + (" ".join([f"{k}={v}" for k, v in shown.items()]
+                                               + study.options) or "(defaults)")
+        progress.start(label)
+        measurement, error = _measure(study, config, geometries(nics, hosts))
+        progress.finish(label, f"failed: {error}" if error else _summary(measurement))
+        for nic in nics:
+            for host in hosts:
+                prediction = predict(measurement, nic, host, load) if measurement else None
+                rows.append(Row(study.title, shown, nic.name, host.name, measurement,
+                                prediction, error, study.options))
     return rows
 
 
-def _measure(study: Study, config: dict[str, str]) -> tuple[Measurement | None, str | None]:
+def _measure(study: Study, config: dict[str, str],
+             pairs: list[tuple[Geometry, Geometry]]) -> tuple[Measurement | None, str | None]:
     defines = [f"{k}={v}" for k, v in config.items()]
     try:
         return measure(study.app, defines, study.options, study.workload,
-                       host_does_io(study.app, config), study.baseline), None
+                       layout(study.app, config), pairs, study.baseline), None
     except (FloemError, RunFailed) as e:
         return None, str(e).replace("\n", " ")
 
@@ -125,9 +161,10 @@ def _measure(study: Study, config: dict[str, str]) -> tuple[Measurement | None, 
 def _summary(m: Measurement | None) -> str:
     if m is None:
         return "-"
-    nic = sum(m.nic_instructions.values())
-    return (f"host {sum(m.host_ns.values()):,.0f} ns/packet, NIC {nic:,.0f} instructions/packet, "
-            f"DMA {m.dma_bytes:,.0f} bytes/packet")
+    nic = sum(s.instructions for s in m.side(True).values())
+    host = sum(s.instructions for s in m.side(False).values())
+    return (f"host {host:,.0f} instructions/packet, NIC {nic:,.0f} instructions/packet, "
+            f"PCIe {m.queue_bytes:,.0f} queue bytes/packet")
 
 
 def make_workload(command: str | None, pcap: str | None, workdir: str,
@@ -152,8 +189,9 @@ def make_workload(command: str | None, pcap: str | None, workdir: str,
     return Workload.read(path)
 
 
-def load_sweep_file(path: str, workdir: str) -> tuple[str, list[str], list[Study]]:
-    """A sweep file: its title, platforms and studies (paths relative to the file)."""
+def load_sweep_file(path: str, workdir: str) -> tuple[str, list[str], list[str], list[Study]]:
+    """A sweep file: its title, NIC and host platforms, and studies (paths relative to the
+    file)."""
     try:
         with open(path, "rb") as f:
             data = tomllib.load(f)
@@ -180,16 +218,22 @@ def load_sweep_file(path: str, workdir: str) -> tuple[str, list[str], list[Study
                              f"(and may have define, options, baseline): {e}", path) from None
     if not studies:
         raise FloemError("the sweep file has no [[study]]", path)
-    return str(data.get("title", os.path.basename(path))), list(data.get("nic", [])), studies
+    return (str(data.get("title", os.path.basename(path))), _names(data.get("nic", [])),
+            _names(data.get("host", [])), studies)
+
+
+def _names(value: str | list[str]) -> list[str]:
+    """A sweep file's platforms: one name, or a list of them."""
+    return [value] if isinstance(value, str) else [str(v) for v in value]
 
 
 def _fresh(workdir: str, n: int) -> str:
     return tempfile.mkdtemp(prefix=f"workload{n}-", dir=workdir)
 
 
-def platforms_named(names: list[str]) -> list[ModelPlatform]:
-    """The model platforms ``names`` (each checked)."""
-    return [load_platform(n) for n in names]
+def platforms_named(names: list[str], kind: str = "nic") -> list[Platform]:
+    """The platforms ``names`` of ``kind`` (each checked)."""
+    return [load_platform(n, kind) for n in names]
 
 
 def describe_rows(rows: list[Row]) -> list[dict[str, Any]]:
@@ -197,22 +241,42 @@ def describe_rows(rows: list[Row]) -> list[dict[str, Any]]:
     out = []
     for r in rows:
         m, p = r.measurement, r.prediction
+        ok = p is not None and not r.failed
+        nic = m.side(True) if m else {}
+        host = m.side(False) if m else {}
         out.append({
             "study": r.study, "configuration": r.label, "platform": r.platform,
-            "host_ns_per_packet": sum(m.host_ns.values()) if m else None,
-            "host_cores": sum(m.host_threads.values()) if m else None,
-            "nic_instructions_per_packet": sum(m.nic_instructions.values()) if m else None,
-            "nic_cores": sum(m.nic_threads.values()) if m else None,
-            "nic_us_per_packet": p.nic_us if p else None,
-            "nic_ns_per_packet_emulated": m.nic_ns if m else None,
-            "serial_instructions_per_packet": m.serial_instructions if m else None,
-            "dma_bytes_per_packet": m.dma_bytes if m else None,
-            "dma_engine_bytes_per_packet": m.dma_engine_bytes if m else None,
-            "engine_bytes_per_packet": m.engine_bytes.get("crypto") if m else None,
-            "cache_hit_rate": m.hit_rate if m else None,
-            "predicted_packets_per_s": r.packets_per_s if not r.failed else None,
+            "host_platform": r.host,
+            "predicted_packets_per_s": r.packets_per_s if ok else None,
             "predicted_packets_per_s_per_host_core": r.per_host_core,
-            "bottleneck": p.bottleneck if p and not r.failed else None,
-            "capacities": p.capacities if p and not r.failed else None,
+            "predicted_latency_us_p50": _finite(p.latency.p50_us) if ok and p else None,
+            "predicted_latency_us_p99": _finite(p.latency.p99_us) if ok and p else None,
+            "offered_load_packets_per_s": p.load_pps if ok and p else None,
+            "bottleneck": p.bottleneck if ok and p else None,
+            "host_instructions_per_packet": sum(s.instructions for s in host.values()) if m else None,
+            "host_cores": sum(s.threads for s in host.values()) if m else None,
+            "nic_instructions_per_packet": sum(s.instructions for s in nic.values()) if m else None,
+            "nic_cores": sum(s.threads for s in nic.values()) if m else None,
+            "nic_us_per_packet": (sum(p.times[n].total for n in nic) / 1e3
+                                  if ok and p and nic else None),
+            "pcie_bytes_per_packet": _pcie(m) if m else None,
+            "cache_hit_rate": m.hit_rate if m else None,
+            "capacities": ({k: _finite(v) for k, v in p.capacities.items()}
+                           if ok and p else None),
+            "segments": ({n: {**dataclasses.asdict(s), **({"time_ns": dataclasses.asdict(p.times[n])}
+                                                           if ok and p else {})}
+                          for n, s in m.segments.items()} if m else None),
             "error": r.failed})
     return out
+
+
+def _pcie(m: Measurement) -> float:
+    """Bytes over PCIe per packet before protocol overhead: queue entries, elements' DMA,
+    and the frames when the host does the packet I/O."""
+    frames = m.frame_bytes * (1 + m.replies) if m.host_io else 0.0
+    return m.queue_bytes + sum(s.dma_bytes for s in m.segments.values()) + frames
+
+
+def _finite(value: float) -> float | None:
+    """``value``, or None (JSON's null) when it is infinite: overloaded, or unbounded."""
+    return None if math.isinf(value) else value

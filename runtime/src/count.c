@@ -14,6 +14,8 @@
 #include <string.h>
 
 _Thread_local uint64_t floem_thread_packets;
+_Thread_local uint64_t floem_thread_received, floem_thread_sent, floem_thread_dma_waits,
+    floem_thread_dma_bytes, floem_thread_engine_calls, floem_thread_engine_bytes;
 
 #ifdef FLOEM_COUNT_INSTRUCTIONS
 #include <valgrind/callgrind.h>
@@ -129,6 +131,8 @@ void floem_engine_end(int engine, size_t bytes)
     }
     __atomic_fetch_add(&engine_calls[engine], 1, __ATOMIC_RELAXED);
     __atomic_fetch_add(&engine_bytes[engine], (uint64_t)bytes, __ATOMIC_RELAXED);
+    floem_thread_engine_calls++;
+    floem_thread_engine_bytes += bytes;
 }
 
 void floem_count_report(FILE *out, const char *process)

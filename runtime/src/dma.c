@@ -702,8 +702,8 @@ static void issue(const floem_dma_desc_t *descs, unsigned n, floem_dma_req_t *re
     __atomic_fetch_add(&engine.stats.bytes_read, read, __ATOMIC_RELAXED);
     __atomic_fetch_add(&engine.stats.bytes_written, written, __ATOMIC_RELAXED);
     __atomic_fetch_add(&engine.stats.busy_ns, service_ns, __ATOMIC_RELAXED);
-    *req = (floem_dma_req_t){.complete_at_ns = complete + delay, .id = id, .slot = s,
-                             .pending = true};
+    *req = (floem_dma_req_t){.complete_at_ns = complete + delay, .id = id,
+                             .bytes = read + written, .slot = s, .pending = true};
     if (!engine.deferred) {
         spin_until(start);
         move_in_order(descs, n);
@@ -747,15 +747,19 @@ void dma_submit(const floem_dma_desc_t *descs, unsigned n, floem_dma_req_t *req)
 
 bool dma_done(floem_dma_req_t *req)
 {
+    floem_count_pause();                /* polling the engine: the count stays exact */
     if (req->pending && (engine.deferred ? deferred_done(&engine.slots[req->slot], req->id)
                                          : now_ns() >= req->complete_at_ns))
         req->pending = false;
+    floem_count_resume();
     return !req->pending;
 }
 
 void dma_wait(floem_dma_req_t *req)
 {
     if (req->pending) {
+        floem_thread_dma_waits++;       /* a round trip the calling core waits for */
+        floem_thread_dma_bytes += req->bytes;
         floem_count_pause();
         if (engine.deferred)
             wait_deferred(&engine.slots[req->slot], req->id);

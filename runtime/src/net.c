@@ -130,6 +130,7 @@ unsigned floem_net_rx(unsigned queue, floem_net_frame_t *frames, unsigned max)
     floem_net_queue[queue].rx += n;
     unlock(queue);
     floem_count_resume();
+    floem_thread_received += n;
     return n;
 }
 
@@ -146,6 +147,7 @@ static void send_staged(void)
     floem_backend_send(s->queue, s->frames, s->n);
     unlock(s->queue);
     floem_count_resume();
+    floem_thread_sent += s->n;
     s->n = 0;
 }
 

@@ -128,11 +128,16 @@ static void fail(const floem_sync_t *s, const char *what)
 
 static void lock(int *l)
 {
+    if (!__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+        return;
+    floem_count_pause();                /* spinning is waiting, not work */
     unsigned spins = 0;
-    while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+    do
         while (__atomic_load_n(l, __ATOMIC_RELAXED))
             if (++spins % 128 == 0)
                 sched_yield();
+    while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE));
+    floem_count_resume();
 }
 
 static void unlock(int *l)
@@ -582,7 +587,8 @@ static uint64_t progress(const floem_sync_t *s)
     return s->writing + s->modified + __atomic_load_n(&s->reading, __ATOMIC_RELAXED) + s->seen;
 }
 
-void floem_sync_manage(floem_sync_t *s)
+/* A manager round (returns at once if another thread is in one). */
+static void manage(floem_sync_t *s)
 {
     if (__atomic_exchange_n(&s->manager_lock, 1, __ATOMIC_ACQUIRE))
         return;
@@ -598,6 +604,15 @@ void floem_sync_manage(floem_sync_t *s)
     if (progress(s) != before)
         floem_idle_reset();     /* work: the calling thread's idle waits spin again */
     unlock(&s->manager_lock);
+}
+
+/* The sync layer's work, never the packet's: floem explore does not count it, wherever
+ * it runs. */
+void floem_sync_manage(floem_sync_t *s)
+{
+    floem_count_pause();
+    manage(s);
+    floem_count_resume();
 }
 
 void floem_sync_flush(floem_sync_t *s)
@@ -750,8 +765,11 @@ void *floem_sync_enq_reserve(floem_sync_t *s)
     return e + 1;
 }
 
+/* Handing a finished entry to the sync layer is its work, not the packet's: floem explore
+ * does not count it (how far `valid` advances depends on the other threads' timing). */
 void floem_sync_enq_commit(floem_sync_t *s, void *payload, uint16_t channel, size_t bytes)
 {
+    floem_count_pause();
     struct floem_queue_entry *e = entry_of(s, payload);
     floem_fault_point();
     lock_workers(s);
@@ -759,6 +777,7 @@ void floem_sync_enq_commit(floem_sync_t *s, void *payload, uint16_t channel, siz
     e->used = floem_wire16(floem_queue_used(bytes));
     complete(s, e);
     unlock_workers(s);
+    floem_count_resume();
 }
 
 void *floem_sync_deq_acquire(floem_sync_t *s, uint16_t *channel)
@@ -775,11 +794,13 @@ void *floem_sync_deq_acquire(floem_sync_t *s, uint16_t *channel)
 
 void floem_sync_deq_release(floem_sync_t *s, void *payload)
 {
+    floem_count_pause();
     struct floem_queue_entry *e = entry_of(s, payload);
     floem_fault_point();
     lock_workers(s);
     complete(s, e);
     unlock_workers(s);
+    floem_count_resume();
 }
 
 void floem_sync_report(FILE *out, floem_sync_t **const *tables, const int *counts)

@@ -171,9 +171,7 @@ void floem_idle_wait(void)
 
 void floem_iteration_end(void)
 {
-#ifdef FLOEM_COUNT_INSTRUCTIONS
     floem_count_turn_end();
-#endif
     if (self == NULL) {             /* not a thread floem_thread_spawn started */
         if (floem_idle)
             floem_idle_wait();
@@ -181,14 +179,22 @@ void floem_iteration_end(void)
             floem_idle_reset();
         return;
     }
+    __atomic_store_n(&self->received, floem_thread_received, __ATOMIC_RELAXED);
+    __atomic_store_n(&self->sent, floem_thread_sent, __ATOMIC_RELAXED);
     if (!floem_idle) {
         floem_idle_reset();
         add(&self->runs, 1);
         __atomic_store_n(&self->packets, floem_thread_packets, __ATOMIC_RELAXED);
+        __atomic_store_n(&self->dma_waits, floem_thread_dma_waits, __ATOMIC_RELAXED);
+        __atomic_store_n(&self->dma_bytes, floem_thread_dma_bytes, __ATOMIC_RELAXED);
+        __atomic_store_n(&self->engine_calls, floem_thread_engine_calls, __ATOMIC_RELAXED);
+        __atomic_store_n(&self->engine_bytes, floem_thread_engine_bytes, __ATOMIC_RELAXED);
         if (++unclocked == FLOEM_CLOCKED_TURNS)
             clock_busy_turns();
         return;
     }
+    floem_thread_dma_waits = self->dma_waits;       /* an idle turn's waits are no packet's */
+    floem_thread_dma_bytes = self->dma_bytes;
     clock_busy_turns();
     floem_idle_wait();
     uint64_t after = floem_now_ns();
@@ -226,6 +232,12 @@ bool floem_thread_stats(int i, floem_thread_stats_t *out)
     out->waited_ns = __atomic_load_n(&s->waited_ns, __ATOMIC_RELAXED);
     out->idle_ns = __atomic_load_n(&s->idle_ns, __ATOMIC_RELAXED);
     out->slept_ns = __atomic_load_n(&s->slept_ns, __ATOMIC_RELAXED);
+    out->received = __atomic_load_n(&s->received, __ATOMIC_RELAXED);
+    out->sent = __atomic_load_n(&s->sent, __ATOMIC_RELAXED);
+    out->dma_waits = __atomic_load_n(&s->dma_waits, __ATOMIC_RELAXED);
+    out->dma_bytes = __atomic_load_n(&s->dma_bytes, __ATOMIC_RELAXED);
+    out->engine_calls = __atomic_load_n(&s->engine_calls, __ATOMIC_RELAXED);
+    out->engine_bytes = __atomic_load_n(&s->engine_bytes, __ATOMIC_RELAXED);
     if (__atomic_load_n(&t->ended, __ATOMIC_ACQUIRE)) {
         out->cpu_ns = s->cpu_ns;
         out->wall_ns = s->wall_ns;
@@ -245,12 +257,17 @@ void floem_threads_report(FILE *out, const char *process)
     floem_thread_stats_t s;
     for (int i = 0; floem_thread_stats(i, &s); i++)
         fprintf(out, "floem: thread %s[%d] (process %s): runs %llu, packets %llu, busy %llu ns, "
-                     "waited %llu ns, idle %llu ns, slept %llu ns, cpu %llu ns, wall %llu ns\n",
+                     "waited %llu ns, idle %llu ns, slept %llu ns, cpu %llu ns, wall %llu ns, "
+                     "received %llu, sent %llu, dma waits %llu, dma bytes %llu, engine calls %llu, "
+                     "engine bytes %llu\n",
                 s.segment, s.index, process, (unsigned long long)s.runs,
                 (unsigned long long)s.packets, (unsigned long long)s.busy_ns,
                 (unsigned long long)s.waited_ns, (unsigned long long)s.idle_ns,
                 (unsigned long long)s.slept_ns,
-                (unsigned long long)s.cpu_ns, (unsigned long long)s.wall_ns);
+                (unsigned long long)s.cpu_ns, (unsigned long long)s.wall_ns,
+                (unsigned long long)s.received, (unsigned long long)s.sent,
+                (unsigned long long)s.dma_waits, (unsigned long long)s.dma_bytes,
+                (unsigned long long)s.engine_calls, (unsigned long long)s.engine_bytes);
 }
 
 void floem_threads_begin(void)

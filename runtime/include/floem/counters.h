@@ -37,7 +37,7 @@
 #include "floem/runtime.h"
 
 #define FLOEM_COUNTERS_MAGIC "FLOEMCNT"
-#define FLOEM_COUNTERS_VERSION 2u
+#define FLOEM_COUNTERS_VERSION 3u
 
 /* The memory file's header, followed by the layout text (NUL-terminated), at
  * `counters_offset` the counters and at `threads_offset` `thread_slots` thread statistics

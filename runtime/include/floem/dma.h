@@ -86,6 +86,7 @@ typedef struct {
 typedef struct {
     uint64_t complete_at_ns;    /* CLOCK_MONOTONIC time at which the model completes it */
     uint64_t id;                /* its issue number */
+    uint64_t bytes;             /* read and written */
     uint32_t slot;              /* its place in the engine's ring of in-flight requests */
     bool pending;
 } floem_dma_req_t;

@@ -71,6 +71,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "floem/runtime.h"
+
 #define FLOEM_QUEUE_HEADER_BYTES 256
 #define FLOEM_QUEUE_ENTRY_HEADER_BYTES 8
 /* A single consumer prefetches the entry this many places ahead of the one it takes
@@ -318,8 +320,11 @@ static inline void floem_deq_release(floem_queue_t *q, void *payload)
     struct floem_queue_entry *e = (struct floem_queue_entry *)payload - 1;
     __atomic_store_n(&e->status, __atomic_load_n(&e->status, __ATOMIC_RELAXED) + 1,
                      __ATOMIC_RELEASE);
-    if (__builtin_expect(__atomic_load_n(&q->track_releases, __ATOMIC_RELAXED) != 0, 0))
+    if (__builtin_expect(__atomic_load_n(&q->track_releases, __ATOMIC_RELAXED) != 0, 0)) {
+        floem_count_pause();            /* the sync layer's bookkeeping, not the packet's */
         floem_queue_advance_released_(q);
+        floem_count_resume();
+    }
 }
 
 #endif

@@ -73,6 +73,13 @@ void floem_idle_reset(void);
  * When threads share cores, busy time includes moments the thread was preempted;
  * scaled by the share of its runnable time it was on a core, it estimates the CPU
  * time the runs took: (busy_ns - waited_ns) * cpu_ns / (wall_ns - slept_ns).
+ *
+ * What the performance model of `floem explore` charges besides instructions is counted
+ * too: the frames the thread received and sent (packet I/O), the DMA transfers it
+ * waited for (a blocking dma_read or dma_write, or a dma_wait that found its request
+ * pending: a round trip over PCIe on the issuing core) with their bytes, and its calls
+ * to an engine (floem_engine_end) with their bytes. Waits in idle turns (a poll that
+ * found nothing) are not kept: they are no packet's.
  */
 /* Busy turns in a row between two reads of the clock (the statistics lag by that much). */
 #define FLOEM_CLOCKED_TURNS 16
@@ -83,6 +90,7 @@ typedef struct {
     char segment[48];
     int index;
     uint64_t runs, packets, busy_ns, waited_ns, idle_ns, slept_ns, cpu_ns, wall_ns;
+    uint64_t received, sent, dma_waits, dma_bytes, engine_calls, engine_bytes;
 } floem_thread_stats_t;
 
 /* Where the i-th thread started keeps its statistics, zeroed (NULL: in the runtime's own
@@ -110,19 +118,24 @@ uint64_t floem_now_ns(void);
  * A program built with FLOEM_COUNT_INSTRUCTIONS and run under `valgrind --tool=callgrind
  * --collect-atstart=no` has callgrind collect the instructions its segment threads execute
  * on packets: from the moment a segment's source hands a packet on (floem_packet_begin)
- * to the end of the turn, less the pauses: waiting (for a DMA to complete, for room in a
+ * to the end of the turn (a callable segment's: its return), less the pauses: waiting (for a DMA to complete, for room in a
  * full queue, for a lock), the emulated DMA engine and packet I/O (hardware on a NIC),
  * and work handed to an engine. With FLOEM_COUNT=serial in the environment it collects
  * instead the instructions executed holding a floem_lock: work no two cores do at once.
  * Without FLOEM_COUNT_INSTRUCTIONS the calls only keep the counters below.
  */
 extern _Thread_local uint64_t floem_thread_packets;
+/* The calling thread's frames received and sent, DMA waits and engine calls and their
+ * bytes, so far (its statistics keep them at the end of each turn). */
+extern _Thread_local uint64_t floem_thread_received, floem_thread_sent, floem_thread_dma_waits,
+    floem_thread_dma_bytes, floem_thread_engine_calls, floem_thread_engine_bytes;
 #ifdef FLOEM_COUNT_INSTRUCTIONS
 void floem_count_packet(void);
 void floem_count_turn_end(void);
 void floem_count_pause(void);
 void floem_count_resume(void);
 #else
+static inline void floem_count_turn_end(void) {}
 static inline void floem_count_pause(void) {}
 static inline void floem_count_resume(void) {}
 #endif

@@ -115,6 +115,7 @@ int inc2(int arg0)
 {
     inc2_result.set = false;
     inc2_args(NULL, arg0);
+    floem_count_turn_end();             /* what floem explore counts ends with the call */
     if (!inc2_result.set)
         return (0);
     return inc2_result.value;
@@ -169,7 +170,7 @@ static int floem_main(int argc, char **argv)
     for (int i = 0; i < 3; i++)
         printf("inc2(%d) = %d\n", i * 10, inc2(i * 10));
 
-#line 173 "callable_inc2.c"
+#line 174 "callable_inc2.c"
     return 0;
 }
 

@@ -169,12 +169,14 @@ static void to_host_enq0(Packet *state)
 {
     floem_sync_t *q = to_host_sync[0];
     void *entry;
-    while ((entry = floem_sync_enq_reserve(q)) == NULL) {
-        if (!floem_running()) {
-            floem_sync_enq_drop(q);
-            return;
-        }
+    floem_count_pause();                    /* taking an entry, waits for room included: not counted */
+    while ((entry = floem_sync_enq_reserve(q)) == NULL && floem_running()) {
         floem_full_wait();
+    }
+    floem_count_resume();
+    if (entry == NULL) {                    /* the program stops */
+        floem_sync_enq_drop(q);
+        return;
     }
     struct to_host_entry0 *e = entry;
     e->a = floem_wire(state->a);
@@ -197,7 +199,7 @@ static void Transform0(Packet *state)
 #line 42 "<repo>/tests/programs/nic_roundtrip.py"
             { Transform0_out(state); }
 
-#line 201 "nic.c"
+#line 203 "nic.c"
 }
 
 /* element to_nic_release: QueueRelease, nic_roundtrip.py:58 */

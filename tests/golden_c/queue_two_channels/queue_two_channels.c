@@ -100,12 +100,14 @@ static void requests_enq0(Request *state)
 {
     floem_queue_t *q = requests_inst[0];
     void *entry;
-    while ((entry = floem_enq_reserve(q, true)) == NULL) {
-        if (!floem_running()) {
-            floem_enq_drop(q);
-            return;
-        }
+    floem_count_pause();                    /* taking an entry, waits for room included: not counted */
+    while ((entry = floem_enq_reserve(q, true)) == NULL && floem_running()) {
         floem_full_wait();
+    }
+    floem_count_resume();
+    if (entry == NULL) {                    /* the program stops */
+        floem_enq_drop(q);
+        return;
     }
     struct requests_entry0 *e = entry;
     e->key = state->key;
@@ -117,12 +119,14 @@ static void requests_enq1(Request *state)
 {
     floem_queue_t *q = requests_inst[0];
     void *entry;
-    while ((entry = floem_enq_reserve(q, true)) == NULL) {
-        if (!floem_running()) {
-            floem_enq_drop(q);
-            return;
-        }
+    floem_count_pause();                    /* taking an entry, waits for room included: not counted */
+    while ((entry = floem_enq_reserve(q, true)) == NULL && floem_running()) {
         floem_full_wait();
+    }
+    floem_count_resume();
+    if (entry == NULL) {                    /* the program stops */
+        floem_enq_drop(q);
+        return;
     }
     struct requests_entry1 *e = entry;
     e->key = state->key;
@@ -149,7 +153,7 @@ static void Classify0(Request *state, int inp_0, int inp_1, int inp_2)
 #line 29 "<repo>/tests/programs/queue_two_channels.py"
             { if ( op == 0) { Classify0_get(state); } else { Classify0_set(state); } }
 
-#line 153 "queue_two_channels.c"
+#line 157 "queue_two_channels.c"
 }
 
 /* element requests_deq: Dequeue, queue_two_channels.py:66 */
@@ -199,7 +203,7 @@ static void Get0(Request *state)
             printf("get %d\n", state->key);
             __atomic_fetch_add(&done->count, 1, __ATOMIC_RELEASE);
 
-#line 203 "queue_two_channels.c"
+#line 207 "queue_two_channels.c"
 }
 
 /* element Set0: Set, queue_two_channels.py:86 */
@@ -212,7 +216,7 @@ static void Set0(Request *state)
             printf("set %d = %d\n", state->key, state->val);
             __atomic_fetch_add(&done->count, 1, __ATOMIC_RELEASE);
 
-#line 216 "queue_two_channels.c"
+#line 220 "queue_two_channels.c"
 }
 
 /* element requests_release: QueueRelease, queue_two_channels.py:66 */
@@ -290,6 +294,7 @@ void request(int arg0, int arg1, int arg2)
 {
     Request packet;
     request_args(&packet, arg0, arg1, arg2);
+    floem_count_turn_end();             /* what floem explore counts ends with the call */
 }
 
 void floem_init(void)
@@ -354,7 +359,7 @@ static int floem_main(int argc, char **argv)
     while (__atomic_load_n(&done->count, __ATOMIC_ACQUIRE) < 25)
         usleep(1000);
 
-#line 358 "queue_two_channels.c"
+#line 363 "queue_two_channels.c"
     return 0;
 }
 

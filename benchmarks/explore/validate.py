@@ -1,0 +1,252 @@
+#!/usr/bin/env python3
+"""The performance model against the Floem paper's hardware: one row per claim of section 7.
+
+Usage: python3 benchmarks/explore/validate.py [--from DIR] [-o DIR]
+
+Runs `floem explore` on the paper's experiments (figure8.toml, figure9.toml,
+figure10.toml and hypotheses.toml beside this file: the LiquidIO beside the paper's
+Westmere and Haswell servers), or with --from reads the JSON an earlier run wrote there,
+and prints one row per quantitative claim of the paper's section 7: the paper's figure,
+the model's, whether the ordering is right, the ratio of the model's figure to the
+paper's, and a closing line "N of M claims reproduced (ordering right, within 2x)" with
+the median ratio error. A claim the paper states as a range is met by any figure inside
+it (the ratio is then 1); a claim it states only in words ("slightly", "no benefit") is
+an ordering, with the bounds the claim's text gives. The paper's results are only
+compared against here: no figure of the model comes from them (docs/exploration.md,
+"Validation").
+
+The whole run takes about an hour and a half on a two-core machine; -o DIR (default
+docs/exploration) is where the explorations are written.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from dataclasses import dataclass
+from typing import Callable
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+SWEEPS = ("figure8", "figure9", "figure10", "hypotheses")
+WESTMERE, HASWELL = "xeon-x5650", "xeon-e5-2680v3"
+HOSTS = {WESTMERE: "Westmere", HASWELL: "Haswell"}
+#: Table 2's write-back configurations: #N -> the -D values that make it.
+WRITE_BACK = {1: "buckets=32768 entries=0", 2: "buckets=32768 entries=5",
+              3: "buckets=16384 entries=5", 4: "buckets=8192 entries=5",
+              5: "buckets=4096 entries=5", 6: "buckets=2048 entries=5"}
+
+
+class Rows:
+    """The rows of the explorations, found by study, configuration words and host."""
+
+    def __init__(self, rows: list[dict]) -> None:
+        self.rows = rows
+
+    def find(self, study: str, words: str, host: str = HASWELL) -> dict:
+        """The one row of ``study`` (a prefix of its title) on ``host`` whose configuration
+        holds every word of ``words`` (and no option it does not name)."""
+        want = words.split()
+        found = [r for r in self.rows if r["study"].startswith(study) and r["host_platform"] == host
+                 and all(w in r["configuration"].split() for w in want)
+                 and all(w in want for w in r["configuration"].split() if w.startswith("--"))]
+        if len(found) != 1:
+            raise SystemExit(f"validate.py: {len(found)} rows of {study!r} match {words!r} on "
+                             f"{host} (want one)")
+        if found[0]["error"]:
+            raise SystemExit(f"validate.py: {study} {words} on {host} failed: {found[0]['error']}")
+        return found[0]
+
+    def rate(self, study: str, words: str, host: str = HASWELL, per_core: bool = False) -> float:
+        """Predicted packets/s (per host core, when asked and the host works)."""
+        row = self.find(study, words, host)
+        value = row["predicted_packets_per_s_per_host_core"] if per_core else None
+        return value if value is not None else row["predicted_packets_per_s"]
+
+
+@dataclass
+class Claim:
+    """One quantitative claim: the paper's figure (a value, or a range low..high; None when
+    it states only an ordering) and how to get the model's from the rows. ``ordering``
+    says whether the model's figure has the paper's ordering."""
+
+    figure: str
+    text: str
+    paper: tuple[float, float] | None
+    model: Callable[[Rows], float]
+    ordering: Callable[[float], bool]
+
+    def ratio(self, value: float) -> float | None:
+        """The model's figure over the paper's (1 inside the paper's range)."""
+        if self.paper is None:
+            return None
+        low, high = self.paper
+        return value / low if value < low else value / high if value > high else 1.0
+
+
+def kvs_over_cpu(words: str, host: str) -> Callable[[Rows], float]:
+    return lambda r: (r.rate("Key-value", words, host, per_core=True)
+                      / r.rate("Key-value", "design=cpu", host, per_core=True))
+
+
+def best(r: Rows, study: str, words: str, cores: list[int]) -> tuple[int, float]:
+    """The core count of ``cores`` with the highest prediction, and that prediction."""
+    rates = {n: r.rate(study, f"{words} cores={n}") for n in cores}
+    top = max(rates, key=lambda n: rates[n])
+    return top, rates[top]
+
+
+NIC_CORES = [1, 2, 3, 4, 6, 8, 12]
+
+
+def claims() -> list[Claim]:
+    out = []
+    for host, name in HOSTS.items():
+        out += [
+            Claim("8", f"{name}: split (the paper's, items read by DMA) below CPU-only, per core",
+                  None, kvs_over_cpu("design=split-pointer", host), lambda v: v < 1),
+            Claim("8", f"{name}: write-through #2 gives no benefit over CPU-only (at most 1.05)",
+                  None, kvs_over_cpu(f"design=cache-wt {WRITE_BACK[2]}", host),
+                  lambda v: v <= 1.05),
+        ]
+        for n in (1, 2, 3):
+            paper = (2.8, 3.6) if host == WESTMERE else (1.28, 1.6)
+            out.append(Claim("8", f"{name}: write-back #{n} over CPU-only", paper,
+                             kvs_over_cpu(f"design=cache-wb {WRITE_BACK[n]}", host),
+                             lambda v: v > 1))
+        out.append(Claim(
+            "8", f"{name}: write-back #4-#6 below #1-#3 (best of #4-#6 over worst of #1-#3)",
+            None, lambda r, h=host: max(kvs_over_cpu(f"design=cache-wb {WRITE_BACK[n]}", h)(r)
+                                        for n in (4, 5, 6))
+            / min(kvs_over_cpu(f"design=cache-wb {WRITE_BACK[n]}", h)(r) for n in (1, 2, 3)),
+            lambda v: v < 1))
+    out.append(Claim(
+        "8", "write-back #1-#3 almost the same on both servers (Westmere over Haswell, the "
+        "least; 0.9 to 1.1)", None, lambda r: min((r.rate("Key-value", f"design=cache-wb {WRITE_BACK[n]}",
+                                          WESTMERE) /
+                                   r.rate("Key-value", f"design=cache-wb {WRITE_BACK[n]}",
+                                          HASWELL)) for n in (1, 2, 3)),
+        lambda v: 0.9 <= v <= 1.1))
+    for host, name, paper in ((WESTMERE, "Westmere", 1.96), (HASWELL, "Haswell", 1.75)):
+        out += [
+            Claim("9", f"{name}: Storm split slightly below CPU-only, per core (2/3 to 1)", None,
+                  lambda r, h=host: (r.rate("Storm", "design=split", h, per_core=True)
+                                     / r.rate("Storm", "design=cpu", h, per_core=True)),
+                  lambda v: 2 / 3 < v < 1),
+            Claim("9", f"{name}: Storm bypass over CPU-only, per core", (paper, paper),
+                  lambda r, h=host: (r.rate("Storm", "design=bypass", h, per_core=True)
+                                     / r.rate("Storm", "design=cpu", h, per_core=True)),
+                  lambda v: v > 1),
+        ]
+    out += [
+        Claim("10", "AES: the NIC (crypto units) over one core with AES-NI", (2.5, 2.5),
+              lambda r: r.rate("AES", "device=nic engine=true")
+              / r.rate("AES", "device=cpu aesni=true"), lambda v: v > 1),
+        Claim("10", "AES: the NIC (crypto units) over one core without AES-NI", (17.5, 17.5),
+              lambda r: r.rate("AES", "device=nic engine=true")
+              / r.rate("AES", "device=cpu aesni=false"), lambda v: v > 1),
+        Claim("10", "flow classification: the NIC slightly faster than one core (1 to 1.5)",
+              None, lambda r: best(r, "Flow", "device=nic", NIC_CORES)[1]
+              / r.rate("Flow", "device=cpu"), lambda v: 1 < v < 1.5),
+        Claim("10", "sequencer: one core over the NIC (its best core count)", (1.82, 1.82),
+              lambda r: r.rate("Network sequencer", "device=cpu")
+              / best(r, "Network sequencer", "device=nic", NIC_CORES)[1], lambda v: v > 1),
+        Claim("10", "sequencer: the NIC's best core count is 3", None,
+              lambda r: best(r, "Network sequencer", "device=nic", NIC_CORES)[0],
+              lambda v: v == 3),
+    ]
+    for host, name in HOSTS.items():
+        out += [
+            Claim("H2", f"{name}: KVS split, GET/SET/DELETE on queues of their own over shared",
+                  (1.07, 1.07), lambda r, h=host: (r.rate("H2", "share_queues=false", h)
+                                                   / r.rate("H2", "share_queues=true", h)),
+                  lambda v: v > 1),
+            Claim("H3", f"{name}: KVS split, live fields only over every field", (1.065, 1.065),
+                  lambda r, h=host: (r.rate("H2", "share_queues=true", h)
+                                     / r.rate("H3", "--send-all-fields", h)),
+                  lambda v: v > 1),
+            Claim("H4", f"{name}: KVS write-back #2, sync layer over blocking DMA", (7.2, 14.1),
+                  lambda r, h=host: (r.rate("H4", "design=cache-wb", h)
+                                     / r.rate("H4", "--no-sync-layer", h)),
+                  lambda v: v > 1),
+        ]
+    return out
+
+
+def explore(sweep: str, out_dir: str) -> None:
+    """`floem explore` of one sweep file, written to ``out_dir``/SWEEP.*."""
+    command = [sys.executable, "-m", "floem.cli", "explore", os.path.join(HERE, sweep + ".toml"),
+               "-o", os.path.join(out_dir, sweep)]
+    print(f"validate.py: {' '.join(command[2:])}", file=sys.stderr, flush=True)
+    subprocess.run(command, check=True, cwd=ROOT)
+
+
+def load(out_dir: str) -> Rows:
+    rows = []
+    for sweep in SWEEPS:
+        path = os.path.join(out_dir, sweep + ".json")
+        if os.path.exists(path):
+            with open(path) as f:
+                rows += json.load(f)["rows"]
+    return Rows(rows)
+
+
+def table(rows: Rows) -> list[str]:
+    """The validation table and its closing lines."""
+    lines = ["| figure | claim | paper | model | ordering | model / paper | reproduced |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    reproduced, total, errors = 0, 0, []
+    for c in claims():
+        try:
+            value = c.model(rows)
+        except SystemExit as missing:
+            lines.append(f"| {c.figure} | {c.text} | {_paper(c)} | not run: {missing} | | | |")
+            total += 1
+            continue
+        ordered = c.ordering(value)
+        ratio = c.ratio(value)
+        within = ratio is None or 0.5 <= ratio <= 2
+        ok = ordered and within
+        reproduced += ok
+        total += 1
+        if ratio is not None:
+            errors.append(max(ratio, 1 / ratio))
+        lines.append(f"| {c.figure} | {c.text} | {_paper(c)} | {value:.2f} | "
+                     f"{'right' if ordered else 'wrong'} | "
+                     f"{'-' if ratio is None else f'{ratio:.2f}'} | {'yes' if ok else 'no'} |")
+    lines.append("")
+    lines.append(f"{reproduced} of {total} claims reproduced (ordering right, within 2x)")
+    if errors:
+        lines.append(f"median ratio error {statistics.median(errors):.2f}x over the "
+                     f"{len(errors)} claims with a figure")
+    return lines
+
+
+def _paper(c: Claim) -> str:
+    if c.paper is None:
+        return "ordering"
+    low, high = c.paper
+    return f"{low:g}" if low == high else f"{low:g}-{high:g}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--from", dest="source", metavar="DIR",
+                    help="read the explorations an earlier run wrote to DIR instead of running")
+    ap.add_argument("-o", dest="out", default=os.path.join(ROOT, "docs", "exploration"),
+                    metavar="DIR", help="where to write the explorations (default "
+                                        "docs/exploration)")
+    args = ap.parse_args()
+    if args.source is None:
+        for sweep in SWEEPS:
+            if os.path.exists(os.path.join(HERE, sweep + ".toml")):
+                explore(sweep, args.out)
+    print("\n".join(table(load(args.source or args.out))))
+
+
+if __name__ == "__main__":
+    main()
