@@ -201,10 +201,10 @@ def network_environment(net: str = "udp", port: int | None = None, pcap_in: str 
 @dataclass(frozen=True)
 class Counting:
     """Run every process under callgrind (a build with ``count_instructions``), which writes
-    to ``base``.PROCESS what its segment threads execute on packets: instructions, atomic
-    operations and, for a process ``caches`` names, the misses of a simulated cache of
-    that geometry (``I1:D1:LL``, each ``BYTES,WAYS,LINE``) (docs/exploration.md); and
-    valgrind's own messages to ``base``.PROCESS.log."""
+    to ``base``.PROCESS-N (its N-th thread) what its threads execute on packets:
+    instructions, atomic operations and, for a process ``caches`` names, the misses of a
+    simulated cache of that geometry (``I1:D1:LL``, each ``BYTES,WAYS,LINE``)
+    (docs/exploration.md); and valgrind's own messages to ``base``.PROCESS.log."""
 
     base: str
     caches: dict[str, str] = field(default_factory=dict)
@@ -212,7 +212,8 @@ class Counting:
     def prefix(self, process: str) -> list[str]:
         """The command that runs ``process`` counted, before the process's own command."""
         command = ["valgrind", "-q", "--tool=callgrind", "--collect-atstart=no",
-                   "--collect-bus=yes", f"--callgrind-out-file={self.base}.{process}",
+                   "--collect-bus=yes", "--separate-threads=yes",
+                   f"--callgrind-out-file={self.base}.{process}",
                    f"--log-file={self.base}.{process}.log"]
         if process in self.caches:
             i1, d1, ll = self.caches[process].split(":")

@@ -1,8 +1,9 @@
 """`floem explore` and its performance model (floem/explore, floem/platforms/*.toml).
 
 Counting: callgrind's profiles are read exactly (every block of a function, inlined code
-included), a segment missing from a profile or instructions outside every segment are
-errors, and the same configuration counted twice gives the same counts, with several
+included), each thread counts for its segment or, in a program of the user's, the function
+it started in, a segment missing from the profiles or instructions outside its thread
+function are errors, and the same configuration counted twice gives the same counts, with several
 threads the same per packet as with one. The model: platform files load and cite every
 figure, each cost follows from the counts and the platform's figures, latency grows with
 the offered load. Exploring: the echo on the CPU and the NIC gives the same table twice,
@@ -26,7 +27,8 @@ from floem.errors import FloemError
 from floem.explore.callgrind import read_profile
 from floem.explore.counters import Counters, Thread, parse
 from floem.explore.latency import Station, latency
-from floem.explore.measure import Measurement, SegmentCounts, Workload, _segment_counts, measure
+from floem.explore.measure import (Machine, Measurement, RunFailed, SegmentCounts, Tally, Workload,
+                                  measure, process_counts)
 from floem.explore.model import (SECTIONS, WIRE_OVERHEAD_BYTES, load_platform, model_platforms,
                                  predict, segment_time)
 from floem.explore.sweep import layout
@@ -59,6 +61,14 @@ positions: line
 events: Ir Ge DLmr
 
 fl=(1) /build/nic.c
+fn=(4) start_thread
+cfn=(5) run_thread
+calls=1 50
+9 580 1 5
+fn=(5)
+cfn=(1) rx_thread
+calls=1 50
+9 580 1 5
 fn=(1) rx_thread
 10 100 1 2
 +2 50
@@ -70,13 +80,29 @@ fi=(2) /build/runtime.h
 fe=(1)
 fn=(2)
 20 400 0 3
-fl=(3) /build/other.c
-fn=(3) tx_thread
-5 70 2
 fl=(1)
 fn=(1)
 14 5
-totals: 650 3 5
+totals: 580 1 5
+"""
+
+WORKER = """# callgrind format
+version: 1
+positions: line
+events: Ir Ge
+fl=(1) /build/worker.c
+fn=(1) start_thread
+cfn=(2) worker
+calls=1 5
+3 300 2
+fn=(2)
+cfn=(3) get
+calls=4 9
+5 200 2
+6 100
+fn=(3)
+9 200 2
+totals: 300 2
 """
 
 
@@ -84,13 +110,14 @@ def test_a_profile_is_read_exactly_inlined_code_and_calls_included(tmp_path) -> 
     path = tmp_path / "count.nic"
     path.write_text(PROFILE)
     p = read_profile(str(path))
-    assert p.events == ["Ir", "Ge", "DLmr"] and p.totals == [650, 3, 5]
+    assert p.events == ["Ir", "Ge", "DLmr"] and p.totals == [580, 1, 5]
     # its own lines, the call's inclusive cost, the inlined runtime.h line, and a later
     # block of the same function: 100 + 50 + 400 + 25 + 5
     assert p.of("rx_thread", "Ir") == 580 and p.of("rx_thread", "DLmr") == 5
-    assert p.of("parse", "Ir") == 400 and p.of("tx_thread", "Ge") == 2
+    assert p.of("parse", "Ir") == 400 and p.of("rx_thread", "Ge") == 1
     assert p.of("nothing", "Ir") == 0 and p.of("rx_thread", "ILmr") == 0
-    assert p.total("Ge") == 3
+    assert p.total("Ge") == 1 and p.root() == "run_thread"
+    assert p.calls["rx_thread"]["parse"] == [400, 0, 3]
 
 
 def test_a_file_that_is_not_a_profile_is_an_error(tmp_path) -> None:
@@ -100,29 +127,34 @@ def test_a_file_that_is_not_a_profile_is_an_error(tmp_path) -> None:
         read_profile(str(path))
 
 
-SEGMENTS = {"rx": "rx_thread", "tx": "tx_thread"}
-
-
 def thread(segment: str, packets: int) -> Thread:
     return Thread(segment, 0, "nic", packets, packets, 0.0)
 
 
-def test_a_segment_missing_from_its_profile_is_an_error(tmp_path) -> None:
-    (tmp_path / "count.nic").write_text(PROFILE.replace("fn=(3) tx_thread", "fn=(3) tx_loop"))
+def test_each_thread_counts_for_its_segment_or_the_function_it_started_in(tmp_path) -> None:
+    (tmp_path / "count.app-01").write_text(PROFILE)
+    (tmp_path / "count.app-02").write_text(PROFILE)
+    (tmp_path / "count.app-03").write_text(WORKER)
+    (tmp_path / "count.app-04").write_text(WORKER.replace("totals: 300 2", "totals: 0 0"))
+    counts = process_counts(str(tmp_path / "count"), "app", ["rx"],
+                            Counters(threads=[thread("rx", 10)]))
+    assert counts["rx"] == Tally("app", 2, 1160, 2, 10)
+    assert counts["worker[0]"] == Tally("app", 1, 300, 2, 0)    # a thread of the user's
+
+
+def test_a_segment_missing_from_its_profiles_is_an_error(tmp_path) -> None:
+    (tmp_path / "count.nic-01").write_text(PROFILE)
     report = Counters(threads=[thread("rx", 10), thread("tx", 10)])
     with pytest.raises(FloemError, match="miss segment tx .tx_thread., whose threads handled"):
-        _segment_counts(str(tmp_path / "count"), "nic", SEGMENTS, report, "")
+        process_counts(str(tmp_path / "count"), "nic", ["rx", "tx"], report)
 
 
-def test_instructions_outside_every_segment_are_an_error(tmp_path) -> None:
-    (tmp_path / "count.nic").write_text(PROFILE.replace("totals: 650", "totals: 700"))
-    report = Counters(threads=[thread("rx", 10), thread("tx", 10)])
-    with pytest.raises(FloemError, match="50 instructions of process nic outside its segment"):
-        _segment_counts(str(tmp_path / "count"), "nic", SEGMENTS, report, "")
-    (tmp_path / "count.nic").write_text(PROFILE)
-    counts = _segment_counts(str(tmp_path / "count"), "nic", SEGMENTS, report, "")
-    assert (counts["rx"].instructions, counts["rx"].atomics, counts["rx"].misses) == (580, 1, 5)
-    assert counts["tx"].instructions == 70
+def test_instructions_outside_a_segment_thread_are_an_error(tmp_path) -> None:
+    (tmp_path / "count.nic-01").write_text(PROFILE.replace("totals: 580", "totals: 630"))
+    with pytest.raises(FloemError, match="50 instructions of process nic outside rx_thread"):
+        process_counts(str(tmp_path / "count"), "nic", ["rx"], Counters())
+    with pytest.raises(RunFailed, match="callgrind wrote no counts for process host"):
+        process_counts(str(tmp_path / "count"), "host", [], Counters())
 
 
 def test_counters_parse_the_latest_of_each_line() -> None:
@@ -183,7 +215,7 @@ def test_counting_twice_gives_the_same_counts_on_both_sides(tmp_path) -> None:
         assert (s.instructions, s.atomics) == (other.instructions, other.atomics), name
         assert s.instructions > 50 and s.misses[NIC_GEOMETRY if s.on_nic else HOST_GEOMETRY] >= 0
     assert first.segments["nat_rx"].received == 1.0 and first.segments["nat"].on_nic is False
-    assert first.queue_entries == again.queue_entries > 1
+    assert first.machines[""].queue_entries == again.machines[""].queue_entries > 1
 
 
 @pytest.mark.slow
@@ -257,9 +289,9 @@ def test_each_cost_of_a_segment_follows_from_its_counts() -> None:
     assert segment_time(s, host, nic, 0.0).memory == 0      # no count for its caches
 
 
-def measurement(**kw) -> Measurement:
-    base = dict(packets=1000, frame_bytes=1024.0, replies=1.0, host_io=False)
-    return Measurement(**{**base, **kw})
+def measurement(machine: Machine | None = None, **kw) -> Measurement:
+    base = dict(packets=1000, frame_bytes=1024.0, replies=1.0)
+    return Measurement(**{**base, **kw}, machines={"": machine or Machine()})
 
 
 def test_capacities_follow_from_the_segments_and_the_platforms() -> None:
@@ -268,7 +300,7 @@ def test_capacities_follow_from_the_segments_and_the_platforms() -> None:
         "rx": segment(True, threads=3, instructions=3000.0, serial_instructions=500.0,
                       atomics=1.0, serial_atomics=1.0, received=1.0),
         "app": segment(False, threads=1, instructions=800.0)},
-        nic_managers=1, queue_entries=2.0, queue_bytes=256.0)
+        machine=Machine(nic_managers=1, queue_entries=2.0, queue_bytes=256.0))
     pred = predict(m, nic, host)
     rx = segment_time(m.segments["rx"], nic, nic, share=2 / 3)
     assert pred.capacities["NIC cores (rx)"] == pytest.approx(3 * 1e9 / rx.total)
@@ -288,7 +320,8 @@ def test_capacities_follow_from_the_segments_and_the_platforms() -> None:
 
 def test_a_configuration_that_does_not_fit_the_platform() -> None:
     nic, host = load_platform("liquidio"), load_platform("this", "host")
-    m = measurement(segments={"s": segment(True, threads=12, instructions=1.0)}, nic_managers=1)
+    m = measurement(segments={"s": segment(True, threads=12, instructions=1.0)},
+                    machine=Machine(nic_managers=1))
     assert predict(m, nic, host).error == "needs 13 NIC cores; liquidio has 12"
 
 

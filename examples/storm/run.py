@@ -55,6 +55,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--timeout", type=float, default=600,
                    help="stop everything after this many seconds (default 600)")
     p.add_argument("--report", action="store_true", help="servers print their counters at exit")
+    p.add_argument("--count", metavar="BASE",
+                   help="count what each server's threads execute (floem run "
+                        "--count-instructions BASE.SERVER; floem explore)")
     p.add_argument("--floem-option", action="append", default=[], metavar="OPT",
                    help="one more option for every `floem run`, "
                         "e.g. --floem-option=--nic-managers=0")
@@ -79,6 +82,8 @@ def server_command(args: argparse.Namespace, topology: Topology, server: Server)
         command += ["--eal", netns.eal_arguments(server)]
     if args.report:
         command.append("--report")
+    if args.count:
+        command += ["--count-instructions", f"{args.count}.{server.name}"]
     command += ["--"] + topology.worker_arguments(server) + [
         "--input", os.path.abspath(args.input), "--top", str(args.top),
         "--window-s", str(args.window_s), "--emit-ms", str(args.emit_ms)]

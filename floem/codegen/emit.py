@@ -242,6 +242,7 @@ class _ProcessEmitter:
                 "slot": fn.return_slot(seg.name) if has_return else "",
                 "has_value": bool(fn.return_type(self.ir, seg)),
                 "source": seg.source,
+                "takes": any(self.ir.node(e).role == Role.DEQUEUE for e in seg.elements),
                 "default": seg.default_return or "0"}
 
     def _thread(self, seg: SegmentIR) -> dict[str, Any]:

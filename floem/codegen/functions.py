@@ -81,7 +81,7 @@ class Dispatcher:
     """An output port's function: calls the elements connected to the port.
 
     ``used``: how many of its values some call passes (the rest are unused);
-    ``packet_begin``: the port of a thread's source starts a packet; ``new_packet``:
+    ``packet_begin``: the port starts a packet (ElementPlan.begins_packets); ``new_packet``:
     the element emits packets of its own, so the state is made fresh after each
     (``next_seq``: the join sequence number moves on; ``clear_state``: the per-packet
     state is zeroed, when some field is read before it is written); ``fresh_state``: the
@@ -215,7 +215,7 @@ def dispatchers(ir: ProgramIR, n: ElementNode, joins_here: bool) -> list[Dispatc
         result.append(Dispatcher(
             owner=n.name, port=port, function=dispatcher_signature(n, port), calls=calls,
             used=min(len(types), max((c.values for c in calls), default=0)),
-            packet_begin=n.plan.thread_source, new_packet=n.plan.emits_packets,
+            packet_begin=n.plan.begins_packets, new_packet=n.plan.emits_packets,
             next_seq=n.plan.emits_packets and joins_here,
             clear_state=n.plan.emits_packets and bool(ir.segments[n.segment].read_first),
             fresh_state=n.packet_state.name if n.plan.fresh_state else "",

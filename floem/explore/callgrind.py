@@ -1,8 +1,9 @@
 """Reading a callgrind profile: the inclusive cost of each function, every event, exactly.
 
-``floem run --count-instructions`` has callgrind collect only what segment threads
-execute on packets, so a process's whole profile is the inclusive cost of its
-``<segment>_thread`` functions. This reads the profile file itself (the format of
+``floem run --count-instructions`` has callgrind collect only what threads execute on
+packets, one profile per thread, so a thread's whole profile is the inclusive cost of
+its ``<segment>_thread`` function (or, in a program of the user's, of the function the
+thread started in). This reads the profile file itself (the format of
 callgrind's manual, "Callgrind Format Specification"), not ``callgrind_annotate``'s
 report, whose lines drop a function's name when inlined code shares its cost: a
 function's inclusive cost is its own cost lines plus the cost lines of the calls made
@@ -27,6 +28,14 @@ class Profile:
     events: list[str]
     totals: list[int]
     inclusive: dict[str, list[int]] = field(default_factory=dict)
+    calls: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # caller -> callee
+
+    def root(self) -> str | None:
+        """The function the profile's thread started in: what ``start_thread`` (a thread's)
+        or ``__libc_start_call_main`` (the main thread's) called with the most cost."""
+        called = {**self.calls.get("__libc_start_call_main", {}),
+                  **self.calls.get("start_thread", {})}
+        return max(called, key=lambda f: called[f][0]) if called else None
 
     def total(self, event: str) -> int:
         """The whole profile's count of ``event`` (0 when it was not collected)."""
@@ -52,7 +61,10 @@ def read_profile(path: str) -> Profile:
     totals: list[int] | None = None
     names: dict[str, str] = {}          # name compression: fn= and cfn= share the ids
     inclusive: dict[str, list[int]] = {}
+    calls: dict[str, dict[str, list[int]]] = {}
     current: list[int] | None = None
+    function = callee = ""
+    call: list[int] | None = None           # the cost of the call the last calls= announced
     for line in lines:
         if not line or line[0] == "#":
             continue
@@ -60,6 +72,9 @@ def read_profile(path: str) -> Profile:
             if current is not None:                     # a call's (after calls=): inclusive
                 for i, value in enumerate(line.split()[positions:positions + len(events)]):
                     current[i] += int(value)
+                    if call is not None:
+                        call[i] += int(value)
+            call = None
         elif line.startswith(("fn=", "cfn=")):
             m = _NAME.match(line)
             assert m is not None
@@ -67,7 +82,12 @@ def read_profile(path: str) -> Profile:
             if ident is not None:
                 name = names.setdefault(ident, name) if name else names.get(ident, "")
             if m.group(1) == "fn":
+                function = name
                 current = inclusive.setdefault(name, [0] * len(events))
+            else:
+                callee = name
+        elif line.startswith("calls="):
+            call = calls.setdefault(function, {}).setdefault(callee, [0] * len(events))
         elif line.startswith("events:"):
             events = line.split(":", 1)[1].split()
         elif line.startswith("positions:"):
@@ -82,4 +102,4 @@ def read_profile(path: str) -> Profile:
     if not events or totals is None:
         raise FloemError(f"{path} is not a callgrind profile (no events or totals)")
     totals += [0] * (len(events) - len(totals))
-    return Profile(events, totals, inclusive)
+    return Profile(events, totals, inclusive, calls)

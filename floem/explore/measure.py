@@ -18,14 +18,17 @@ subtracted.
 """
 from __future__ import annotations
 
+import glob
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 import dpkt
 
@@ -72,24 +75,17 @@ class Layout:
     processes: dict[str, bool]              # process -> on the NIC
     segments: dict[str, str]                # segment running as threads -> its process
     host_io: bool                           # the host receives and sends the frames
-    callables: dict[str, str] = field(default_factory=dict)    # callable segment -> process
-
-    def function(self, segment: str) -> str:
-        """The C function whose inclusive count is ``segment``'s: a thread's loop, or the
-        callable segment itself."""
-        return segment if segment in self.callables else f"{segment}_thread"
-
-    def process(self, segment: str) -> str:
-        return self.callables.get(segment) or self.segments[segment]
 
 
 @dataclass
 class SegmentCounts:
-    """What one segment's threads did, per packet of the workload (all its threads)."""
+    """What one segment's threads did, per packet of the workload (all its threads), or one
+    thread of a program of the user's (a callable segment's caller)."""
 
     process: str
     on_nic: bool
     threads: int = 0
+    machine: str = ""                       # a study of several machines: which one
     instructions: float = 0.0
     atomics: float = 0.0                    # atomic read-modify-writes (callgrind's Ge)
     misses: dict[Geometry, float] = field(default_factory=dict)  # last-level cache misses
@@ -104,23 +100,40 @@ class SegmentCounts:
 
 
 @dataclass
-class Measurement:
-    """One configuration's counts per packet of the workload."""
+class Machine:
+    """What one machine's NIC and host moved per packet (a study runs one, or several
+    servers each with its own NIC)."""
 
-    packets: int
-    frame_bytes: float
-    replies: float                          # frames sent per packet received
-    host_io: bool                           # the host receives and sends the frames
-    segments: dict[str, SegmentCounts] = field(default_factory=dict)
+    host_io: bool = False                   # the host receives and sends the frames
     nic_managers: int = 0                   # NIC cores running the sync layer
     queue_entries: float = 0.0              # queue entries the sync layer moved over PCIe
     queue_bytes: float = 0.0                # their bytes, a status word each included
     dma_engine_bytes: float = 0.0           # all the DMA engine moved, polling included
+
+
+@dataclass
+class Measurement:
+    """One configuration's counts per packet of the workload."""
+
+    packets: int
+    frame_bytes: float                      # 0: not known (a study that runs a command)
+    replies: float                          # frames sent per packet received
+    segments: dict[str, SegmentCounts] = field(default_factory=dict)
+    machines: dict[str, Machine] = field(default_factory=dict)
     hit_rate: float | None = None
 
-    def side(self, nic: bool) -> dict[str, SegmentCounts]:
-        """The segments on the NIC (``nic``) or on the host."""
-        return {n: s for n, s in self.segments.items() if s.on_nic == nic}
+    def side(self, nic: bool, machine: str | None = None) -> dict[str, SegmentCounts]:
+        """The segments on the NIC (``nic``) or on the host (of ``machine``, when given)."""
+        return {n: s for n, s in self.segments.items()
+                if s.on_nic == nic and machine in (None, s.machine)}
+
+    @property
+    def queue_bytes(self) -> float:
+        return sum(m.queue_bytes for m in self.machines.values())
+
+    @property
+    def host_io(self) -> bool:
+        return any(m.host_io for m in self.machines.values())
 
 
 class RunFailed(Exception):
@@ -206,71 +219,116 @@ def measure(app: str, defines: list[str], options: list[str], workload: Workload
             - (baseline.frame_bytes * baseline.frames if baseline else 0)) / frames
     captures = [workload] + ([baseline] if baseline else [])
 
-    def counted(caches: dict[str, Geometry], env: dict[str, str]) -> tuple[Counters, Counts]:
+    def run(caches: dict[str, Geometry], env: dict[str, str]) -> Counted:
         runs = [_count(app, defines, options, c, layout, caches, env) for c in captures]
         if len(runs) == 1:
-            return runs[0]
+            return {"": runs[0]}
         (report, counts), (before, counted_before) = runs
-        return report.minus(before), {s: t.minus(counted_before.get(s, Tally()))
-                                      for s, t in counts.items()}
+        return {"": (report.minus(before), {s: t.minus(counted_before.get(s, Tally(t.process)))
+                                            for s, t in counts.items()})}
 
-    report: Counters | None = None
-    tallies: Counts = {}
-    misses: dict[str, dict[Geometry, int]] = {}
+    return _measurement(run, {"": layout}, geometries, frames, size)
+
+
+def measure_machines(command: str, defines: list[str], options: list[str], inputs: str,
+                     packets: int, layouts: dict[str, Layout],
+                     geometries: list[tuple[Geometry, Geometry]]) -> Measurement:
+    """Count what one configuration of a study of several machines does per packet: run
+    ``command``, which starts every machine's program (``layouts``: each one's, by name)
+    on the input file ``inputs`` (``packets`` packets: its lines), and ends when they are
+    done. Its words ``{input}``, ``{defines}`` (``-D NAME=VALUE`` each), ``{count}`` (where
+    each machine counts: BASE, as ``floem run --count-instructions BASE.MACHINE``) and
+    ``{options}`` (each option of ``floem run`` as ``--floem-option=OPTION``) are filled
+    in; each machine's lines in its stderr start with ``[MACHINE] ``."""
+    def run(caches: dict[str, Geometry], env: dict[str, str]) -> Counted:
+        with tempfile.TemporaryDirectory() as tmp:
+            base = os.path.join(tmp, "count")
+            flags = options + [f"--count-cache={p}={g}" for p, g in caches.items()]
+            argv = []
+            for word in shlex.split(command):
+                if word == "{defines}":
+                    argv += [f"-D{d}" for d in defines]
+                elif word == "{options}":
+                    argv += [f"--floem-option={f}" for f in flags]
+                else:
+                    argv.append(word.replace("{input}", inputs).replace("{count}", base))
+            argv = [sys.executable if a in ("python", "python3") else a for a in argv]
+            stderr = _run_command(argv, {**os.environ, **env})
+            counted: Counted = {}
+            for name, layout in layouts.items():
+                lines = [ln[len(name) + 3:] for ln in stderr.splitlines()
+                         if ln.startswith(f"[{name}] ")]
+                report = parse(lines)
+                counts: Counts = {}
+                for process in layout.processes:
+                    segments = [s for s, p in layout.segments.items() if p == process]
+                    counts.update(process_counts(f"{base}.{name}", process, segments, report,
+                                                 "\n".join(lines)))
+                counted[name] = (report, counts)
+        return counted
+
+    return _measurement(run, layouts, geometries, packets, 0.0)
+
+
+#: What a counted run gives, by machine: its final counters and each segment's tally.
+Counted = dict[str, tuple[Counters, "Counts"]]
+
+
+def _measurement(run: Callable[[dict[str, Geometry], dict[str, str]], Counted],
+                 layouts: dict[str, Layout], geometries: list[tuple[Geometry, Geometry]],
+                 packets: int, frame_bytes: float) -> Measurement:
+    """Counted runs, one per pair of geometries, then one of the serial work when the
+    program takes locks: the counts per packet."""
+    first: Counted | None = None
+    misses: dict[tuple[str, str], dict[Geometry, int]] = {}
     for pair in geometries or [None]:
-        caches = {p: pair[0] if on_nic else pair[1] for p, on_nic in layout.processes.items()} if pair else {}
-        run_report, run = counted(caches, {})
-        report = report or run_report
-        for segment, tally in run.items():
-            tallies.setdefault(segment, tally)
-            if pair:
-                geometry = caches[layout.process(segment)]
-                misses.setdefault(segment, {})[geometry] = tally.misses
-    assert report is not None
-    m = _per_packet(report, frames, size, layout)
-    for segment, tally in tallies.items():
-        s = m.segments.setdefault(segment, SegmentCounts(      # a callable: one caller assumed
-            layout.process(segment), layout.processes[layout.process(segment)], threads=1))
-        s.instructions, s.atomics = tally.instructions / frames, tally.atomics / frames
-        s.misses = {g: n / frames for g, n in misses.get(segment, {}).items()}
-    if report.lock_acquisitions:
-        _, serial = counted({}, {"FLOEM_COUNT": "serial"})
-        for segment, tally in serial.items():
-            m.segments[segment].serial_instructions = tally.instructions / frames
-            m.segments[segment].serial_atomics = tally.atomics / frames
+        caches = {p: pair[0] if nic else pair[1] for layout in layouts.values()
+                  for p, nic in layout.processes.items()} if pair else {}
+        counted = run(caches, {})
+        first = first or counted
+        for machine, (_, counts) in counted.items():
+            for name, tally in counts.items():
+                if pair:
+                    misses.setdefault((machine, name), {})[caches[tally.process]] = tally.misses
+    assert first is not None
+    m = Measurement(packets=packets, frame_bytes=frame_bytes,
+                    replies=sum(report.tx for report, _ in first.values()) / packets)
+    hits = sum(r.hits for r, _ in first.values())
+    lookups = hits + sum(r.misses for r, _ in first.values())
+    m.hit_rate = hits / lookups if lookups else None
+    for machine, (report, counts) in first.items():
+        _add_machine(m, machine, report, counts, layouts[machine], packets)
+        for name, tally in counts.items():
+            m.segments[_named(machine, name)].misses = {
+                g: n / packets for g, n in misses.get((machine, name), {}).items()}
+    if any(report.lock_acquisitions for report, _ in first.values()):
+        for machine, (_, serial) in run({}, {"FLOEM_COUNT": "serial"}).items():
+            for name, tally in serial.items():
+                s = m.segments[_named(machine, name)]
+                s.serial_instructions = tally.instructions / packets
+                s.serial_atomics = tally.atomics / packets
     return m
 
 
-@dataclass(frozen=True)
-class Tally:
-    """What callgrind counted of one segment in one run (all its threads)."""
-
-    instructions: int = 0
-    atomics: int = 0
-    misses: int = 0                         # last-level, instruction and data
-
-    def minus(self, other: "Tally") -> "Tally":
-        return Tally(self.instructions - other.instructions, self.atomics - other.atomics,
-                     self.misses - other.misses)
+def _named(machine: str, name: str) -> str:
+    """A segment's name in a measurement: ``MACHINE/SEGMENT`` when there are machines."""
+    return f"{machine}/{name}" if machine else name
 
 
-#: What a counted run gives: each segment's tally.
-Counts = dict[str, Tally]
-
-
-def _per_packet(c: Counters, n: int, frame_bytes: float, layout: Layout) -> Measurement:
-    m = Measurement(packets=n, frame_bytes=frame_bytes, replies=c.tx / n,
-                    host_io=layout.host_io, queue_entries=c.entries / n,
-                    queue_bytes=c.entry_bytes / n, dma_engine_bytes=c.dma_bytes / n,
-                    hit_rate=c.hits / (c.hits + c.misses) if c.hits + c.misses else None)
+def _add_machine(m: Measurement, machine: str, c: Counters, counts: "Counts", layout: Layout,
+                 n: int) -> None:
+    """One machine's counters and counts, per packet, into ``m``."""
+    m.machines[machine] = record = Machine(
+        host_io=layout.host_io, queue_entries=c.entries / n, queue_bytes=c.entry_bytes / n,
+        dma_engine_bytes=c.dma_bytes / n)
     for t in c.threads:
         if not t.worker:
-            m.nic_managers += 1
+            record.nic_managers += 1
             continue
         if t.segment not in layout.segments:
             continue
-        s = m.segments.setdefault(t.segment, SegmentCounts(
-            t.process, layout.processes[layout.segments[t.segment]]))
+        s = m.segments.setdefault(_named(machine, t.segment), SegmentCounts(
+            t.process, layout.processes[layout.segments[t.segment]], machine=machine))
         s.threads += 1
         s.received += t.received / n
         s.sent += t.sent / n
@@ -278,7 +336,53 @@ def _per_packet(c: Counters, n: int, frame_bytes: float, layout: Layout) -> Meas
         s.dma_bytes += t.dma_bytes / n
         s.engine_calls += t.engine_calls / n
         s.engine_bytes += t.engine_bytes / n
-    return m
+    for name, tally in counts.items():
+        s = m.segments.setdefault(_named(machine, name), SegmentCounts(  # a user's thread
+            tally.process, layout.processes[tally.process], threads=tally.threads,
+            machine=machine))
+        s.instructions, s.atomics = tally.instructions / n, tally.atomics / n
+
+
+def _run_command(argv: list[str], env: dict[str, str]) -> str:
+    """Run a study's command to its end (at most `RUN_SECONDS`); its stderr."""
+    with tempfile.TemporaryFile("w+") as err:
+        try:
+            proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, text=True,
+                                    env=env, start_new_session=True)
+        except OSError as e:
+            raise RunFailed(f"cannot run {argv[0]!r}: {e.strerror}") from None
+        try:
+            proc.wait(RUN_SECONDS)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise RunFailed(f"not done after {RUN_SECONDS:g} s") from None
+        err.seek(0)
+        stderr = err.read()
+    if proc.returncode != 0:
+        raise RunFailed(f"{os.path.basename(argv[1] if len(argv) > 1 else argv[0])} exited "
+                        f"with status {proc.returncode}: " + _failure(stderr))
+    return stderr
+
+
+@dataclass(frozen=True)
+class Tally:
+    """What callgrind counted of one segment in one run, or of the threads of a program of
+    the user's that started in one function (``threads`` of them counted something)."""
+
+    process: str
+    threads: int = 0
+    instructions: int = 0
+    atomics: int = 0
+    misses: int = 0                         # last-level, instruction and data
+
+    def minus(self, other: "Tally") -> "Tally":
+        return Tally(self.process, self.threads, self.instructions - other.instructions,
+                     self.atomics - other.atomics, self.misses - other.misses)
+
+
+#: What a counted run gives of one machine: each segment's tally.
+Counts = dict[str, Tally]
 
 
 def _count(app: str, defines: list[str], options: list[str], workload: Workload, layout: Layout,
@@ -295,35 +399,50 @@ def _count(app: str, defines: list[str], options: list[str], workload: Workload,
         report = parse(stderr.splitlines())
         counts: Counts = {}
         for process in layout.processes:
-            segments = {s: layout.function(s) for s in [*layout.segments, *layout.callables]
-                        if layout.process(s) == process}
-            if segments:
-                counts.update(_segment_counts(base, process, segments, report, stderr))
+            segments = [s for s, p in layout.segments.items() if p == process]
+            counts.update(process_counts(base, process, segments, report, stderr))
     return report, counts
 
 
-def _segment_counts(base: str, process: str, segments: dict[str, str], report: Counters,
-                    stderr: str) -> Counts:
-    """Each segment's counts from ``process``'s profile (``segments``: each one's function),
-    every instruction of which must belong to one of them."""
-    path = f"{base}.{process}"
-    if not os.path.exists(path):
+def process_counts(base: str, process: str, segments: list[str], report: Counters,
+                   stderr: str = "") -> Counts:
+    """What callgrind counted of ``process``'s threads (``base``.PROCESS-N, one profile a
+    thread): each of ``segments`` (its ``<segment>_thread``'s threads), and each thread of
+    a program of the user's by the function it started in (``worker[0]``, ``worker[1]``...,
+    in the order they started). A segment whose threads handled packets must be there, and
+    a segment thread's count is all of its profile."""
+    paths = sorted(glob.glob(f"{glob.escape(base)}.{process}-*"))
+    if not paths:
         raise RunFailed(f"callgrind wrote no counts for process {process}: "
-                        + _failure(stderr + _read(path + ".log")))
-    profile = read_profile(path)
-    counts = {}
-    for segment, function in segments.items():
-        if function not in profile.inclusive:
-            if any(t.segment == segment and t.packets for t in report.threads):
-                raise FloemError(f"callgrind's counts of process {process} miss segment "
-                                 f"{segment} ({function}), whose threads handled packets")
+                        + _failure(stderr + _read(f"{base}.{process}.log")))
+    counts: Counts = {}
+    for path in paths:
+        profile = read_profile(path)
+        total = profile.total("Ir")
+        if total == 0:
             continue
-        counts[segment] = Tally(profile.of(function, "Ir"), profile.of(function, "Ge"),
-                                sum(profile.of(function, e) for e in ("ILmr", "DLmr", "DLmw")))
-    counted = sum(t.instructions for t in counts.values())
-    if counted != profile.total("Ir"):
-        raise FloemError(f"callgrind counted {profile.total('Ir') - counted:,} instructions of "
-                         f"process {process} outside its segment threads")
+        ran = [s for s in segments if profile.of(f"{s}_thread", "Ir")]
+        root = profile.root()
+        if len(ran) > 1 or (not ran and root is None):
+            raise FloemError(f"callgrind counted {total:,} instructions of process {process} in "
+                             f"a thread of no segment ({os.path.basename(path)})")
+        if ran:
+            name, function = ran[0], f"{ran[0]}_thread"
+            if profile.of(function, "Ir") != total:
+                raise FloemError(f"callgrind counted {total - profile.of(function, 'Ir'):,} "
+                                 f"instructions of process {process} outside {function}")
+        else:                   # a thread of the user's program, by the function it started in
+            name = f"{root}[{sum(n.startswith(f'{root}[') for n in counts)}]"
+        before = counts.get(name, Tally(process))
+        counts[name] = Tally(process, before.threads + 1, before.instructions + total,
+                             before.atomics + profile.total("Ge"),
+                             before.misses + sum(profile.total(e)
+                                                 for e in ("ILmr", "DLmr", "DLmw")))
+    for segment in segments:
+        if segment not in counts and any(t.segment == segment and t.packets
+                                         for t in report.threads):
+            raise FloemError(f"callgrind's counts of process {process} miss segment {segment} "
+                             f"({segment}_thread), whose threads handled packets")
     return counts
 
 

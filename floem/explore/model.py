@@ -173,45 +173,49 @@ class Prediction:
 
 def predict(m: Measurement, nic: Platform, host: Platform,
             load_pps: float | None = None) -> Prediction:
-    """What the configuration counted in ``m`` would do with ``nic`` beside ``host``;
-    latency at ``load_pps`` (default: `DEFAULT_LOAD` of the predicted throughput)."""
+    """What the configuration counted in ``m`` would do with ``nic`` beside ``host`` (each
+    machine of a study of several with a NIC and a host of its own); latency at
+    ``load_pps`` (default: `DEFAULT_LOAD` of the predicted throughput)."""
     caps: dict[str, float] = {}
     times: dict[str, SegmentTime] = {}
-    for on_nic, p, side in ((True, nic, "NIC"), (False, host, "host")):
-        segments = m.side(on_nic)
-        sharing = sum(s.threads for s in segments.values() if s.atomics)
-        share = 1 - 1 / sharing if sharing > 1 else 0.0
-        for name, s in segments.items():
-            times[name] = segment_time(s, p, nic, share)
-            caps[f"{side} cores ({name})"] = _rate(s.threads, times[name].total)
-        serial = sum(s.serial_instructions * p.ns_per_instruction
-                     + s.serial_atomics * (p.atomic_ns + share * p.transfer_ns)
-                     for s in segments.values())
-        if serial:
-            caps[f"{side} locks"] = _rate(1, serial)
-    pcie_bytes = _pcie_bytes(m, nic)
-    if pcie_bytes:
-        caps["PCIe"] = _rate(1, pcie_bytes / nic.pcie_gbytes)
-    wire_bits = (m.frame_bytes + WIRE_OVERHEAD_BYTES) * 8 * max(1.0, m.replies)
-    caps["link"] = _rate(1, wire_bits / nic.link_gbps)
-    used = sum(s.threads for s in m.side(True).values()) + m.nic_managers
     error = None
-    if used > nic.cores:
-        error = f"needs {used} NIC cores; {nic.name} has {nic.cores}"
-    for on_nic, p in ((True, nic), (False, host)):
-        if not p.crypto_cycles_per_byte and any(s.engine_bytes for s in m.side(on_nic).values()):
-            error = error or f"{p.name} has no crypto engine"
+    for machine, record in m.machines.items():
+        tag = f" ({machine})" if machine else ""
+        for on_nic, p, side in ((True, nic, "NIC"), (False, host, "host")):
+            segments = m.side(on_nic, machine)
+            sharing = sum(s.threads for s in segments.values() if s.atomics)
+            share = 1 - 1 / sharing if sharing > 1 else 0.0
+            for name, s in segments.items():
+                times[name] = segment_time(s, p, nic, share)
+                caps[f"{side} cores ({name})"] = _rate(s.threads, times[name].total)
+            serial = sum(s.serial_instructions * p.ns_per_instruction
+                         + s.serial_atomics * (p.atomic_ns + share * p.transfer_ns)
+                         for s in segments.values())
+            if serial:
+                caps[f"{side} locks{tag}"] = _rate(1, serial)
+            if not p.crypto_cycles_per_byte and any(s.engine_bytes for s in segments.values()):
+                error = error or f"{p.name} has no crypto engine"
+        pcie_bytes = _pcie_bytes(m, machine, nic)
+        if pcie_bytes:
+            caps[f"PCIe{tag}"] = _rate(1, pcie_bytes / nic.pcie_gbytes)
+        used = sum(s.threads for s in m.side(True, machine).values()) + record.nic_managers
+        if used > nic.cores:
+            error = error or f"needs {used} NIC cores{tag}; {nic.name} has {nic.cores}"
+    wire_bits = (m.frame_bytes + WIRE_OVERHEAD_BYTES) * 8 * max(1.0, m.replies)
+    if m.frame_bytes:
+        caps["link"] = _rate(1, wire_bits / nic.link_gbps)
     throughput = min(caps.values()) if error is None else 0.0
     load = load_pps if load_pps is not None else DEFAULT_LOAD * throughput
+    nics, hosts = m.side(True), m.side(False)
     path = [Station(f"NIC cores ({n})", times[n].total, s.threads)
-            for n, s in m.side(True).items() if s.received]
-    path += [Station(f"host cores ({n})", times[n].total, s.threads) for n, s in m.side(False).items()]
+            for n, s in nics.items() if s.received]
+    path += [Station(f"host cores ({n})", times[n].total, s.threads) for n, s in hosts.items()]
     path += [Station(f"NIC cores ({n})", times[n].total, s.threads)
-             for n, s in m.side(True).items() if not s.received]
-    if pcie_bytes:
-        path.append(Station("PCIe", pcie_bytes / nic.pcie_gbytes))
-    path.append(Station("link", wire_bits / nic.link_gbps))
-    fixed = m.queue_entries * nic.pcie_latency_ns
+             for n, s in nics.items() if not s.received]
+    path += [Station(k, 1e9 / v) for k, v in caps.items() if k.startswith("PCIe")]
+    if m.frame_bytes:
+        path.append(Station("link", wire_bits / nic.link_gbps))
+    fixed = sum(r.queue_entries for r in m.machines.values()) * nic.pcie_latency_ns
     return Prediction(nic.name, host.name, caps, times,
                       latency(path, fixed, load) if error is None else Latency(math.inf, math.inf),
                       load, error)
@@ -232,12 +236,14 @@ def segment_time(s: SegmentCounts, p: Platform, nic: Platform, share: float) -> 
         crypto=s.engine_bytes * p.crypto_cycles_per_byte / p.ghz + s.engine_calls * p.crypto_call_ns)
 
 
-def _pcie_bytes(m: Measurement, nic: Platform) -> float:
-    """Bytes over PCIe per packet: queue entries (a TLP each), elements' DMA, and the frames
-    in and out when the host does the packet I/O."""
-    elements = sum(s.dma_bytes + s.dma_waits * nic.tlp_bytes for s in m.segments.values())
-    frames = m.frame_bytes * (1 + m.replies) if m.host_io else 0.0
-    return m.queue_bytes + m.queue_entries * nic.tlp_bytes + elements + frames
+def _pcie_bytes(m: Measurement, machine: str, nic: Platform) -> float:
+    """Bytes over ``machine``'s PCIe per packet: queue entries (a TLP each), elements' DMA,
+    and the frames in and out when the host does the packet I/O."""
+    record = m.machines[machine]
+    segments = [s for s in m.segments.values() if s.machine == machine]
+    elements = sum(s.dma_bytes + s.dma_waits * nic.tlp_bytes for s in segments)
+    frames = m.frame_bytes * (1 + m.replies) if record.host_io else 0.0
+    return record.queue_bytes + record.queue_entries * nic.tlp_bytes + elements + frames
 
 
 def _rate(threads: int, ns_per_packet: float) -> float:

@@ -27,21 +27,28 @@ from floem.builder import check_program
 from floem.api import load_app
 from floem.errors import FloemError
 from floem.ir import Device, SegmentKind
-from floem.explore.measure import Geometry, Layout, Measurement, RunFailed, Workload, measure
+from floem.explore.measure import (Geometry, Layout, Measurement, RunFailed, Workload, measure,
+                                  measure_machines)
 from floem.explore.model import Platform, Prediction, load_platform, predict
 from floem.lang import params
 
 
 @dataclass
 class Study:
-    """One app swept over parameter values on one workload (rows share ``title``)."""
+    """One app swept over parameter values on one workload (rows share ``title``): a
+    capture replayed through the app, or, for a study of several machines (``machines``:
+    the ``NAME=VALUE`` that makes each one's program), a ``command`` that runs them all on
+    an input file (``inputs``, a packet a line; `measure_machines`)."""
 
     title: str
     app: str
     sweep: dict[str, list[str]]
-    workload: Workload
+    workload: Workload | None
     options: list[str] = field(default_factory=list)
     baseline: Workload | None = None
+    command: str | None = None
+    machines: list[str] = field(default_factory=list)
+    inputs: tuple[str, int] | None = None   # the input file and its packets (lines)
 
 
 @dataclass
@@ -104,9 +111,7 @@ def layout(app: str, configuration: dict[str, str]) -> Layout:
         processes={p.name: p.device == Device.NIC for p in ir.processes.values()},
         segments={s.name: s.process for s in ir.segments.values() if s.kind == SegmentKind.THREAD},
         host_io=any(n.uses_network and ir.segments[n.segment].device == Device.CPU
-                    for n in ir.nodes()),
-        callables={s.name: s.process for s in ir.segments.values()
-                   if s.kind == SegmentKind.CALLABLE})
+                    for n in ir.nodes()))
 
 
 def geometries(nics: list[Platform], hosts: list[Platform]) -> list[tuple[Geometry, Geometry]]:
@@ -152,6 +157,12 @@ def _measure(study: Study, config: dict[str, str],
              pairs: list[tuple[Geometry, Geometry]]) -> tuple[Measurement | None, str | None]:
     defines = [f"{k}={v}" for k, v in config.items()]
     try:
+        if study.command is not None and study.inputs is not None:
+            layouts = {value: layout(study.app, {**config, name: value})
+                       for name, value in (m.split("=", 1) for m in study.machines)}
+            return measure_machines(study.command, defines, study.options, *study.inputs,
+                                    layouts, pairs), None
+        assert study.workload is not None
         return measure(study.app, defines, study.options, study.workload,
                        layout(study.app, config), pairs, study.baseline), None
     except (FloemError, RunFailed) as e:
@@ -189,6 +200,24 @@ def make_workload(command: str | None, pcap: str | None, workdir: str,
     return Workload.read(path)
 
 
+def make_input(command: str, workdir: str) -> tuple[str, int]:
+    """The input file ``command`` writes to ``{input}`` (run once), and its lines."""
+    if "{input}" not in command:
+        raise FloemError(f"{command!r}: the command must write the input to {{input}}")
+    path = os.path.join(workdir, "input.txt")
+    argv = [a.replace("{input}", path) for a in shlex.split(command)]
+    argv = [sys.executable if a in ("python", "python3") else a for a in argv]
+    result = subprocess.run(argv, capture_output=True, text=True)
+    if result.returncode != 0 or not os.path.exists(path):
+        raise FloemError(f"the input command failed ({' '.join(argv)}): "
+                         f"{result.stderr.strip()[-500:]}")
+    with open(path, "rb") as f:
+        lines = sum(1 for _ in f)
+    if lines == 0:
+        raise FloemError(f"the input command wrote no lines ({' '.join(argv)})")
+    return path, lines
+
+
 def load_sweep_file(path: str, workdir: str) -> tuple[str, list[str], list[str], list[Study]]:
     """A sweep file: its title, NIC and host platforms, and studies (paths relative to the
     file)."""
@@ -209,13 +238,21 @@ def load_sweep_file(path: str, workdir: str) -> tuple[str, list[str], list[str],
 
     for n, s in enumerate(data.get("study", [])):
         try:
-            studies.append(Study(s["title"], os.path.join(here, s["app"]),
-                                 parse_sweep(list(s.get("define", []))), capture(s["workload"]),
-                                 list(s.get("options", [])),
-                                 capture(s["baseline"]) if "baseline" in s else None))
+            study = Study(s["title"], os.path.join(here, s["app"]),
+                          parse_sweep(list(s.get("define", []))), None, list(s.get("options", [])))
+            if "command" in s:
+                study.command = s["command"].replace("{here}", here)
+                study.machines = [str(m) for m in s["machines"]]
+                study.inputs = make_input(s["input"].replace("{here}", here),
+                                          _fresh(workdir, len(workloads) + n))
+            else:
+                study.workload = capture(s["workload"])
+                study.baseline = capture(s["baseline"]) if "baseline" in s else None
+            studies.append(study)
         except (KeyError, TypeError) as e:
-            raise FloemError(f"study {n + 1} needs title, app and workload "
-                             f"(and may have define, options, baseline): {e}", path) from None
+            raise FloemError(f"study {n + 1} needs title, app and workload (and may have "
+                             f"define, options, baseline), or title, app, command, machines "
+                             f"and input: {e}", path) from None
     if not studies:
         raise FloemError("the sweep file has no [[study]]", path)
     return (str(data.get("title", os.path.basename(path))), _names(data.get("nic", [])),

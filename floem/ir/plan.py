@@ -162,6 +162,8 @@ class ElementPlan:
     steers_by_qid: bool = False     # an enqueue choosing the instance from state->qid
     full_port: bool = False         # a lossy enqueue sends packets to "full" instead of dropping
     thread_source: bool = False     # the element a thread's loop calls
+    begins_packets: bool = False    # what it sends on is a new packet: a thread's source, a
+    #   callable's arguments, or the dequeue of a callable taking packets from a queue
     emits_packets: bool = False     # a thread source whose each output is a new packet
     fresh_state: bool = False       # ... whose state is a local of the output port (the
     #   source body never touches the state, and no field is read before it is written)
@@ -181,6 +183,7 @@ class ElementPlan:
         parts += [what for what, on in (("steers by qid", self.steers_by_qid),
                                         ("full port", self.full_port),
                                         ("thread source", self.thread_source),
+                                        ("begins packets", self.begins_packets),
                                         ("each output a new packet", self.emits_packets),
                                         ("its state a local of the port", self.fresh_state),
                                         ("out of line", self.out_of_line),

@@ -131,6 +131,11 @@ def _element_plan(ir: ProgramIR, n: ElementNode, position: int, taken: set[str])
     port and join functions are not in ``taken`` (and are added to it)."""
     seg = ir.segments[n.segment]
     source = seg.kind == SegmentKind.THREAD and seg.source == n.name
+    if seg.kind == SegmentKind.CALLABLE:    # a callable taking packets from a queue starts
+        takes = any(ir.node(e).role == Role.DEQUEUE for e in seg.elements)  # them there
+        begins = n.role == Role.DEQUEUE if takes else seg.source == n.name
+    else:
+        begins = source
 
     def fresh(wanted: str) -> str:
         name = unused_name(wanted, taken)
@@ -155,6 +160,7 @@ def _element_plan(ir: ProgramIR, n: ElementNode, position: int, taken: set[str])
         and n.packet_state.field("qid") is not None,
         full_port=n.role == Role.ENQUEUE and bool(ir.out_edges(n.name, "full")),
         thread_source=source,
+        begins_packets=begins,
         emits_packets=emits,
         fresh_state=emits and _fresh_state(ir, n, seg),
         out_of_line=len(seg.elements) > INLINE_DEPTH and position > 0

@@ -65,6 +65,21 @@ void floem_count_turn_end(void)
     }
 }
 
+bool floem_count_call(bool takes)
+{
+    if (takes) {
+        floem_count_turn_end();
+        return false;
+    }
+    return !self.in_turn;
+}
+
+void floem_count_return(bool end_turn)
+{
+    if (end_turn)
+        floem_count_turn_end();
+}
+
 void floem_count_pause(void)
 {
     if (self.paused++ == 0)

@@ -118,7 +118,7 @@ uint64_t floem_now_ns(void);
  * A program built with FLOEM_COUNT_INSTRUCTIONS and run under `valgrind --tool=callgrind
  * --collect-atstart=no` has callgrind collect the instructions its segment threads execute
  * on packets: from the moment a segment's source hands a packet on (floem_packet_begin)
- * to the end of the turn (a callable segment's: its return), less the pauses: waiting (for a DMA to complete, for room in a
+ * to the end of the turn, less the pauses: waiting (for a DMA to complete, for room in a
  * full queue, for a lock), the emulated DMA engine and packet I/O (hardware on a NIC),
  * and work handed to an engine. With FLOEM_COUNT=serial in the environment it collects
  * instead the instructions executed holding a floem_lock: work no two cores do at once.
@@ -129,15 +129,32 @@ extern _Thread_local uint64_t floem_thread_packets;
  * bytes, so far (its statistics keep them at the end of each turn). */
 extern _Thread_local uint64_t floem_thread_received, floem_thread_sent, floem_thread_dma_waits,
     floem_thread_dma_bytes, floem_thread_engine_calls, floem_thread_engine_bytes;
+/* A call of a callable segment has the turns of its caller's thread (a program of the
+ * user's, which has no loop of Floem's): a callable that takes packets from a queue ends
+ * the caller's turn on entry (the previous packet's work, the caller's own included) and
+ * leaves the turn its packet starts open after it returns, so what the caller does with
+ * that packet is counted; one that gives packets counts only its own work when the
+ * caller is in no turn. floem_count_call returns what floem_count_return needs. */
 #ifdef FLOEM_COUNT_INSTRUCTIONS
 void floem_count_packet(void);
 void floem_count_turn_end(void);
 void floem_count_pause(void);
 void floem_count_resume(void);
+bool floem_count_call(bool takes);
+void floem_count_return(bool end_turn);
 #else
 static inline void floem_count_turn_end(void) {}
 static inline void floem_count_pause(void) {}
 static inline void floem_count_resume(void) {}
+static inline bool floem_count_call(bool takes)
+{
+    (void)takes;
+    return false;
+}
+static inline void floem_count_return(bool end_turn)
+{
+    (void)end_turn;
+}
 #endif
 
 /* The segment's source hands a packet on (generated code calls it). */

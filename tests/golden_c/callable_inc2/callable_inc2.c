@@ -95,6 +95,7 @@ static void Inc1(void *state, int inp_0)
 /* port inc2_args.out */
 static inline void inc2_args_out(void *state, int v0)
 {
+    floem_packet_begin();
     Inc0(state, v0);
 }
 
@@ -114,8 +115,9 @@ static inline void Inc1_out(void *state, int v0)
 int inc2(int arg0)
 {
     inc2_result.set = false;
+    bool counted_call = floem_count_call(false);   /* floem explore */
     inc2_args(NULL, arg0);
-    floem_count_turn_end();             /* what floem explore counts ends with the call */
+    floem_count_return(counted_call);
     if (!inc2_result.set)
         return (0);
     return inc2_result.value;
@@ -170,7 +172,7 @@ static int floem_main(int argc, char **argv)
     for (int i = 0; i < 3; i++)
         printf("inc2(%d) = %d\n", i * 10, inc2(i * 10));
 
-#line 174 "callable_inc2.c"
+#line 176 "callable_inc2.c"
     return 0;
 }
 

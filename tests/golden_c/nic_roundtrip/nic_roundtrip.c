@@ -221,6 +221,7 @@ static void to_host_release(Packet *state)
 /* port push_args.out */
 static inline void push_args_out(Packet *state, int v0)
 {
+    floem_packet_begin();
     Make0(state, v0);
 }
 
@@ -233,6 +234,7 @@ static inline void Make0_out(Packet *state)
 /* port to_host_deq.out0 */
 static inline void to_host_deq_out0(Packet *state)
 {
+    floem_packet_begin();
     to_host_save0(state);
 }
 
@@ -258,8 +260,9 @@ static inline void Show0_out(Packet *state, int v0)
 void push(int arg0)
 {
     Packet packet;
+    bool counted_call = floem_count_call(false);   /* floem explore */
     push_args(&packet, arg0);
-    floem_count_turn_end();             /* what floem explore counts ends with the call */
+    floem_count_return(counted_call);
 }
 
 /* segment pop: a C function for callers outside the graph. */
@@ -267,8 +270,9 @@ int pop(int arg0)
 {
     Packet packet;
     pop_result.set = false;
+    bool counted_call = floem_count_call(true);   /* floem explore */
     pop_args(&packet, arg0);
-    floem_count_turn_end();             /* what floem explore counts ends with the call */
+    floem_count_return(counted_call);
     if (!pop_result.set)
         return (0);
     return pop_result.value;
@@ -331,7 +335,7 @@ static int floem_main(int argc, char **argv)
     for (int shown = 0; shown < 6; )
         shown += pop(0);
 
-#line 335 "nic_roundtrip.c"
+#line 339 "nic_roundtrip.c"
     return 0;
 }
 

@@ -230,6 +230,7 @@ static void requests_release(Request *state)
 /* port request_args.out */
 static inline void request_args_out(Request *state, int v0, int v1, int v2)
 {
+    floem_packet_begin();
     Classify0(state, v0, v1, v2);
 }
 
@@ -293,8 +294,9 @@ static void *serve_thread(void *arg)
 void request(int arg0, int arg1, int arg2)
 {
     Request packet;
+    bool counted_call = floem_count_call(false);   /* floem explore */
     request_args(&packet, arg0, arg1, arg2);
-    floem_count_turn_end();             /* what floem explore counts ends with the call */
+    floem_count_return(counted_call);
 }
 
 void floem_init(void)
@@ -359,7 +361,7 @@ static int floem_main(int argc, char **argv)
     while (__atomic_load_n(&done->count, __ATOMIC_ACQUIRE) < 25)
         usleep(1000);
 
-#line 363 "queue_two_channels.c"
+#line 365 "queue_two_channels.c"
     return 0;
 }
 
