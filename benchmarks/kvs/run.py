@@ -59,6 +59,7 @@ TABLE2 = {1: (2 ** 15, 0), 2: (2 ** 15, 5), 3: (2 ** 14, 5), 4: (2 ** 13, 5), 5:
 CONFIGS = {
     "cpu": (["design=cpu"], []),
     "split": (["design=split"], []),
+    "split-pointer": (["design=split-pointer"], []),
     "split / own queues (H2)": (["design=split", "share_queues=false"], []),
     "split / all fields (H3)": (["design=split"], ["--send-all-fields"]),
     "cache-wt #2": (["design=cache-wt", f"buckets={2 ** 15}", "entries=5"], []),

@@ -1,7 +1,10 @@
 """The key-value store's elements (Floem paper, sections 3-4): parse, hash, classify, the
-store's get/put/delete, and the reply. kvs.py wires them into each design.
+store's get/put/delete, and the reply; for the split-pointer design (section 7.1), the
+NIC's item creation and reading in host memory and the host's index of items. kvs.py
+wires them into each design.
 
-Every element works on the per-packet state `Request`. A request frame stays where it
+Every element works on the per-packet state `Request` (split-pointer's on `ItemRequest`,
+which adds the item's pointer to it). A request frame stays where it
 arrived (the NIC in the offload designs): its reply is written into it, so only the
 pointers ``pkt`` and ``buf`` travel with the request, while the key and the record are
 variable-size fields whose bytes cross a queue when something after it reads them.
@@ -10,7 +13,8 @@ from __future__ import annotations
 
 import os
 
-from floem import Element, Field, Input, Int, Output, Persistent, Pointer, State, Uint, Void
+from floem import (Element, Field, Input, Int, MemoryRegion, Output, Persistent, Pointer, State,
+                   Uint, Void)
 from floem.paths import runtime_dir
 from floem.library import FRAME
 from floem.library import memcached, net
@@ -24,6 +28,8 @@ STORE_HEADERS = PROTO_HEADERS + (os.path.join(HERE, "store.h"),)
 STORE_SOURCES = PROTO_SOURCES + (os.path.join(HERE, "store.c"),)
 CACHE_HEADERS = PROTO_HEADERS + (os.path.join(runtime_dir(), "include", "floem", "cache.h"),)
 TASK_HEADERS = PROTO_HEADERS + (os.path.join(HERE, "task.h"),)
+ITEM_HEADERS = PROTO_HEADERS + (os.path.join(HERE, "itemlog.h"),)
+INDEX_HEADERS = STORE_HEADERS + (os.path.join(HERE, "itemlog.h"),)
 
 #: The largest value a SET can carry (proto.h's KVS_VALUE_LIMIT): a datagram of 2006 bytes.
 VALUE_LIMIT = 2006 - 8 - 24 - 8 - 1
@@ -56,6 +62,17 @@ class Request(State):
     now = Field(Uint(32))
 
 
+class ItemRequest(Request):
+    """The per-packet state of the split-pointer design: a `Request` and the item the NIC
+    made for a SET or the host found for a GET: ``item`` is its position in the log
+    (itemlog.h: where it is and which version), ``itemlen`` its size in bytes (0: none),
+    ``expiry`` its record's expiry time, which the host's index keeps."""
+
+    item = Field(Uint(64))
+    itemlen = Field(Uint(32))
+    expiry = Field(Uint(32))
+
+
 class RequestDrops(State):
     """Datagrams `ParseRequest` dropped, by reason (proto.h's ``enum kvs_drop``)."""
 
@@ -80,6 +97,36 @@ class Table(State):
     def init(self, memory: int = 64 << 20, buckets: int = 1 << 17) -> None:
         self.memory = memory
         self.buckets = buckets
+
+
+class ItemLog(State):
+    """split-pointer: the NIC's allocator of the log of items in host memory (itemlog.h):
+    ``head`` is the next free position (bytes over every lap), ``size`` the log's bytes,
+    ``writing`` 1 while a NIC thread creates an item (one at a time). Only NIC elements use
+    it, so it lives in NIC memory."""
+
+    head = Field(Uint(64))
+    size = Field(Uint(64))
+    writing = Field(Uint(32))
+    packed = False
+    report = True
+
+    def init(self, size: int = 32 << 20) -> None:
+        self.size = size
+
+
+class ItemIndex(Table):
+    """split-pointer: the host's hash table, a store (store.h) of the position and size of
+    each key's item (`struct kvs_item_ref`) in the log of ``log_bytes`` bytes; ``newest``
+    is the end of the newest item the host was told of (`kvs_log_saw`)."""
+
+    log_bytes = Field(Uint(64))
+    newest = Field(Uint(64))
+
+    def init(self, memory: int = 32 << 20, buckets: int = 1 << 17,
+             log_bytes: int = 32 << 20) -> None:
+        super().init(memory, buckets)
+        self.log_bytes = log_bytes
 
 
 class ParseRequest(Element):
@@ -263,6 +310,127 @@ class HashtDelete(StoreElement):
             if (state->opcode == FLOEM_MC_DELETE)      /* a SET too large keeps its status */
                 state->status = found ? FLOEM_MC_OK : FLOEM_MC_KEY_NOT_FOUND;
         ''' % knew)
+
+
+class HashtPutItem(StoreElement):
+    """split-pointer: file the item the NIC made (``item``, ``itemlen``) under the key, to
+    expire with its record; ``status`` OK, or out of memory (the index is full)."""
+
+    c_headers = INDEX_HEADERS
+    table = Persistent(ItemIndex)
+
+    def impl(self) -> None:
+        self.store(r'''
+            struct kvs_item_ref ref = {.pos = state->item, .len = state->itemlen};
+            kvs_log_saw(&table->newest, ref.pos + ref.len);
+            int failed = kvs_store_set(s, state->key, state->keylen, hash, state->expiry, &ref,
+                                       sizeof ref);
+            state->status = failed ? FLOEM_MC_OUT_OF_MEMORY : FLOEM_MC_OK;
+        ''')
+
+
+class HashtGetItem(StoreElement):
+    """split-pointer: the key's item (``item``, ``itemlen``; ``itemlen`` 0 when the key has
+    none, it expired, or the log has certainly overwritten it)."""
+
+    c_headers = INDEX_HEADERS
+    table = Persistent(ItemIndex)
+
+    def impl(self) -> None:
+        self.store(r'''
+            struct kvs_item_ref ref;
+            long n = kvs_store_get(s, state->key, state->keylen, hash, state->now, &ref,
+                                   sizeof ref);
+            bool hit = n == (long)sizeof ref
+                       && !kvs_log_overwritten(&table->newest, table->log_bytes, ref.pos);
+            state->item = hit ? ref.pos : 0;
+            state->itemlen = hit ? ref.len : 0;
+        ''')
+
+
+class HashtDeleteItem(StoreElement):
+    """split-pointer: delete the key; a DELETE's ``status`` says whether it held a live
+    item the log had not overwritten."""
+
+    c_headers = INDEX_HEADERS
+    table = Persistent(ItemIndex)
+
+    def impl(self) -> None:
+        self.store(r'''
+            struct kvs_item_ref ref;
+            long n = kvs_store_take(s, state->key, state->keylen, hash, state->now, &ref,
+                                    sizeof ref);
+            bool found = n == (long)sizeof ref
+                         && !kvs_log_overwritten(&table->newest, table->log_bytes, ref.pos);
+            if (state->opcode == FLOEM_MC_DELETE)      /* a SET too large keeps its status */
+                state->status = found ? FLOEM_MC_OK : FLOEM_MC_KEY_NOT_FOUND;
+        ''')
+
+
+class CreateItem(Element):
+    """split-pointer, on the NIC (the paper's create_item): make a SET's item (its key and
+    record, itemlog.h) in the log ``items`` in host memory, allocated with the `ItemLog`
+    and written with one DMA write (one item at a time, so that writes land in log order);
+    ``item``, ``itemlen`` and ``expiry`` describe it."""
+
+    c_headers = ITEM_HEADERS
+    c_sources = PROTO_SOURCES
+    itemlog = Persistent(ItemLog)
+
+    def configure(self, items: MemoryRegion) -> None:
+        self.inp = Input()
+        self.out = Output()
+        self.items = items.name
+
+    def impl(self) -> None:
+        self.run_c(r'''
+            static _Thread_local uint8_t item[KVS_ITEM_MAX] __attribute__((aligned(8)));
+            uint8_t *record = kvs_item_record(item, state->keylen);
+            uint32_t reclen = kvs_record_make(record, state->pkt, state->now);
+            uint32_t len = kvs_item_size(state->keylen, reclen);
+            kvs_log_lock(&itemlog->writing);
+            uint64_t pos = kvs_log_reserve(&itemlog->head, itemlog->size, len);
+            kvs_item_make(item, pos, state->key, state->keylen, reclen);
+            dma_write((uint8_t *)%s + pos %% itemlog->size, len, item);
+            kvs_log_unlock(&itemlog->writing);
+            state->item = pos;
+            state->itemlen = len;
+            state->expiry = kvs_record_expiry(record);
+            output { out(); }
+        ''' % self.items)
+
+
+class ReadItem(Element):
+    """split-pointer, on the NIC: read the item the host found for a GET (``item``,
+    ``itemlen``) from the log ``items`` with one blocking DMA read, and put its record in
+    ``val``; a miss (``vallen`` 0) when it is not the item of the request's key made at
+    that position, or the log overwrote it before the read completed."""
+
+    c_headers = ITEM_HEADERS
+    itemlog = Persistent(ItemLog)
+
+    def configure(self, items: MemoryRegion) -> None:
+        self.inp = Input()
+        self.out = Output()
+        self.items = items.name
+
+    def impl(self) -> None:
+        self.run_c(r'''
+            static _Thread_local uint8_t item[KVS_ITEM_MAX] __attribute__((aligned(8)));
+            uint64_t pos = state->item;
+            uint32_t len = state->itemlen, reclen = 0;
+            uint8_t *record = NULL;
+            if (len > 0 && len <= sizeof item) {
+                dma_read((uint8_t *)%s + pos %% itemlog->size, len, item);
+                struct kvs_packet *p = state->pkt;      /* the key, in the request's frame */
+                record = kvs_item_find(item, len, pos, kvs_key(p), kvs_keylen(p), &reclen);
+                if (!kvs_log_intact(&itemlog->head, itemlog->size, pos))
+                    record = NULL;
+            }
+            state->val = record;
+            state->vallen = record != NULL ? reclen : 0;
+            output { out(); }
+        ''' % self.items)
 
 
 class Forget(Element):

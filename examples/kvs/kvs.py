@@ -17,27 +17,35 @@ A design is a parameter, ``-D design=...``:
 * ``external`` (Figure 1d): ``split`` whose host half is a plain C program
   (external/server.c, its own ``main`` and threads) that keeps the store and calls the
   generated ``obtain_pkt``, ``get_send``, ``set_send`` and ``delete_send``.
+* ``split-pointer`` (section 7.1, the paper's first split): ``split`` as the paper built
+  it: the NIC creates each SET's item in a log in host memory by DMA, the queues carry
+  the item's pointer, and the NIC reads a GET's item with a blocking DMA read to reply.
 
 docs/kvs.md walks through the designs as diffs of each other.
 """
-from floem import (Cache, CallableSegment, Flow, Input, Int, Output, PerPacket, Queue, Segment,
-                   cflags, external_main, param, target)
+from floem import (Cache, CallableSegment, Flow, Input, Int, MemoryRegion, Output, PerPacket,
+                   Queue, Segment, cflags, external_main, param, target)
 from floem.library import FromNet, NetFree, Steer, ToNet
 
-from elements import (KEY_MAX, LIBRARY_C, RECORD_HEADER, VALUE_LIMIT, Classify, Forget, HashKey,
-                      HashtDelete, HashtGet, HashtPut, MakeRecord, ParseRequest, Request,
-                      RequestDrops, Respond, Restore, Retrieve, Table)
+from elements import (KEY_MAX, LIBRARY_C, RECORD_HEADER, VALUE_LIMIT, Classify, CreateItem,
+                      Forget, HashKey, HashtDelete, HashtDeleteItem, HashtGet, HashtGetItem,
+                      HashtPut, HashtPutItem, ItemIndex, ItemLog, ItemRequest, MakeRecord,
+                      ParseRequest, ReadItem, Request, RequestDrops, Respond, Restore, Retrieve,
+                      Table)
 
-DESIGNS = ("cpu", "split", "cache-wt", "cache-wb", "external")
-design = param("design", "cpu", choices=DESIGNS, help="the offload design (Floem paper, Figure 1)")
+DESIGNS = ("cpu", "split", "cache-wt", "cache-wb", "external", "split-pointer")
+design = param("design", "cpu", choices=DESIGNS,
+               help="the offload design (Floem paper, Figure 1; split-pointer: section 7.1)")
 cores = param("cores", 1, help="host threads serving the store")
 nic_cores = param("nic_cores", 1, help="NIC threads of each NIC segment")
 share_queues = param("share_queues", True,
-                     help="split: GET, SET and DELETE share each physical queue (false: one each)")
+                     help="split designs: GET, SET and DELETE share each physical queue "
+                          "(false: one each)")
 buckets = param("buckets", 2 ** 15, help="cache designs: buckets of the NIC cache")
 entries = param("entries", 5, help="cache designs: entries per bucket (0: unbounded)")
 write_alloc = param("write_alloc", True, help="cache designs: a SET of an uncached key caches it")
-memory = param("memory", 64, help="MiB of memory for the store's items")
+memory = param("memory", 64, help="MiB of memory for the store's items (split-pointer: half "
+                                  "for the log of items, half for the host's index)")
 store_buckets = param("store_buckets", 2 ** 17, help="hash buckets of the store")
 value_max = param("value_max", VALUE_LIMIT,
                   help="longest value a SET may store (longer: 'Too large.')")
@@ -60,6 +68,12 @@ def entry_bytes(*variable: int) -> int:
 KEY, RECORD = KEY_MAX, RECORD_HEADER + value_max
 REQUEST_ENTRY = {"get": entry_bytes(KEY), "set": entry_bytes(KEY, RECORD), "delete": entry_bytes(KEY)}
 REPLY_ENTRY = {"get": entry_bytes(RECORD), "set": entry_bytes(), "delete": entry_bytes()}
+#: split-pointer: requests carry a key (and a SET the item's pointer), replies a pointer.
+ITEM_REQUEST_ENTRY = {kind: entry_bytes(KEY) for kind in KINDS}
+ITEM_REPLY_ENTRY = {kind: entry_bytes() for kind in KINDS}
+#: The host's element for each kind of request: the store's, or split-pointer's index's.
+STORE = {"get": HashtGet, "set": HashtPut, "delete": HashtDelete}
+INDEX = {"get": HashtGetItem, "set": HashtPutItem, "delete": HashtDeleteItem}
 
 
 class LogicalQueues:
@@ -124,12 +138,12 @@ def cpu() -> None:
     kvs("kvs", cores=list(range(cores)))
 
 
-def serve(requests: LogicalQueues, replies: LogicalQueues, cached: bool = False) -> None:
+def serve(requests: LogicalQueues, replies: LogicalQueues, cached: bool = False,
+          index: ItemIndex | None = None) -> None:
     """The host's half of the offload designs: the store, between request and reply queues
-    (one segment, or one per kind when the kinds have queues of their own)."""
-    work = {"get": lambda: HashtGet(cached=cached, states=[table]),
-            "set": lambda: HashtPut(cached=cached, states=[table]),
-            "delete": lambda: HashtDelete(cached=cached, states=[table])}
+    (one segment, or one per kind when the kinds have queues of their own); with ``index``
+    (split-pointer), the index of the items the NIC made instead."""
+    elements, state = (STORE, table) if index is None else (INDEX, index)
 
     class store(Segment):
         def setup(self, kinds):
@@ -137,7 +151,8 @@ def serve(requests: LogicalQueues, replies: LogicalQueues, cached: bool = False)
 
         def impl(self):
             for kind in self.kinds:
-                requests.deq(kind) >> work[kind]() >> replies.enq(kind)
+                work = elements[kind](cached=cached, states=[state])
+                requests.deq(kind) >> work >> replies.enq(kind)
 
     for name, kinds in requests.segments("store"):
         store(name, cores=list(range(cores)), kinds=kinds)
@@ -179,6 +194,31 @@ def split(host=serve) -> None:
     nic_rx("nic_rx", device=target.NIC, cores=list(range(nic_cores)))
     host(requests, replies)
     respond_on_nic(replies)
+
+
+def split_pointer() -> None:
+    """Section 7.1's first split CPU-NIC design, as the paper built it: the NIC creates
+    each SET's item in host memory (create_item), the queues carry the item's pointer,
+    and the NIC reads a GET's item with a blocking DMA read to reply."""
+    log_bytes = (memory << 20) // 2
+    items = MemoryRegion("items", log_bytes)
+    itemlog = ItemLog("itemlog", init={"size": log_bytes})
+    index = ItemIndex("index", init={"memory": (memory << 20) - log_bytes,
+                                     "buckets": store_buckets, "log_bytes": log_bytes})
+    requests = LogicalQueues("requests", ITEM_REQUEST_ENTRY, share_queues)
+    replies = LogicalQueues("replies", ITEM_REPLY_ENTRY, share_queues)
+
+    class nic_rx(Segment):
+        def impl(self):
+            classify = receive(steer=True)
+            classify.get >> requests.enq("get")
+            classify.set >> CreateItem(items=items, states=[itemlog]) >> requests.enq("set")
+            classify.delete >> requests.enq("delete")
+            classify.other >> reply()
+
+    nic_rx("nic_rx", device=target.NIC, cores=list(range(nic_cores)))
+    serve(requests, replies, index=index)
+    respond_on_nic(replies, before={"get": ReadItem(items=items, states=[itemlog])})
 
 
 def cache(policy: str) -> None:
@@ -240,7 +280,7 @@ def external_store(requests: LogicalQueues, replies: LogicalQueues) -> None:
 
 
 class KVS(Flow):
-    state = PerPacket(Request)
+    state = PerPacket(ItemRequest if design == "split-pointer" else Request)
 
     def impl(self):
         if design == "cpu":
@@ -249,6 +289,8 @@ class KVS(Flow):
             split()
         elif design == "external":
             split(host=external_store)
+        elif design == "split-pointer":
+            split_pointer()
         else:
             cache(Cache.WRITE_THROUGH if design == "cache-wt" else Cache.WRITE_BACK)
 

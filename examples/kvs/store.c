@@ -393,30 +393,39 @@ int kvs_store_set(kvs_store_t *s, const void *key, size_t keylen, uint32_t hash,
 
 int kvs_store_delete(kvs_store_t *s, const void *key, size_t keylen, uint32_t hash, uint32_t now)
 {
+    return kvs_store_take(s, key, keylen, hash, now, NULL, 0) >= 0;
+}
+
+long kvs_store_take(kvs_store_t *s, const void *key, size_t keylen, uint32_t hash, uint32_t now,
+                    void *out, size_t cap)
+{
     ADD(s, deletes, 1);
     if (keylen == 0 || keylen > MAX_KEY)
-        return 0;
+        return -1;
     note_now(s, now);
     struct bucket *b = &s->buckets[hash & s->mask];
     bucket_lock(b);
     struct item **pp = find(b, key, keylen, hash);
     struct item *it = *pp;
-    bool expired = false;
     if (it) {
         *pp = it->hnext;
         it->linked = 0;
-        expired = is_expired(it, now);
         SUB(s, items, 1);
     }
     bucket_unlock(b);
     if (!it)
-        return 0;
+        return -1;
+    /* Unlinked, the item is this thread's alone (see "Who owns what"): read it unlocked. */
+    bool expired = is_expired(it, now);
+    size_t len = it->reclen;
+    if (!expired && len > 0 && len <= cap)
+        memcpy(out, item_key(it) + it->keylen, len);
     release_item(s, it);
     if (expired) {
         ADD(s, expired, 1);
-        return 0;
+        return -1;
     }
-    return 1;
+    return (long)len;
 }
 
 void kvs_store_stats(kvs_store_t *s, kvs_store_stats_t *out)

@@ -88,6 +88,11 @@ int kvs_store_set(kvs_store_t *s, const void *key, size_t keylen, uint32_t hash,
 /* Remove `key`. Returns 1 when it held a live record, 0 when it was absent or expired. */
 int kvs_store_delete(kvs_store_t *s, const void *key, size_t keylen, uint32_t hash, uint32_t now);
 
+/* Remove `key` and hand back the record it held: returns and copies like kvs_store_get (L,
+ * copied to `out` when L <= cap; -1 when absent or expired), and counts as a delete. */
+long kvs_store_take(kvs_store_t *s, const void *key, size_t keylen, uint32_t hash, uint32_t now,
+                    void *out, size_t cap);
+
 void kvs_store_stats(kvs_store_t *s, kvs_store_stats_t *out);
 
 #ifdef __cplusplus

@@ -60,8 +60,10 @@ def answers(port: int, timeout: float) -> bool:
 
 
 @contextlib.contextmanager
-def kvs_server(*defines: str, nic: str = "emu", start_timeout: float = 300) -> Iterator[Server]:
-    """``floem run kvs.py -D ...`` serving a free port until the block ends."""
+def kvs_server(*defines: str, nic: str = "emu", start_timeout: float = 300,
+               env: dict[str, str] | None = None) -> Iterator[Server]:
+    """``floem run kvs.py -D ...`` serving a free port until the block ends (``env``: more
+    environment variables, e.g. ``FLOEM_FAULTS``)."""
     port = free_udp_port()
     command = floem_command() + ["run", KVS, "--port", str(port), "--nic", nic, "--report",
                                  "--timeout", "900"]
@@ -69,7 +71,7 @@ def kvs_server(*defines: str, nic: str = "emu", start_timeout: float = 300) -> I
         command += ["-D", d]
     with tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err, text=True,
-                                start_new_session=True)
+                                start_new_session=True, env={**os.environ, **(env or {})})
         server = Server(port, proc)
         try:
             deadline = time.monotonic() + start_timeout

@@ -273,6 +273,35 @@ static void test_too_large(void)
     kvs_store_free(s);
 }
 
+/* kvs_store_take: delete, handing back the live record (its length alone when too long). */
+static void test_take(void)
+{
+    kvs_store_t *s = kvs_store_new(8 * MIB, 64);
+    CHECK(s != NULL);
+    unsigned char rec[300], out[300];
+    fill(rec, sizeof rec, 4);
+    CHECK(kvs_store_take(s, "t", 1, fnv1a("t", 1), 0, out, sizeof out) == -1);
+    CHECK(set_str(s, "t", 0, rec, sizeof rec) == 0);
+    memset(out, 0, sizeof out);
+    CHECK(kvs_store_take(s, "t", 1, fnv1a("t", 1), 0, out, sizeof out) == (long)sizeof rec);
+    CHECK(filled(out, sizeof rec, 4));
+    CHECK(get_str(s, "t", 0, out, sizeof out) == -1);
+    CHECK(kvs_store_take(s, "t", 1, fnv1a("t", 1), 0, out, sizeof out) == -1);
+    CHECK(set_str(s, "t", 0, rec, sizeof rec) == 0);
+    memset(out, 0xAA, sizeof out);
+    CHECK(kvs_store_take(s, "t", 1, fnv1a("t", 1), 0, out, 10) == (long)sizeof rec);
+    CHECK(out[0] == 0xAA);                             /* too small: length only, still removed */
+    CHECK(get_str(s, "t", 0, out, sizeof out) == -1);
+    CHECK(set_str(s, "empty", 0, NULL, 0) == 0);
+    CHECK(kvs_store_take(s, "empty", 5, fnv1a("empty", 5), 0, NULL, 0) == 0);
+    CHECK(set_str(s, "old", 100, rec, 8) == 0);        /* expired: absent, and removed */
+    CHECK(kvs_store_take(s, "old", 3, fnv1a("old", 3), 100, out, sizeof out) == -1);
+    CHECK(kvs_store_take(s, "", 0, 0, 0, out, sizeof out) == -1);
+    kvs_store_stats_t st = stats_of(s);
+    CHECK(st.deletes == 7 && st.expired == 1 && st.items == 0);
+    kvs_store_free(s);
+}
+
 #define REF_KEYS 64
 #define REF_MAX 2000
 
@@ -513,6 +542,7 @@ int main(int argc, char **argv)
         test_expiry();
         test_bounded();
         test_too_large();
+        test_take();
         test_random();
         printf("ok: %lu checks\n", checks);
         return 0;
