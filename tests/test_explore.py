@@ -36,6 +36,7 @@ from floem.explore.sweep import layout
 ECHO = os.path.join(ROOT, "examples", "echo", "echo.py")
 NAT = os.path.join(ROOT, "examples", "nf", "nat.py")
 FLOWCLASS = os.path.join(ROOT, "examples", "nf", "flowclass.py")
+KVS = os.path.join(ROOT, "examples", "kvs", "kvs.py")
 
 
 def write_capture(path: str, frames: int, payload: int = 64) -> str:
@@ -226,6 +227,23 @@ def test_five_threads_count_what_one_counts_per_packet(tmp_path) -> None:
     assert (one.threads, five.threads) == (1, 5)
     assert five.instructions == pytest.approx(one.instructions, rel=0.02)
     assert one.received == five.received == 1.0
+
+
+@pytest.mark.slow
+def test_a_users_program_calling_callables_is_counted_per_packet(tmp_path) -> None:
+    """The key-value store's external design: the host's threads are a plain C program that
+    takes requests with obtain_pkt and answers with get_send...; each is counted from the
+    request it takes to the next, its own store's work included, and nothing while idle."""
+    pcap = str(tmp_path / "kvs.pcap")
+    subprocess.run([sys.executable, os.path.join(ROOT, "examples", "kvs", "load.py"), "--pcap",
+                    pcap, "--requests", "1500", "--keys", "300"], check=True, capture_output=True)
+    first, again = (count(KVS, pcap, design="external") for _ in range(2))
+    worker = first.segments["worker[0]"]
+    assert (worker.on_nic, worker.threads) == (False, 1)
+    assert 150 < worker.instructions < 5000        # the request's work, not idle polling
+    assert again.segments["worker[0]"].instructions == pytest.approx(worker.instructions,
+                                                                      rel=0.01)
+    assert {"nic_rx", "nic_tx"} <= set(first.segments)
 
 
 def test_counting_needs_the_emulated_nic() -> None:

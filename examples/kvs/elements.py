@@ -367,20 +367,26 @@ class HashtDeleteItem(StoreElement):
         ''')
 
 
-class CreateItem(Element):
-    """split-pointer, on the NIC (the paper's create_item): make a SET's item (its key and
-    record, itemlog.h) in the log ``items`` in host memory, allocated with the `ItemLog`
-    and written with one DMA write (one item at a time, so that writes land in log order);
-    ``item``, ``itemlen`` and ``expiry`` describe it."""
+class ItemLogElement(Element):
+    """split-pointer, on the NIC: an element reaching the log ``items`` in host memory, whose
+    room the `ItemLog` allocates."""
 
     c_headers = ITEM_HEADERS
-    c_sources = PROTO_SOURCES
     itemlog = Persistent(ItemLog)
 
     def configure(self, items: MemoryRegion) -> None:
         self.inp = Input()
         self.out = Output()
         self.items = items.name
+
+
+class CreateItem(ItemLogElement):
+    """split-pointer, on the NIC (the paper's create_item): make a SET's item (its key and
+    record, itemlog.h) in the log, allocated with the `ItemLog` and written with one DMA
+    write (one item at a time, so that writes land in log order); ``item``, ``itemlen``
+    and ``expiry`` describe it."""
+
+    c_sources = PROTO_SOURCES
 
     def impl(self) -> None:
         self.run_c(r'''
@@ -400,19 +406,11 @@ class CreateItem(Element):
         ''' % self.items)
 
 
-class ReadItem(Element):
+class ReadItem(ItemLogElement):
     """split-pointer, on the NIC: read the item the host found for a GET (``item``,
-    ``itemlen``) from the log ``items`` with one blocking DMA read, and put its record in
-    ``val``; a miss (``vallen`` 0) when it is not the item of the request's key made at
-    that position, or the log overwrote it before the read completed."""
-
-    c_headers = ITEM_HEADERS
-    itemlog = Persistent(ItemLog)
-
-    def configure(self, items: MemoryRegion) -> None:
-        self.inp = Input()
-        self.out = Output()
-        self.items = items.name
+    ``itemlen``) from the log with one blocking DMA read, and put its record in ``val``; a
+    miss (``vallen`` 0) when it is not the item of the request's key made at that
+    position, or the log overwrote it before the read completed."""
 
     def impl(self) -> None:
         self.run_c(r'''

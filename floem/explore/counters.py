@@ -1,8 +1,9 @@
 """The counters a running program prints (``--report``, and on SIGUSR1), read back.
 
-Every process prints one line per thread, and the NIC process its DMA engine's,
-engines' and locks' lines; a process with packet I/O prints its backend's, one
-with a cache its hits and misses. Each SIGUSR1 prints a fresh set, so the latest
+Every process prints one line per thread (with what it did besides running elements:
+frames, DMA waits, engine calls), its lock acquisitions, and the NIC process its sync
+layer's shadows; a process with packet I/O prints its backend's line, one with a cache
+its hits and misses. Each SIGUSR1 prints a fresh set, so the latest
 line of each kind is the current value.
 """
 from __future__ import annotations
@@ -17,13 +18,9 @@ THREAD = re.compile(r"^floem: thread (\S+)\[(\d+)\] \(process (\S+)\): runs (\d+
                     r"wall (\d+) ns, received (\d+), sent (\d+), dma waits (\d+), dma bytes (\d+), "
                     r"engine calls (\d+), engine bytes (\d+)$")
 NET = re.compile(r"^floem: net (\S+): queues \d+, rx (\d+), tx (\d+)")
-SPAN = re.compile(r"^floem: net pcap: replay span (\d+) ns")
 CACHE = re.compile(r"^floem: cache (\S+): hits (\d+), misses (\d+)")
 SHADOW = re.compile(r"^floem: nic sync shadow (\S+): entries (\d+), .* entry bytes (\d+), "
                     r"moved (\d+)$")
-DMA = re.compile(r"^floem: nic dma: requests (\d+), descriptors \d+, bytes read (\d+), "
-                 r"bytes written (\d+)")
-ENGINE = re.compile(r"^floem: engine (\S+) \(process \S+\): calls (\d+), bytes (\d+)$")
 LOCKS = re.compile(r"^floem: locks \(process (\S+)\): acquisitions (\d+)$")
 
 #: The NIC process's threads of this name run the queue synchronization layer.
@@ -84,16 +81,11 @@ class Counters:
     threads: list[Thread] = field(default_factory=list)
     rx: int = 0
     tx: int = 0
-    span_ns: int = 0
     hits: int = 0
     misses: int = 0
-    dma_requests: int = 0
-    dma_bytes: int = 0                  # all the DMA engine moved, polling while idle included
     entries: int = 0                    # queue entries the sync layer moved over PCIe
     entry_bytes: int = 0                # the sync layer's traffic for the entries finished:
     #                                     their headers and used bytes, and a status word each
-    engine_calls: dict[str, int] = field(default_factory=dict)
-    engine_bytes: dict[str, int] = field(default_factory=dict)
     lock_acquisitions: int = 0
 
     @property
@@ -112,12 +104,9 @@ class Counters:
         threads = [t.minus(before[key]) if (key := (t.segment, t.index, t.process)) in before
                    else t for t in self.threads]
         return Counters(
-            threads, self.rx - other.rx, self.tx - other.tx, self.span_ns - other.span_ns,
-            self.hits - other.hits, self.misses - other.misses,
-            self.dma_requests - other.dma_requests, self.dma_bytes - other.dma_bytes,
-            self.entries - other.entries, self.entry_bytes - other.entry_bytes,
-            {k: v - other.engine_calls.get(k, 0) for k, v in self.engine_calls.items()},
-            {k: v - other.engine_bytes.get(k, 0) for k, v in self.engine_bytes.items()},
+            threads, self.rx - other.rx, self.tx - other.tx, self.hits - other.hits,
+            self.misses - other.misses, self.entries - other.entries,
+            self.entry_bytes - other.entry_bytes,
             self.lock_acquisitions - other.lock_acquisitions)
 
 
@@ -138,18 +127,11 @@ def parse(lines: list[str]) -> Counters:
                                     busy_cpu_ns(busy, waited, slept, cpu, wall), *counted))
         elif m := NET.match(line):
             c.rx, c.tx = c.rx + int(m.group(2)), c.tx + int(m.group(3))
-        elif m := SPAN.match(line):
-            c.span_ns = int(m.group(1))
         elif m := CACHE.match(line):
             c.hits, c.misses = c.hits + int(m.group(2)), c.misses + int(m.group(3))
         elif m := SHADOW.match(line):
             c.entries += int(m.group(2))
             c.entry_bytes += int(m.group(4)) + int(m.group(2)) * STATUS_BYTES
-        elif m := DMA.match(line):
-            c.dma_requests, c.dma_bytes = int(m.group(1)), int(m.group(2)) + int(m.group(3))
-        elif m := ENGINE.match(line):
-            c.engine_calls[m.group(1)] = c.engine_calls.get(m.group(1), 0) + int(m.group(2))
-            c.engine_bytes[m.group(1)] = c.engine_bytes.get(m.group(1), 0) + int(m.group(3))
         elif m := LOCKS.match(line):
             c.lock_acquisitions += int(m.group(2))
     return c

@@ -1,8 +1,10 @@
-"""Counting what one configuration of an app does per packet of a capture: the model's input.
+"""Counting what one configuration of an app does per packet: the model's input.
 
 A configuration (``-D`` values and build options) replays a workload capture through
 ``floem run --net pcap --count-instructions``, as fast as the pipeline goes, until
-every frame has been received and the counters stand still (`Replay`). Every process
+every frame has been received and the counters stand still (`Replay`); or, in a study of
+several machines, a command runs them all on an input file (`measure_machines`). Every
+process
 runs under callgrind, which counts what each segment's threads execute on packets
 (`floem.explore.callgrind`): instructions, atomic read-modify-writes and, with a
 platform's cache geometry simulated, last-level cache misses. The runtime's report
@@ -108,7 +110,6 @@ class Machine:
     nic_managers: int = 0                   # NIC cores running the sync layer
     queue_entries: float = 0.0              # queue entries the sync layer moved over PCIe
     queue_bytes: float = 0.0                # their bytes, a status word each included
-    dma_engine_bytes: float = 0.0           # all the DMA engine moved, polling included
 
 
 @dataclass
@@ -236,7 +237,7 @@ def measure_machines(command: str, defines: list[str], options: list[str], input
     """Count what one configuration of a study of several machines does per packet: run
     ``command``, which starts every machine's program (``layouts``: each one's, by name)
     on the input file ``inputs`` (``packets`` packets: its lines), and ends when they are
-    done. Its words ``{input}``, ``{defines}`` (``-D NAME=VALUE`` each), ``{count}`` (where
+    done. Its words ``{input}``, ``{defines}`` (``-DNAME=VALUE`` each), ``{count}`` (where
     each machine counts: BASE, as ``floem run --count-instructions BASE.MACHINE``) and
     ``{options}`` (each option of ``floem run`` as ``--floem-option=OPTION``) are filled
     in; each machine's lines in its stderr start with ``[MACHINE] ``."""
@@ -319,8 +320,7 @@ def _add_machine(m: Measurement, machine: str, c: Counters, counts: "Counts", la
                  n: int) -> None:
     """One machine's counters and counts, per packet, into ``m``."""
     m.machines[machine] = record = Machine(
-        host_io=layout.host_io, queue_entries=c.entries / n, queue_bytes=c.entry_bytes / n,
-        dma_engine_bytes=c.dma_bytes / n)
+        host_io=layout.host_io, queue_entries=c.entries / n, queue_bytes=c.entry_bytes / n)
     for t in c.threads:
         if not t.worker:
             record.nic_managers += 1
