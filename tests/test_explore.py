@@ -27,8 +27,8 @@ from floem.errors import FloemError
 from floem.explore.callgrind import read_profile
 from floem.explore.counters import Counters, Thread, parse
 from floem.explore.latency import Station, latency
-from floem.explore.measure import (Machine, Measurement, RunFailed, SegmentCounts, Tally, Workload,
-                                  measure, process_counts)
+from floem.explore.measure import (Machine, Measurement, Misses, RunFailed, SegmentCounts, Tally,
+                                  Workload, measure, process_counts)
 from floem.explore.model import (SECTIONS, WIRE_OVERHEAD_BYTES, load_platform, model_platforms,
                                  predict, segment_time)
 from floem.explore.sweep import layout
@@ -139,8 +139,8 @@ def test_each_thread_counts_for_its_segment_or_the_function_it_started_in(tmp_pa
     (tmp_path / "count.app-04").write_text(WORKER.replace("totals: 300 2", "totals: 0 0"))
     counts = process_counts(str(tmp_path / "count"), "app", ["rx"],
                             Counters(threads=[thread("rx", 10)]))
-    assert counts["rx"] == Tally("app", 2, 1160, 2, 10)
-    assert counts["worker[0]"] == Tally("app", 1, 300, 2, 0)    # a thread of the user's
+    assert counts["rx"] == Tally("app", 2, 1160, 2, 0, 10)
+    assert counts["worker[0]"] == Tally("app", 1, 300, 2, 0, 0)     # a thread of the user's
 
 
 def test_a_segment_missing_from_its_profiles_is_an_error(tmp_path) -> None:
@@ -214,7 +214,8 @@ def test_counting_twice_gives_the_same_counts_on_both_sides(tmp_path) -> None:
     for name, s in first.segments.items():
         other = again.segments[name]
         assert (s.instructions, s.atomics) == (other.instructions, other.atomics), name
-        assert s.instructions > 50 and s.misses[NIC_GEOMETRY if s.on_nic else HOST_GEOMETRY] >= 0
+        misses = s.misses[NIC_GEOMETRY if s.on_nic else HOST_GEOMETRY]
+        assert s.instructions > 50 and misses.first >= misses.last >= 0
     assert first.segments["nat_rx"].received == 1.0 and first.segments["nat"].on_nic is False
     assert first.machines[""].queue_entries == again.machines[""].queue_entries > 1
 
@@ -293,11 +294,12 @@ def segment(on_nic: bool, **kw: float) -> SegmentCounts:
 def test_each_cost_of_a_segment_follows_from_its_counts() -> None:
     nic = load_platform("liquidio")
     s = segment(True, threads=1, instructions=1000.0, atomics=2.0,
-                misses={nic.caches: 3.0}, received=1.0, sent=0.5, dma_waits=1.0,
+                misses={nic.caches: Misses(first=10.0, last=3.0)}, received=1.0, sent=0.5,
+                dma_waits=1.0,
                 dma_bytes=64.0, engine_calls=1.0, engine_bytes=1008.0)
     t = segment_time(s, nic, nic, share=0.5)
     assert t.work == pytest.approx(1000 * nic.cpi / nic.ghz)
-    assert t.memory == pytest.approx(3 * nic.dram_ns)
+    assert t.memory == pytest.approx(7 * nic.cache_ns + 3 * nic.dram_ns)
     assert t.io == pytest.approx(nic.rx_ns + 0.5 * nic.tx_ns)
     assert t.atomics == pytest.approx(2 * (nic.atomic_ns + 0.5 * nic.transfer_ns))
     assert t.dma == pytest.approx(nic.pcie_latency_ns + 64 / nic.pcie_gbytes)

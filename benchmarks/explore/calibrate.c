@@ -6,6 +6,8 @@
  *                          its instructions: with the clock, cycles per instruction.
  *   calibrate dram         a dependent load per step through 256 MiB in a random cycle:
  *                          nanoseconds per load (the last-level miss)
+ *   calibrate cache        the same through 128 KiB: a first-level miss that the next
+ *                          level serves
  *   calibrate atomic       an atomic add on a line the core holds: nanoseconds each
  *   calibrate transfer     two threads on CPUs 0 and 1 taking turns on one line: the
  *                          nanoseconds one turn takes (a line moving between cores)
@@ -107,32 +109,34 @@ static uint64_t work(uint64_t rounds)
 
 /* --- memory ------------------------------------------------------------------------ */
 
-static double dram(void)
+/* Nanoseconds per dependent load through `bytes` of memory in one random cycle of its
+ * 64-byte lines. */
+static double chase(size_t bytes, int steps)
 {
-    enum { LINES = (256u << 20) / 64, STEPS = 20000000 };
-    size_t *next = aligned_alloc(64, (size_t)LINES * 64);
-    uint32_t *order = malloc(sizeof *order * LINES);
+    size_t lines = bytes / 64;
+    size_t *next = aligned_alloc(64, lines * 64);
+    uint32_t *order = malloc(sizeof *order * lines);
     if (next == NULL || order == NULL)
         return -1;
     uint64_t seed = 2463534242ull;
-    for (uint32_t i = 0; i < LINES; i++)
+    for (uint32_t i = 0; i < lines; i++)
         order[i] = i;
-    for (uint32_t i = LINES - 1; i > 0; i--) {
+    for (uint32_t i = (uint32_t)lines - 1; i > 0; i--) {
         uint32_t j = (uint32_t)(next_random(&seed) % (i + 1));
         uint32_t t = order[i];
         order[i] = order[j];
         order[j] = t;
     }
-    for (uint32_t i = 0; i < LINES; i++)       /* one cycle through every line, in random order */
-        next[(size_t)order[i] * 8] = (size_t)order[(i + 1) % LINES] * 8;
+    for (size_t i = 0; i < lines; i++)     /* one cycle through every line, in random order */
+        next[(size_t)order[i] * 8] = (size_t)order[(i + 1) % lines] * 8;
     free(order);
     size_t at = 0;
-    for (int i = 0; i < 1000000; i++)
+    for (int i = 0; i < steps / 10; i++)
         at = next[at];
     uint64_t start = now_ns();
-    for (int i = 0; i < STEPS; i++)
+    for (int i = 0; i < steps; i++)
         at = next[at];
-    double ns = (double)(now_ns() - start) / STEPS;
+    double ns = (double)(now_ns() - start) / steps;
     if (at == (size_t)-1)
         puts("");
     free(next);
@@ -199,13 +203,15 @@ int main(int argc, char **argv)
         printf("%llu ns (%llu)\n", (unsigned long long)(now_ns() - start),
                (unsigned long long)result);
     } else if (argc == 2 && strcmp(argv[1], "dram") == 0) {
-        printf("%.2f ns\n", dram());
+        printf("%.2f ns\n", chase(256u << 20, 20000000));
+    } else if (argc == 2 && strcmp(argv[1], "cache") == 0) {
+        printf("%.2f ns\n", chase(128u << 10, 50000000));
     } else if (argc == 2 && strcmp(argv[1], "atomic") == 0) {
         printf("%.2f ns\n", atomic());
     } else if (argc == 2 && strcmp(argv[1], "transfer") == 0) {
         printf("%.2f ns\n", transfer());
     } else {
-        fprintf(stderr, "usage: calibrate work N | dram | atomic | transfer\n");
+        fprintf(stderr, "usage: calibrate work N | dram | cache | atomic | transfer\n");
         return 2;
     }
     return 0;

@@ -110,8 +110,8 @@ def main() -> None:
         ns = nanoseconds(binary, "work", str(PACKETS), repeat=5)
         ghz = clock_ghz()
         cpi = round(ns / (per_packet * PACKETS) * ghz, 3)
-        dram, atomic, transfer = (nanoseconds(binary, what) for what in
-                                  ("dram", "atomic", "transfer"))
+        dram, cache, atomic, transfer = (nanoseconds(binary, what) for what in
+                                         ("dram", "cache", "atomic", "transfer"))
     geometry = caches()
     aes, call = aes_cycles_per_byte(ghz)
     cores = os.cpu_count() or 1
@@ -143,11 +143,13 @@ source = """
 """
 
 [memory]
+cache_ns = {cache:.1f}
 dram_ns = {dram:.1f}
 atomic_ns = {atomic:.1f}
 transfer_ns = {max(transfer - atomic, 0):.1f}
 source = """
-calibrate.c: dram_ns, a dependent load through 256 MiB in a random cycle; atomic_ns, an
+calibrate.c: cache_ns and dram_ns, a dependent load through 128 KiB and through 256 MiB in a
+  random cycle (a first-level miss, a last-level one); atomic_ns, an
   atomic add on a line the core holds; transfer_ns, two threads on CPUs 0 and 1 taking
   turns on one line ({transfer:.1f} ns a turn) less atomic_ns. Each the best of three.
 """

@@ -34,6 +34,8 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 SWEEPS = ("figure8", "figure9", "figure10", "hypotheses")
 WESTMERE, HASWELL = "xeon-x5650", "xeon-e5-2680v3"
 HOSTS = {WESTMERE: "Westmere", HASWELL: "Haswell"}
+#: Build options every experiment has, which a claim need not name.
+COMMON_OPTIONS = {"--no-counters"}
 #: Table 2's write-back configurations: #N -> the -D values that make it.
 WRITE_BACK = {1: "buckets=32768 entries=0", 2: "buckets=32768 entries=5",
               3: "buckets=16384 entries=5", 4: "buckets=8192 entries=5",
@@ -52,7 +54,8 @@ class Rows:
         want = words.split()
         found = [r for r in self.rows if r["study"].startswith(study) and r["host_platform"] == host
                  and all(w in r["configuration"].split() for w in want)
-                 and all(w in want for w in r["configuration"].split() if w.startswith("--"))]
+                 and all(w in want or w in COMMON_OPTIONS
+                         for w in r["configuration"].split() if w.startswith("--"))]
         if len(found) != 1:
             raise SystemExit(f"validate.py: {len(found)} rows of {study!r} match {words!r} on "
                              f"{host} (want one)")

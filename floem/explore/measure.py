@@ -7,7 +7,8 @@ several machines, a command runs them all on an input file (`measure_machines`).
 process
 runs under callgrind, which counts what each segment's threads execute on packets
 (`floem.explore.callgrind`): instructions, atomic read-modify-writes and, with a
-platform's cache geometry simulated, last-level cache misses. The runtime's report
+platform's cache geometry simulated, the loads that miss its first-level and its
+last-level caches. The runtime's report
 gives the rest: frames received and sent by each thread, the DMA transfers it waited
 for, its engine calls, the queue entries the sync layer moved, cache hits. One run per
 cache geometry the platforms need, and, when the program takes locks, one more with
@@ -79,6 +80,15 @@ class Layout:
     host_io: bool                           # the host receives and sends the frames
 
 
+@dataclass(frozen=True)
+class Misses:
+    """Loads and instruction fetches that missed a simulated first-level cache, and those
+    that missed its last level too (stores are not: a core's store buffer takes them)."""
+
+    first: float = 0.0
+    last: float = 0.0
+
+
 @dataclass
 class SegmentCounts:
     """What one segment's threads did, per packet of the workload (all its threads), or one
@@ -90,7 +100,7 @@ class SegmentCounts:
     machine: str = ""                       # a study of several machines: which one
     instructions: float = 0.0
     atomics: float = 0.0                    # atomic read-modify-writes (callgrind's Ge)
-    misses: dict[Geometry, float] = field(default_factory=dict)  # last-level cache misses
+    misses: dict[Geometry, Misses] = field(default_factory=dict)    # by simulated caches
     serial_instructions: float = 0.0        # executed holding a lock
     serial_atomics: float = 0.0
     received: float = 0.0                   # frames, through packet I/O
@@ -281,7 +291,7 @@ def _measurement(run: Callable[[dict[str, Geometry], dict[str, str]], Counted],
     """Counted runs, one per pair of geometries, then one of the serial work when the
     program takes locks: the counts per packet."""
     first: Counted | None = None
-    misses: dict[tuple[str, str], dict[Geometry, int]] = {}
+    misses: dict[tuple[str, str], dict[Geometry, Misses]] = {}
     for pair in geometries or [None]:
         caches = {p: pair[0] if nic else pair[1] for layout in layouts.values()
                   for p, nic in layout.processes.items()} if pair else {}
@@ -290,7 +300,8 @@ def _measurement(run: Callable[[dict[str, Geometry], dict[str, str]], Counted],
         for machine, (_, counts) in counted.items():
             for name, tally in counts.items():
                 if pair:
-                    misses.setdefault((machine, name), {})[caches[tally.process]] = tally.misses
+                    misses.setdefault((machine, name), {})[caches[tally.process]] = Misses(
+                        tally.first_misses, tally.last_misses)
     assert first is not None
     m = Measurement(packets=packets, frame_bytes=frame_bytes,
                     replies=sum(report.tx for report, _ in first.values()) / packets)
@@ -301,7 +312,8 @@ def _measurement(run: Callable[[dict[str, Geometry], dict[str, str]], Counted],
         _add_machine(m, machine, report, counts, layouts[machine], packets)
         for name, tally in counts.items():
             m.segments[_named(machine, name)].misses = {
-                g: n / packets for g, n in misses.get((machine, name), {}).items()}
+                g: Misses(n.first / packets, n.last / packets)
+                for g, n in misses.get((machine, name), {}).items()}
     if any(report.lock_acquisitions for report, _ in first.values()):
         for machine, (_, serial) in run({}, {"FLOEM_COUNT": "serial"}).items():
             for name, tally in serial.items():
@@ -374,11 +386,13 @@ class Tally:
     threads: int = 0
     instructions: int = 0
     atomics: int = 0
-    misses: int = 0                         # last-level, instruction and data
+    first_misses: int = 0                   # loads and fetches missing the first level,
+    last_misses: int = 0                    # and the last
 
     def minus(self, other: "Tally") -> "Tally":
         return Tally(self.process, self.threads, self.instructions - other.instructions,
-                     self.atomics - other.atomics, self.misses - other.misses)
+                     self.atomics - other.atomics, self.first_misses - other.first_misses,
+                     self.last_misses - other.last_misses)
 
 
 #: What a counted run gives of one machine: each segment's tally.
@@ -436,8 +450,8 @@ def process_counts(base: str, process: str, segments: list[str], report: Counter
         before = counts.get(name, Tally(process))
         counts[name] = Tally(process, before.threads + 1, before.instructions + total,
                              before.atomics + profile.total("Ge"),
-                             before.misses + sum(profile.total(e)
-                                                 for e in ("ILmr", "DLmr", "DLmw")))
+                             before.first_misses + profile.total("I1mr") + profile.total("D1mr"),
+                             before.last_misses + profile.total("ILmr") + profile.total("DLmr"))
     for segment in segments:
         if segment not in counts and any(t.segment == segment and t.packets
                                          for t in report.threads):

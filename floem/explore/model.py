@@ -9,7 +9,8 @@ per byte on the issuing core, per-call cost) and, for a NIC, PCIe and the link. 
 segment's time per packet on the platform of its side,
 
     instructions x CPI / clock                    the work
-  + last-level misses x DRAM latency              memory
+  + first-level misses x a lower cache's latency  memory (loads and instruction fetches
+  + last-level misses x DRAM latency                      missing the simulated caches)
   + frames received x rx + frames sent x tx       packet I/O
   + atomics x (atomic + share x transfer)         cache lines moving between cores
   + DMA waits x (round trip + bytes / bandwidth)  blocking DMA issued by elements
@@ -39,7 +40,7 @@ from typing import Any
 
 from floem.errors import FloemError
 from floem.explore.latency import Latency, Station, latency
-from floem.explore.measure import Geometry, Measurement, SegmentCounts
+from floem.explore.measure import Geometry, Measurement, Misses, SegmentCounts
 
 PLATFORM_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                             "platforms")
@@ -65,6 +66,7 @@ class Platform:
     ghz: float
     cpi: float
     caches: Geometry                        # I1:D1:LL, each BYTES,WAYS,LINE
+    cache_ns: float                         # a first-level miss served by a lower cache
     dram_ns: float
     atomic_ns: float
     transfer_ns: float
@@ -104,8 +106,9 @@ def load_platform(name: str, kind: str = "nic") -> Platform:
         return Platform(
             name=name, title=data["title"], kind=kind, cores=int(cores["count"]),
             ghz=float(cores["ghz"]), cpi=float(cores["cpi"]), caches=geometry,
-            dram_ns=float(memory["dram_ns"]), atomic_ns=float(memory["atomic_ns"]),
-            transfer_ns=float(memory["transfer_ns"]), rx_ns=float(io["rx_ns"]),
+            cache_ns=float(memory["cache_ns"]), dram_ns=float(memory["dram_ns"]),
+            atomic_ns=float(memory["atomic_ns"]), transfer_ns=float(memory["transfer_ns"]),
+            rx_ns=float(io["rx_ns"]),
             tx_ns=float(io["tx_ns"]), crypto_cycles_per_byte=float(crypto["cycles_per_byte"]),
             crypto_call_ns=float(crypto["call_ns"]),
             pcie_gbytes=float(nic["pcie"]["gbytes"]) if nic else 0.0,
@@ -115,7 +118,7 @@ def load_platform(name: str, kind: str = "nic") -> Platform:
             sources={k: str(v.get("source", "")) for k, v in data.items() if isinstance(v, dict)})
     except (KeyError, TypeError, ValueError) as e:
         raise FloemError(f"{path}: a {kind} platform needs title, [cores] count/ghz/cpi, "
-                         f"[caches] l1i/l1d/ll, [memory] dram_ns/atomic_ns/transfer_ns, "
+                         f"[caches] l1i/l1d/ll, [memory] cache_ns/dram_ns/atomic_ns/transfer_ns, "
                          f"[packet_io] rx_ns/tx_ns, [crypto] cycles_per_byte/call_ns"
                          + (", [pcie] gbytes/latency_ns/tlp_bytes and [link] gbps"
                             if kind == "nic" else "")
@@ -227,9 +230,10 @@ def segment_time(s: SegmentCounts, p: Platform, nic: Platform, share: float) -> 
     probability ``share``."""
     dma_ns = s.dma_waits * nic.pcie_latency_ns + (s.dma_bytes / nic.pcie_gbytes
                                                   if s.dma_bytes else 0.0)
+    misses = s.misses.get(p.caches, Misses())
     return SegmentTime(
         work=s.instructions * p.ns_per_instruction,
-        memory=s.misses.get(p.caches, 0.0) * p.dram_ns,
+        memory=(misses.first - misses.last) * p.cache_ns + misses.last * p.dram_ns,
         io=s.received * p.rx_ns + s.sent * p.tx_ns,
         atomics=s.atomics * (p.atomic_ns + share * p.transfer_ns),
         dma=dma_ns,

@@ -48,12 +48,13 @@ bool floem_net_alloc(uint32_t len, floem_packet_t *pkt)
 
 static void fresh_transport(void)
 {
-    if (transport != NULL) {
+    if (transport != NULL) {            /* cache_aligned's memory: mapped, unmapped */
         for (int s = 0; s < SERVERS; s++) {
-            free(transport->peer[s].backlog);
-            free(transport->peer[s].sent);
+            munmap(transport->peer[s].backlog, (size_t)BACKLOG * STORM_TUPLE_BYTES);
+            if (transport->peer[s].sent != NULL)
+                munmap(transport->peer[s].sent, (size_t)WINDOW * STORM_TUPLE_BYTES);
         }
-        free(transport);
+        munmap(transport, sizeof *transport);
         transport = NULL;
     }
     wanted = &config;
