@@ -95,7 +95,7 @@ harness_inputs() {
         echo "-Itests/storm/fake -Iexamples/storm/workers examples/storm/workers/spout.c" ;;
     pcap_reader)
         echo "-Iruntime/include -DFLOEM_NET_PCAP -Wl,--wrap=floem_net_fail runtime/src/net.c
-              runtime/src/net_pcap.c -lpcap" ;;
+              runtime/src/net_pcap.c runtime/src/count.c -lpcap" ;;
     *)
         echo "fuzz: no harness '$1' (scripts/fuzz.sh --list)" >&2
         exit 2 ;;

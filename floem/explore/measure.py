@@ -4,13 +4,12 @@ A configuration (``-D`` values and build options) replays a workload capture thr
 ``floem run --net pcap --count-instructions``, as fast as the pipeline goes, until
 every frame has been received and the counters stand still (`Replay`); or, in a study of
 several machines, a command runs them all on an input file (`measure_machines`). Every
-process
-runs under callgrind, which counts what each segment's threads execute on packets
+process runs under callgrind, which counts what each segment's threads execute on packets
 (`floem.explore.callgrind`): instructions, atomic read-modify-writes and, with a
 platform's cache geometry simulated, the loads that miss its first-level and its
-last-level caches. The runtime's report
-gives the rest: frames received and sent by each thread, the DMA transfers it waited
-for, its engine calls, the queue entries the sync layer moved, cache hits. One run per
+last-level caches. The runtime's report gives the rest: frames received and sent by each
+thread, the DMA transfers it waited for, its engine calls, the queue entries the sync
+layer moved, cache hits. One run per
 cache geometry the platforms need, and, when the program takes locks, one more with
 ``FLOEM_COUNT=serial``: what is executed holding a lock.
 
