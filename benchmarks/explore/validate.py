@@ -173,16 +173,16 @@ def claims() -> list[Claim]:
     for host, name in HOSTS.items():
         out += [
             Claim("H2", f"{name}: KVS split, GET/SET/DELETE on queues of their own over shared",
-                  (1.07, 1.07), lambda r, h=host: (r.rate("H2", "share_queues=false", h)
-                                                   / r.rate("H2", "share_queues=true", h)),
+                  (1.07, 1.07), lambda r, h=host: (r.rate("H2:", "share_queues=false", h)
+                                                   / r.rate("H2:", "share_queues=true", h)),
                   lambda v: v > 1),
             Claim("H3", f"{name}: KVS split, live fields only over every field", (1.065, 1.065),
-                  lambda r, h=host: (r.rate("H2", "share_queues=true", h)
-                                     / r.rate("H3", "--send-all-fields", h)),
+                  lambda r, h=host: (r.rate("H3:", "design=split", h)
+                                     / r.rate("H3:", "--send-all-fields", h)),
                   lambda v: v > 1),
             Claim("H4", f"{name}: KVS write-back #2, sync layer over blocking DMA", (7.2, 14.1),
-                  lambda r, h=host: (r.rate("H4", "design=cache-wb", h)
-                                     / r.rate("H4", "--no-sync-layer", h)),
+                  lambda r, h=host: (r.rate("H4:", "design=cache-wb", h)
+                                     / r.rate("H4:", "--no-sync-layer", h)),
                   lambda v: v > 1),
         ]
     return out
