@@ -23,6 +23,7 @@ def load_app(path: str, given: dict[str, str] | None = None) -> Program:
     app = os.path.abspath(path)
     reset_default_program()
     params.set_given(given or {})
+    _forget_shadowed_modules(os.path.dirname(app))
     sys.path.insert(0, os.path.dirname(app))
     try:
         runpy.run_path(app, run_name="__floem_app__")
@@ -47,6 +48,19 @@ def load_app(path: str, given: dict[str, str] | None = None) -> Program:
     program.params = {p.name: p.value for p in params.declared()}
     return program
 
+
+def _forget_shadowed_modules(directory: str) -> None:
+    """Drop the modules imported earlier under the name of a module in ``directory``, so
+    that an app's ``import nf`` finds the ``nf.py`` beside it, not a module of that name
+    another app (or the caller) imported before. The standard library's are kept."""
+    for name in [n for n in sys.modules if n.split(".")[0] not in sys.stdlib_module_names]:
+        top = name.split(".")[0]
+        mine = os.path.join(directory, top)
+        if not (os.path.exists(mine + ".py") or os.path.isdir(mine)):
+            continue
+        origin = getattr(sys.modules[name], "__file__", None) or ""
+        if not os.path.abspath(origin).startswith(mine):
+            del sys.modules[name]
 
 
 def build(out_dir: str | None = None, **opts: Any) -> Any:

@@ -127,3 +127,17 @@ def test_the_build_cache_keys_on_the_parameters(app: str, tmp_path) -> None:
     # the same values spelled differently are the same build
     assert build("design=cpu", "cores=1", "share_queues=on") == "up to date"
     assert os.path.exists(tmp_path / "out" / "app")
+
+
+def test_apps_of_two_directories_each_import_their_own_modules(tmp_path) -> None:
+    """One process (floem explore's) loads apps from several directories: each app's
+    ``import shared`` finds the ``shared.py`` beside it, not the one loaded before."""
+    from floem.api import load_app
+    for label in ("a", "b"):
+        (tmp_path / label).mkdir()
+        (tmp_path / label / "shared.py").write_text(f"LABEL = {label!r}\n")
+        (tmp_path / label / "app.py").write_text(
+            "import shared\nfrom floem import main, param\n"
+            "param('label', shared.LABEL)\nmain('return 0;')\n")
+    seen = [load_app(str(tmp_path / label / "app.py")).params["label"] for label in ("a", "b")]
+    assert seen == ["a", "b"]
