@@ -1,12 +1,15 @@
 #!/bin/bash
 # Set up (idempotent) and run the test suite: every case but those marked slow, or with
-# --all every case (what CI runs). Further arguments go to pytest.
+# --all every case (what CI runs). Further arguments go to pytest. The cases run in two
+# processes (FLOEM_TEST_JOBS), a test file's cases in one of them: most cases wait on
+# programs they started, so a second process keeps both cores busy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin="$(bash scripts/setup.sh)"
 export PATH="$bin:$PATH"
+jobs=(-n "${FLOEM_TEST_JOBS:-2}" --dist loadfile)
 if [ "${1:-}" = "--all" ]; then
     shift
-    exec python -m pytest -q "$@"
+    exec python -m pytest -q "${jobs[@]}" "$@"
 fi
-exec python -m pytest -q -m "not slow" "$@"
+exec python -m pytest -q "${jobs[@]}" -m "not slow" "$@"
