@@ -53,10 +53,11 @@ def _forget_shadowed_modules(directory: str) -> None:
     """Drop the modules imported earlier under the name of a module in ``directory``, so
     that an app's ``import nf`` finds the ``nf.py`` beside it, not a module of that name
     another app (or the caller) imported before. The standard library's are kept."""
-    for name in [n for n in sys.modules if n.split(".")[0] not in sys.stdlib_module_names]:
+    for name in list(sys.modules):
         top = name.split(".")[0]
         mine = os.path.join(directory, top)
-        if not (os.path.exists(mine + ".py") or os.path.isdir(mine)):
+        if top in sys.stdlib_module_names or not (os.path.exists(mine + ".py")
+                                                  or os.path.isdir(mine)):
             continue
         origin = getattr(sys.modules[name], "__file__", None) or ""
         if not os.path.abspath(origin).startswith(mine):

@@ -148,10 +148,10 @@ dram_ns = {dram:.1f}
 atomic_ns = {atomic:.1f}
 transfer_ns = {max(transfer - atomic, 0):.1f}
 source = """
-calibrate.c: cache_ns and dram_ns, a dependent load through 128 KiB and through 256 MiB in a
-  random cycle (a first-level miss, a last-level one); atomic_ns, an
-  atomic add on a line the core holds; transfer_ns, two threads on CPUs 0 and 1 taking
-  turns on one line ({transfer:.1f} ns a turn) less atomic_ns. Each the best of three.
+calibrate.c: cache_ns and dram_ns, a dependent load through 128 KiB and through 256 MiB
+  in a random cycle (a first-level miss, a last-level one); atomic_ns, an atomic add on a
+  line the core holds; transfer_ns, two threads on CPUs 0 and 1 taking turns on one line
+  ({transfer:.1f} ns a turn) less atomic_ns. Each the best of three.
 """
 
 [packet_io]

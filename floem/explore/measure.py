@@ -9,9 +9,9 @@ process runs under callgrind, which counts what each segment's threads execute o
 platform's cache geometry simulated, the loads that miss its first-level and its
 last-level caches. The runtime's report gives the rest: frames received and sent by each
 thread, the DMA transfers it waited for, its engine calls, the queue entries the sync
-layer moved, cache hits. One run per
-cache geometry the platforms need, and, when the program takes locks, one more with
-``FLOEM_COUNT=serial``: what is executed holding a lock.
+layer moved, cache hits. One run per cache geometry the platforms need, and, when the
+program takes locks, one more with ``FLOEM_COUNT=serial``: what is executed holding a
+lock.
 
 Everything is a count, so the same build and capture give the same figures on any
 machine, whatever else it is doing. With a baseline capture (the workload's warm-up,
