@@ -8,7 +8,8 @@ from floem.lang.element import Composite, Element, Input, Output
 from floem.lang.cache import Cache
 from floem.lang.params import param
 from floem.lang.queue import Queue
-from floem.lang.program import Program, cflags, depend, external_main, include, main
+from floem.lang.program import (Program, cflags, cut, depend, external_main, include, main,
+                                origin)
 from floem.lang.segment import CallableSegment, Flow, Segment, run_order, target
 from floem.lang.state import Field, Frame, MemoryRegion, PerPacket, Persistent, State
 from floem.lang.types import (Array, Bool, Double, Float, Int, Pointer, SizeT, Sint, Type, Uint,
@@ -17,7 +18,7 @@ from floem.api import build, run
 
 __all__ = [
     "FloemError", "Cache", "Queue", "Composite", "Element", "Input", "Output", "Program",
-    "build", "cflags", "depend", "external_main", "include", "main", "param", "run",
+    "build", "cflags", "cut", "depend", "external_main", "include", "main", "origin", "param", "run",
     "CallableSegment", "Flow", "Segment", "run_order", "target", "Field", "Frame",
     "MemoryRegion",
     "PerPacket", "Persistent", "State", "Array", "Bool", "Double", "Float", "Int", "Pointer",

@@ -55,6 +55,10 @@ EXAMPLES = {
     "explore": "floem explore examples/nf/aes.py -D device=cpu,nic \\\n"
                "    --workload 'python examples/nf/load.py aes --count 20000 --pcap {pcap}' \\\n"
                "    --nic liquidio --host xeon-e5-2680v3",
+    "place": "floem place examples/nf/aes.py -D device=auto \\\n"
+             "    --workload 'python examples/nf/load.py aes --count 2000 --pcap {pcap}' \\\n"
+             "    --nic liquidio --host xeon-e5-2680v3 -o aes_placed\n"
+             "floem run aes_placed.py -D device=auto --port 9000",
 }
 
 
@@ -216,6 +220,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--count-instructions", metavar="BASE",
                      help="--nic emu: run every process under callgrind, counting what its "
                           "segment threads execute on packets into BASE.PROCESS (floem explore)")
+    run.add_argument("--count-elements", action="store_true",
+                     help="--count-instructions: keep every element's function out of line, so "
+                          "that each is counted on its own (floem place)")
     run.add_argument("--count-cache", action="append", default=[], type=_count_cache,
                      metavar="PROCESS=I1:D1:LL",
                      help="--count-instructions: simulate PROCESS's caches with this geometry "
@@ -279,11 +286,51 @@ def build_parser() -> argparse.ArgumentParser:
                          help="write BASE.csv, .json, .svg and .png (default: explore/APP)")
     explore.add_argument("--per-core", action="store_true",
                          help="rank by predicted packets/s per host core, not in all")
+    placing = command(
+        "place", "search the CPU/NIC cuts of an app's target.AUTO segments; rank them on the "
+        "model, check the best by running them", "Enumerate every valid cut of each "
+        "target.AUTO segment of APP (with threads for each part), count each element once "
+        "on each side on the workload, predict every placement on a NIC and a host platform, "
+        "rank them, run the best on the emulated NIC to check that each sends exactly what "
+        "the all-CPU build sends, and write BASE.csv, BASE.json and the winner as an app file "
+        "BASE.py (with BASE.diff against APP).")
+    app_argument(placing)
+    placing.add_argument("--workload", metavar="CMD",
+                         help="a command that writes the workload capture to {pcap}")
+    placing.add_argument("--pcap", metavar="FILE", help="the workload capture")
+    placing.add_argument("--nic", default="liquidio", metavar="PLATFORM",
+                         help="the NIC platform modelled (default liquidio; floem/platforms)")
+    placing.add_argument("--host", default="this", metavar="PLATFORM",
+                         help="the host platform modelled (default this: this machine)")
+    placing.add_argument("--objective", nargs="+", default=["throughput"], metavar="OBJ",
+                         help="throughput (default), per-host-core, latency (p50), or "
+                              "host-cores-at RATE (fewest host cores reaching RATE, e.g. 2Mpps)")
+    placing.add_argument("--host-cores", type=_count, metavar="N",
+                         help="host threads the app may use at most (default: the host "
+                              "platform's cores), e.g. 1 to compare one core with the NIC")
+    placing.add_argument("--top", type=int, default=3, metavar="K",
+                         help="run the best K placements to check their output (default 3)")
+    placing.add_argument("--max-builds", type=int, default=12, metavar="N",
+                         help="programs built and run at most, counting and checking "
+                              "(default 12)")
+    placing.add_argument("--timeout", type=_positive, metavar="S",
+                         help="start no check after S seconds")
+    placing.add_argument("--nic-managers", type=int, default=BuildOptions.nic_managers,
+                         metavar="N", help="NIC cores running the sync layer (default 1)")
+    placing.add_argument("--option", action="append", default=[], metavar="OPTION",
+                         help="an option for every `floem run`, e.g. --option=--no-slicing")
+    placing.add_argument("--explain", action="store_true",
+                         help="list every cut of each segment, and why each invalid one is")
+    placing.add_argument("-o", "--out", metavar="BASE",
+                         help="write BASE.csv, .json, .py and .diff (default: the app's name, "
+                              "here)")
     return parser
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
     counting = {"count_instructions": True} if getattr(args, "count_instructions", None) else {}
+    if getattr(args, "count_elements", False):
+        counting["count_elements"] = True
     return {**counting, "nic": args.nic, "net": args.net, "dump_after": args.dump_after,
             "report_file": args.report, "nic_managers": args.nic_managers,
             "sync_layer": not args.no_sync_layer, "send_all_fields": args.send_all_fields,
@@ -304,6 +351,11 @@ def _command(args: argparse.Namespace) -> int:
     if args.command == "explore":
         from floem.explore.command import explore
         return explore(args)
+    if args.command == "place":
+        if not args.pcap and not args.workload:
+            raise FloemError("floem place needs a workload: --pcap FILE or --workload CMD")
+        from floem.place.command import place
+        return place(args)
     if args.command == "stats":
         return stats(args.pid, args.once, args.interval, args.json)
     program = load_app(args.app, params.parse_definitions(args.define))
@@ -377,7 +429,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv[:split])
     if split < len(argv):               # after `--`, wherever the options were: the program's
         args.args = argv[split + 1:]
-    if args.command != "explore":       # explore stops its runs its own way
+    if args.command not in ("explore", "place"):    # they stop their runs their own way
         for s in STOP_SIGNALS:
             signal.signal(s, _stop)
     try:

@@ -40,7 +40,7 @@ class _AESCBC(Element):
             self.iv = fixed_bytes(iv, 16, "iv")
         except ValueError as e:
             raise self.loc.error(f"{type(self).__name__}: {e}") from None
-        self.allow_aesni = 0 if portable or engine else 1
+        self.allow_aesni = 0 if portable else 1
         self.engine = bool(engine)
         self.frame = frame
         types = FRAME if frame else BUFFER
@@ -49,6 +49,13 @@ class _AESCBC(Element):
         self.drop = Output(*types)
 
     def impl(self) -> None:
+        self.run_c(self._body(self.allow_aesni, engine=False))
+
+    def impl_nic(self) -> None:
+        """NIC cores have no AES instructions: the portable C, or the platform's engine."""
+        self.run_c(self._body(0, self.engine))
+
+    def _body(self, allow_aesni: int, engine: bool) -> str:
         if self.frame:
             read = (read_frame() + " uint8_t *at = floem_udp_payload(data);"
                     " size_t n = floem_udp_payload_len(data);")
@@ -57,27 +64,27 @@ class _AESCBC(Element):
             read = "(uint8_t *at, size_t n) = inp();"
             values = "at, n"
         # The engine, or the CPU's AES instructions: work the model charges by its rate.
-        engine = "1" if self.engine else "ctx.aesni"
-        self.run_c(f'''
+        offload = "1" if engine else "ctx.aesni"
+        return f'''
             static const uint8_t key[16] = {c_bytes(self.key)};
             static const uint8_t iv[16] = {c_bytes(self.iv)};
             static struct floem_aes128 ctx;
             static int ready;
             {read}
-            floem_aes128_init_once(&ctx, &ready, key, {self.allow_aesni});
+            floem_aes128_init_once(&ctx, &ready, key, {allow_aesni});
             int ok = n % 16 == 0;
             if (ok) {{
-                if ({engine})
+                if ({offload})
                     floem_engine_begin();
                 floem_aes128_cbc_{self.direction}(&ctx, iv, at, at, n);
-                if ({engine})
+                if ({offload})
                     floem_engine_end(FLOEM_ENGINE_CRYPTO, n);
             }}
             output switch {{
                 case ok: out({values});
                 else: drop({values});
             }}
-        ''')
+        '''
 
 
 class AESEncrypt(_AESCBC):

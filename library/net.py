@@ -33,6 +33,8 @@ FRAME = (SizeT, Pointer(Uint(8)), Pointer(Void))
 #: The C header of packet I/O (``floem_net_alloc``, ``floem_net_tx``, ...), for elements that
 #: call it from their bodies (``c_headers = HEADERS``, with ``uses_network = True``).
 HEADERS = (os.path.join(runtime_dir(), "include", "floem", "net.h"),)
+#: The C header of frames that may have crossed a queue (``floem_frame_drop``).
+FRAME_HEADERS = (os.path.join(runtime_dir(), "include", "floem", "frames.h"),)
 
 
 class FromNet(Element):
@@ -117,10 +119,14 @@ class NetAlloc(Element):
 
 
 class NetFree(Element):
-    """Leaf: give a frame back without sending it (a dropped request, a malformed frame)."""
+    """Leaf: give a frame back without sending it (a dropped request, a malformed frame).
 
-    c_headers = HEADERS
-    uses_network = True
+    It runs on either side of a queue between the NIC and the CPU: by the network port the
+    buffer goes back to the network; elsewhere the frame is one that crossed (see
+    ``floem_frame_drop`` in floem/frames.h).
+    """
+
+    c_headers = FRAME_HEADERS
 
     def configure(self) -> None:
         self.inp = Input(*FRAME)
@@ -128,6 +134,6 @@ class NetFree(Element):
     def impl(self) -> None:
         self.run_c(r'''
             (size_t size, uint8_t *data, void *buffer) = inp();
-            floem_packet_t pkt = { data, size <= UINT32_MAX ? (uint32_t)size : UINT32_MAX, buffer };
-            floem_net_free(&pkt);
+            (void)size; (void)data;
+            floem_frame_drop(buffer);
         ''')

@@ -365,7 +365,7 @@ class S(Segment):
 
 
 S("s", device="GPU")  # <-- error
-''', "device must be target.CPU or target.NIC, not 'GPU'"),
+''', "device must be target.CPU, target.NIC or target.AUTO, not 'GPU'"),
     ("one-channel connection to a two-channel queue", queue_app(
         "Src() >> q  # <-- error", "q.deq[0] >> Drop()"),
      "queue 'q' has 2 channels: connect to q.enq[i]"),

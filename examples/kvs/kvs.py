@@ -20,6 +20,8 @@ A design is a parameter, ``-D design=...``:
 * ``split-pointer`` (section 7.1, the paper's first split): ``split`` as the paper built
   it: the NIC creates each SET's item in a log in host memory by DMA, the queues carry
   the item's pointer, and the NIC reads a GET's item with a blocking DMA read to reply.
+* ``auto``: ``cpu``'s segment declared ``target.AUTO``, for the compiler to cut between the
+  NIC and the CPU (``floem place``, docs/placement.md); without a cut it runs as ``cpu``.
 
 docs/kvs.md walks through the designs as diffs of each other.
 """
@@ -33,7 +35,7 @@ from elements import (KEY_MAX, LIBRARY_C, RECORD_HEADER, VALUE_LIMIT, Classify, 
                       ParseRequest, ReadItem, Request, RequestDrops, Respond, Restore, Retrieve,
                       Table)
 
-DESIGNS = ("cpu", "split", "cache-wt", "cache-wb", "external", "split-pointer")
+DESIGNS = ("cpu", "split", "cache-wt", "cache-wb", "external", "split-pointer", "auto")
 design = param("design", "cpu", choices=DESIGNS,
                help="the offload design (Floem paper, Figure 1; split-pointer: section 7.1)")
 cores = param("cores", 1, help="host threads serving the store")
@@ -125,8 +127,8 @@ def reply(record: bool = False) -> Respond:
     return respond
 
 
-def cpu() -> None:
-    """Figure 1a: one segment on the CPU."""
+def cpu(device: str = target.CPU) -> None:
+    """Figure 1a: one segment on the CPU (or ``target.AUTO``, for the compiler to cut)."""
     class kvs(Segment):
         def impl(self):
             classify = receive(steer=False)
@@ -135,7 +137,7 @@ def cpu() -> None:
             classify.delete >> HashtDelete(states=[table]) >> reply()
             classify.other >> reply()
 
-    kvs("kvs", cores=list(range(cores)))
+    kvs("kvs", device=device, cores=list(range(cores)))
 
 
 def serve(requests: LogicalQueues, replies: LogicalQueues, cached: bool = False,
@@ -285,6 +287,8 @@ class KVS(Flow):
     def impl(self):
         if design == "cpu":
             cpu()
+        elif design == "auto":
+            cpu(target.AUTO)
         elif design == "split":
             split()
         elif design == "external":

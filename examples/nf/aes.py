@@ -12,7 +12,8 @@ The reply carries the ciphertext, byte for byte ``openssl enc -aes-128-cbc -nopa
   table-based C. On the NIC it is ignored: NIC cores have no AES-NI, the NIC always
   runs the portable code (or its engine).
 * ``-D engine=true|false`` (NIC, default false): true hands the work to the NIC
-  platform's crypto engine (``AESEncrypt(engine=True)``); an error on the CPU.
+  platform's crypto engine (``AESEncrypt(engine=True)``) where the element runs on the NIC;
+  an error with ``-D device=cpu``.
 
     floem run examples/nf/aes.py --port 9000
     floem run examples/nf/aes.py -D device=nic -D engine=true --nic liquidio --port 9000
@@ -55,7 +56,7 @@ class Encrypt(Composite):
 
     def impl(self) -> None:
         aes = AESEncrypt(key=key, iv=iv, frame=True, engine=engine,
-                         portable=where.device == "nic" or not aesni)
+                         portable=not aesni)
         self.inp >> aes
         aes.out >> self.out
         aes.drop >> nf.Tally(field="not_blocks", states=[drops]) >> self.drop

@@ -21,11 +21,12 @@ from floem import (Composite, Element, FloemError, Input, Output, Segment, State
 from floem.library import FRAME, CheckUDP, FromNet, NetFree, SwapUDP, ToNet
 from floem.library import headers
 
-DEVICES = {"cpu": target.CPU, "nic": target.NIC}
+DEVICES = {"cpu": target.CPU, "nic": target.NIC, "auto": target.AUTO}
 
 
 class Placement(NamedTuple):
-    """Where a function's segment runs: ``device`` (``cpu`` or ``nic``) and its thread count."""
+    """Where a function's segment runs: ``device`` (``cpu``, ``nic``, or ``auto``: the
+    compiler may cut it, see docs/placement.md) and its thread count."""
 
     device: str
     cores: int
@@ -40,7 +41,7 @@ def app_error(message: str) -> FloemError:
 
 
 def placement() -> Placement:
-    """Declare ``-D device=cpu|nic`` and ``-D cores=N`` and return their values."""
+    """Declare ``-D device=cpu|nic|auto`` and ``-D cores=N`` and return their values."""
     device = param("device", "cpu", choices=list(DEVICES),
                    help="where the function's segment runs")
     cores = param("cores", 1, help="threads of the function's segment (on the NIC: NIC cores)")

@@ -29,6 +29,7 @@ class Profile:
     totals: list[int]
     inclusive: dict[str, list[int]] = field(default_factory=dict)
     calls: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # caller -> callee
+    called: dict[str, dict[str, int]] = field(default_factory=dict)     # caller -> callee: times
 
     def root(self) -> str | None:
         """The function the profile's thread started in: what ``start_thread`` (a thread's)
@@ -62,6 +63,7 @@ def read_profile(path: str) -> Profile:
     names: dict[str, str] = {}          # name compression: fn= and cfn= share the ids
     inclusive: dict[str, list[int]] = {}
     calls: dict[str, dict[str, list[int]]] = {}
+    called: dict[str, dict[str, int]] = {}
     current: list[int] | None = None
     function = callee = ""
     call: list[int] | None = None           # the cost of the call the last calls= announced
@@ -88,6 +90,8 @@ def read_profile(path: str) -> Profile:
                 callee = name
         elif line.startswith("calls="):
             call = calls.setdefault(function, {}).setdefault(callee, [0] * len(events))
+            times = called.setdefault(function, {})
+            times[callee] = times.get(callee, 0) + int(line[6:].split()[0])
         elif line.startswith("events:"):
             events = line.split(":", 1)[1].split()
         elif line.startswith("positions:"):
@@ -102,4 +106,4 @@ def read_profile(path: str) -> Profile:
     if not events or totals is None:
         raise FloemError(f"{path} is not a callgrind profile (no events or totals)")
     totals += [0] * (len(events) - len(totals))
-    return Profile(events, totals, inclusive, calls)
+    return Profile(events, totals, inclusive, calls, called)

@@ -6,6 +6,7 @@ import os
 import signal
 import sys
 import tempfile
+from typing import Callable
 
 from floem.explore import output
 from floem.explore.sweep import (Study, configurations, load_sweep_file, make_workload,
@@ -18,14 +19,19 @@ DEFAULT_HOSTS = ["this"]
 def explore(args: argparse.Namespace) -> int:
     """Run the studies ``args`` name; print one table per study and write the outputs.
 
-    SIGTERM and SIGINT stop the run under way (each runs in a session of its own) and
-    end the exploration with status 143 or 130.
+    SIGTERM and SIGINT stop the run under way and end the exploration (`stoppable`).
     """
+    return stoppable("explore", lambda: _explore(args))
+
+
+def stoppable(command: str, body: Callable[[], int]) -> int:
+    """``body()``, which starts runs each in a session of its own; SIGTERM and SIGINT stop
+    the run under way and end ``command`` with status 143 or 130."""
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     try:
-        return _explore(args)
+        return body()
     except KeyboardInterrupt:
-        print("floem: explore interrupted", file=sys.stderr)
+        print(f"floem: {command} interrupted", file=sys.stderr)
         return 128 + signal.SIGINT
 
 

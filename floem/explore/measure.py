@@ -190,6 +190,11 @@ class Replay:
         self._err.seek(0)
         return self._err.read()
 
+    @property
+    def output(self) -> str:
+        """The capture the run's sent frames go to."""
+        return self._out.name
+
     def finished(self, deadline_s: float = RUN_SECONDS) -> Counters:
         """Wait until every frame is in and the counters stand still; those counters."""
         deadline = time.monotonic() + deadline_s

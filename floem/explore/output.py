@@ -20,11 +20,12 @@ BAR = 30
 
 
 class Progress:
-    """A progress bar over the configurations on ``out`` (a terminal), redrawn in place,
-    with a line for each configuration done; elsewhere (a file, a pipe) the lines alone."""
+    """A progress bar over the configurations (or builds) on ``out`` (a terminal), redrawn
+    in place, with a line for each one done; elsewhere (a file, a pipe) the lines alone.
+    ``command`` begins each line."""
 
-    def __init__(self, total: int, out: TextIO = sys.stderr) -> None:
-        self.total, self.out, self.count = total, out, 0
+    def __init__(self, total: int, out: TextIO = sys.stderr, command: str = "explore") -> None:
+        self.total, self.out, self.count, self.command = total, out, 0, command
         self.live = out.isatty()
 
     def start(self, label: str) -> None:
@@ -48,7 +49,7 @@ class Progress:
             self.out.flush()
 
     def _line(self, text: str) -> None:
-        self.out.write(f"floem: explore [{self.count}/{self.total}] {text}\n")
+        self.out.write(f"floem: {self.command} [{self.count}/{self.total}] {text}\n")
         self.out.flush()
 
     def _bar(self, text: str) -> None:
@@ -86,15 +87,17 @@ def _cells(r: Row) -> list[str]:
             f"{described['nic_us_per_packet']:.2f}" if nic else "-",
             f"{described['pcie_bytes_per_packet']:,.0f}",
             f"{100 * m.hit_rate:.1f}%" if m.hit_rate is not None else "-",
-            _rate(r.packets_per_s), _rate(r.per_host_core) if r.per_host_core else "-",
-            _us(p.latency.p50_us), _us(p.latency.p99_us), p.bottleneck]
+            rate_text(r.packets_per_s), rate_text(r.per_host_core) if r.per_host_core else "-",
+            us_text(p.latency.p50_us), us_text(p.latency.p99_us), p.bottleneck]
 
 
-def _us(value: float) -> str:
+def us_text(value: float) -> str:
+    """Microseconds, or ``overloaded`` for an infinite latency."""
     return "overloaded" if math.isinf(value) else f"{value:,.1f}"
 
 
-def _rate(value: float) -> str:
+def rate_text(value: float) -> str:
+    """Packets per second, short: ``1.25 M``, ``830.00 k``, ``512``."""
     for unit, scale in (("M", 1e6), ("k", 1e3)):
         if value >= scale:
             return f"{value / scale:,.2f} {unit}"

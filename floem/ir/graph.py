@@ -13,7 +13,7 @@ import networkx as nx
 
 from floem.csrc.model import BodyInfo
 from floem.errors import Location
-from floem.ir.options import BuildOptions
+from floem.ir.options import BuildOptions, Cut
 from floem.ir.plan import ElementPlan, ProcessPlan
 from floem.ir.state import (CCode, Device, Home, MemoryRegionIR, PersistentState, Role,
                             SegmentKind, StateLayout)
@@ -46,6 +46,8 @@ class ElementNode:
     queue: str = ""
     channel: int = -1
     uses_network: bool = False
+    host_only: bool = False
+    cut_queue: str = ""             # split_auto: the queue a stash or unstash serves
     cache: str = ""
     plan: ElementPlan = field(default_factory=ElementPlan)     # plan_code
 
@@ -73,6 +75,8 @@ class SegmentIR:
     elements: list[str] = field(default_factory=list)
     uses: set[str] = field(default_factory=set)
     read_first: set[str] = field(default_factory=set)   # read before written on some path
+    auto: bool = False                  # declared target.AUTO: split_auto may cut it
+    cut: Cut | None = None              # the cut asked for (floem.cut, floem place)
 
 
 class FrameCrossing(StrEnum):
@@ -143,6 +147,7 @@ class QueueIR:
     home: Home = Home.HOST
     enq_device: Device = Device.CPU
     deq_device: Device = Device.CPU
+    boundary: str = ""              # split_auto: "rx" (NIC to CPU) or "tx" (CPU to NIC)
 
 
 @dataclass

@@ -6,11 +6,36 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from floem.errors import FloemError
+from floem.errors import FloemError, Location
 from floem.platforms import DMA_OPTIONS, PLATFORMS
 
 NIC_PLATFORMS = tuple(PLATFORMS)
 NET_BACKENDS = ("udp", "dpdk", "pcap")
+
+
+@dataclass(frozen=True)
+class Cut:
+    """Where a ``target.AUTO`` segment is cut: the elements on the NIC before the host
+    (``rx``, from the segment's source) and after it (``tx``, to its ends); every other
+    element runs on the CPU. ``*_cores``: threads of each part (``cpu_cores`` None: the
+    segment's own). ``loc``: the ``floem.cut`` line, when the app gave it."""
+
+    segment: str
+    rx: tuple[str, ...] = ()
+    tx: tuple[str, ...] = ()
+    rx_cores: int = 1
+    cpu_cores: int | None = None
+    tx_cores: int = 1
+    loc: Location | None = None
+
+    def describe(self, order: list[str]) -> str:
+        """The cut as ``a | b || c``: the NIC's receiving part, ``|``, the CPU part, ``||``,
+        the NIC's sending part, each in ``order`` (the segment's), an empty one as ``-``."""
+        parts = ([e for e in order if e in self.rx],
+                 [e for e in order if e not in self.rx and e not in self.tx],
+                 [e for e in order if e in self.tx])
+        rx, cpu, tx = (" ".join(p) or "-" for p in parts)
+        return f"{rx} | {cpu} || {tx}"
 
 
 @dataclass(frozen=True)
@@ -32,6 +57,8 @@ class BuildOptions:
     slice_timeout_ms: int = 1000            # --slice-timeout: a kept frame is reclaimed after
     trace: bool = False                     # --trace: the packet-trace code (floem run --trace N)
     trace_filter: str | None = None         # --trace-filter EXPR: which entering packets to trace
+    cuts: tuple[Cut, ...] = ()              # floem place: cuts of target.AUTO segments
+    count_elements: bool = False            # floem place: element functions out of line, counted
 
     def __post_init__(self) -> None:
         if self.nic not in NIC_PLATFORMS:

@@ -128,11 +128,14 @@ class Element(Node):
     paths of C files compiled and linked into every process using the class).
     ``uses_network`` marks packet I/O elements: the build then compiles the
     network backend chosen with ``--net`` (runtime/include/floem/net.h).
+    ``host_only`` marks elements whose C needs the host (a host library, a legacy
+    program's functions): ``floem place`` never cuts them onto the NIC.
     """
 
     c_headers: tuple[str, ...] = ()
     c_sources: tuple[str, ...] = ()
     uses_network: bool = False
+    host_only: bool = False
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)

@@ -4,6 +4,8 @@ from __future__ import annotations
 import keyword
 import os
 import re
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +43,15 @@ class ExternalMain:
 
 
 @dataclass
+class CutText:
+    """``floem.cut(...)`` as the app gave it: the keyword arguments, and where."""
+
+    segment: str
+    keywords: dict[str, Any]
+    loc: Location
+
+
+@dataclass
 class Program:
     """One Floem program: elements, connections, segments, states and build options.
 
@@ -65,6 +76,8 @@ class Program:
     depends: list[str] = field(default_factory=list)
     extra_cflags: list[str] = field(default_factory=list)
     params: dict[str, Any] = field(default_factory=dict)
+    cuts: list[CutText] = field(default_factory=list)
+    origins: dict[str, str] = field(default_factory=dict)   # app file copy -> original's dir
     app_file: str | None = None
     _scopes: list[Any] = field(default_factory=list)
     _names: dict[str, Location] = field(default_factory=dict)
@@ -171,12 +184,25 @@ class Program:
 
     def depend(self, *c_or_o_files: str) -> None:
         """Extra C sources or objects (relative to the app file) compiled and linked in."""
-        base = os.path.dirname(caller_location().file)
+        caller = caller_location().file
+        base = self.origins.get(caller, os.path.dirname(caller))
         self.depends.extend(os.path.normpath(os.path.join(base, f)) for f in c_or_o_files)
 
     def cflags(self, *flags: str) -> None:
         """Extra compiler flags."""
         self.extra_cflags.extend(flags)
+
+    def origin(self, path: str) -> None:
+        """The calling app file is a copy of the one at ``path``: see `origin`."""
+        copy = caller_location().file
+        where = os.path.dirname(os.path.normpath(os.path.join(os.path.dirname(copy), path)))
+        self.origins[copy] = where
+        if where not in sys.path:
+            sys.path.insert(0, where)
+
+    def cut(self, segment: str, **keywords: Any) -> None:
+        """Where the compiler cuts the ``target.AUTO`` segment ``segment``: see `cut`."""
+        self.cuts.append(CutText(segment, keywords, caller_location()))
 
     @property
     def display_name(self) -> str:
@@ -250,3 +276,21 @@ def depend(*c_or_o_files: str) -> None:
 def cflags(*flags: str) -> None:
     """Extra compiler flags for the current program."""
     current_program().cflags(*flags)
+
+
+def cut(segment: str, rx: Sequence[str] = (), tx: Sequence[str] = (),
+        rx_cores: int = 1, cpu_cores: int | None = None, tx_cores: int = 1) -> None:
+    """Cut the ``target.AUTO`` segment named ``segment``: the elements named in ``rx`` run
+    on the NIC and receive its packets, those in ``tx`` run on the NIC after the host, the
+    rest on the CPU, with queues the compiler inserts at each cut; ``*_cores`` are the
+    threads of each part (``cpu_cores``: the segment's own ``cores`` by default).
+    ``floem place`` writes this line into the app file it makes."""
+    current_program().cut(segment, rx=list(rx), tx=list(tx), rx_cores=rx_cores,
+                          cpu_cores=cpu_cores, tx_cores=tx_cores)
+
+
+def origin(path: str) -> None:
+    """This app file is a copy of the app file at ``path`` (relative to this one): the
+    modules it imports and the relative paths it gives `depend` are found beside the
+    original. ``floem place`` begins the app file it writes with this line."""
+    current_program().origin(path)

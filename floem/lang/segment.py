@@ -12,10 +12,13 @@ from floem.lang.state import PerPacket, State
 
 
 class target:
-    """Devices a segment can be placed on."""
+    """Devices a segment can be placed on: ``AUTO`` lets the compiler cut the segment
+    between the NIC and the CPU (``floem place`` searches the cuts; ``floem.cut`` states one;
+    without one the segment runs on the CPU)."""
 
     CPU = "CPU"
     NIC = "NIC"
+    AUTO = "AUTO"
 
 
 class CoreId(Element):
@@ -60,8 +63,12 @@ class Segment:
         self.program = current_program()
         self.loc = caller_location()
         self.name = self.program.claim_name(name, type(self).__name__, self.loc)
-        if device not in (target.CPU, target.NIC):
-            raise self.loc.error(f"device must be target.CPU or target.NIC, not {device!r}")
+        if device not in (target.CPU, target.NIC, target.AUTO):
+            raise self.loc.error(f"device must be target.CPU, target.NIC or target.AUTO, "
+                                 f"not {device!r}")
+        if device == target.AUTO and isinstance(self, CallableSegment):
+            raise self.loc.error(f"callable segment '{self.name}' cannot be target.AUTO: the "
+                                 "C function it makes runs on the host")
         self.device = device
         self.cores = list(cores) if cores is not None else [0]
         self.pinned = cores is not None

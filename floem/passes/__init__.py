@@ -10,10 +10,11 @@ from floem.lang.program import Program
 from floem.passes import (build_graph, check_callables, check_segments, check_types,
                           expand_caches, find_sources, liveness, lower_queues, order_graph,
                           parse_bodies, place_memory, placement, plan_code,
-                          slice_packets, trace_packets)
+                          slice_packets, split_auto, trace_packets)
 
 #: The passes after the front end (``build_graph``, which makes the IR from the program).
 PIPELINE: list[ModuleType] = [
+    split_auto,
     parse_bodies,
     check_types,
     order_graph,

@@ -26,8 +26,8 @@ import dataclasses
 
 import networkx as nx
 
-from floem.errors import Location
-from floem.ir import (BuildOptions, CacheIR, CCode, CType, Device, EdgeKind, ElementNode,
+from floem.errors import FloemError, Location
+from floem.ir import (BuildOptions, CacheIR, CCode, CType, Cut, Device, EdgeKind, ElementNode,
                       FieldLayout, FrameParts, MainIR, MemoryRegionIR, PersistentState, ProgramIR, QueueIR,
                       Role, SegmentIR, SegmentKind, StateLayout)
 from floem.ir.state import layouts_in_order
@@ -35,7 +35,7 @@ from floem.lang.cache import CacheEnd
 from floem.lang.element import Composite, Connection, Element, Port
 from floem.lang.program import Program
 from floem.lang.queue import Dequeue, Enqueue, Queue
-from floem.lang.segment import CallableSegment, CallArgs, CoreId, Return, Segment
+from floem.lang.segment import CallableSegment, CallArgs, CoreId, Return, Segment, target
 from floem.lang.state import Frame, State, state_initializer
 
 NAME = "build_graph"
@@ -53,6 +53,7 @@ def run(program: Program, options: BuildOptions) -> ProgramIR:
     _states(program, ir, layout)
     for seg in program.segments:
         ir.segments[seg.name] = _segment_ir(seg, program.display_name, layout)
+    _cuts(program, ir)
     unused = _unused_queue_ends(program) | _unused_cache_points(program)
     membership = _assign_segments(program, ir, unused)
     for q in program.queues:
@@ -135,6 +136,26 @@ def _support_code(program: Program, ir: ProgramIR) -> None:
                 ir.depends.append(source)
 
 
+def _cuts(program: Program, ir: ProgramIR) -> None:
+    """The cut of each ``target.AUTO`` segment: the build option's (``floem place``), else
+    the app's ``floem.cut``."""
+    given = [Cut(c.segment, loc=c.loc, **{k: tuple(v) if isinstance(v, list) else v
+                                          for k, v in c.keywords.items()})
+             for c in program.cuts]
+    seen: set[str] = set()
+    for cut in given + list(ir.options.cuts):
+        seg = ir.segments.get(cut.segment)
+        where = cut.loc.error if cut.loc is not None else FloemError
+        if seg is None or not seg.auto:
+            auto = [s.name for s in ir.segments.values() if s.auto]
+            raise where(f"cut of {cut.segment!r}: not a target.AUTO segment (those: "
+                        f"{', '.join(auto) or 'none'})")
+        if cut.loc is not None and cut.segment in seen:
+            raise where(f"segment {cut.segment!r} is cut twice")
+        seen.add(cut.segment)
+        seg.cut = cut
+
+
 def _enqueuer_per_segment(ir: ProgramIR, name: str) -> list[str]:
     """Give each further segment enqueuing into the same channel its own enqueue element
     (which continues, on a full instance, to what its segment connected to the full port)."""
@@ -162,14 +183,15 @@ def _enqueuer_per_segment(ir: ProgramIR, name: str) -> list[str]:
 def _segment_ir(seg: Segment, default_process: str, layout: _LayoutMaker) -> SegmentIR:
     callable_ = isinstance(seg, CallableSegment)
     flow = seg.flow
-    device = Device(seg.device)
+    auto = seg.device == target.AUTO
+    device = Device.CPU if auto else Device(seg.device)
     return SegmentIR(
         name=seg.name, kind=SegmentKind.CALLABLE if callable_ else SegmentKind.THREAD,
         device=device, cores=seg.cores, pinned=seg.pinned and device == Device.CPU, loc=seg.loc,
         process=NIC_PROCESS if device == Device.NIC else seg.process or default_process,
         process_given=seg.process,
         packet_state=layout(flow.state_class) if flow and flow.state_class else None,
-        default_return=seg.default_return if callable_ else None,
+        default_return=seg.default_return if callable_ else None, auto=auto,
     )
 
 
@@ -237,7 +259,7 @@ def _element_node(el: Element, segment: str, ir: ProgramIR, layout: _LayoutMaker
         segment=segment, packet_state=packet_state, role=role,
         queue=el.queue.name if isinstance(el, (Enqueue, Dequeue)) else "",
         channel=el.channel if isinstance(el, Enqueue) else -1,
-        uses_network=type(el).uses_network,
+        uses_network=type(el).uses_network, host_only=type(el).host_only,
         cache=el.cache.name if isinstance(el, CacheEnd) else "",
     )
 

@@ -6,7 +6,8 @@ where they were unambiguous.
 After: the same IR (this pass only checks). Errors for an edge joining two
 segments (that needs a queue), a segment with no elements, no source or two,
 an element unreachable from its segment's source, mixed per-packet states,
-and NIC segments that are callable or name a process::
+NIC segments that are callable or name a process, and a cut (``split_auto``) whose channels
+come from ports of an element that may fire several of them::
 
     Gen0 (segment a) >> Sink0 (segment b)    error: joins two segments; connect through a Queue
 """
@@ -17,10 +18,11 @@ import networkx as nx
 from floem.ir import Device, ProgramIR, SegmentIR, SegmentKind
 from floem.passes.build_graph import NIC_PROCESS
 from floem.passes.find_sources import candidate_sources, packet_states
+from floem.passes.split_auto import several_paths
 
 NAME = "check_segments"
 #: What this pass needs done before it, and what it gives the passes after it.
-REQUIRES = frozenset({"graph", "segments", "sources"})
+REQUIRES = frozenset({"graph", "segments", "sources", "bodies"})
 PROVIDES = frozenset({"segments_checked"})
 
 
@@ -55,6 +57,13 @@ def run(ir: ProgramIR) -> ProgramIR:
         if len(states) > 1:
             names = ", ".join(s.name for s in states)
             raise seg.loc.error(f"segment '{seg.name}' mixes per-packet states ({names})")
+    for q in ir.queues.values():
+        if q.boundary and q.channels > 1:
+            part = ir.segments[ir.node(q.enqueuers[0][0]).segment].elements
+            forked = several_paths(ir, part)
+            if forked is not None:
+                raise q.loc.error(f"the cut's queue '{q.name}' has {q.channels} channels and "
+                                  f"{forked}: a packet could cross twice")
     return ir
 
 

@@ -56,6 +56,8 @@ def run(ir: ProgramIR) -> ProgramIR:
                    for c in range(q.channels)]
         q.fields = [[f for f in order if send_all or f in carried[c]] for c in range(q.channels)]
         q.packets = [_packet_bytes(ir, succ, q, c) for c in range(q.channels)]
+        if q.boundary:
+            _check_cut_fields(ir, q)
     for seg in ir.segments.values():
         seg.read_first = set(live_in[seg.source]) if seg.source in live_in else set()
         seg.uses = set()
@@ -203,6 +205,23 @@ def _packet_bytes(ir: ProgramIR, succ: dict[str, list[str]], q: QueueIR, c: int)
                     start.append(s)
         result[f.name] = PacketBytes(merge_ranges(ranges), sorted(set(causes)))
     return result
+
+
+def _check_cut_fields(ir: ProgramIR, q: QueueIR) -> None:
+    """A queue a cut made (``split_auto``) carries no plain pointer: it would point into
+    the memory of the other side (a frame or typed packet crosses as its bytes)."""
+    state = ir.node(q.dequeuer).packet_state
+    if state is None:
+        return
+    framed = {name for f in state.fields if f.frame is not None
+              for name in (f.frame.length, f.frame.buffer)}
+    for c, names in enumerate(q.fields):
+        for name in names:
+            f = state.field(name)
+            if f is not None and f.type.c.endswith("*") and f.size is None and name not in framed:
+                raise q.loc.error(f"the cut's queue '{q.name}' would carry per-packet field "
+                                  f"{state.name}.{name}, a pointer into the memory of the "
+                                  "side it leaves (a Frame field crosses as its bytes)")
 
 
 def _field_order(n: ElementNode) -> list[str]:

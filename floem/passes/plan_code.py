@@ -157,14 +157,15 @@ def _element_plan(ir: ProgramIR, n: ElementNode, position: int, taken: set[str])
         body=body,
         pointers=[attr for attr in n.persistent if attr in used],
         steers_by_qid=n.role == Role.ENQUEUE and n.packet_state is not None
-        and n.packet_state.field("qid") is not None,
+        and n.packet_state.field("qid") is not None and not ir.queues[n.queue].boundary,
         full_port=n.role == Role.ENQUEUE and bool(ir.out_edges(n.name, "full")),
         thread_source=source,
         begins_packets=begins,
         emits_packets=emits,
         fresh_state=emits and _fresh_state(ir, n, seg),
-        out_of_line=len(seg.elements) > INLINE_DEPTH and position > 0
-        and position % INLINE_DEPTH == 0)
+        out_of_line=ir.options.count_elements or (len(seg.elements) > INLINE_DEPTH
+                                                  and position > 0
+                                                  and position % INLINE_DEPTH == 0))
 
 
 def _state_writers(ir: ProgramIR) -> dict[str, set[str]]:

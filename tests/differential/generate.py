@@ -16,9 +16,9 @@ or not packed) that elements read and write member by member, in network byte or
 now and then through the whole pointer, so that the bytes each queue sends (its window)
 vary from program to program; two in ten carry a *frame* instead, a network buffer from
 `NetAlloc` (`Program.port`) whose payload may wait by its port while its window crosses.
-Every thread segment may be placed on the CPU or the NIC (``-D nic=SEG,SEG``); segments
-feeding one queue move together (`Program.groups`), since a queue's producers share a
-device.
+Every thread segment may be placed on the CPU or the NIC (``-D nic=SEG,SEG``), or declared
+``target.AUTO`` (``-D auto=SEG,SEG``) for the compiler to cut; segments feeding one queue
+move together (`Program.groups`), since a queue's producers share a device.
 
 Everything is drawn from a `random.Random` seeded through the hypothesis strategy
 `batches`, so a program is fully given by its seed and size (`Program.generate`). A *batch* of
@@ -1237,12 +1237,14 @@ from floem import (Array, Bool, CallableSegment, Double, Element, Field, Float, 
 from floem.library import DropFrame, NetAlloc, StoreFrame, packets
 
 NIC = set(filter(None, param("nic", "", help="segments placed on the NIC, comma-separated").split(",")))
+AUTO = set(filter(None, param("auto", "", help="segments the compiler may cut (target.AUTO)").split(",")))
 TYPES = {{"NONE": (), "U64": (Uint(64),), "U32": (Uint(32),), "INT": (Int,), "SIZE": (SizeT,)}}
 
 
 def device(name):
-    """Where segment `name` runs: on the NIC when -D nic=... names it."""
-    return target.NIC if name in NIC else target.CPU
+    """Where segment `name` runs: on the NIC when -D nic=... names it, cut by the compiler
+    when -D auto=... does."""
+    return target.AUTO if name in AUTO else target.NIC if name in NIC else target.CPU
 
 
 class Table(State):

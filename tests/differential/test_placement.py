@@ -21,16 +21,21 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from floem.api import load_app
-from floem.builder import build_program, network_environment, run_built
+from floem.builder import build_program, check_program, network_environment, run_built
 from floem.errors import FloemError
 from floem.explore.counters import THREAD
+from floem.ir import Cut
 from floem.launcher import TIMEOUT_STATUS
+from floem.place.app_file import cut_call
+from floem.place.cuts import candidates, segment_order
 from floem.passes.build_graph import NIC_PROCESS
 
 from generate import Program, batches, expected_output, render_app
 
 #: Programs per app file (one build per placement).
 BATCH = 24
+#: Programs per app file whose segments are cut (every cut of each is enumerated).
+AUTO_BATCH = 8
 #: NIC cores the platforms leave to segment threads (one manager core).
 NIC_THREADS = {"emu": 63, "liquidio": 11}
 #: Movable groups on the NIC under --no-sync-layer, where each NIC thread does its own DMA.
@@ -56,6 +61,8 @@ class Variant:
     sync_layer: bool = True
     nic_managers: int = 1
     trace: int = 0                  # --trace N (0: a build without tracing)
+    auto: tuple[str, ...] = ()      # segments declared target.AUTO (-D auto=...)
+    cuts: tuple[Cut, ...] = ()      # and how each is cut (floem.cut)
     #: Frame programs' options: the packet I/O backend (their NetAlloc) and slicing's.
     net: str | None = None
     slicing: bool = True
@@ -76,7 +83,10 @@ class Variant:
                             ("--slice-timeout", self.slice_timeout_ms)):
             flags += [flag, str(value)] if value is not None else []
         define = ["-D", "nic=" + ",".join(self.nic)] if self.nic else []
-        return shlex.join(["floem", "run", *flags, *define, app])
+        define += ["-D", "auto=" + ",".join(self.auto)] if self.auto else []
+        cuts = "".join(f"\n    {cut_call(c)}" for c in self.cuts)
+        return shlex.join(["floem", "run", *flags, *define, app]) + \
+            (f"\n  with the app file ending in:{cuts}" if cuts else "")
 
     def build_options(self) -> dict[str, object]:
         """The build options (`floem.builder.build_program`'s keywords)."""
@@ -86,6 +96,8 @@ class Variant:
         for name in ("net", "slice_threshold", "slice_pool", "slice_timeout_ms"):
             if getattr(self, name) is not None:
                 options[name] = getattr(self, name)
+        if self.cuts:
+            options["cuts"] = self.cuts
         return options
 
 
@@ -148,7 +160,7 @@ def build_and_run(app: str, variant: Variant) -> str:
     run now and then hangs, its NIC threads barely scheduled); its counters are kept next to the app file as
     ``hang-N.txt`` and the test warns, so the rare loss is seen without failing CI. A second
     hang, and any other failure, fails the test."""
-    program = load_app(app, {"nic": ",".join(variant.nic)})
+    program = load_app(app, {"nic": ",".join(variant.nic), "auto": ",".join(variant.auto)})
     built = build_program(program, **variant.build_options())
     env = {**REPORT, **(network_environment(variant.net) if variant.net else {})}
     before = _cpu_times()
@@ -318,3 +330,65 @@ def test_placement_never_changes_meaning_on_liquidio(batch: list[Program], seed:
                         nic_managers=int(rng.random() < 0.7),
                         **frames(batch, random.Random(f"frames {seed}")))]
     check_batch(batch, variants, str(tmp_path_factory.mktemp("batch")))
+
+
+def auto_variant(batch: list[Program], app: str, seed: int, platform: str = "emu") -> Variant:
+    """Every movable segment declared target.AUTO, each cut at random among its valid cuts
+    that move something to the NIC (`floem.place.cuts`), within the platform's NIC cores; a
+    cut that conflicts with those chosen before it (two segments feeding one queue) is left
+    out."""
+    rng = random.Random(f"auto {seed}")
+    auto = tuple(name for _, group in movable_groups(batch) for name in group)
+    program = load_app(app, {"auto": ",".join(auto)})
+    front = check_program(program, stop_after="parse_bodies")
+    chosen: list[Cut] = []
+    room = NIC_THREADS[platform]
+    for name in auto:
+        seg = front.segments[name]
+        order = segment_order(front, seg)
+        try:
+            found = candidates(front, seg)
+        except FloemError:                  # too wide to enumerate: it stays on the CPU
+            continue
+        moving = [c for c in found if c.problem is None and (c.rx or c.tx)]
+        if not moving or rng.random() < 0.25:
+            continue
+        pick = rng.choice(moving)
+        threads = len(seg.cores)
+        cut = Cut(name, tuple(e for e in order if e in pick.rx),
+                  tuple(e for e in order if e in pick.tx), rx_cores=threads, tx_cores=threads)
+        if threads * (bool(cut.rx) + bool(cut.tx)) > room:
+            continue
+        try:
+            check_program(program, nic=platform, cuts=tuple(chosen + [cut]))
+        except FloemError:
+            continue
+        chosen.append(cut)
+        room -= threads * (bool(cut.rx) + bool(cut.tx))
+    return Variant(platform, (), auto=auto, cuts=tuple(chosen), **frames(batch))
+
+
+def check_auto(batch: list[Program], seed: int, directory: str, platform: str = "emu") -> None:
+    """The batch with every movable segment target.AUTO, cut at random: it prints what the
+    model says, as all on the CPU does."""
+    app = os.path.join(directory, "batch.py")
+    with open(app, "w") as f:
+        f.write(render_app(batch))
+    variant = auto_variant(batch, app, seed, platform)
+    assert variant.cuts, "no segment of the batch could be cut"
+    check_batch(batch, [variant], directory)
+
+
+@settings(max_examples=int(os.environ.get("FLOEM_DIFF_AUTO_BATCHES", "1")), **COMMON)
+@given(batch=batches(AUTO_BATCH), seed=st.integers(0, 2 ** 32 - 1))
+def test_cutting_auto_segments_never_changes_meaning(batch: list[Program], seed: int,
+                                                     tmp_path_factory: pytest.TempPathFactory) -> None:
+    check_auto(batch, seed, str(tmp_path_factory.mktemp("auto")))
+
+
+@pytest.mark.slow
+@settings(max_examples=int(os.environ.get("FLOEM_DIFF_AUTO_LIQUIDIO_BATCHES", "1")), **COMMON)
+@given(batch=batches(AUTO_BATCH), seed=st.integers(0, 2 ** 32 - 1))
+def test_cutting_auto_segments_never_changes_meaning_on_liquidio(
+        batch: list[Program], seed: int, tmp_path_factory: pytest.TempPathFactory) -> None:
+    check_auto(batch, seed, str(tmp_path_factory.mktemp("auto")), "liquidio")

@@ -21,9 +21,13 @@
 #include "<repo>/library/c/headers.h"
 #line 23 "echo.h"
 
-#line 38 "<repo>/library/net.py"
+#line 40 "<repo>/library/net.py"
 #include "<repo>/runtime/include/floem/net.h"
 #line 27 "echo.h"
+
+#line 121 "<repo>/library/net.py"
+#include "<repo>/runtime/include/floem/frames.h"
+#line 31 "echo.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,0 +1,100 @@
+"""Every cut of a ``target.AUTO`` segment, valid or not (and why not).
+
+A cut is a pair of element sets of the segment: ``rx``, closed under "runs before" (it
+holds the segment's source and everything before each of its elements), and ``tx``, closed
+under "runs after", apart from ``rx``. Both are enumerated exactly (every down-set of the
+segment's graph, then every up-set of what is left), so a chain of n elements has
+(n + 1)(n + 2) / 2 of them; `floem.passes.split_auto.cut_problem` then rejects those that
+are not valid programs, with the reason. A receiving part that no sending part can make
+valid (an element that cannot run on the NIC, or edges leaving it that cannot become one
+queue) is rejected once for every ``tx`` (``tx`` is then None), which keeps wide segments
+searchable.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import networkx as nx
+
+from floem.errors import FloemError
+from floem.ir import ProgramIR, SegmentIR
+from floem.passes.split_auto import boundary_problem, cut_problem, nic_problem
+
+#: More cuts of one segment than this are not enumerated (the segment is too wide).
+MAX_CUTS = 20000
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One cut of a segment: its parts, and why it is not valid (None: it is)."""
+
+    segment: str
+    rx: frozenset[str]
+    tx: frozenset[str] | None           # None: every sending part (rejected by rx alone)
+    problem: str | None
+
+
+def segment_order(ir: ProgramIR, seg: SegmentIR) -> list[str]:
+    """The segment's elements in the order packets reach them (ties in program order)."""
+    graph = _graph(ir, seg)
+    rank = {n: i for i, n in enumerate(seg.elements)}
+    return list(nx.lexicographical_topological_sort(graph, key=lambda n: rank[n]))
+
+
+def candidates(ir: ProgramIR, seg: SegmentIR) -> list[Candidate]:
+    """Every cut of ``seg`` (an unsplit ``target.AUTO`` segment of ``ir``, after
+    ``parse_bodies``), the all-CPU one first."""
+    graph = _graph(ir, seg)
+    order = segment_order(ir, seg)
+    found = []
+    for rx in _closed(order, lambda n: graph.predecessors(n)):
+        problem = _receiving_problem(ir, seg, rx)
+        if problem is not None:
+            found.append(Candidate(seg.name, rx, None, problem))
+            continue
+        rest = [n for n in reversed(order) if n not in rx]
+        # Packet I/O is on one side: with a receiving part, every other I/O element sends.
+        io = {n for n in rest if ir.node(n).uses_network}
+        for tx in _closed(rest, lambda n: (s for s in graph.successors(n) if s not in rx),
+                          forced=io if rx else set(), barred=set() if rx else io):
+            found.append(Candidate(seg.name, rx, tx, cut_problem(ir, seg, rx, tx)))
+            if len(found) > MAX_CUTS:
+                raise FloemError(f"segment '{seg.name}' has more than {MAX_CUTS} cuts: "
+                                 "too wide to search (split it into segments yourself)")
+    return sorted(found, key=lambda c: (len(c.rx) + len(c.tx or ()), len(c.rx)))
+
+
+def _receiving_problem(ir: ProgramIR, seg: SegmentIR, rx: frozenset[str]) -> str | None:
+    """Why no cut with receiving part ``rx`` is valid, whatever its sending part, or None."""
+    for name in sorted(rx):
+        problem = nic_problem(ir, name)
+        if problem is not None:
+            return problem
+    members = set(seg.elements)
+    leaving = sorted(((u, v, d) for u, v, d in ir.graph.edges(data=True)
+                      if u in rx and v in members and v not in rx), key=lambda e: e[2]["rank"])
+    return boundary_problem(ir, "rx", "cpu", leaving, rx) if leaving else None
+
+
+def _graph(ir: ProgramIR, seg: SegmentIR) -> nx.DiGraph:
+    members = set(seg.elements)
+    graph = nx.DiGraph()
+    graph.add_nodes_from(seg.elements)
+    graph.add_edges_from((u, v) for u, v in ir.graph.edges() if u in members and v in members)
+    return graph
+
+
+def _closed(order: list[str], before: Callable[[str], Iterable[str]],
+            forced: set[str] = frozenset(), barred: set[str] = frozenset()) -> list[frozenset[str]]:
+    """Every subset of ``order`` (topologically sorted for ``before``) that holds, with each
+    element, everything ``before(element)`` names; holding every ``forced`` element and no
+    ``barred`` one."""
+    sets: list[frozenset[str]] = [frozenset()]
+    for n in order:
+        if n in barred:
+            continue
+        needs = set(before(n))
+        grown = [s | {n} for s in sets if needs <= s]
+        sets = grown if n in forced else sets + grown
+    return sets

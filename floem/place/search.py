@@ -1,0 +1,280 @@
+"""Predicting every placement from the probes' counts, and ranking them.
+
+A placement is a valid cut of every ``target.AUTO`` segment with a thread count for each
+part. Its counts are put together from the probes (`floem.place.counts`): each element's
+own cost on its side (measured there; an element never counted on that side is charged
+its cost on the other one, the same C compiled for the same machine), each part's
+overhead per packet entering it, each boundary's queue elements per crossing (times how
+often the cut's edges are taken, from the all-CPU probe), the frames received and sent by
+the parts holding packet I/O, and the PCIe traffic of the queue entries (the fields
+liveness leaves in them, as the front end lays them out for that cut). The model of
+`floem.explore.model` predicts the result; the objective ranks them.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from floem.codegen.queues import channels
+from floem.explore.measure import Machine, Measurement, SegmentCounts, Workload
+from floem.explore.model import Prediction
+from floem.ir import Cut, Device, ProgramIR
+from floem.ir.sizes import entry_size, field_size
+from floem.place.counts import Cost, Probe
+from floem.passes.split_auto import part_of
+
+#: Thread counts tried for each part (up to what the platform has).
+THREADS = (1, 2, 4, 8, 12)
+#: The objectives ``--objective`` takes (``host-cores-at`` with a rate).
+OBJECTIVES = ("throughput", "per-host-core", "host-cores-at", "latency")
+
+
+@dataclass
+class Placement:
+    """One placement and its prediction: the cut of each AUTO segment (threads included)."""
+
+    cuts: list[Cut]
+    orders: dict[str, list[str]]            # each AUTO segment's elements, in packet order
+    prediction: Prediction
+    host_cores: int
+    estimated: list[str] = field(default_factory=list)   # elements charged the other side's cost
+    checked: bool | None = None
+    check_note: str = ""
+
+    @property
+    def packets_per_s(self) -> float:
+        return self.prediction.packets_per_s
+
+    @property
+    def nic_threads(self) -> int:
+        """NIC threads of the cut parts."""
+        return sum((c.rx_cores if c.rx else 0) + (c.tx_cores if c.tx else 0) for c in self.cuts)
+
+    @property
+    def per_host_core(self) -> float:
+        return self.packets_per_s / self.host_cores if self.host_cores else math.inf
+
+    def describe(self) -> str:
+        """``rx | cpu || tx`` of each cut segment (``; `` between segments)."""
+        return "; ".join(c.describe(self.orders[c.segment]) for c in self.cuts)
+
+    def threads(self) -> str:
+        """Threads of each part, ``rx/cpu/tx`` (``-`` for an empty part)."""
+        words = []
+        for c in self.cuts:
+            order = self.orders[c.segment]
+            rx = any(e in c.rx for e in order)
+            cpu = any(e not in c.rx and e not in c.tx for e in order)
+            tx = any(e in c.tx for e in order)
+            words.append("/".join(str(n) if present else "-" for n, present in
+                                  ((c.rx_cores, rx), (c.cpu_cores, cpu), (c.tx_cores, tx))))
+        return "; ".join(words)
+
+
+@dataclass
+class Figures:
+    """What the probes measured, merged: every cost a placement is made of."""
+
+    elements: dict[tuple[str, Device], Cost]
+    overhead: dict[tuple[Device, bool], Cost]
+    crossing: dict[tuple[str, Device], Cost]       # per crossing of a boundary
+    edges: dict[tuple[str, str], float]            # from the all-CPU probe
+    received: float
+    replies: float
+    serial: dict[tuple[str, Device], Cost] = field(default_factory=dict)   # holding a lock
+
+    @classmethod
+    def merge(cls, cpu: Probe, others: list[tuple[Probe, dict[str, float]]]) -> "Figures":
+        """``cpu`` (the all-CPU probe) and the other probes, each with how often its
+        boundaries were crossed per packet."""
+        elements = {(n, d): c for n, (d, c) in cpu.elements.items()}
+        overhead = dict(cpu.overhead)
+        crossing: dict[tuple[str, Device], Cost] = {}
+        for probe, crossed in others:
+            for n, (d, c) in probe.elements.items():
+                elements.setdefault((n, d), c)
+            for key, c in probe.overhead.items():
+                overhead.setdefault(key, c)
+            for (boundary, d), c in probe.crossing.items():
+                if crossed.get(boundary):
+                    crossing.setdefault((boundary, d), c.scaled(1 / crossed[boundary]))
+        serial = {(n, d): c for n, (d, c) in cpu.serial.items()}
+        for probe, _ in others:
+            for n, (d, c) in probe.serial.items():
+                serial.setdefault((n, d), c)
+        return cls(elements, overhead, crossing, cpu.edges, cpu.received, cpu.replies, serial)
+
+    def element(self, name: str, device: Device) -> tuple[Cost, bool]:
+        """``name``'s own cost on ``device``, and whether it is the other side's."""
+        if (name, device) in self.elements:
+            return self.elements[(name, device)], False
+        other = Device.CPU if device == Device.NIC else Device.NIC
+        return self.elements.get((name, other), Cost()), True
+
+    def held(self, name: str, device: Device) -> Cost:
+        """What ``name`` executes holding a lock on ``device`` (the other side's count
+        when it never ran there)."""
+        other = Device.CPU if device == Device.NIC else Device.NIC
+        return self.serial.get((name, device)) or self.serial.get((name, other)) or Cost()
+
+    def part_overhead(self, device: Device, from_net: bool) -> Cost:
+        """A part's cost besides its elements, per packet entering it."""
+        for key in ((device, from_net), (Device.CPU, from_net), (device, not from_net),
+                    (Device.CPU, not from_net)):
+            if key in self.overhead:
+                return self.overhead[key]
+        return Cost()
+
+    def boundary(self, boundary: str, device: Device) -> Cost:
+        """One crossing of ``boundary``'s queue, on ``device``'s side of it."""
+        mirror = {"rx": "tx", "tx": "rx"}[boundary]
+        for key in ((boundary, device), (mirror, device)):
+            if key in self.crossing:
+                return self.crossing[key]
+        return Cost()
+
+
+def thread_choices(limit: int) -> list[int]:
+    """The thread counts tried for a part on a side with ``limit`` cores free."""
+    return [n for n in THREADS if n <= limit]
+
+
+def placements(cut_sets: list[list[Cut]], sizes: dict[str, int], nic_free: int,
+               host_cores: int) -> Iterator[list[Cut]]:
+    """Every combination of one cut per segment (``cut_sets``: each segment's valid cuts,
+    threads unset; ``sizes``: each segment's element count), with threads for each part
+    within the NIC cores left free and ``host_cores`` host threads."""
+    def with_threads(cut: Cut, free: int) -> Iterator[tuple[Cut, int]]:
+        has_rx, has_tx = bool(cut.rx), bool(cut.tx)
+        cpu_part = len(cut.rx) + len(cut.tx) < sizes[cut.segment]
+        for rx in thread_choices(free) if has_rx else [1]:
+            for tx in thread_choices(free - (rx if has_rx else 0)) if has_tx else [1]:
+                used = (rx if has_rx else 0) + (tx if has_tx else 0)
+                if used > free:
+                    continue
+                for cpu in thread_choices(host_cores) if cpu_part else [None]:
+                    yield Cut(cut.segment, cut.rx, cut.tx, rx, cpu, tx), used
+
+    def combos(i: int, free: int) -> Iterator[list[Cut]]:
+        if i == len(cut_sets):
+            yield []
+            return
+        for cut in cut_sets[i]:
+            for threaded, used in with_threads(cut, free):
+                for rest in combos(i + 1, free - used):
+                    yield [threaded] + rest
+    yield from combos(0, nic_free)
+
+
+def measurement(ir0: ProgramIR, placed: ProgramIR, cuts: list[Cut], figures: Figures,
+                workload: Workload, nic_managers: int) -> tuple[Measurement, int, list[str]]:
+    """The counts ``placed`` (``ir0``'s program cut by ``cuts``, through every pass) would
+    have per packet; its host threads; the elements charged the other side's cost."""
+    by_segment = {c.segment: c for c in cuts}
+    m = Measurement(packets=workload.frames, frame_bytes=workload.frame_bytes,
+                    replies=figures.replies)
+    estimated: list[str] = []
+    host_threads = 0
+    crossings = {"rx": 0.0, "tx": 0.0}
+    for seg in ir0.segments.values():
+        cut = by_segment.get(seg.name)
+        parts = {"rx": [], "cpu": [], "tx": []} if cut else {"fixed": list(seg.elements)}
+        for name in seg.elements:
+            if cut:
+                parts[part_of(name, cut.rx, cut.tx)].append(name)
+        for part, names in parts.items():
+            if not names:
+                continue
+            device = seg.device if part == "fixed" else \
+                Device.CPU if part == "cpu" else Device.NIC
+            threads = len(seg.cores) if part == "fixed" else \
+                getattr(cut, f"{part}_cores") or len(seg.cores)
+            cost, serial = Cost(), Cost()
+            from_net = any(ir0.node(n).uses_network and not ir0.node(n).inputs for n in names)
+            entering = figures.received if from_net or part == "fixed" else 0.0
+            for n in names:
+                own, other_side = figures.element(n, device)
+                cost.add(own)
+                serial.add(figures.held(n, device))
+                if other_side and own.instructions:
+                    estimated.append(n)
+            if cut:
+                for boundary, (a, b) in (("rx", ("rx", "cpu")), ("tx", ("cpu", "tx"))):
+                    taken = sum(figures.edges.get((u, v), 0.0) for u, v in ir0.graph.edges()
+                                if u in seg.elements and v in seg.elements
+                                and part_of(u, cut.rx, cut.tx) == a
+                                and part_of(v, cut.rx, cut.tx) == b)
+                    if part in (a, b) and taken:
+                        cost.add(figures.boundary(boundary, device), taken)
+                        if part == b:
+                            entering = taken
+                        if part == a:
+                            crossings[boundary] += taken
+            cost.add(figures.part_overhead(device, from_net), entering)
+            sends = any(ir0.node(n).uses_network and ir0.node(n).inputs and not ir0.node(n).outputs
+                        for n in names)
+            whole = part == "fixed" or len(names) == len(seg.elements)
+            name = seg.name if whole or part == "cpu" else f"{seg.name}_{part}"
+            process = seg.process if device == Device.CPU else "nic"
+            m.segments[name] = SegmentCounts(
+                process, device == Device.NIC, threads=threads, instructions=cost.instructions,
+                atomics=cost.atomics, misses=dict(cost.misses),
+                serial_instructions=serial.instructions, serial_atomics=serial.atomics,
+                received=figures.received if from_net else 0.0,
+                sent=figures.replies if sends else 0.0)
+            if device == Device.CPU:
+                host_threads += threads
+    on_nic = any(s.on_nic for s in m.segments.values())
+    host_io = any(n.uses_network and not n.inputs and _device(ir0, cuts, n.name) == Device.CPU
+                  for n in ir0.nodes())
+    entries, payload = _entries(placed, crossings, workload)
+    m.machines[""] = Machine(host_io=host_io, nic_managers=nic_managers if on_nic else 0,
+                             queue_entries=entries, queue_bytes=payload)
+    return m, host_threads, sorted(set(estimated))
+
+
+def _device(ir0: ProgramIR, cuts: list[Cut], name: str) -> Device:
+    """Where element ``name`` of ``ir0`` runs under ``cuts``."""
+    seg = ir0.segments[ir0.node(name).segment]
+    cut = next((c for c in cuts if c.segment == seg.name), None)
+    if cut is None:
+        return seg.device
+    return Device.CPU if part_of(name, cut.rx, cut.tx) == "cpu" else Device.NIC
+
+
+def _entries(placed: ProgramIR, crossings: dict[str, float],
+             workload: Workload) -> tuple[float, float]:
+    """Queue entries over PCIe per packet, and their bytes: each cut queue's entry as the
+    front end lays it out (a frame crossing whole counted at the workload's mean size)."""
+    entries = payload = 0.0
+    for q in placed.queues.values():
+        if not q.boundary or not crossings[q.boundary]:
+            continue
+        sizes = []
+        for ch in channels(placed, q):
+            fixed = sum(field_size(f) or 0 for f in ch.fixed)
+            variable = sum(v.packet.window if v.packet is not None and v.packet.window
+                           is not None else workload.frame_bytes for v in ch.variable)
+            sizes.append(entry_size(int(fixed + variable)))
+        entries += crossings[q.boundary]
+        payload += crossings[q.boundary] * (sum(sizes) / len(sizes) if sizes else 0.0)
+    return entries, payload
+
+
+def rank(rows: list[Placement], objective: str, rate: float | None = None) -> list[Placement]:
+    """Best first for ``objective`` (``host-cores-at``: the rows meeting ``rate`` with the
+    fewest host cores, then the others); failed predictions last."""
+    def key(p: Placement) -> tuple[float, ...]:
+        failed = 1.0 if p.prediction.error else 0.0
+        if objective == "per-host-core":
+            return (failed, -p.per_host_core, -p.packets_per_s, p.nic_threads)
+        if objective == "host-cores-at":
+            assert rate is not None
+            meets = 0.0 if p.packets_per_s >= rate else 1.0
+            return (failed, meets, p.host_cores if not meets else 0.0, -p.packets_per_s,
+                    p.nic_threads)
+        if objective == "latency":
+            return (failed, p.prediction.latency.p50_us, -p.packets_per_s)
+        return (failed, -p.packets_per_s, p.host_cores, p.nic_threads)
+    return sorted(rows, key=key)

@@ -1,0 +1,194 @@
+"""Cutting target.AUTO segments: every cut of small graphs against a hand count, the reason
+each invalid one is rejected, and what a cut makes (segments, queues, carried values)."""
+from __future__ import annotations
+
+import pytest
+
+from floem import (Element, FloemError, Input, Int, Output, Persistent, Program, Segment, State,
+                   Field, cut, target)
+from floem.ir import Cut, Device, Role
+from floem.place.cuts import candidates
+
+from .conftest import Gen, Inc, Sink, here, run_until
+
+
+class Counter(State):
+    """A count two elements share."""
+
+    n = Field(Int)
+
+
+class Count(Element):
+    """Adds one and counts in a persistent state."""
+
+    counter = Persistent(Counter)
+
+    def configure(self) -> None:
+        self.inp = Input(Int)
+        self.out = Output(Int)
+
+    def states(self, counter: Counter) -> None:
+        self.counter = counter
+
+    def impl(self) -> None:
+        self.run_c("int x = inp(); counter->n++; output { out(x + 1); }")
+
+
+class HostInc(Inc):
+    """Adds one with the host's help."""
+
+    host_only = True
+
+
+class Pair(Element):
+    """A join: adds its two inputs."""
+
+    def configure(self) -> None:
+        self.a = Input(Int)
+        self.b = Input(Int)
+        self.out = Output(Int)
+
+    def impl(self) -> None:
+        self.run_c("int x = a(); int y = b(); output { out(x + y); }")
+
+
+class Branch(Element):
+    """An output switch: odd values one way, even ones the other."""
+
+    def configure(self) -> None:
+        self.inp = Input(Int)
+        self.odd = Output(Int)
+        self.even = Output(Int)
+
+    def impl(self) -> None:
+        self.run_c("int x = inp(); output switch { case x % 2: odd(x); else: even(x); }")
+
+
+def chain(middle: type = Inc, shared: bool = False) -> Program:
+    """S -> A -> B -> T in one AUTO segment (A of class ``middle``; A and B sharing a
+    persistent state when ``shared``)."""
+    with Program("chain") as p:
+        class Chain(Segment):
+            def impl(self) -> None:
+                if shared:
+                    counter = Counter()
+                    a, b = Count(name="A", states=[counter]), Count(name="B", states=[counter])
+                else:
+                    a, b = middle(name="A"), Inc(name="B")
+                Gen(name="S") >> a >> b >> Sink(name="T")
+        Chain("c", device=target.AUTO)
+    return p
+
+
+def fan_out_join() -> Program:
+    """S fans out to A and B, whose outputs join in J, then T."""
+    with Program("diamond") as p:
+        class Diamond(Segment):
+            def impl(self) -> None:
+                s, j = Gen(name="S"), Pair(name="J")
+                s >> Inc(name="A") >> j.a
+                s >> Inc(name="B") >> j.b
+                j >> Sink(name="T")
+        Diamond("d", device=target.AUTO)
+    return p
+
+
+def cuts_of(p: Program, segment: str) -> tuple[int, int, dict[tuple[frozenset, frozenset], str | None]]:
+    ir = run_until(p, "parse_bodies")
+    found = candidates(ir, ir.segments[segment])
+    return len(found), sum(c.problem is None for c in found), {(c.rx, c.tx): c.problem for c in found}
+
+
+def fs(*names: str) -> frozenset[str]:
+    return frozenset(names)
+
+
+def test_a_chain_of_four_has_fifteen_cuts_eleven_valid() -> None:
+    total, valid, problems = cuts_of(chain(), "c")
+    # (n + 1)(n + 2) / 2 pairs of a prefix and a suffix; the four with an empty CPU part
+    # between a receiving and a sending part (or a sending part alone) are not programs.
+    assert (total, valid) == (15, 11)
+    assert problems[(fs("S", "A"), fs("B", "T"))] is not None
+    assert problems[(fs("S", "A"), fs("T"))] is None
+    assert "needs a CPU part" in problems[(fs(), fs("S", "A", "B", "T"))]
+
+
+def test_fan_out_and_join_has_four_valid_cuts() -> None:
+    total, valid, problems = cuts_of(fan_out_join(), "d")
+    # 27 pairs; the 17 with a receiving part that edges leave from two places (or from one
+    # port fanning out) are rejected once each, whatever the sending part: 4 entries.
+    assert (total, valid) == (27 - 17 + 4, 4)
+    valid_cuts = {k for k, v in problems.items() if v is None}
+    assert valid_cuts == {(fs(), fs()), (fs(), fs("T")), (fs("S", "A", "B", "J"), fs()),
+                          (fs("S", "A", "B", "J", "T"), fs())}
+    assert "'S'.out fans out" in problems[(fs("S"), None)]
+    assert "could cross twice" in problems[(fs("S", "A", "B"), None)]
+    assert "join 'J'" in problems[(fs(), fs("A", "J", "T"))]
+
+
+def test_shared_state_keeps_its_users_on_one_side() -> None:
+    total, valid, problems = cuts_of(chain(shared=True), "c")
+    assert (total, valid) == (15, 7)
+    assert "persistent state" in problems[(fs("S", "A"), fs())]
+    assert problems[(fs(), fs("A", "B", "T"))] is None
+
+
+def test_a_host_only_element_stays_on_the_cpu() -> None:
+    total, valid, problems = cuts_of(chain(middle=HostInc), "c")
+    # 15 pairs, of which the 6 whose receiving part holds A count once per receiving part.
+    assert (total, valid) == (15 - 6 + 3, 6)
+    assert "host-only" in problems[(fs("S", "A"), None)]
+    assert "host-only" in problems[(fs(), fs("A", "B", "T"))]
+
+
+def test_a_switch_may_send_each_branch_over_its_own_channel() -> None:
+    with Program("branchy") as p:
+        class Branchy(Segment):
+            def impl(self) -> None:
+                b = Branch(name="B")
+                Gen(name="S") >> b
+                b.odd >> Sink(name="O")
+                b.even >> Sink(name="E")
+        Branchy("b", device=target.AUTO)
+        cut("b", rx=["S", "B"])
+    ir = run_until(p, "check_segments")
+    q = ir.queues["b_rxq"]
+    assert (q.channels, q.boundary) == (2, "rx")
+    assert ir.segments["b_rx"].device == Device.NIC and ir.segments["b"].device == Device.CPU
+
+
+def test_a_cut_moves_values_through_the_per_packet_state() -> None:
+    p = chain()
+    ir = run_until(p, "liveness", cuts=(Cut("c", rx=("S",), tx=("T",), rx_cores=2),))
+    assert ir.segments["c_rx"].cores == [0, 1] and ir.segments["c_tx"].device == Device.NIC
+    roles = {ir.node(n).cls_name for n in ir.segments["c"].elements}
+    assert {"CutUnstash", "CutStash"} <= roles
+    assert ir.queues["c_rxq"].fields == [["c_rxq_0_v0"]]
+    assert ir.queues["c_txq"].fields == [["c_txq_0_v0"]]
+    assert ir.node("c_rxq_enq0").role == Role.ENQUEUE
+
+
+def test_an_invalid_cut_is_an_error_at_its_line() -> None:
+    p = chain(shared=True)
+    with p:
+        line = here() + 1
+        cut("c", rx=["S", "A"])
+    with pytest.raises(FloemError) as e:
+        run_until(p, "split_auto")
+    assert e.value.line == line and "persistent state" in str(e.value)
+
+
+def test_a_cut_of_a_segment_that_is_not_auto_is_an_error() -> None:
+    with Program("plain") as p:
+        class Plain(Segment):
+            def impl(self) -> None:
+                Gen(name="S") >> Sink(name="T")
+        Plain("p")
+        cut("p", rx=["S"])
+    with pytest.raises(FloemError, match="not a target.AUTO segment"):
+        run_until(p, "split_auto")
+
+
+def test_without_a_cut_an_auto_segment_runs_on_the_cpu() -> None:
+    ir = run_until(chain(), "placement")
+    assert ir.segments["c"].device == Device.CPU and not ir.queues

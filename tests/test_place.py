@@ -1,0 +1,124 @@
+"""floem place: the objectives it takes, the app file it writes, a search of the AES network
+function from the command line (ranked, checked by running, its winner runnable), and a
+broken lowering caught by the check."""
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+
+import dpkt
+import pytest
+
+from floem.errors import FloemError
+from floem.explore.measure import Workload
+from floem.ir import Cut
+from floem.passes.split_auto import BREAK_ENV
+from floem.place.app_file import cut_call, diff, placed_source
+from floem.place.check import same_output, sent_frames
+from floem.place.command import parse_objective
+from floem.place.search import placements
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+AES = os.path.join(ROOT, "examples", "nf", "aes.py")
+#: The AES segment cut as the paper's split would be: packet I/O on the NIC, AES on the host.
+SPLIT = Cut("aes", ("FromNet0", "CheckUDP0"), ("ClearUDPChecksum0", "SwapUDP0", "ToNet0"))
+
+
+@pytest.fixture(scope="module")
+def capture(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = str(tmp_path_factory.mktemp("place") / "aes.pcap")
+    subprocess.run([sys.executable, os.path.join(ROOT, "examples", "nf", "load.py"), "aes",
+                    "--size", "256", "--count", "100", "--pcap", path], check=True,
+                   capture_output=True)
+    return path
+
+
+def test_objectives_and_rates() -> None:
+    assert parse_objective("throughput") == ("throughput", None)
+    assert parse_objective("host-cores-at 2Mpps") == ("host-cores-at", 2e6)
+    assert parse_objective("host-cores-at 750k") == ("host-cores-at", 750e3)
+    for bad in ("fastest", "host-cores-at", "host-cores-at lots", "latency 5"):
+        with pytest.raises(FloemError):
+            parse_objective(bad)
+
+
+def test_the_placed_app_is_the_app_with_an_origin_and_a_cut(tmp_path) -> None:
+    written = str(tmp_path / "placed.py")
+    text = placed_source(AES, [SPLIT], written, "a test")
+    tree = ast.parse(text)
+    assert ast.get_docstring(tree) == ast.get_docstring(ast.parse(open(AES).read()))
+    assert text.rstrip().endswith(cut_call(SPLIT))
+    origin = os.path.relpath(AES, str(tmp_path))
+    assert f"floem.origin({origin!r})" in text
+    added = [line for line in diff(AES, text, written).splitlines()
+             if line.startswith("+") and not line.startswith("+++")]
+    assert len(added) == 5          # import and origin; a blank line, the note and the cut
+
+
+def test_a_broken_lowering_changes_the_output(capture: str, monkeypatch) -> None:
+    workload = Workload.read(capture)
+    reference = sent_frames(AES, [], ["device=auto"], [], workload)
+    assert len(reference) == 100
+    assert same_output(reference, sent_frames(AES, [SPLIT], ["device=auto"], [], workload)) is None
+    monkeypatch.setenv(BREAK_ENV, "1")
+    difference = same_output(reference, sent_frames(AES, [SPLIT], ["device=auto"], [], workload))
+    assert difference == "frame 0 differs"
+
+
+def place(args: list[str], cwd: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "floem.cli", "place", *args], cwd=cwd,
+                          capture_output=True, text=True, env={**os.environ, **(env or {})})
+
+
+@pytest.mark.slow
+def test_place_catches_a_broken_lowering_as_a_compiler_bug(capture: str, tmp_path) -> None:
+    result = place([AES, "-D", "device=auto", "--pcap", capture, "--objective", "per-host-core",
+                    "--top", "3", "-o", "b"], str(tmp_path), {BREAK_ENV: "1"})
+    assert result.returncode == 1, result.stderr
+    assert "compiler bug" in result.stderr
+    placements = json.load(open(tmp_path / "b.json"))["placements"]
+    assert any(p["checked"] is False for p in placements)
+    assert all(p["checked"] is not False for p in placements if not p["nic"])
+
+
+def test_place_ranks_checks_and_writes_a_runnable_app(capture: str, tmp_path) -> None:
+    result = place([AES, "-D", "device=auto", "--pcap", capture, "--nic", "liquidio",
+                    "--host", "xeon-e5-2680v3", "--objective", "per-host-core", "--top", "2",
+                    "-o", "aes_placed"], str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert "| placement (NIC rx | CPU || NIC tx) |" in result.stdout
+    placements = json.load(open(tmp_path / "aes_placed.json"))["placements"]
+    best = placements[0]
+    # AES on the NIC, as the paper found: no host core at all.
+    assert best["cpu"] == [] and "AESEncrypt0" in best["nic"] and best["checked"] is True
+    assert sum(p["checked"] is True for p in placements) == 2
+    assert all(p["checked"] is None for p in placements[2:] if p["checked"] is not True)
+    rates = [p["per_host_core"] for p in placements if p["per_host_core"] is not None]
+    assert rates == sorted(rates, reverse=True)
+    for name in ("aes_placed.csv", "aes_placed.py", "aes_placed.diff"):
+        assert (tmp_path / name).exists()
+    elsewhere = tmp_path / "elsewhere"          # run from another directory
+    elsewhere.mkdir()
+    out = str(elsewhere / "out.pcap")
+    run = subprocess.run([sys.executable, "-m", "floem.cli", "run",
+                          str(tmp_path / "aes_placed.py"), "-D", "device=auto", "--net", "pcap",
+                          "--pcap-in", capture, "--pcap-out", out, "--duration", "4"],
+                         cwd=str(elsewhere), capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    with open(out, "rb") as f:
+        assert len(list(dpkt.pcap.Reader(f))) == 100
+
+
+def test_threads_stay_within_the_cores() -> None:
+    cuts = [[Cut("s"), Cut("s", ("a",)), Cut("s", ("a",), ("c",)), Cut("s", ("a", "b", "c"))]]
+    found = list(placements(cuts, {"s": 3}, nic_free=3, host_cores=1))
+    assert all((c.rx_cores if c.rx else 0) + (c.tx_cores if c.tx else 0) <= 3
+               and (c.cpu_cores or 0) <= 1 for [c] in found)
+    # all on the CPU: 1 thread; rx | cpu: 1 or 2 NIC threads; rx | cpu || tx: 1 + 1, 1 + 2,
+    # 2 + 1; all on the NIC: 1 or 2.
+    assert len(found) == 1 + 2 + 3 + 2
+    assert list(placements(cuts, {"s": 3}, nic_free=3, host_cores=0)) == \
+        [[Cut("s", ("a", "b", "c"), (), 1, None, 1)], [Cut("s", ("a", "b", "c"), (), 2, None, 1)]]
