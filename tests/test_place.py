@@ -122,3 +122,24 @@ def test_threads_stay_within_the_cores() -> None:
     assert len(found) == 1 + 2 + 3 + 2
     assert list(placements(cuts, {"s": 3}, nic_free=3, host_cores=0)) == \
         [[Cut("s", ("a", "b", "c"), (), 1, None, 1)], [Cut("s", ("a", "b", "c"), (), 2, None, 1)]]
+
+
+#: The key-value store cut as the paper's split design: the NIC parses, builds SET records
+#: and answers what it can; the host keeps the store; the NIC writes the replies.
+KVS_SPLIT = Cut("kvs", ("FromNet0", "ParseRequest0", "HashKey0", "Classify0", "MakeRecord0",
+                        "NetFree0", "Respond3", "ToNet3"),
+                ("Respond0", "ToNet0", "Respond1", "ToNet1", "Respond2", "ToNet2"))
+
+
+@pytest.mark.slow
+def test_the_key_value_store_cut_as_the_paper_split_it_answers_the_same(tmp_path) -> None:
+    capture = str(tmp_path / "kvs.pcap")
+    subprocess.run([sys.executable, os.path.join(ROOT, "examples", "kvs", "load.py"), "--pcap",
+                    capture, "--keys", "500", "--requests", "3000"], check=True,
+                   capture_output=True)
+    workload = Workload.read(capture)
+    kvs = os.path.join(ROOT, "examples", "kvs", "kvs.py")
+    reference = sent_frames(kvs, [], ["design=auto"], [], workload)
+    assert len(reference) == 3500
+    assert same_output(reference, sent_frames(kvs, [KVS_SPLIT], ["design=auto"], [],
+                                              workload)) is None

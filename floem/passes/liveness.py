@@ -208,20 +208,34 @@ def _packet_bytes(ir: ProgramIR, succ: dict[str, list[str]], q: QueueIR, c: int)
 
 
 def _check_cut_fields(ir: ProgramIR, q: QueueIR) -> None:
-    """A queue a cut made (``split_auto``) carries no plain pointer: it would point into
-    the memory of the other side (a frame or typed packet crosses as its bytes)."""
+    """A queue a cut made (``split_auto``) carries a plain pointer field only past elements
+    that do not read it: a pointer into the memory of one side may cross the other and come
+    back (a handle the NIC gets again), but never be read there. A frame or typed packet
+    crosses as its bytes."""
     state = ir.node(q.dequeuer).packet_state
     if state is None:
         return
     framed = {name for f in state.fields if f.frame is not None
               for name in (f.frame.length, f.frame.buffer)}
-    for c, names in enumerate(q.fields):
+    sender = ir.segments[ir.node(q.enqueuers[0][0]).segment].elements
+    receiver = ir.segments[ir.node(q.dequeuer).segment].elements
+    for names in q.fields:
         for name in names:
             f = state.field(name)
-            if f is not None and f.type.c.endswith("*") and f.size is None and name not in framed:
+            if f is None or not f.type.c.endswith("*") or f.size is not None or name in framed:
+                continue
+            made_here = q.boundary == "rx" or any(_writes(ir.node(n), name) for n in sender)
+            reader = next((n for n in receiver if ir.node(n).info is not None
+                           and name in ir.node(n).info.fields.uses), None)
+            if made_here and reader is not None:
                 raise q.loc.error(f"the cut's queue '{q.name}' would carry per-packet field "
-                                  f"{state.name}.{name}, a pointer into the memory of the "
-                                  "side it leaves (a Frame field crosses as its bytes)")
+                                  f"{state.name}.{name}, a pointer into the memory of the side "
+                                  f"it leaves, to '{reader}', which reads it (a Frame field "
+                                  "crosses as its bytes)")
+
+
+def _writes(n: ElementNode, field: str) -> bool:
+    return n.info is not None and field in (n.info.fields.writes | n.info.fields.kills)
 
 
 def _field_order(n: ElementNode) -> list[str]:

@@ -87,17 +87,18 @@ def cut_problem(ir: ProgramIR, seg: SegmentIR, rx: Iterable[str],
 
     The rules: each part is closed (everything before an ``rx`` element is in ``rx``,
     everything after a ``tx`` element in ``tx``); no host-only element on the NIC; a
-    join's inputs on its side; packet I/O on one side; every persistent state used from one
-    side only; a queue's producers on one side; a packet crosses each boundary at most once (one edge, or the ports of one
-    element, whose output switch fires one of them), carrying no pointer but a frame; no
-    ``run_order`` across a boundary; no edge from ``rx`` straight to ``tx``.
+    join's inputs on its side; packet I/O on one side; every persistent state used from
+    one side only; a queue's producers on one side; a packet crosses each boundary at most
+    once (one edge, or several that no packet takes together), carrying no pointer but a
+    frame; no ``run_order`` across a boundary; no edge from ``rx`` straight to ``tx``.
     """
     rx, tx = set(rx), set(tx)
     members = set(seg.elements)
-    for name in sorted((rx | tx) - members):
-        return f"'{name}' is not an element of segment '{seg.name}'"
-    for name in sorted(rx & tx):
-        return f"'{name}' is in both rx and tx"
+    strangers, twice = sorted((rx | tx) - members), sorted(rx & tx)
+    if strangers:
+        return f"'{strangers[0]}' is not an element of segment '{seg.name}'"
+    if twice:
+        return f"'{twice[0]}' is in both rx and tx"
     side = {n: Device.CPU if part_of(n, rx, tx) == "cpu" else Device.NIC for n in members}
     for u, v, _ in ir.graph.edges(data=True):
         if u in members and v in members:
@@ -203,9 +204,9 @@ def several_paths(ir: ProgramIR, names: Iterable[str]) -> str | None:
     """What may send one packet down two paths among the elements ``names`` (a port
     connected to several inputs, an ``output { ... }`` firing several connected ports), or
     None when each packet takes one path through them (``output multiple`` has one port,
-    and each call of it is a packet of its own). Before
-    ``parse_bodies`` an element's ports are taken to be a switch's; `floem.passes.check_segments`
-    checks a cut again once the bodies are analysed."""
+    and each call of it is a packet of its own). Before ``parse_bodies`` an element's
+    ports are taken to be a switch's; `floem.passes.check_segments` checks a cut again
+    once the bodies are analysed."""
     for name in sorted(names):
         n = ir.node(name)
         ports = [d["out_port"] for _, _, d in ir.out_edges(name)]
@@ -232,6 +233,7 @@ def _values_problem(types: list[str]) -> str | None:
 
 
 def _cores_problem(cut: Cut) -> str | None:
+    """A thread count of ``cut`` that is not a positive whole number, or None."""
     for name in ("rx_cores", "cpu_cores", "tx_cores"):
         value = getattr(cut, name)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool)

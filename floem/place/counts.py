@@ -7,7 +7,8 @@ the element functions it calls; what a thread executes outside its elements (its
 taking a packet from the network or a queue) is the overhead of its part. The queue
 elements a cut adds (stash, enqueue; dequeue, save, unstash, release) give the cost of one
 crossing of each boundary, per side; call counts from one element to another give how
-often each edge is taken. A few probes (all on the CPU; as much as can be on the NIC; one
+often each edge is taken, and calls of ``floem_engine_end`` which element hands work to
+an engine (AES-NI on the host, a crypto unit on the NIC). A few probes (all on the CPU; as much as can be on the NIC; one
 with both boundaries) give every figure a placement needs, so the search builds a few
 programs, not one per placement.
 """
@@ -25,8 +26,9 @@ from floem.explore.measure import Geometry, Misses, Replay, RunFailed, Workload
 from floem.ir import Cut, Device, ProgramIR
 from floem.place.app_file import placed_source
 
-#: The parts of a cut segment and the boundary a queue of each crosses.
-BOUNDARIES = ("rx", "tx")
+#: The runtime function an element calls once per piece of work it hands to an engine
+#: (runtime.h); the run's report gives the bytes.
+ENGINE_END = "floem_engine_end"
 
 
 @dataclass
@@ -64,6 +66,7 @@ class Probe:
     received: float = 0.0                   # frames received per packet
     replies: float = 0.0                    # frames sent per packet
     serial: dict[str, tuple[Device, Cost]] = field(default_factory=dict)  # holding a lock
+    engine: dict[str, tuple[Device, float, float]] = field(default_factory=dict)  # calls, bytes
 
 
 def count_probe(app: str, defines: list[str], options: list[str], workload: Workload,
@@ -100,6 +103,8 @@ def _counted_run(placed: str, defines: list[str], options: list[str], workload: 
             stderr = run.stop()
         report = parse(stderr.splitlines())
         probe.received, probe.replies = report.rx / workload.frames, report.tx / workload.frames
+        calls = sum(t.engine_calls for t in report.threads)
+        per_call = sum(t.engine_bytes for t in report.threads) / calls if calls else 0.0
         for proc in ir.processes.values():
             geometry = caches.get(proc.device == Device.NIC, "")
             paths = sorted(glob.glob(f"{glob.escape(base)}.{proc.name}-*"))
@@ -108,6 +113,7 @@ def _counted_run(placed: str, defines: list[str], options: list[str], workload: 
             for path in paths:
                 _read_thread(ir, _unclone(read_profile(path)), proc.device, geometry,
                              workload.frames, probe)
+        probe.engine = {n: (d, c, c * per_call) for n, (d, c, _) in probe.engine.items()}
     return report.lock_acquisitions
 
 
@@ -135,6 +141,9 @@ def _read_thread(ir: ProgramIR, profile: Profile, device: Device, geometry: Geom
         else:
             probe.elements[name] = (device, own)
         for callee, times in profile.called.get(name, {}).items():
+            if callee == ENGINE_END:
+                before = probe.engine.get(name, (device, 0.0, 0.0))[1]
+                probe.engine[name] = (device, before + times / packets, 0.0)
             if callee in names:
                 probe.edges[(name, callee)] = probe.edges.get((name, callee), 0.0) + times / packets
     source = ir.node(segment.source) if segment.source else None

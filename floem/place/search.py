@@ -3,7 +3,9 @@
 A placement is a valid cut of every ``target.AUTO`` segment with a thread count for each
 part. Its counts are put together from the probes (`floem.place.counts`): each element's
 own cost on its side (measured there; an element never counted on that side is charged
-its cost on the other one, the same C compiled for the same machine), each part's
+its cost on the other one, the same C compiled for the same machine), the work it hands
+to an engine on that side (AES-NI, a NIC's crypto units: the model charges it by rate),
+what it executes holding a lock, each part's
 overhead per packet entering it, each boundary's queue elements per crossing (times how
 often the cut's edges are taken, from the all-CPU probe), the frames received and sent by
 the parts holding packet I/O, and the PCIe traffic of the queue entries (the fields
@@ -83,6 +85,7 @@ class Figures:
     received: float
     replies: float
     serial: dict[tuple[str, Device], Cost] = field(default_factory=dict)   # holding a lock
+    engine: dict[tuple[str, Device], tuple[float, float]] = field(default_factory=dict)
 
     @classmethod
     def merge(cls, cpu: Probe, others: list[tuple[Probe, dict[str, float]]]) -> "Figures":
@@ -100,10 +103,14 @@ class Figures:
                 if crossed.get(boundary):
                     crossing.setdefault((boundary, d), c.scaled(1 / crossed[boundary]))
         serial = {(n, d): c for n, (d, c) in cpu.serial.items()}
+        engine = {(n, d): (c, b) for n, (d, c, b) in cpu.engine.items()}
         for probe, _ in others:
             for n, (d, c) in probe.serial.items():
                 serial.setdefault((n, d), c)
-        return cls(elements, overhead, crossing, cpu.edges, cpu.received, cpu.replies, serial)
+            for n, (d, c, b) in probe.engine.items():
+                engine.setdefault((n, d), (c, b))
+        return cls(elements, overhead, crossing, cpu.edges, cpu.received, cpu.replies, serial,
+                   engine)
 
     def element(self, name: str, device: Device) -> tuple[Cost, bool]:
         """``name``'s own cost on ``device``, and whether it is the other side's."""
@@ -190,13 +197,15 @@ def measurement(ir0: ProgramIR, placed: ProgramIR, cuts: list[Cut], figures: Fig
                 Device.CPU if part == "cpu" else Device.NIC
             threads = len(seg.cores) if part == "fixed" else \
                 getattr(cut, f"{part}_cores") or len(seg.cores)
-            cost, serial = Cost(), Cost()
+            cost, serial, engine_calls, engine_bytes = Cost(), Cost(), 0.0, 0.0
             from_net = any(ir0.node(n).uses_network and not ir0.node(n).inputs for n in names)
             entering = figures.received if from_net or part == "fixed" else 0.0
             for n in names:
                 own, other_side = figures.element(n, device)
                 cost.add(own)
                 serial.add(figures.held(n, device))
+                calls, moved = figures.engine.get((n, device), (0.0, 0.0))
+                engine_calls, engine_bytes = engine_calls + calls, engine_bytes + moved
                 if other_side and own.instructions:
                     estimated.append(n)
             if cut:
@@ -221,6 +230,7 @@ def measurement(ir0: ProgramIR, placed: ProgramIR, cuts: list[Cut], figures: Fig
                 process, device == Device.NIC, threads=threads, instructions=cost.instructions,
                 atomics=cost.atomics, misses=dict(cost.misses),
                 serial_instructions=serial.instructions, serial_atomics=serial.atomics,
+                engine_calls=engine_calls, engine_bytes=engine_bytes,
                 received=figures.received if from_net else 0.0,
                 sent=figures.replies if sends else 0.0)
             if device == Device.CPU:

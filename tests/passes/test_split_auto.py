@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from floem import (Element, FloemError, Input, Int, Output, Persistent, Program, Segment, State,
-                   Field, cut, target)
+from floem import (Element, Field, FloemError, Flow, Input, Int, Output, PerPacket, Persistent,
+                   Pointer, Program, Segment, State, Uint, cut, target)
 from floem.ir import Cut, Device, Role
 from floem.place.cuts import candidates
 
@@ -192,3 +192,99 @@ def test_a_cut_of_a_segment_that_is_not_auto_is_an_error() -> None:
 def test_without_a_cut_an_auto_segment_runs_on_the_cpu() -> None:
     ir = run_until(chain(), "placement")
     assert ir.segments["c"].device == Device.CPU and not ir.queues
+
+
+class Handle(State):
+    """A per-packet state holding a plain pointer."""
+
+    p = Field(Pointer(Uint(8)))
+    n = Field(Int)
+
+
+class Point(Element):
+    """Sets the pointer (to a byte of its own)."""
+
+    def configure(self) -> None:
+        self.inp = Input(Int)
+        self.out = Output()
+
+    def impl(self) -> None:
+        self.run_c("static uint8_t b; int x = inp(); state->p = &b; state->n = x; "
+                   "output { out(); }")
+
+
+class Pass(Element):
+    """Counts, leaving the pointer alone."""
+
+    def configure(self) -> None:
+        self.inp = Input()
+        self.out = Output()
+
+    def impl(self) -> None:
+        self.run_c("inp(); state->n++; output { out(); }")
+
+
+class Deref(Element):
+    """Reads through the pointer."""
+
+    def configure(self) -> None:
+        self.inp = Input()
+
+    def impl(self) -> None:
+        self.run_c("inp(); state->n += *state->p;")
+
+
+def handles() -> Program:
+    with Program("handles") as p:
+        class Handles(Flow):
+            state = PerPacket(Handle)
+
+            def impl(self) -> None:
+                class H(Segment):
+                    def impl(self) -> None:
+                        Gen(name="S") >> Point(name="P") >> Pass(name="A") >> Deref(name="D")
+                H("h", device=target.AUTO)
+        Handles()
+    return p
+
+
+def test_a_pointer_may_cross_and_come_back_but_not_be_read_across() -> None:
+    p = handles()
+    ir = run_until(p, "liveness", cuts=(Cut("h", rx=("S", "P"), tx=("D",)),))
+    assert "p" in ir.queues["h_rxq"].fields[0] and "p" in ir.queues["h_txq"].fields[0]
+    with pytest.raises(FloemError, match="Handle.p, a pointer .* to 'D', which reads it"):
+        run_until(p, "liveness", cuts=(Cut("h", rx=("S", "P")),))
+    with pytest.raises(FloemError, match="to 'D', which reads it"):
+        run_until(p, "liveness", cuts=(Cut("h", rx=(), tx=("D",)),))
+
+
+class Both(Element):
+    """Fires both its ports for every packet."""
+
+    def configure(self) -> None:
+        self.inp = Input(Int)
+        self.a = Output(Int)
+        self.b = Output(Int)
+
+    def impl(self) -> None:
+        self.run_c("int x = inp(); output { a(x); b(x); }")
+
+
+def branches(split: type, ports: tuple[str, str]) -> Program:
+    """S -> B (``split``), each of its ``ports`` through an Inc to a Sink."""
+    with Program("branches") as p:
+        class Branches(Segment):
+            def impl(self) -> None:
+                b = split(name="B")
+                Gen(name="S") >> b
+                getattr(b, ports[0]) >> Inc(name="X") >> Sink(name="T1")
+                getattr(b, ports[1]) >> Inc(name="Y") >> Sink(name="T2")
+        Branches("b", device=target.AUTO)
+    return p
+
+
+def test_edges_from_several_elements_may_cross_when_a_switch_parted_them() -> None:
+    _, _, problems = cuts_of(branches(Branch, ("odd", "even")), "b")
+    assert problems[(fs(), fs("T1", "T2"))] is None
+    _, _, problems = cuts_of(branches(Both, ("a", "b")), "b")
+    assert "'B' fires several ports for one packet" in problems[(fs(), fs("T1", "T2"))]

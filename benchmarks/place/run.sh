@@ -1,0 +1,33 @@
+#!/bin/bash
+# floem place on the paper's four applications (docs/placement.md, "The paper's
+# applications"): each searched on the LiquidIO beside the Sandy Bridge-EP Xeon of the
+# paper's Figure 10, against one host core (the paper's comparison), and the key-value
+# store per host core too. Writes OUT/<app>-<objective>.{out,csv,json,py,diff}.
+#
+#   bash benchmarks/place/run.sh [OUT]          (default: place-results; about 20 minutes)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+out=${1:-place-results}
+mkdir -p "$out"
+cd "$out"
+python=$root/.venv/bin/python
+nf=$root/examples/nf
+platforms=(--nic liquidio --host xeon-e5-2680v3)
+place() {
+    local name=$1; shift
+    echo "floem place $name ..."
+    "$python" -m floem.cli place "$@" "${platforms[@]}" -o "$name" > "$name.out" 2>&1 \
+        || echo "  exit status $? (see $out/$name.out)"
+}
+one_core=(--objective throughput --host-cores 1)
+place aes-1core "$nf/aes.py" -D device=auto -D engine=true "${one_core[@]}" \
+    --workload "$python $nf/load.py aes --size 1024 --count 2000 --pcap {pcap}"
+place flowclass-1core "$nf/flowclass.py" -D device=auto "${one_core[@]}" \
+    --workload "$python $nf/load.py flowclass --size 80 --count 5000 --pcap {pcap}"
+place sequencer-1core "$nf/sequencer.py" -D device=auto "${one_core[@]}" \
+    --workload "$python $nf/load.py sequencer --size 1024 --count 2000 --pcap {pcap}"
+kvs=(--workload "$python $root/examples/kvs/load.py --pcap {pcap} --keys 1000 --requests 5000")
+place kvs-1core "$root/examples/kvs/kvs.py" -D design=auto "${one_core[@]}" "${kvs[@]}"
+place kvs-per-host-core "$root/examples/kvs/kvs.py" -D design=auto --objective per-host-core \
+    "${kvs[@]}"
