@@ -37,12 +37,12 @@ def placed_source(app: str, cuts: list[Cut], written_to: str, note: str) -> str:
 
 def cut_call(cut: Cut) -> str:
     """``cut`` as the ``floem.cut(...)`` line that states it."""
-    words = [repr(cut.segment), f"rx={list(cut.rx)!r}", f"tx={list(cut.tx)!r}",
-             f"rx_cores={cut.rx_cores}"]
-    if cut.cpu_cores is not None:
-        words.append(f"cpu_cores={cut.cpu_cores}")
-    words.append(f"tx_cores={cut.tx_cores}")
-    return f"floem.cut({', '.join(words)})"
+    words = [repr(cut.segment), f"rx={list(cut.rx)!r}", f"tx={list(cut.tx)!r}"]
+    words += [f"rx_cores={cut.rx_cores}"] if cut.rx else []
+    words += [f"cpu_cores={cut.cpu_cores}"] if cut.cpu_cores is not None else []
+    words += [f"tx_cores={cut.tx_cores}"] if cut.tx else []
+    line = f"floem.cut({', '.join(words)})"
+    return line if len(line) <= 99 else "floem.cut(" + ",\n          ".join(words) + ")"
 
 
 def diff(app: str, placed: str, placed_path: str) -> str:

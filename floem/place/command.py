@@ -113,13 +113,14 @@ def _place(args: argparse.Namespace) -> int:
               f"{output.rate_text(best.packets_per_s)}pkt/s, bound by "
               f"{best.prediction.bottleneck}")
     base = args.out or os.path.splitext(os.path.basename(app))[0]
+    cores = f" --host-cores {args.host_cores}" if args.host_cores is not None else ""
     written = _write(ranked, app, base, f"floem place --nic {nic.name} --host {host.name} "
-                     f"--objective {' '.join(args.objective)}")
+                     f"--objective {' '.join(args.objective)}{cores}")
     print(f"\nfloem: wrote {', '.join(written)}")
-    bugs = [p for p in ranked if p.checked is False]
-    for p in bugs:
-        print(f"floem: compiler bug: placement {p.describe()} ({p.threads()}) changes the "
-              f"output: {p.check_note}", file=sys.stderr)
+    bugs = {_key(p.cuts): p for p in reversed(ranked) if p.checked is False}
+    for p in bugs.values():
+        print(f"floem: compiler bug: the cut {p.describe()} changes the output: "
+              f"{p.check_note}", file=sys.stderr)
     return 1 if bugs else 0
 
 

@@ -26,7 +26,7 @@ from floem.ir.sizes import entry_size, field_size
 from floem.place.counts import Cost, Probe
 from floem.passes.split_auto import part_of
 
-#: Thread counts tried for each part (up to what the platform has).
+#: Thread counts tried for each part (up to what the platform has, which is tried too).
 THREADS = (1, 2, 4, 8, 12)
 #: The objectives ``--objective`` takes (``host-cores-at`` with a rate).
 OBJECTIVES = ("throughput", "per-host-core", "host-cores-at", "latency")
@@ -143,8 +143,9 @@ class Figures:
 
 
 def thread_choices(limit: int) -> list[int]:
-    """The thread counts tried for a part on a side with ``limit`` cores free."""
-    return [n for n in THREADS if n <= limit]
+    """The thread counts tried for a part on a side with ``limit`` cores free: `THREADS`
+    up to it, and all of them."""
+    return sorted({n for n in THREADS if n <= limit} | ({limit} if limit >= 1 else set()))
 
 
 def placements(cut_sets: list[list[Cut]], sizes: dict[str, int], nic_free: int,
