@@ -18,7 +18,8 @@ from floem.api import build, run
 
 __all__ = [
     "FloemError", "Cache", "Queue", "Composite", "Element", "Input", "Output", "Program",
-    "build", "cflags", "cut", "depend", "external_main", "include", "main", "origin", "param", "run",
+    "build", "cflags", "cut", "depend", "external_main", "include", "main", "origin", "param",
+    "run",
     "CallableSegment", "Flow", "Segment", "run_order", "target", "Field", "Frame",
     "MemoryRegion",
     "PerPacket", "Persistent", "State", "Array", "Bool", "Double", "Float", "Int", "Pointer",

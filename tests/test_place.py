@@ -69,7 +69,8 @@ def test_a_broken_lowering_changes_the_output(capture: str, monkeypatch) -> None
     assert difference == "frame 0 differs"
 
 
-def place(args: list[str], cwd: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def place(args: list[str], cwd: str,
+          env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "floem.cli", "place", *args], cwd=cwd,
                           capture_output=True, text=True, env={**os.environ, **(env or {})})
 

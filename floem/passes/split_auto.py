@@ -152,8 +152,9 @@ def _state_problem(ir: ProgramIR, seg: SegmentIR, side: dict[str, Device]) -> st
             used.setdefault(state.name, {}).setdefault(device, n.name)
     for name in sorted({s.name for m in seg.elements for s in ir.node(m).persistent.values()}):
         if len(used[name]) > 1:
-            return (f"persistent state '{name}' would be used on the NIC ('{used[name][Device.NIC]}') "
-                    f"and on the CPU ('{used[name][Device.CPU]}'): its users stay on one side")
+            nic, cpu = used[name][Device.NIC], used[name][Device.CPU]
+            return (f"persistent state '{name}' would be used on the NIC ('{nic}') and on the "
+                    f"CPU ('{cpu}'): its users stay on one side")
     return None
 
 

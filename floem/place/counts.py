@@ -8,9 +8,9 @@ taking a packet from the network or a queue) is the overhead of its part. The qu
 elements a cut adds (stash, enqueue; dequeue, save, unstash, release) give the cost of one
 crossing of each boundary, per side; call counts from one element to another give how
 often each edge is taken, and calls of ``floem_engine_end`` which element hands work to
-an engine (AES-NI on the host, a crypto unit on the NIC). A few probes (all on the CPU; as much as can be on the NIC; one
-with both boundaries) give every figure a placement needs, so the search builds a few
-programs, not one per placement.
+an engine (AES-NI on the host, a crypto unit on the NIC). A few probes (all on the CPU; as
+much as can be on the NIC; one with both boundaries) give every figure a placement needs,
+so the search builds a few programs, not one per placement.
 """
 from __future__ import annotations
 

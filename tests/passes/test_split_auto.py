@@ -93,10 +93,12 @@ def fan_out_join() -> Program:
     return p
 
 
-def cuts_of(p: Program, segment: str) -> tuple[int, int, dict[tuple[frozenset, frozenset], str | None]]:
+def cuts_of(p: Program, segment: str) -> tuple[int, int, dict[tuple, str | None]]:
+    """How many cuts ``segment`` of ``p`` has, how many are valid, and each one's problem."""
     ir = run_until(p, "parse_bodies")
     found = candidates(ir, ir.segments[segment])
-    return len(found), sum(c.problem is None for c in found), {(c.rx, c.tx): c.problem for c in found}
+    problems = {(c.rx, c.tx): c.problem for c in found}
+    return len(found), sum(c.problem is None for c in found), problems
 
 
 def fs(*names: str) -> frozenset[str]:
