@@ -95,7 +95,7 @@ def _place(args: argparse.Namespace) -> int:
                         args.nic_managers, layouts,
                         host.cores if args.host_cores is None else args.host_cores)
         ranked = rank(rows, objective, rate)
-        builds = max(0, args.max_builds - len(probes))
+        builds = max(0, args.max_builds - len(probes) - 1)     # the all-CPU reference too
         _check(app, define_args, args.option, workload, ranked, min(args.top, builds),
                started + args.timeout if args.timeout else None, progress)
         progress.done()
