@@ -24,8 +24,8 @@ from floem.place import app_file
 from floem.place.check import one_thread, same_output, sent_frames
 from floem.place.counts import Probe, count_probe, require
 from floem.place.cuts import Candidate, candidates, segment_order
-from floem.place.search import OBJECTIVES, Figures, Placement, measurement, placements, rank
-from floem.passes.split_auto import part_of
+from floem.place.search import (OBJECTIVES, Figures, Placement, crossings, measurement,
+                                placements, rank)
 
 #: Rows of the ranked table printed (every row is in the CSV and JSON).
 SHOWN = 15
@@ -200,12 +200,8 @@ def _count(app: str, program: Program, defines: list[str], options: list[str],
     for probe, cuts in counted[1:]:
         crossed = {"rx": 0.0, "tx": 0.0}
         for cut in cuts:
-            for (u, v), taken in cpu.edges.items():
-                a, b = part_of(u, cut.rx, cut.tx), part_of(v, cut.rx, cut.tx)
-                if (a, b) == ("rx", "cpu"):
-                    crossed["rx"] += taken
-                elif (a, b) == ("cpu", "tx"):
-                    crossed["tx"] += taken
+            for boundary, taken in crossings(cpu.edges, cut).items():
+                crossed[boundary] += taken
         others.append((probe, crossed))
     return Figures.merge(cpu, others)
 

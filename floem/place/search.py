@@ -175,6 +175,19 @@ def placements(cut_sets: list[list[Cut]], sizes: dict[str, int], nic_free: int,
     yield from combos(0, nic_free)
 
 
+def crossings(edges: dict[tuple[str, str], float], cut: Cut) -> dict[str, float]:
+    """How often per packet each boundary of ``cut`` is crossed (``edges``: how often each
+    edge is taken): the edges from ``rx`` to the CPU part, and from it to ``tx``."""
+    crossed = {"rx": 0.0, "tx": 0.0}
+    for (u, v), taken in edges.items():
+        pair = (part_of(u, cut.rx, cut.tx), part_of(v, cut.rx, cut.tx))
+        if pair == ("rx", "cpu"):
+            crossed["rx"] += taken
+        elif pair == ("cpu", "tx"):
+            crossed["tx"] += taken
+    return crossed
+
+
 def measurement(ir0: ProgramIR, placed: ProgramIR, cuts: list[Cut], figures: Figures,
                 workload: Workload, nic_managers: int) -> tuple[Measurement, int, list[str]]:
     """The counts ``placed`` (``ir0``'s program cut by ``cuts``, through every pass) would
@@ -184,9 +197,10 @@ def measurement(ir0: ProgramIR, placed: ProgramIR, cuts: list[Cut], figures: Fig
                     replies=figures.replies)
     estimated: list[str] = []
     host_threads = 0
-    crossings = {"rx": 0.0, "tx": 0.0}
+    crossed = {"rx": 0.0, "tx": 0.0}
     for seg in ir0.segments.values():
         cut = by_segment.get(seg.name)
+        taken = crossings(figures.edges, cut) if cut else {}
         parts = {"rx": [], "cpu": [], "tx": []} if cut else {"fixed": list(seg.elements)}
         for name in seg.elements:
             if cut:
@@ -209,18 +223,13 @@ def measurement(ir0: ProgramIR, placed: ProgramIR, cuts: list[Cut], figures: Fig
                 engine_calls, engine_bytes = engine_calls + calls, engine_bytes + moved
                 if other_side and own.instructions:
                     estimated.append(n)
-            if cut:
-                for boundary, (a, b) in (("rx", ("rx", "cpu")), ("tx", ("cpu", "tx"))):
-                    taken = sum(figures.edges.get((u, v), 0.0) for u, v in ir0.graph.edges()
-                                if u in seg.elements and v in seg.elements
-                                and part_of(u, cut.rx, cut.tx) == a
-                                and part_of(v, cut.rx, cut.tx) == b)
-                    if part in (a, b) and taken:
-                        cost.add(figures.boundary(boundary, device), taken)
-                        if part == b:
-                            entering = taken
-                        if part == a:
-                            crossings[boundary] += taken
+            for boundary, (a, b) in (("rx", ("rx", "cpu")), ("tx", ("cpu", "tx"))):
+                if part in (a, b) and taken.get(boundary):
+                    cost.add(figures.boundary(boundary, device), taken[boundary])
+                    if part == b:
+                        entering = taken[boundary]
+                    if part == a:
+                        crossed[boundary] += taken[boundary]
             cost.add(figures.part_overhead(device, from_net), entering)
             sends = any(ir0.node(n).uses_network and ir0.node(n).inputs and not ir0.node(n).outputs
                         for n in names)
@@ -239,7 +248,7 @@ def measurement(ir0: ProgramIR, placed: ProgramIR, cuts: list[Cut], figures: Fig
     on_nic = any(s.on_nic for s in m.segments.values())
     host_io = any(n.uses_network and not n.inputs and _device(ir0, cuts, n.name) == Device.CPU
                   for n in ir0.nodes())
-    entries, payload = _entries(placed, crossings, workload)
+    entries, payload = _entries(placed, crossed, workload)
     m.machines[""] = Machine(host_io=host_io, nic_managers=nic_managers if on_nic else 0,
                              queue_entries=entries, queue_bytes=payload)
     return m, host_threads, sorted(set(estimated))
