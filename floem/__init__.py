@@ -6,7 +6,7 @@ them on the CPU or the NIC; ``floem build`` emits C. See ``docs/guide.md``.
 from floem.errors import FloemError
 from floem.lang.element import Composite, Element, Input, Output
 from floem.lang.cache import Cache
-from floem.lang.params import param
+from floem.lang.params import defaults, param
 from floem.lang.queue import Queue
 from floem.lang.program import (Program, cflags, cut, depend, external_main, include, main,
                                 origin)
@@ -18,7 +18,7 @@ from floem.api import build, run
 
 __all__ = [
     "FloemError", "Cache", "Queue", "Composite", "Element", "Input", "Output", "Program",
-    "build", "cflags", "cut", "depend", "external_main", "include", "main", "origin", "param",
+    "build", "cflags", "cut", "defaults", "depend", "external_main", "include", "main", "origin", "param",
     "run",
     "CallableSegment", "Flow", "Segment", "run_order", "target", "Field", "Frame",
     "MemoryRegion",

@@ -293,8 +293,14 @@ def build_parser() -> argparse.ArgumentParser:
         "on each side on the workload, predict every placement on a NIC and a host platform, "
         "rank them, run the best on the emulated NIC to check that each sends exactly what "
         "the all-CPU build sends, and write BASE.csv, BASE.json and the winner as an app file "
-        "BASE.py (with BASE.diff against APP).")
-    app_argument(placing)
+        "BASE.py (with BASE.diff against APP). Parameters given several values, or declared "
+        "with choices, are searched too: each configuration is placed, and one with no "
+        "target.AUTO segment is a placement as written (a NIC cache sized by its parameters).")
+    placing.add_argument("app", help="the app file (Python)")
+    placing.add_argument("-D", dest="define", action="append", default=[], metavar="NAME=V1,V2",
+                         help="values of parameter NAME to search (a parameter with choices and "
+                              "no -D: all its choices); the winner's become the placed app "
+                              "file's defaults")
     placing.add_argument("--workload", metavar="CMD",
                          help="a command that writes the workload capture to {pcap}")
     placing.add_argument("--pcap", metavar="FILE", help="the workload capture")

@@ -1,4 +1,5 @@
-"""App parameters: ``floem.param`` in the app, ``-D name=value`` on every subcommand, ``floem params``."""
+"""App parameters: ``floem.param`` in the app, ``-D name=value`` on every subcommand,
+``floem.defaults`` (how ``floem place`` writes the values it chose), ``floem params``."""
 from __future__ import annotations
 
 import os
@@ -113,6 +114,39 @@ def test_declaration_mistakes_are_located(tmp_path) -> None:
         result = floem("check", str(path))
         assert result.returncode == 1
         assert f"{path}:2: error: " in result.stderr and message in result.stderr, result.stderr
+
+
+def test_defaults_set_before_the_declarations_change_them(tmp_path) -> None:
+    placed = tmp_path / "placed.py"
+    placed.write_text("import floem\nfloem.defaults(design='split', cores=4, ratio=2)\n" + APP)
+    assert run(str(placed)) == "split 4 1 2 kvs\n"
+    assert run(str(placed), "cores=2") == "split 2 1 2 kvs\n"       # -D still wins
+    rows = [re.split(r"\s{2,}", line.strip())
+            for line in floem("params", str(placed)).stdout.splitlines()]
+    assert rows[2][:4] == ["cores", "int", "4", "4"]
+
+
+@pytest.mark.parametrize("call, message", [
+    ("floem.defaults(design='gpu')", "defaults: design='gpu': not one of cpu, split, cache-wb"),
+    ("floem.defaults(cores='4')", "defaults: cores='4': not an integer, as the parameter "
+                                  "declared at"),
+    ("floem.defaults(bogus=1)", "defaults: bogus: no such parameter"),
+    ("floem.defaults(cores=[4])", "defaults: cores=[4]: a default is an int, float, bool or str"),
+])
+def test_wrong_defaults_are_errors_at_their_line(tmp_path, call: str, message: str) -> None:
+    placed = tmp_path / "placed.py"
+    placed.write_text(f"import floem\n{call}\n" + APP)
+    result = floem("check", str(placed))
+    assert result.returncode == 1
+    assert f"{placed}:2: error: {message}" in result.stderr, result.stderr
+
+
+def test_defaults_after_the_declaration_are_an_error(tmp_path) -> None:
+    late = tmp_path / "late.py"
+    late.write_text(APP + "import floem\nfloem.defaults(cores=2)\n")
+    result = floem("check", str(late))
+    assert result.returncode == 1
+    assert "defaults: parameter 'cores' is already declared" in result.stderr
 
 
 def test_the_build_cache_keys_on_the_parameters(app: str, tmp_path) -> None:

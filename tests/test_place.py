@@ -46,7 +46,7 @@ def test_objectives_and_rates() -> None:
 
 def test_the_placed_app_is_the_app_with_an_origin_and_a_cut(tmp_path) -> None:
     written = str(tmp_path / "placed.py")
-    text = placed_source(AES, [SPLIT], written, "a test")
+    text = placed_source(AES, [SPLIT], {}, written, "a test")
     tree = ast.parse(text)
     assert ast.get_docstring(tree) == ast.get_docstring(ast.parse(open(AES).read()))
     assert text.rstrip().endswith(cut_call(SPLIT))
@@ -63,7 +63,7 @@ def sent(app: str, cuts: list[Cut], define: str, capture: str, tmp_path,
     """The frames ``app`` cut by ``cuts`` sends when ``capture`` is replayed through it, run
     at a low priority (tests of stopping within a deadline run beside it)."""
     placed = tmp_path / f"placed{len(list(tmp_path.iterdir()))}.py"
-    placed.write_text(placed_source(app, cuts, str(placed), "a test"))
+    placed.write_text(placed_source(app, cuts, {}, str(placed), "a test"))
     out = str(placed) + ".pcap"
     run = subprocess.run(["nice", "-n", "15", sys.executable, "-m", "floem.cli", "run",
                           str(placed), "-D", define, "--net", "pcap", "--pcap-in", capture,
@@ -185,3 +185,51 @@ def test_the_key_value_store_cut_as_the_paper_split_it_answers_the_same(tmp_path
     assert len(reference) == 3500
     assert same_output(reference, sent(kvs, [KVS_SPLIT], "design=auto", capture, tmp_path)) \
         is None
+
+
+ECHO = os.path.join(ROOT, "examples", "echo", "echo.py")
+
+
+def test_a_parameter_with_choices_is_sized_and_the_winner_written_as_its_default(
+        capture: str, tmp_path) -> None:
+    # The echo has no AUTO segment; its device parameter has choices: each is a placement,
+    # counted as written. Per host core, the NIC's echo (no host core at all) wins.
+    result = place([ECHO, "--pcap", capture, "--nic", "liquidio", "--host", "xeon-e5-2680v3",
+                    "--objective", "per-host-core", "-o", "sized"], str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert "2 configurations of device" in result.stdout
+    placements = json.load(open(tmp_path / "sized.json"))["placements"]
+    assert [p["parameters"] for p in placements] == [{"device": "nic"}, {"device": "cpu"}]
+    assert placements[0]["nic"] == placements[1]["cpu"] != []
+    assert all(p["checked"] is None and p["check"] == "nothing cut" for p in placements)
+    assert "floem.defaults(device='nic')" in open(tmp_path / "sized.py").read()
+    listed = subprocess.run([sys.executable, "-m", "floem.cli", "params",
+                             str(tmp_path / "sized.py")], capture_output=True, text=True)
+    assert listed.stdout.splitlines()[1].split()[:3] == ["device", "str", "nic"]
+
+
+def test_nothing_to_place_is_an_error(capture: str, tmp_path) -> None:
+    result = place([ECHO, "-D", "device=cpu", "--pcap", capture], str(tmp_path))
+    assert result.returncode == 1
+    assert "nothing to place: no target.AUTO segment" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.slow
+def test_the_key_value_store_cache_is_sized(tmp_path) -> None:
+    # 2,000 keys: 4,096 buckets of 5 entries hold them all, 16 buckets a few; more hits
+    # leave the host less to do.
+    result = place([os.path.join(ROOT, "examples", "kvs", "kvs.py"), "-D", "design=cache-wb",
+                    "-D", "buckets=16,4096", "-D", "entries=5", "--workload",
+                    f"{sys.executable} {os.path.join(ROOT, 'examples', 'kvs', 'load.py')} "
+                    "--pcap {pcap} --keys 2000 --requests 3000", "--nic", "liquidio",
+                    "--host", "xeon-e5-2680v3", "--objective", "per-host-core", "-o", "kvs"],
+                   str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    placements = json.load(open(tmp_path / "kvs.json"))["placements"]
+    assert [p["parameters"] for p in placements] == [{"buckets": "4096"}, {"buckets": "16"}]
+    text = open(tmp_path / "kvs.py").read()
+    assert "floem.defaults(design='cache-wb', buckets=4096, entries=5)" in text
+    check = subprocess.run([sys.executable, "-m", "floem.cli", "check", str(tmp_path / "kvs.py")],
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stderr

@@ -2,9 +2,9 @@
 # floem place on the paper's four applications (docs/placement.md, "The paper's
 # applications"): each searched on the LiquidIO beside the Sandy Bridge-EP Xeon of the
 # paper's Figure 10, against one host core (the paper's comparison), and the key-value
-# store per host core too. Writes OUT/<app>-<objective>.{out,csv,json,py,diff}.
+# store per host core too, and its write-back cache sized. Writes OUT/<app>-<objective>.{out,csv,json,py,diff}.
 #
-#   bash benchmarks/place/run.sh [OUT]          (default: place-results; about 20 minutes)
+#   bash benchmarks/place/run.sh [OUT]          (default: place-results; about 25 minutes)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -31,3 +31,8 @@ kvs=(--workload "$python $root/examples/kvs/load.py --pcap {pcap} --keys 1000 --
 place kvs-1core "$root/examples/kvs/kvs.py" -D design=auto "${one_core[@]}" "${kvs[@]}"
 place kvs-per-host-core "$root/examples/kvs/kvs.py" -D design=auto --objective per-host-core \
     "${kvs[@]}"
+# The write-back cache design sized: its buckets searched (no AUTO segment: each size is a
+# placement as written, counted as floem explore counts it).
+place kvs-cache-sizes "$root/examples/kvs/kvs.py" -D design=cache-wb -D buckets=512,2048,8192 \
+    -D entries=5 -D nic_cores=5 --objective per-host-core \
+    --workload "$python $root/examples/kvs/load.py --pcap {pcap} --keys 20000 --requests 20000"

@@ -144,7 +144,7 @@ def run_study(study: Study, nics: list[Platform], hosts: list[Platform], load: f
                                                + study.options) or "(defaults)")
         progress.start(label)
         measurement, error = _measure(study, config, geometries(nics, hosts))
-        progress.finish(label, f"failed: {error}" if error else _summary(measurement))
+        progress.finish(label, f"failed: {error}" if error else summary(measurement))
         for nic in nics:
             for host in hosts:
                 prediction = predict(measurement, nic, host, load) if measurement else None
@@ -169,7 +169,8 @@ def _measure(study: Study, config: dict[str, str],
         return None, str(e).replace("\n", " ")
 
 
-def _summary(m: Measurement | None) -> str:
+def summary(m: Measurement | None) -> str:
+    """What a measurement counted per packet, in a line: host and NIC instructions, PCIe."""
     if m is None:
         return "-"
     nic = sum(s.instructions for s in m.side(True).values())

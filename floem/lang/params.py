@@ -2,9 +2,10 @@
 
 ``floem.param(name, default, choices=None, help="")`` in an app file returns the
 value given as ``-D name=value`` (on any ``floem`` subcommand), converted to
-the type of the default, or the default. The command line sets the given
-values before the app file runs (`set_given`) and checks afterwards that each
-named a parameter the app declared (`check_given`).
+the type of the default, or the default. ``floem.defaults(name=value, ...)`` before
+the declarations changes their defaults (``floem place`` writes it for the values it
+chose). The command line sets the given values before the app file runs (`set_given`)
+and checks afterwards that each named a parameter the app declared (`check_given`).
 """
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ class Param:
 
 _given: dict[str, str] = {}
 _declared: dict[str, Param] = {}
+_defaults: dict[str, tuple[Any, Location]] = {}
 #: Bad ``-D`` values met while the app ran (the default was used meanwhile); `check_given`
 #: reports the first once every parameter is known, so the message can list them all.
 _errors: list[tuple[Location, str]] = []
@@ -49,12 +51,27 @@ def set_given(values: dict[str, str]) -> None:
     _given.clear()
     _given.update(values)
     _declared.clear()
+    _defaults.clear()
     _errors.clear()
 
 
 def declared() -> list[Param]:
     """The parameters the app declared, in declaration order."""
     return list(_declared.values())
+
+
+def defaults(**values: Any) -> None:
+    """New defaults for the parameters named, declared after this call (an app file
+    written by ``floem place`` begins with the values it chose); ``-D`` still wins."""
+    loc = caller_location()
+    for name, value in values.items():
+        if not isinstance(value, (bool, int, float, str)):
+            raise loc.error(f"defaults: {name}={value!r}: a default is an int, float, bool "
+                            f"or str")
+        if name in _declared:
+            raise loc.error(f"defaults: parameter {name!r} is already declared (at "
+                            f"{_declared[name].loc}); give its default before")
+        _defaults[name] = (value, loc)
 
 
 def param(name: str, default: Any, choices: Any = None, help: str = "") -> Any:
@@ -78,6 +95,8 @@ def param(name: str, default: Any, choices: Any = None, help: str = "") -> Any:
         if default not in allowed:
             raise loc.error(f"param {name!r}: the default {default!r} is not one of the choices "
                             f"({_show(allowed)})")
+    if name in _defaults:
+        default = _new_default(name, default, allowed, loc)
     previous = _declared.get(name)
     if previous is not None:
         if (previous.default, previous.choices) != (default, allowed):
@@ -85,6 +104,22 @@ def param(name: str, default: Any, choices: Any = None, help: str = "") -> Any:
         return previous.value
     value = default if name not in _given else _given_value(name, default, allowed, loc)
     _declared[name] = Param(name, default, allowed, help, loc, value)
+    return value
+
+
+def _new_default(name: str, default: Any, allowed: tuple[Any, ...] | None,
+                 loc: Location) -> Any:
+    """The default `defaults` gave ``name`` (declared at ``loc``), checked like the
+    declared one."""
+    value, given_at = _defaults[name]
+    if isinstance(default, float) and type(value) is int:
+        value = float(value)
+    if type(value) is not type(default):
+        raise given_at.error(f"defaults: {name}={value!r}: not {_KINDS[type(default)]}, as the "
+                             f"parameter declared at {loc}")
+    if allowed is not None and value not in allowed:
+        raise given_at.error(f"defaults: {name}={value!r}: not one of {_show(allowed)} (the "
+                             f"parameter declared at {loc})")
     return value
 
 
@@ -111,6 +146,9 @@ def check_values() -> None:
 def check_given(app_file: str) -> None:
     """After the app ran: every ``-D`` value was usable and named a parameter it declared."""
     check_values()
+    for name, (_, loc) in _defaults.items():
+        if name not in _declared:
+            raise loc.error(f"defaults: {name}: no such parameter{_listing(declared())}")
     unknown = sorted(set(_given) - set(_declared))
     if not unknown:
         return

@@ -1,8 +1,9 @@
 """A placement as an app file: the input app's own text, begun by ``floem.origin`` (so it
 runs from wherever it is written) and ended by one ``floem.cut`` line per cut segment.
 
-    import floem  # floem place: examples/nf/aes.py, cut as chosen below
+    import floem  # floem place: examples/nf/aes.py, placed as chosen (see the end)
     floem.origin("../examples/nf/aes.py")
+    floem.defaults(buckets=8192)      # the parameters it sized, if any
     ... the app, unchanged ...
     floem.cut("aes", rx=["FromNet0", "CheckUDP0"], tx=["ToNet0"], rx_cores=2)
 
@@ -14,22 +15,26 @@ from __future__ import annotations
 import ast
 import difflib
 import os
+from typing import Any
 
 from floem.errors import FloemError
 from floem.ir import Cut
 
 
-def placed_source(app: str, cuts: list[Cut], written_to: str, note: str) -> str:
-    """The text of ``app`` placed by ``cuts``, for a file at ``written_to``; ``note`` (a
-    line or a few) says where the placement came from."""
+def placed_source(app: str, cuts: list[Cut], values: dict[str, Any], written_to: str,
+                  note: str) -> str:
+    """The text of ``app`` placed by ``cuts`` with the parameter defaults ``values``, for a
+    file at ``written_to``; ``note`` (a line or a few) says where the placement came from."""
     text = _read(app)
     lines = text.splitlines(keepends=True)
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
     at = _first_statement(text, app)
     origin = os.path.relpath(os.path.abspath(app), os.path.dirname(os.path.abspath(written_to)))
-    head = [f"import floem  # floem place: {origin}, cut as chosen at the end\n",
+    head = [f"import floem  # floem place: {origin}, placed as chosen (see the end)\n",
             f"floem.origin({origin!r})\n"]
+    if values:
+        head.append(f"floem.defaults({', '.join(f'{k}={v!r}' for k, v in values.items())})\n")
     tail = ["\n"] + [f"# {line}\n" for line in note.splitlines()] \
         + [cut_call(c) + "\n" for c in cuts]
     return "".join(lines[:at] + head + lines[at:] + tail)

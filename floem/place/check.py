@@ -26,7 +26,7 @@ def sent_frames(app: str, cuts: list[Cut], defines: list[str], options: list[str
     with tempfile.TemporaryDirectory(prefix="floem-place-") as tmp:
         placed = os.path.join(tmp, os.path.basename(app))
         with open(placed, "w") as f:
-            f.write(placed_source(app, cuts, placed, "checked by floem place"))
+            f.write(placed_source(app, cuts, {}, placed, "checked by floem place"))
         with Replay(placed, defines, options, workload) as run:
             run.finished()
             run.stop()

@@ -8,15 +8,17 @@ import os
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
+from typing import Any
 
 from floem.api import load_app
 from floem.builder import check_program
 from floem.errors import FloemError
 from floem.explore import output
 from floem.explore.command import stoppable
-from floem.explore.measure import RunFailed, Workload
+from floem.explore.measure import RunFailed, Workload, measure
 from floem.explore.model import Platform, load_platform, predict
-from floem.explore.sweep import make_workload
+from floem.explore.sweep import configurations, layout, make_workload, parse_sweep, summary
 from floem.ir import Cut, Device, ProgramIR
 from floem.lang import params
 from floem.lang.program import Program
@@ -62,49 +64,82 @@ def parse_objective(text: str) -> tuple[str, float | None]:
     return name, value
 
 
+@dataclass
+class Search:
+    """One configuration of the app (a value for each of its parameters) and the cuts of
+    its AUTO segments; a configuration with none is one placement, as written."""
+
+    config: dict[str, str]                  # every parameter's value, as -D gives it
+    shown: dict[str, str]                   # those that vary between the configurations
+    values: dict[str, Any]                  # those and the -D ones, typed: the placed
+    #                                         app file's defaults
+    program: Program
+    front: ProgramIR
+    orders: dict[str, list[str]]            # each AUTO segment's elements in packet order
+    found: dict[str, list[Candidate]]       # each AUTO segment's cuts, valid or not
+    layouts: dict[tuple, ProgramIR] = field(default_factory=dict)   # compiled, by cut
+
+    @property
+    def valid(self) -> dict[str, list[Cut]]:
+        return {name: [_cut(c, self.orders[name]) for c in cands if c.problem is None]
+                for name, cands in self.found.items()}
+
+    @property
+    def defines(self) -> list[str]:
+        return [f"{k}={v}" for k, v in self.config.items()]
+
+    @property
+    def label(self) -> str:
+        return " ".join(f"{k}={v}" for k, v in self.shown.items())
+
+    def probes(self) -> list[tuple[str, list[Cut]]]:
+        """The builds that count it: a few probes, or the configuration as written."""
+        return _probe_cuts(self.valid) if self.orders else [("as written", [])]
+
+
 def _place(args: argparse.Namespace) -> int:
     objective, rate = parse_objective(" ".join(args.objective))
     nic = load_platform(args.nic, "nic")
     host = load_platform(args.host, "host")
-    defines = params.parse_definitions(args.define)
-    define_args = [f"{k}={v}" for k, v in defines.items()]
     app = os.path.abspath(args.app)
-    program = load_app(app, defines)
-    front = check_program(program, stop_after="parse_bodies")
-    auto = [s for s in front.segments.values() if s.auto]
-    if not auto:
-        raise FloemError("no target.AUTO segment to place: declare one with "
-                         "device=target.AUTO (an app passing its device parameter on: "
-                         "-D device=auto)", app)
-    orders = {s.name: segment_order(front, s) for s in auto}
-    layouts: dict[tuple, ProgramIR] = {}
-    found = {s.name: [_compiled(program, c, orders[s.name], layouts) for c in candidates(front, s)]
-             for s in auto}
-    valid = {name: [_cut(c, orders[name]) for c in cands if c.problem is None]
-             for name, cands in found.items()}
+    sweep = parse_sweep(args.define)
+    configs = configurations(app, sweep)
+    varying = [n for n in configs[0] if len({c[n] for c in configs}) > 1]
+    searches = [_search(app, config, varying, list(sweep)) for config in configs]
+    if len(searches) == 1 and not searches[0].orders:
+        raise FloemError("nothing to place: no target.AUTO segment (declare one with "
+                         "device=target.AUTO; an app passing its device parameter on: "
+                         "-D device=auto) and no parameter to size (-D NAME=V1,V2, or "
+                         "a parameter declared with choices)", app)
     if args.explain:
-        _explain(found, orders)
+        _explain(searches)
     started = time.monotonic()
+    budget = max(1, args.max_builds)
+    counted: list[tuple[Search, list[tuple[str, list[Cut]]]]] = []
+    for search in searches:
+        if budget > 0:
+            probes = search.probes()[:budget]
+            budget -= len(probes)
+            counted.append((search, probes))
     with tempfile.TemporaryDirectory(prefix="floem-place-") as workdir:
         workload = make_workload(args.workload, args.pcap, workdir)
-        probes = _probe_cuts(valid)[:max(1, args.max_builds)]
-        progress = output.Progress(len(probes), command="place")
-        figures = _count(app, program, define_args, args.option, workload, probes, nic, host,
-                         progress)
-        rows = _predict(front, program, valid, orders, figures, workload, nic, host,
-                        args.nic_managers, layouts,
-                        host.cores if args.host_cores is None else args.host_cores)
+        progress = output.Progress(sum(len(p) for _, p in counted), command="place")
+        cores = host.cores if args.host_cores is None else args.host_cores
+        rows: list[Placement] = []
+        for search, probes in counted:
+            if search.orders:
+                figures = _count(app, search, args.option, workload, probes, nic, host,
+                                 progress)
+                rows += _predict(search, figures, workload, nic, host, args.nic_managers,
+                                 cores)
+            else:
+                rows += _as_written(app, search, args.option, workload, nic, host, progress)
         ranked = rank(rows, objective, rate)
-        builds = max(0, args.max_builds - len(probes) - 1)     # the all-CPU reference too
-        _check(app, define_args, args.option, workload, ranked, min(args.top, builds),
-               started + args.timeout if args.timeout else None, progress)
+        _check(app, {s.label: s for s, _ in counted}, args.option, workload, ranked,
+               args.top, max(0, budget), started + args.timeout if args.timeout else None,
+               progress)
         progress.done()
-    considered = sum(len(v) for v in valid.values())
-    rejected = sum(len(v) for v in found.values()) - considered
-    print(f"\n{os.path.basename(app)} on {nic.name} beside {host.name}, objective "
-          f"{' '.join(args.objective)}: {len(rows)} placements predicted ({considered} valid "
-          f"cuts x threads; {rejected} cuts rejected{', see above' if args.explain else ''}); "
-          f"{len(probes)} counted builds\n")
+    _summary(args, app, nic, host, searches, counted, rows)
     print(_table(ranked[:SHOWN]))
     if objective == "host-cores-at" and rate is not None and ranked \
             and ranked[0].packets_per_s < rate:
@@ -113,15 +148,52 @@ def _place(args: argparse.Namespace) -> int:
               f"{output.rate_text(best.packets_per_s)}pkt/s, bound by "
               f"{best.prediction.bottleneck}")
     base = args.out or os.path.splitext(os.path.basename(app))[0]
-    cores = f" --host-cores {args.host_cores}" if args.host_cores is not None else ""
-    written = _write(ranked, app, base, f"floem place --nic {nic.name} --host {host.name} "
-                     f"--objective {' '.join(args.objective)}{cores}")
+    cores_note = f" --host-cores {args.host_cores}" if args.host_cores is not None else ""
+    written = _write(ranked, {s.label: s for s in searches}, app, base,
+                     f"floem place --nic {nic.name} --host {host.name} "
+                     f"--objective {' '.join(args.objective)}{cores_note}")
     print(f"\nfloem: wrote {', '.join(written)}")
-    bugs = {_key(p.cuts): p for p in reversed(ranked) if p.checked is False}
+    bugs = {(p.label, _key(p.cuts)): p for p in reversed(ranked) if p.checked is False}
     for p in bugs.values():
         print(f"floem: compiler bug: the cut {p.describe()} changes the output: "
               f"{p.check_note}", file=sys.stderr)
     return 1 if bugs else 0
+
+
+def _search(app: str, config: dict[str, str], varying: list[str], given: list[str]) -> Search:
+    """``config`` of ``app`` loaded, its AUTO segments' cuts enumerated and compiled
+    (``varying``: the parameters that tell the configurations apart; ``given``: those
+    given with -D, which the placed app file sets too)."""
+    program = load_app(app, config)
+    values = {p.name: p.value for p in params.declared() if p.name in varying + given}
+    front = check_program(program, stop_after="parse_bodies")
+    auto = [s for s in front.segments.values() if s.auto]
+    search = Search(config, {n: config[n] for n in varying}, values, program, front,
+                    {s.name: segment_order(front, s) for s in auto}, {})
+    search.found = {s.name: [_compiled(program, c, search.orders[s.name], search.layouts)
+                             for c in candidates(front, s)] for s in auto}
+    return search
+
+
+def _summary(args: argparse.Namespace, app: str, nic: Platform, host: Platform,
+             searches: list[Search], counted: list[tuple[Search, list]],
+             rows: list[Placement]) -> None:
+    """What the search considered, and how: the line above the table."""
+    considered = sum(len(v) for s in searches for v in s.valid.values())
+    rejected = sum(len(v) for s in searches for v in s.found.values()) - considered
+    what = []
+    if any(s.orders for s in searches):
+        what.append(f"{considered} valid cuts x threads; {rejected} cuts rejected"
+                    + (", see above" if args.explain else ""))
+    if len(searches) > 1:
+        left = len(searches) - len(counted)
+        what.append(f"{len(searches)} configurations of "
+                    f"{', '.join(searches[0].shown)}"
+                    + (f", {left} not counted (--max-builds)" if left else ""))
+    builds = sum(len(p) for _, p in counted)
+    print(f"\n{os.path.basename(app)} on {nic.name} beside {host.name}, objective "
+          f"{' '.join(args.objective)}: {len(rows)} placements predicted ({'; '.join(what)}); "
+          f"{builds} counted builds\n")
 
 
 def _compiled(program: Program, c: Candidate, order: list[str],
@@ -148,17 +220,21 @@ def _cut(c: Candidate, order: list[str]) -> Cut:
                tuple(e for e in order if e in (c.tx or ())))
 
 
-def _explain(found: dict[str, list[Candidate]], orders: dict[str, list[str]]) -> None:
+def _explain(searches: list[Search]) -> None:
     """Every cut of every AUTO segment, valid or with the reason it is not."""
-    for name, cands in found.items():
-        print(f"segment {name}: {len(cands)} cuts, "
-              f"{sum(c.problem is None for c in cands)} valid")
-        for c in cands:
-            text = _cut(c, orders[name]).describe(orders[name])
-            if c.tx is None:
-                text = text.replace("|| -", "|| (any)")
-            print(f"  {'ok  ' if c.problem is None else 'no  '}{text}"
-                  + (f"\n        {c.problem}" if c.problem else ""))
+    for search in searches:
+        if search.label and search.orders:
+            print(f"configuration {search.label}:")
+        for name, cands in search.found.items():
+            order = search.orders[name]
+            print(f"segment {name}: {len(cands)} cuts, "
+                  f"{sum(c.problem is None for c in cands)} valid")
+            for c in cands:
+                text = _cut(c, order).describe(order)
+                if c.tx is None:
+                    text = text.replace("|| -", "|| (any)")
+                print(f"  {'ok  ' if c.problem is None else 'no  '}{text}"
+                      + (f"\n        {c.problem}" if c.problem else ""))
 
 
 def _probe_cuts(valid: dict[str, list[Cut]]) -> list[tuple[str, list[Cut]]]:
@@ -179,21 +255,23 @@ def _probe_cuts(valid: dict[str, list[Cut]]) -> list[tuple[str, list[Cut]]]:
     return probes
 
 
-def _count(app: str, program: Program, defines: list[str], options: list[str],
-           workload: Workload, probes: list[tuple[str, list[Cut]]], nic: Platform,
-           host: Platform, progress: output.Progress) -> Figures:
-    """Count every probe; their figures merged."""
+def _count(app: str, search: Search, options: list[str], workload: Workload,
+           probes: list[tuple[str, list[Cut]]], nic: Platform, host: Platform,
+           progress: output.Progress) -> Figures:
+    """Count every probe of ``search``; their figures merged."""
     caches = {True: nic.caches, False: host.caches}
     counted: list[tuple[Probe, list[Cut]]] = []
     for label, cuts in probes:
-        progress.start(f"counting {label}")
-        placed = check_program(program, nic="emu", cuts=tuple(cuts), count_elements=True)
+        label = f"{search.label}: counting {label}" if search.label else f"counting {label}"
+        progress.start(label)
+        placed = check_program(search.program, nic="emu", cuts=tuple(cuts),
+                               count_elements=True)
         try:
-            probe = count_probe(app, defines, options, workload, placed, cuts, caches)
+            probe = count_probe(app, search.defines, options, workload, placed, cuts, caches)
         except RunFailed as e:
             raise FloemError(f"the {label} probe failed: {e}") from None
         require(probe, label)
-        progress.finish(f"counting {label}", f"{len(probe.elements)} elements counted")
+        progress.finish(label, f"{len(probe.elements)} elements counted")
         counted.append((probe, cuts))
     cpu = counted[0][0]
     others = []
@@ -206,62 +284,96 @@ def _count(app: str, program: Program, defines: list[str], options: list[str],
     return Figures.merge(cpu, others)
 
 
-def _predict(front: ProgramIR, program: Program, valid: dict[str, list[Cut]],
-             orders: dict[str, list[str]], figures: Figures, workload: Workload,
-             nic: Platform, host: Platform, nic_managers: int,
-             layouts: dict[tuple, ProgramIR], host_cores: int) -> list[Placement]:
-    """Every placement (cuts and threads, at most ``host_cores`` host threads a part)
-    predicted (``layouts``: the compiled cuts)."""
+def _predict(search: Search, figures: Figures, workload: Workload, nic: Platform,
+             host: Platform, nic_managers: int, host_cores: int) -> list[Placement]:
+    """Every placement of ``search`` (cuts and threads, at most ``host_cores`` host
+    threads a part) predicted."""
+    front = search.front
     fixed_nic = sum(len(s.cores) for s in front.segments.values()
                     if s.device == Device.NIC and not s.auto)
     free = nic.cores - nic_managers - fixed_nic
-    sizes = {name: len(order) for name, order in orders.items()}
+    sizes = {name: len(order) for name, order in search.orders.items()}
     rows = []
-    for cuts in placements(list(valid.values()), sizes, free, host_cores):
+    for cuts in placements(list(search.valid.values()), sizes, free, host_cores):
         key = _key(cuts)
-        if key not in layouts:
-            layouts[key] = check_program(program, nic="emu", cuts=tuple(
+        if key not in search.layouts:
+            search.layouts[key] = check_program(search.program, nic="emu", cuts=tuple(
                 Cut(c.segment, c.rx, c.tx) for c in cuts))
-        m, host_threads, estimated = measurement(front, layouts[key], cuts, figures, workload,
-                                                 nic_managers)
-        rows.append(Placement(cuts, orders, predict(m, nic, host), host_threads, estimated))
+        m, host_threads, estimated = measurement(front, search.layouts[key], cuts, figures,
+                                                 workload, nic_managers)
+        rows.append(Placement(cuts, search.orders, predict(m, nic, host), host_threads,
+                              estimated, shown=search.shown))
     return rows
 
 
-def _check(app: str, defines: list[str], options: list[str], workload: Workload,
-           ranked: list[Placement], top: int, deadline: float | None,
+def _as_written(app: str, search: Search, options: list[str], workload: Workload,
+                nic: Platform, host: Platform, progress: output.Progress) -> list[Placement]:
+    """The one placement of a configuration with no AUTO segment, counted and predicted
+    as `floem explore` does (every queue and cache of the design in its counts)."""
+    label = f"{search.label}: counting as written"
+    progress.start(label)
+    try:
+        m = measure(app, search.defines, options, workload, layout(app, search.config),
+                    [(nic.caches, host.caches)])
+    except (FloemError, RunFailed) as e:
+        progress.finish(label, f"failed: {e}")
+        return []
+    progress.finish(label, summary(m))
+    threads = sum(s.threads for s in m.side(False).values() if s.instructions)
+    written = {n.name: search.front.segments[n.segment].device for n in search.front.nodes()}
+    return [Placement([], {}, predict(m, nic, host), threads, shown=search.shown,
+                      written=written)]
+
+
+def _check(app: str, searches: dict[str, Search], options: list[str], workload: Workload,
+           ranked: list[Placement], top: int, builds: int, deadline: float | None,
            progress: output.Progress) -> None:
-    """Run the cuts of the best ``top`` placements and compare their output with the
-    all-CPU one's (`floem.place.check`); every placement of a cut checked gets its result."""
+    """Run the cuts of the best ``top`` placements (within ``builds`` runs, a reference
+    run of each configuration included) and compare their output with the all-CPU one's
+    of their configuration (`floem.place.check`); every placement of a cut checked gets
+    its result. A configuration as written has nothing cut: nothing to check."""
     chosen: list[Placement] = []
     for p in ranked:
-        key = [(c.segment, c.rx, c.tx) for c in p.cuts]
-        if not p.prediction.error and all([(c.segment, c.rx, c.tx) for c in q.cuts] != key
-                                          for q in chosen):
+        if p.cuts and not p.prediction.error and all(
+                (q.label, _key(q.cuts)) != (p.label, _key(p.cuts)) for q in chosen):
             chosen.append(p)
-    chosen = chosen[:top]
-    if not chosen:
+    for p in ranked:
+        if not p.cuts:
+            p.check_note = "nothing cut"
+    references: dict[str, list[bytes]] = {}
+    picked = []
+    for p in chosen[:top]:
+        need = 1 + (p.label not in {q.label for q in picked})
+        if need > builds:
+            break
+        builds -= need
+        picked.append(p)
+    if not picked:
         return
-    progress.total += len(chosen) + 1
-    progress.start("running all on the CPU (the reference)")
-    reference = sent_frames(app, one_thread([Cut(c.segment) for c in chosen[0].cuts]), defines,
-                            options, workload)
-    progress.finish("running all on the CPU (the reference)", f"{len(reference)} frames sent")
-    for p in chosen:
+    progress.total += len(picked) + len({p.label for p in picked})
+    for p in picked:
+        search = searches[p.label]
         if deadline is not None and time.monotonic() > deadline:
             p.check_note = "not run: --timeout"
             continue
+        if p.label not in references:
+            label = "running all on the CPU (the reference)"
+            label = f"{p.label}: {label}" if p.label else label
+            progress.start(label)
+            references[p.label] = sent_frames(app, one_thread([Cut(c.segment) for c in p.cuts]),
+                                              search.defines, options, workload)
+            progress.finish(label, f"{len(references[p.label])} frames sent")
         label = f"checking {p.describe()}"
         progress.start(label)
         try:
-            frames = sent_frames(app, one_thread(p.cuts), defines, options, workload)
+            frames = sent_frames(app, one_thread(p.cuts), search.defines, options, workload)
         except (RunFailed, FloemError) as e:
             p.checked, p.check_note = False, f"the run failed: {e}"
         else:
-            difference = same_output(reference, frames)
+            difference = same_output(references[p.label], frames)
             p.checked, p.check_note = difference is None, difference or "same output"
         for q in ranked:
-            if _key(q.cuts) == _key(p.cuts):
+            if (q.label, _key(q.cuts)) == (p.label, _key(p.cuts)):
                 q.checked, q.check_note = p.checked, p.check_note
         progress.finish(label, p.check_note)
 
@@ -283,7 +395,9 @@ def _row(p: Placement) -> dict[str, object]:
     """A placement as a JSON object (and, flattened, a CSV row)."""
     nic = [e for c in p.cuts for e in p.orders[c.segment] if e in c.rx or e in c.tx]
     cpu = [e for c in p.cuts for e in p.orders[c.segment] if e not in c.rx and e not in c.tx]
-    return {"placement": p.describe(), "nic": nic, "cpu": cpu,
+    nic += [e for e, d in p.written.items() if d == Device.NIC]
+    cpu += [e for e, d in p.written.items() if d != Device.NIC]
+    return {"placement": p.describe(), "parameters": p.shown, "nic": nic, "cpu": cpu,
             "threads": {c.segment: {"rx": c.rx_cores if c.rx else 0,
                                     "cpu": c.cpu_cores or 0, "tx": c.tx_cores if c.tx else 0}
                         for c in p.cuts},
@@ -297,11 +411,21 @@ def _row(p: Placement) -> dict[str, object]:
             "estimated": p.estimated, "checked": p.checked, "check": p.check_note}
 
 
+def _cell(value: object) -> object:
+    """A JSON value as a CSV cell: a list's words, a dict's NAME=VALUE words."""
+    if isinstance(value, list):
+        return " ".join(value)
+    if isinstance(value, dict):
+        return " ".join(f"{k}={v}" for k, v in value.items())
+    return value
+
+
 def _finite(value: float) -> float | None:
     return value if value != float("inf") else None
 
 
-def _write(ranked: list[Placement], app: str, base: str, note: str) -> list[str]:
+def _write(ranked: list[Placement], searches: dict[str, Search], app: str, base: str,
+           note: str) -> list[str]:
     """``base``.csv, .json, and the winner as ``base``.py with ``base``.diff."""
     os.makedirs(os.path.dirname(os.path.abspath(base)), exist_ok=True)
     rows = [_row(p) for p in ranked]
@@ -312,13 +436,13 @@ def _write(ranked: list[Placement], app: str, base: str, note: str) -> list[str]
         writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         writer.writeheader()
         for r in rows:
-            writer.writerow({k: " ".join(v) if isinstance(v, list) else v for k, v in r.items()})
+            writer.writerow({k: _cell(v) for k, v in r.items()})
     written = [base + ".csv", base + ".json"]
     best = next((p for p in ranked if p.checked is not False and not p.prediction.error), None)
     if best is not None:
         path = base + ".py"
         text = app_file.placed_source(
-            app, best.cuts, path, f"{note} chose, predicting "
+            app, best.cuts, searches[best.label].values, path, f"{note} chose, predicting "
             f"{output.rate_text(best.packets_per_s)}pkt/s"
             + (" (its output checked):" if best.checked else ":")
             + f"\n{best.describe()}, threads {best.threads()}")

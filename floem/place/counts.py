@@ -77,7 +77,7 @@ def count_probe(app: str, defines: list[str], options: list[str], workload: Work
     with tempfile.TemporaryDirectory(prefix="floem-place-") as tmp:
         placed = os.path.join(tmp, os.path.basename(app))
         with open(placed, "w") as f:
-            f.write(placed_source(app, cuts, placed, "a probe of floem place"))
+            f.write(placed_source(app, cuts, {}, placed, "a probe of floem place"))
         probe = Probe()
         locks = _counted_run(placed, defines, options, workload, ir, caches, {}, probe)
         if locks:               # what runs holding a lock, once more: FLOEM_COUNT=serial

@@ -43,6 +43,13 @@ class Placement:
     estimated: list[str] = field(default_factory=list)   # elements charged the other side's cost
     checked: bool | None = None
     check_note: str = ""
+    shown: dict[str, str] = field(default_factory=dict)  # the parameters setting it apart
+    written: dict[str, Device] = field(default_factory=dict)    # no cut: where each runs
+
+    @property
+    def label(self) -> str:
+        """Its parameters' values (``name=value`` words), when they set it apart."""
+        return " ".join(f"{k}={v}" for k, v in self.shown.items())
 
     @property
     def packets_per_s(self) -> float:
@@ -58,11 +65,19 @@ class Placement:
         return self.packets_per_s / self.host_cores if self.host_cores else math.inf
 
     def describe(self) -> str:
-        """``rx | cpu || tx`` of each cut segment (``; `` between segments)."""
-        return "; ".join(c.describe(self.orders[c.segment]) for c in self.cuts)
+        """``rx | cpu || tx`` of each cut segment (``; `` between segments), after the
+        parameters' values when they set it apart (a configuration with no cut: those,
+        ``as written``)."""
+        cuts = "; ".join(c.describe(self.orders[c.segment]) for c in self.cuts)
+        if not self.label:
+            return cuts or "as written"
+        return f"{self.label}: {cuts}" if cuts else self.label
 
     def threads(self) -> str:
-        """Threads of each part, ``rx/cpu/tx`` (``-`` for an empty part)."""
+        """Threads of each part, ``rx/cpu/tx`` (``-`` for an empty part); a configuration
+        with no cut has the threads the app gives its segments."""
+        if not self.cuts:
+            return "as written"
         words = []
         for c in self.cuts:
             order = self.orders[c.segment]
