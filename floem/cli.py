@@ -197,9 +197,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--trace", type=_packets, metavar="N",
                      help="print the path of the first N packets to enter the program through "
                           "its elements and queues, with the per-packet fields each changed")
-    run.add_argument("--timeout", type=float, metavar="S",
+    run.add_argument("--timeout", type=_positive, metavar="S",
                      help="kill and report the app after S seconds")
-    run.add_argument("--duration", type=float, metavar="S",
+    run.add_argument("--duration", type=_positive, metavar="S",
                      help="stop the app with SIGINT after S seconds")
     run.add_argument("--port", type=int, metavar="P",
                      help="--net udp: the UDP port to serve (default 9000)")

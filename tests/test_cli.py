@@ -210,6 +210,13 @@ def test_usage_error_is_status_2() -> None:
     assert "floem build: error: argument --nic: invalid choice: 'octeon'" in result.stderr
 
 
+@pytest.mark.parametrize("option", ["--timeout", "--duration"])
+def test_a_time_below_zero_is_a_usage_error(option: str) -> None:
+    result = floem("run", option, "-1", INC2)
+    assert result.returncode == 2
+    assert f"argument {option}: need a number above 0, not '-1'" in result.stderr
+
+
 LOCATED_APP = '''from floem import Element, Segment, Output
 
 class Src(Element):

@@ -350,6 +350,23 @@ class S(Segment):
 
 S("s", cores=[])  # <-- error
 ''', "cores must be a non-empty list of core ids, not []"),
+    ("cores as a number", '''\
+class S(Segment):
+    def impl(self):
+        Src() >> Sink()
+
+
+S("s", cores=2)  # <-- error
+''', "cores is a list of core ids, one per thread (cores=[0, 1] for two threads), not the "
+        "number 2"),
+    ("cores as a word", '''\
+class S(Segment):
+    def impl(self):
+        Src() >> Sink()
+
+
+S("s", cores="0,1")  # <-- error
+''', "cores must be a non-empty list of core ids, not '0,1'"),
     ("duplicate cores", '''\
 class S(Segment):
     def impl(self):

@@ -74,6 +74,13 @@ def test_unknown_names_are_errors_listing_the_parameters(app: str) -> None:
     assert "share_queues=true: bool, GET and SET share physical queues" in result.stderr
 
 
+def test_a_parameter_given_twice_is_an_error(app: str) -> None:
+    result = floem("check", app, "-D", "design=split", "-D", "design=cpu")
+    assert result.returncode == 1
+    assert "-D design is given twice (design=split and design=cpu): give it once" \
+        in result.stderr
+
+
 def test_an_app_without_parameters_rejects_definitions(tmp_path) -> None:
     plain = tmp_path / "plain.py"
     plain.write_text("from floem import main\nmain('return 0;')\n")

@@ -166,6 +166,9 @@ def parse_definitions(definitions: list[str]) -> dict[str, str]:
         name, eq, text = d.partition("=")
         if not eq or not _NAME.match(name):
             raise FloemError(f"-D {d}: expected NAME=VALUE")
+        if name in values and values[name] != text:
+            raise FloemError(f"-D {name} is given twice ({name}={values[name]} and {d}): "
+                             f"give it once")
         values[name] = text
     return values
 

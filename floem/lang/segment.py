@@ -70,9 +70,12 @@ class Segment:
             raise self.loc.error(f"callable segment '{self.name}' cannot be target.AUTO: the "
                                  "C function it makes runs on the host")
         self.device = device
-        self.cores = list(cores) if cores is not None else [0]
+        if isinstance(cores, (int, float)):
+            raise self.loc.error(f"cores is a list of core ids, one per thread (cores=[0, 1] "
+                                 f"for two threads), not the number {cores!r}")
+        self.cores = list(cores) if isinstance(cores, (list, tuple, range)) else [0]
         self.pinned = cores is not None
-        if not self.cores or not all(isinstance(c, int) and c >= 0 for c in self.cores):
+        if cores is not None and not isinstance(cores, (list, tuple, range)) or not self.cores or not all(isinstance(c, int) and c >= 0 for c in self.cores):
             raise self.loc.error(f"cores must be a non-empty list of core ids, not {cores!r}")
         twice = sorted({c for c in self.cores if self.cores.count(c) > 1})
         if twice:
