@@ -1,10 +1,11 @@
 #!/bin/bash
 # floem place on the paper's four applications (docs/placement.md, "The paper's
 # applications"): each searched on the LiquidIO beside the Sandy Bridge-EP Xeon of the
-# paper's Figure 10, against one host core (the paper's comparison), and the key-value
-# store per host core too, and its write-back cache sized. Writes OUT/<app>-<objective>.{out,csv,json,py,diff}.
+# paper's Figure 10, against one host core (the paper's comparison), the key-value store
+# per host core too, and its write-back cache sized. Writes
+# OUT/<app>-<objective>.{out,csv,json,py,diff}.
 #
-#   bash benchmarks/place/run.sh [OUT]          (default: place-results; about 25 minutes)
+#   bash benchmarks/place/run.sh [OUT]          (default: place-results; about 10 minutes)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
