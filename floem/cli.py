@@ -154,6 +154,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("-D", dest="define", action="append", default=[], metavar="NAME=VALUE",
                        help="set app parameter NAME (floem.param); see `floem params APP`")
 
+    def sweep_arguments(p: argparse.ArgumentParser, app_help: str, define_help: str) -> None:
+        p.add_argument("app", help=app_help)
+        p.add_argument("-D", dest="define", action="append", default=[], metavar="NAME=V1,V2",
+                       help=define_help)
+
     def target_options(p: argparse.ArgumentParser) -> None:
         app_argument(p)
         p.add_argument("--nic", choices=NIC_PLATFORMS, default=BuildOptions.nic, help="NIC platform")
@@ -263,10 +268,9 @@ def build_parser() -> argparse.ArgumentParser:
         "each segment executes per packet, and predict packets/s, latency and the bottleneck "
         "on models of NIC and host platforms; print the table best first and write it as "
         "CSV, JSON and a plot.")
-    explore.add_argument("app", help="the app file, or a sweep file (.toml) of several studies")
-    explore.add_argument("-D", dest="define", action="append", default=[], metavar="NAME=V1,V2",
-                         help="values of parameter NAME to sweep (a parameter with choices and "
-                              "no -D sweeps all its choices)")
+    sweep_arguments(explore, "the app file, or a sweep file (.toml) of several studies",
+                    "values of parameter NAME to sweep (a parameter with choices and no -D "
+                    "sweeps all its choices)")
     explore.add_argument("--nic", metavar="P1,P2", help="NIC platforms (default: the sweep "
                          "file's, else liquidio,bluefield2); the models: floem/platforms/*.toml")
     explore.add_argument("--host", metavar="P1,P2", help="host platforms (default: the sweep "
@@ -296,11 +300,9 @@ def build_parser() -> argparse.ArgumentParser:
         "BASE.py (with BASE.diff against APP). Parameters given several values, or declared "
         "with choices, are searched too: each configuration is placed, and one with no "
         "target.AUTO segment is a placement as written (a NIC cache sized by its parameters).")
-    placing.add_argument("app", help="the app file (Python)")
-    placing.add_argument("-D", dest="define", action="append", default=[], metavar="NAME=V1,V2",
-                         help="values of parameter NAME to search (a parameter with choices and "
-                              "no -D: all its choices); the winner's become the placed app "
-                              "file's defaults")
+    sweep_arguments(placing, "the app file (Python)",
+                    "values of parameter NAME to search (a parameter with choices and no -D: "
+                    "all its choices); the winner's become the placed app file's defaults")
     placing.add_argument("--workload", metavar="CMD",
                          help="a command that writes the workload capture to {pcap}")
     placing.add_argument("--pcap", metavar="FILE", help="the workload capture")
