@@ -175,13 +175,22 @@ class Run:
         return [p for p in self.processes if p.alive()]
 
 
+def _signals_by_default() -> None:
+    """In the child, before exec: SIGINT and SIGQUIT back to their default action. A test
+    suite started in the background by a non-interactive shell inherits them ignored, and a
+    shell script cannot trap a signal ignored when it started (POSIX), so the run script
+    would rightly ignore the SIGINT a test sends it."""
+    for sig in (signal.SIGINT, signal.SIGQUIT):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 @contextlib.contextmanager
 def started(argv: list[str], tmp_path: Path) -> Iterator[Run]:
     """Start ``argv`` and wait until its program prints "running"; on the way out, however
     the test went, kill whatever of it is left and remove its shared memory."""
     with open(tmp_path / "stdout", "w+") as out, open(tmp_path / "stderr", "w+") as err:
         proc = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=_signals_by_default)
         run = Run(proc, out, err)
         try:
             deadline = time.monotonic() + START_TIMEOUT
