@@ -3,6 +3,7 @@ current program. The CLI and `floem explore` use them; ``floem.build`` and ``flo
 are the last two."""
 from __future__ import annotations
 
+import ast
 import os
 import runpy
 import sys
@@ -13,6 +14,7 @@ from floem.builder import build_program, run_program
 from floem.errors import FloemError
 from floem.lang import params
 from floem.lang.program import Program, current_program, loaded_program, reset_default_program
+from floem.lang.segment import Segment
 
 
 def load_app(path: str, given: dict[str, str] | None = None) -> Program:
@@ -26,7 +28,7 @@ def load_app(path: str, given: dict[str, str] | None = None) -> Program:
     _forget_shadowed_modules(os.path.dirname(app))
     sys.path.insert(0, os.path.dirname(app))
     try:
-        runpy.run_path(app, run_name="__floem_app__")
+        made = runpy.run_path(app, run_name="__floem_app__")
     except SyntaxError as e:
         raise FloemError(f"Python syntax error: {e.msg}", e.filename or app, e.lineno) from None
     except FloemError:
@@ -46,7 +48,28 @@ def load_app(path: str, given: dict[str, str] | None = None) -> Program:
     program = loaded_program()
     program.app_file = program.app_file or app
     program.params = {p.name: p.value for p in params.declared()}
+    program.warnings += _segments_never_made(app, made, program)
     return program
+
+
+def _segments_never_made(app: str, made: dict[str, Any], program: Program) -> list[str]:
+    """A warning for each segment class the app file defines and never instantiates (nor
+    derives another class from): its elements are not in the program."""
+    classes = [c for c in made.values() if isinstance(c, type) and issubclass(c, Segment)
+               and c.__module__ == "__floem_app__"]
+    used = {type(s) for s in program.segments}
+    bases = {b for c in classes for b in c.__mro__[1:]}
+    lines = {node.name: node.lineno for node in ast.walk(_syntax(app))
+             if isinstance(node, ast.ClassDef)}
+    return [f"{app}:{lines.get(c.__name__, 1)}: segment class '{c.__name__}' is defined but "
+            f"never instantiated, so its elements are not in the program (make one: "
+            f"{c.__name__}(\"name\"))" for c in classes if c not in used and c not in bases]
+
+
+def _syntax(app: str) -> ast.Module:
+    """The app file's syntax tree (it ran, so it parses)."""
+    with open(app) as f:
+        return ast.parse(f.read())
 
 
 def _forget_shadowed_modules(directory: str) -> None:

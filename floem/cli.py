@@ -350,6 +350,11 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
                           if getattr(args, f"dma_{k}") is not None}}
 
 
+def _count_of(n: int, noun: str) -> str:
+    """``1 segment``, ``2 segments``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _warn(warnings: list[str]) -> None:
     for w in warnings:
         print(warning_line(w), file=sys.stderr)
@@ -373,7 +378,8 @@ def _command(args: argparse.Namespace) -> int:
     if args.command == "check":
         ir = check_program(program, nic=args.nic, nic_managers=args.nic_managers)
         _warn(ir.warnings)
-        print(f"{args.app}: ok ({len(ir.segments)} segments, {len(ir.nodes())} elements)")
+        print(f"{args.app}: ok ({_count_of(len(ir.segments), 'segment')}, "
+              f"{_count_of(len(ir.nodes()), 'element')})")
         return 0
     if args.command == "graph":
         ir = check_program(program, stop_after=args.after)

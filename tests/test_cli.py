@@ -185,7 +185,47 @@ def test_python_m_floem_is_the_command() -> None:
     result = subprocess.run([sys.executable, "-m", "floem", "check", INC2], capture_output=True,
                             text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    assert result.stdout == f"{INC2}: ok (1 segments, 4 elements)\n"
+    assert result.stdout == f"{INC2}: ok (1 segment, 4 elements)\n"
+
+
+UNMADE_APP = '''from floem import Element, Input, Output, Segment, main
+
+class Src(Element):
+    def configure(self):
+        self.out = Output()
+    def impl(self):
+        self.run_c("output { out(); }")
+
+class Sink(Element):
+    def configure(self):
+        self.inp = Input()
+    def impl(self):
+        self.run_c("inp();")
+
+class Base(Segment):
+    pass
+
+class Pipe(Base):
+    def impl(self):
+        Src() >> Sink()
+
+class Forgotten(Base):
+    def impl(self):
+        Src() >> Sink()
+
+Pipe("pipe")
+'''
+
+
+def test_a_segment_class_never_made_is_a_warning(tmp_path) -> None:
+    app = write_app(tmp_path, UNMADE_APP)
+    result = floem("check", app)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"{app}: ok (1 segment, 2 elements)\n"
+    # a base class of one that is made is not named, nor the classes imported
+    assert result.stderr == (f"{app}:22: warning: segment class 'Forgotten' is defined but "
+                             f"never instantiated, so its elements are not in the program "
+                             f"(make one: Forgotten(\"name\"))\n")
 
 
 @pytest.mark.parametrize("command", sorted(EXAMPLES))

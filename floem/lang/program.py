@@ -78,6 +78,7 @@ class Program:
     params: dict[str, Any] = field(default_factory=dict)
     cuts: list[CutText] = field(default_factory=list)
     origins: dict[str, str] = field(default_factory=dict)   # app file copy -> original's dir
+    warnings: list[str] = field(default_factory=list)        # found loading the app file
     app_file: str | None = None
     _scopes: list[Any] = field(default_factory=list)
     _names: dict[str, Location] = field(default_factory=dict)

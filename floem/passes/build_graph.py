@@ -48,7 +48,7 @@ NIC_PROCESS = "nic"
 def run(program: Program, options: BuildOptions) -> ProgramIR:
     """The IR of ``program``: its graph, segments, queues, caches, states and main."""
     ir = ProgramIR(name=program.display_name, app_file=program.app_file, options=options,
-                   user_names=program.names)
+                   user_names=program.names, warnings=list(program.warnings))
     layout = _LayoutMaker()
     _states(program, ir, layout)
     for seg in program.segments:
