@@ -22,6 +22,8 @@ def load_app(path: str, given: dict[str, str] | None = None) -> Program:
     it built."""
     if not os.path.exists(path):
         raise FloemError(f"no such app file: {path}")
+    if os.path.isdir(path):
+        raise FloemError(f"{path} is a directory: give the app file (a Python file) in it")
     app = os.path.abspath(path)
     reset_default_program()
     params.set_given(given or {})

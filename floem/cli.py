@@ -146,8 +146,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     def command(name: str, help_text: str,
                 description: str | None = None) -> argparse.ArgumentParser:
-        return sub.add_parser(name, help=help_text, description=description or help_text,
-                              epilog=_epilog(name), formatter_class=formatter)
+        p = sub.add_parser(name, help=help_text, description=description or help_text,
+                           epilog=_epilog(name), formatter_class=formatter)
+        p.set_defaults(parser=p)        # whose usage a wrong option of the command shows
+        return p
 
     def app_argument(p: argparse.ArgumentParser) -> None:
         p.add_argument("app", help="the app file (Python)")
@@ -232,7 +234,8 @@ def build_parser() -> argparse.ArgumentParser:
                      metavar="PROCESS=I1:D1:LL",
                      help="--count-instructions: simulate PROCESS's caches with this geometry "
                           "(each BYTES,WAYS,LINE) and count their misses too")
-    run.add_argument("args", nargs="*", help="arguments for the host main (after --)")
+    run.add_argument("args", nargs="*", default=[],
+                     help="arguments for the host main (after --)")
 
     check = command("check", "front end and all passes, no C compiler")
     app_argument(check)
@@ -440,7 +443,9 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGUSR1, signal.SIG_IGN)
     argv = sys.argv[1:] if argv is None else list(argv)
     split = argv.index("--") if "--" in argv else len(argv)
-    args = build_parser().parse_args(argv[:split])
+    args, unknown = build_parser().parse_known_args(argv[:split])
+    if unknown:
+        args.parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     if split < len(argv):               # after `--`, wherever the options were: the program's
         args.args = argv[split + 1:]
     if args.command not in ("explore", "place"):    # they stop their runs their own way

@@ -250,6 +250,24 @@ def test_usage_error_is_status_2() -> None:
     assert "floem build: error: argument --nic: invalid choice: 'octeon'" in result.stderr
 
 
+def test_a_wrong_option_shows_the_usage_of_its_command() -> None:
+    result = floem("run", INC2, "--bogus")
+    assert result.returncode == 2
+    assert result.stderr.startswith("usage: floem run ")
+    assert "floem run: error: unrecognized arguments: --bogus" in result.stderr
+    missing = floem("run")
+    assert missing.returncode == 2
+    assert missing.stderr.splitlines()[-1] == \
+        "floem run: error: the following arguments are required: app"
+
+
+def test_a_directory_is_not_an_app_file(tmp_path) -> None:
+    result = floem("check", str(tmp_path))
+    assert result.returncode == 1
+    assert result.stderr == f"floem: error: {tmp_path} is a directory: give the app file (a " \
+                            f"Python file) in it\n"
+
+
 @pytest.mark.parametrize("option", ["--timeout", "--duration"])
 def test_a_time_below_zero_is_a_usage_error(option: str) -> None:
     result = floem("run", option, "-1", INC2)

@@ -74,6 +74,12 @@ def test_unknown_names_are_errors_listing_the_parameters(app: str) -> None:
     assert "share_queues=true: bool, GET and SET share physical queues" in result.stderr
 
 
+def test_a_misspelled_name_gets_a_suggestion(app: str) -> None:
+    result = floem("check", app, "-D", "desing=split")
+    assert result.returncode == 1
+    assert f"{app}: error: -D desing: no such parameter (did you mean design?)" in result.stderr
+
+
 def test_a_parameter_given_twice_is_an_error(app: str) -> None:
     result = floem("check", app, "-D", "design=split", "-D", "design=cpu")
     assert result.returncode == 1

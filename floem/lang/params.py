@@ -9,6 +9,7 @@ and checks afterwards that each named a parameter the app declared (`check_given
 """
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -155,7 +156,9 @@ def check_given(app_file: str) -> None:
     names = ", ".join(unknown)
     if not _declared:
         raise FloemError(f"-D {names}: this app declares no parameters (floem.param)", app_file)
-    raise FloemError(f"-D {names}: no such parameter{'s' if len(unknown) > 1 else ''}"
+    close = [m for n in unknown for m in difflib.get_close_matches(n, list(_declared), 1)]
+    meant = f" (did you mean {', '.join(close)}?)" if close else ""
+    raise FloemError(f"-D {names}: no such parameter{'s' if len(unknown) > 1 else ''}{meant}"
                      f"{_listing(declared())}", app_file)
 
 
