@@ -8,15 +8,17 @@ import signal
 import sys
 import tempfile
 import textwrap
-from typing import Any
+from typing import Any, Callable
 
 from floem.api import load_app
 from floem.builder import Counting, build_program, check_program, network_environment, run_built
 from floem.errors import FloemError, warning_line
-from floem.graph import to_dot, write_graph
+from floem.explore.model import model_platforms
+from floem.graph import GRAPH_FORMATS, to_dot, write_graph
 from floem.ir.options import NET_BACKENDS, NIC_PLATFORMS, BuildOptions
 from floem.lang import params
 from floem.launcher import STOP_SIGNALS, TIMEOUT_STATUS, follow_parent, stopped_note
+from floem.passes import pass_names
 from floem.platforms import DMA_OPTIONS
 from floem.stats import load_counts, save_counts, stats
 from floem.trace import MAX_PACKETS as TRACE_MAX_PACKETS
@@ -88,6 +90,51 @@ def _count(text: str) -> int:
     return int(text)
 
 
+def _definition(text: str) -> str:
+    """An argparse type: ``NAME=VALUE``, NAME an identifier."""
+    try:
+        params.parse_definitions([text])
+    except FloemError:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, not {text!r}") from None
+    return text
+
+
+def _port(text: str) -> int:
+    """An argparse type: a UDP port, 1 to 65535."""
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"need a UDP port, 1 to 65535, not {text!r}")
+    return int(text)
+
+
+def _pass_name(text: str) -> str:
+    """An argparse type: the name of a compiler pass, or ``all``."""
+    if text != "all" and text not in pass_names():
+        raise argparse.ArgumentTypeError(f"no pass named {text!r} (passes: "
+                                         f"{', '.join(pass_names())}, all)")
+    return text
+
+
+def _graph_file(text: str) -> str:
+    """An argparse type: a file name ending in .dot, .gv, .svg, .png or .pdf."""
+    if "." in text and text.rsplit(".", 1)[1].lower() not in GRAPH_FORMATS:
+        raise argparse.ArgumentTypeError(f"cannot write {text!r}: use .dot, .svg, .png or "
+                                         f".pdf")
+    return text
+
+
+def _platforms(kind: str, several: bool) -> Callable[[str], str]:
+    """An argparse type: the name of a modelled ``kind`` platform (``several``: a comma
+    separated list of them)."""
+    def platforms(text: str) -> str:
+        known = model_platforms(kind)
+        wrong = [n for n in (text.split(",") if several else [text]) if n not in known]
+        if wrong:
+            raise argparse.ArgumentTypeError(f"no {kind} platform {wrong[0]!r} (the {kind} "
+                                             f"platforms: {', '.join(known)})")
+        return text
+    return platforms
+
+
 def _count_cache(text: str) -> tuple[str, str]:
     """An argparse type: PROCESS=I1:D1:LL, each cache BYTES,WAYS,LINE (whole numbers)."""
     process, _, geometry = text.partition("=")
@@ -153,12 +200,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     def app_argument(p: argparse.ArgumentParser) -> None:
         p.add_argument("app", help="the app file (Python)")
-        p.add_argument("-D", dest="define", action="append", default=[], metavar="NAME=VALUE",
+        p.add_argument("-D", dest="define", action="append", default=[], type=_definition,
+                       metavar="NAME=VALUE",
                        help="set app parameter NAME (floem.param); see `floem params APP`")
 
     def sweep_arguments(p: argparse.ArgumentParser, app_help: str, define_help: str) -> None:
         p.add_argument("app", help=app_help)
-        p.add_argument("-D", dest="define", action="append", default=[], metavar="NAME=V1,V2",
+        p.add_argument("-D", dest="define", action="append", default=[], type=_definition,
+                       metavar="NAME=V1,V2",
                        help=define_help)
 
     def target_options(p: argparse.ArgumentParser) -> None:
@@ -189,7 +238,8 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument(f"--dma-{name.replace('_', '-')}", type=float, metavar=unit,
                            help=f"DMA cost model: {name.replace('_', ' ')} (default: runtime's)")
         p.add_argument("--net", choices=NET_BACKENDS, default=BuildOptions.net, help="packet I/O backend")
-        p.add_argument("--dump-after", metavar="PASS", help="write the IR after PASS (or 'all')")
+        p.add_argument("--dump-after", type=_pass_name, metavar="PASS",
+                       help="write the IR after PASS (or 'all')")
         p.add_argument("--report", action="store_true", help="write report.txt and print it")
 
     build = command("build", "compile an app into C and executables")
@@ -208,7 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="kill and report the app after S seconds")
     run.add_argument("--duration", type=_positive, metavar="S",
                      help="stop the app with SIGINT after S seconds")
-    run.add_argument("--port", type=int, metavar="P",
+    run.add_argument("--port", type=_port, metavar="P",
                      help="--net udp: the UDP port to serve (default 9000)")
     run.add_argument("--pcap-in", metavar="FILE",
                      help="--net pcap: packets to replay (pcap or pcapng, Ethernet)")
@@ -245,8 +295,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     graph = command("graph", "draw the program (DOT; SVG/PNG with Graphviz)")
     app_argument(graph)
-    graph.add_argument("-o", "--out", metavar="FILE", help=".dot, .svg or .png (default: stdout)")
-    graph.add_argument("--after", metavar="PASS", help="draw the IR after PASS (default: all passes)")
+    graph.add_argument("-o", "--out", type=_graph_file, metavar="FILE",
+                       help=".dot, .svg, .png or .pdf (default: stdout)")
+    graph.add_argument("--after", type=_pass_name, metavar="PASS",
+                       help="draw the IR after PASS (default: all passes)")
     graph.add_argument("--stats", metavar="FILE", help="counters to draw on the graph: packets on "
                        "edges, drops on elements (from floem run --stats or floem stats --json)")
 
@@ -274,9 +326,9 @@ def build_parser() -> argparse.ArgumentParser:
     sweep_arguments(explore, "the app file, or a sweep file (.toml) of several studies",
                     "values of parameter NAME to sweep (a parameter with choices and no -D "
                     "sweeps all its choices)")
-    explore.add_argument("--nic", metavar="P1,P2", help="NIC platforms (default: the sweep "
+    explore.add_argument("--nic", type=_platforms("nic", True), metavar="P1,P2", help="NIC platforms (default: the sweep "
                          "file's, else liquidio,bluefield2); the models: floem/platforms/*.toml")
-    explore.add_argument("--host", metavar="P1,P2", help="host platforms (default: the sweep "
+    explore.add_argument("--host", type=_platforms("host", True), metavar="P1,P2", help="host platforms (default: the sweep "
                          "file's, else this, this machine as measured)")
     explore.add_argument("--load", type=_positive, metavar="PPS",
                          help="offered load for the latency prediction, packets/s (default: "
@@ -309,9 +361,11 @@ def build_parser() -> argparse.ArgumentParser:
     placing.add_argument("--workload", metavar="CMD",
                          help="a command that writes the workload capture to {pcap}")
     placing.add_argument("--pcap", metavar="FILE", help="the workload capture")
-    placing.add_argument("--nic", default="liquidio", metavar="PLATFORM",
+    placing.add_argument("--nic", type=_platforms("nic", False), default="liquidio",
+                         metavar="PLATFORM",
                          help="the NIC platform modelled (default liquidio; floem/platforms)")
-    placing.add_argument("--host", default="this", metavar="PLATFORM",
+    placing.add_argument("--host", type=_platforms("host", False), default="this",
+                         metavar="PLATFORM",
                          help="the host platform modelled (default this: this machine)")
     placing.add_argument("--objective", nargs="+", default=["throughput"], metavar="OBJ",
                          help="throughput (default), per-host-core, latency (p50), or "

@@ -95,6 +95,10 @@ def _carried(ir: ProgramIR, q: QueueIR) -> list[str]:
     return result
 
 
+#: The file name endings `write_graph` writes.
+GRAPH_FORMATS = ("dot", "gv", "svg", "png", "pdf")
+
+
 def write_graph(ir: ProgramIR, path: str, run: RunCounts | None = None) -> None:
     """Write ``path``: DOT as is, SVG or PNG rendered by Graphviz ``dot``."""
     dot = to_dot(ir, run)
@@ -103,7 +107,7 @@ def write_graph(ir: ProgramIR, path: str, run: RunCounts | None = None) -> None:
         with open(path, "w") as f:
             f.write(dot)
         return
-    if fmt not in ("svg", "png", "pdf"):
+    if fmt not in GRAPH_FORMATS:
         raise FloemError(f"floem graph: cannot write {path!r}: use .dot, .svg, .png or .pdf")
     if shutil.which("dot") is None:
         raise FloemError(f"floem graph: writing {fmt.upper()} needs Graphviz 'dot' "

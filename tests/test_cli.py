@@ -261,6 +261,20 @@ def test_a_wrong_option_shows_the_usage_of_its_command() -> None:
         "floem run: error: the following arguments are required: app"
 
 
+@pytest.mark.parametrize("args, message", [
+    (["graph", INC2, "--after", "bogus"], "argument --after: no pass named 'bogus'"),
+    (["graph", INC2, "-o", "g.jpg"], "argument -o/--out: cannot write 'g.jpg': use .dot, .svg, "
+                                     ".png or .pdf"),
+    (["run", INC2, "--port", "70000"], "argument --port: need a UDP port, 1 to 65535, not "
+                                       "'70000'"),
+    (["place", INC2, "--nic", "octeon"], "argument --nic: no nic platform 'octeon'"),
+])
+def test_a_bad_value_is_a_usage_error(args: list[str], message: str) -> None:
+    result = floem(*args)
+    assert result.returncode == 2
+    assert f"floem {args[0]}: error: {message}" in result.stderr
+
+
 def test_a_directory_is_not_an_app_file(tmp_path) -> None:
     result = floem("check", str(tmp_path))
     assert result.returncode == 1

@@ -280,11 +280,11 @@ def test_every_platform_loads_and_cites_each_figure() -> None:
 
 
 def test_an_unknown_platform_is_an_error_listing_the_models() -> None:
-    result = floem("explore", ECHO, "--pcap", "/nonexistent.pcap", "--nic", "octeon")
-    assert result.returncode == 1
+    result = floem("explore", ECHO, "--pcap", "/nonexistent.pcap", "--nic", "liquidio,octeon")
+    assert result.returncode == 2           # a wrong command line
     assert "no nic platform 'octeon'" in result.stderr and "liquidio" in result.stderr
     result = floem("explore", ECHO, "--pcap", "/nonexistent.pcap", "--host", "liquidio")
-    assert result.returncode == 1 and "the host platforms are" in result.stderr
+    assert result.returncode == 2 and "(the host platforms: this, " in result.stderr
     assert "Traceback" not in result.stderr
 
 

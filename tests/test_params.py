@@ -98,8 +98,8 @@ def test_an_app_without_parameters_rejects_definitions(tmp_path) -> None:
 @pytest.mark.parametrize("define", ["design", "=x", "2x=1"])
 def test_malformed_definitions(app: str, define: str) -> None:
     result = floem("run", app, "-D", define)
-    assert result.returncode == 1
-    assert f"-D {define}: expected NAME=VALUE" in result.stderr
+    assert result.returncode == 2           # a wrong command line
+    assert f"floem run: error: argument -D: expected NAME=VALUE, not {define!r}" in result.stderr
 
 
 def test_floem_params_lists_defaults_values_choices_and_help(app: str) -> None:
