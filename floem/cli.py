@@ -1,4 +1,5 @@
-"""The ``floem`` command: build, run, check and graph an app file."""
+"""The floem command: build, run, check, graph, explore and place an app file, list its
+parameters, watch a running program's counters."""
 from __future__ import annotations
 
 import argparse
@@ -19,7 +20,7 @@ from floem.ir.options import NET_BACKENDS, NIC_PLATFORMS, BuildOptions
 from floem.lang import params
 from floem.launcher import STOP_SIGNALS, TIMEOUT_STATUS, follow_parent, stopped_note
 from floem.passes import pass_names
-from floem.platforms import DMA_OPTIONS
+from floem.platforms import DMA_MEANINGS, DMA_OPTIONS
 from floem.stats import load_counts, save_counts, stats
 from floem.trace import MAX_PACKETS as TRACE_MAX_PACKETS
 
@@ -236,7 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "enter the program with (v0, v1, ...)")
         for name, unit in DMA_OPTIONS.items():
             p.add_argument(f"--dma-{name.replace('_', '-')}", type=float, metavar=unit,
-                           help=f"DMA cost model: {name.replace('_', ' ')} (default: runtime's)")
+                           help=f"the emulated NIC's DMA engine: {DMA_MEANINGS[name]}")
         p.add_argument("--net", choices=NET_BACKENDS, default=BuildOptions.net, help="packet I/O backend")
         p.add_argument("--dump-after", type=_pass_name, metavar="PASS",
                        help="write the IR after PASS (or 'all')")

@@ -43,7 +43,12 @@ PLATFORMS = {
 }
 
 
-#: Build-time DMA cost model options (``--dma-...``) and the runtime variables they preset.
-DMA_OPTIONS = {"latency_ns": "NS", "gbps": "BYTES_PER_NS", "descriptors": "N", "outstanding": "N"}
+#: Build-time DMA cost model options (``--dma-...``): each one's unit and meaning; and the
+#: runtime variables they preset (runtime/include/floem/dma.h).
+DMA_OPTIONS = {"latency_ns": "NS", "gbps": "GB_PER_S", "descriptors": "N", "outstanding": "N"}
+DMA_MEANINGS = {"latency_ns": "latency of a request (a PCIe round trip), ns; default 1000",
+                "gbps": "bandwidth, gigabytes (not bits) a second, i.e. bytes a ns; default 8",
+                "descriptors": "descriptors a request holds at most; default 16",
+                "outstanding": "requests in flight at most; default 8"}
 DMA_ENVIRONMENT = {"latency_ns": "FLOEM_DMA_LATENCY_NS", "gbps": "FLOEM_DMA_GBPS",
                    "descriptors": "FLOEM_DMA_DESCRIPTORS", "outstanding": "FLOEM_DMA_OUTSTANDING"}
