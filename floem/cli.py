@@ -307,8 +307,9 @@ def build_parser() -> argparse.ArgumentParser:
     app_argument(listing)
 
     live = command("stats", "show running programs' per-element packet counters, live",
-                   "Show the per-element packet counters of running programs (of every one, "
-                   "or of the run PID belongs to), refreshed like top until they end: packets "
+                   "Show the per-element packet counters of running programs (yours, every "
+                   "user's with --all, or the run PID belongs to), refreshed like top until "
+                   "they end: packets "
                    "in, runs that sent nothing on (drops and ends of paths), packets out per "
                    "port, and packets in per second.")
     live.add_argument("pid", nargs="?", type=int, metavar="PID",
@@ -317,6 +318,8 @@ def build_parser() -> argparse.ArgumentParser:
     live.add_argument("--interval", type=_positive, default=1.0, metavar="S",
                       help="seconds between refreshes (default 1)")
     live.add_argument("--json", action="store_true", help="print the counters once, as JSON")
+    live.add_argument("--all", action="store_true",
+                      help="every user's programs, not only yours")
 
     explore = command(
         "explore", "count an app's configurations on a workload; predict them on a NIC and a "
@@ -428,7 +431,7 @@ def _command(args: argparse.Namespace) -> int:
         from floem.place.command import place
         return place(args)
     if args.command == "stats":
-        return stats(args.pid, args.once, args.interval, args.json)
+        return stats(args.pid, args.once, args.interval, args.json, args.all)
     program = load_app(args.app, params.parse_definitions(args.define))
     if args.command == "params":
         sys.stdout.write(params.describe(params.declared()))

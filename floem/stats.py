@@ -160,12 +160,13 @@ def _element(line: str, values: tuple[int, ...]) -> ElementCounts:
     return e
 
 
-def find_counters(pid: int | None = None) -> list[ProcessCounts]:
-    """The counters of every running process that has them, or only those of the run that
-    process ``pid`` belongs to (a program's process, or the `floem run` that started it)."""
+def find_counters(pid: int | None = None, everyone: bool = False) -> list[ProcessCounts]:
+    """The counters of every running process of the caller's user that has them (of every
+    user's: ``everyone``), or only those of the run that process ``pid`` belongs to (a
+    program's process, or the `floem run` that started it)."""
     found = []
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+        if not entry.isdigit() or not (everyone or pid is not None or owned(int(entry))):
             continue
         fds = f"/proc/{entry}/fd"
         try:
@@ -185,6 +186,14 @@ def find_counters(pid: int | None = None) -> list[ProcessCounts]:
         runs = {c.run for c in found if c.pid == pid or launcher_of(c.run) == pid}
         found = [c for c in found if (c.run and c.run in runs) or c.pid == pid]
     return sorted(found, key=lambda c: (c.run, c.pid))
+
+
+def owned(pid: int) -> bool:
+    """Process ``pid`` runs as the caller's user."""
+    try:
+        return os.stat(f"/proc/{pid}").st_uid == os.getuid()
+    except OSError:
+        return False
 
 
 def table(processes: list[ProcessCounts], rates: dict[tuple[int, str], float] | None = None,
@@ -274,23 +283,26 @@ def load_counts(path: str) -> RunCounts:
             from None
 
 
-def stats(pid: int | None, once: bool, interval: float, as_json_text: bool) -> int:
-    """`floem stats`: print the counters of running programs once, or every ``interval``
-    seconds until they end; 1 when no running program has counters."""
-    found = find_counters(pid)
+def stats(pid: int | None, once: bool, interval: float, as_json_text: bool,
+          everyone: bool = False) -> int:
+    """`floem stats`: print the counters of running programs (the caller's, or
+    ``everyone``'s) once, or every ``interval`` seconds until they end; 1 when no running
+    program has counters."""
+    found = find_counters(pid, everyone)
     if not found:
-        which = f"process {pid}" if pid is not None else "any running program"
+        which = f"process {pid}" if pid is not None else \
+            "any running program" + ("" if everyone else " of yours (--all: anyone's)")
         raise FloemError(f"no element counters found for {which} (is it running, and built "
                          "without --no-counters?)")
     try:
-        return _show(found, pid, once, interval, as_json_text)
+        return _show(found, pid, once, interval, as_json_text, everyone)
     except BrokenPipeError:             # e.g. `floem stats | head`: the reader has had enough
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
 
 
 def _show(found: list[ProcessCounts], pid: int | None, once: bool, interval: float,
-          as_json_text: bool) -> int:
+          as_json_text: bool, everyone: bool) -> int:
     if once or as_json_text:
         sys.stdout.write(as_json(found) + "\n" if as_json_text else table(found))
         return 0
@@ -299,7 +311,7 @@ def _show(found: list[ProcessCounts], pid: int | None, once: bool, interval: flo
     sys.stdout.write(clear + table(found))
     while True:
         time.sleep(interval)
-        found, now = find_counters(pid), time.monotonic()
+        found, now = find_counters(pid, everyone), time.monotonic()
         if not found:
             print("floem: the program has ended")
             return 0

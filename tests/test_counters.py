@@ -17,6 +17,7 @@ import time
 
 import pytest
 
+from floem.stats import owned
 from test_echo import ECHO, capture, on, write_capture
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -128,6 +129,10 @@ def test_floem_stats_shows_a_running_programs_counters(tmp_path) -> None:
         assert re.search(r"^  CheckUDP0\s+echo\s+\d+\s+0\s+out \d+, drop \d+$", text.stdout, re.M)
         assert re.search(r"^  echo\[0\]\s+\d+\s+\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+$", text.stdout,
                          re.M)
+        # without a PID: the caller's programs, this one among them
+        for args in ([], ["--all"]):
+            listed = floem("stats", "--once", *args)
+            assert f"run /floem-{run.pid}-" in listed.stdout, listed.stderr
     finally:
         run.terminate()
         run.wait(30)
@@ -135,6 +140,24 @@ def test_floem_stats_shows_a_running_programs_counters(tmp_path) -> None:
     assert gone.returncode == 1
     assert gone.stderr.startswith(f"floem: error: no element counters found for process {run.pid}")
     assert "Traceback" not in gone.stderr
+
+
+def test_floem_stats_lists_the_callers_own_programs() -> None:
+    """Another user's process is not the caller's (`floem stats` without --all leaves its
+    programs out); the caller's own is."""
+    if os.getuid() != 0:
+        pytest.skip("starting a process as another user needs root")
+    other = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                              "sleep", "30"])
+    try:
+        deadline = time.monotonic() + 10
+        while os.stat(f"/proc/{other.pid}").st_uid != 65534 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not owned(other.pid)
+        assert owned(os.getpid())
+    finally:
+        other.kill()
+        other.wait()
 
 
 def test_no_counters_leaves_them_out(tmp_path) -> None:
