@@ -275,6 +275,15 @@ def test_a_bad_value_is_a_usage_error(args: list[str], message: str) -> None:
     assert f"floem {args[0]}: error: {message}" in result.stderr
 
 
+def test_a_nic_for_a_program_with_no_nic_segment_is_a_warning() -> None:
+    echo = os.path.join(ROOT, "examples", "echo", "echo.py")
+    result = floem("check", "--nic", "liquidio", echo)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == "floem: warning: --nic liquidio: the program has no NIC segment, " \
+                            "so nothing runs on that NIC\n"
+    assert floem("check", "--nic", "liquidio", echo, "-D", "device=nic").stderr == ""
+
+
 def test_a_directory_is_not_an_app_file(tmp_path) -> None:
     result = floem("check", str(tmp_path))
     assert result.returncode == 1

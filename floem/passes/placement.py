@@ -7,7 +7,8 @@ After: ``ir.processes`` maps each process to its device, thread and callable
 segments; exactly one host process holds ``main`` (the one ``floem.main``
 or ``floem.external_main`` names, else the default process; with
 ``external_main`` that process's executable is the user's program); the NIC's threads plus its manager cores
-fit the platform (``--nic``), else an error at the segment that overflows::
+fit the platform (``--nic``), else an error at the segment that overflows; a ``--nic``
+other than the default for a program with no NIC segment is a warning::
 
     seg rx (NIC, 2 cores), inc2 (process=math)  =>  process nic (NIC) [rx], 2 + 1 cores
                                                    process math [inc2] callables, main
@@ -15,7 +16,7 @@ fit the platform (``--nic``), else an error at the segment that overflows::
 from __future__ import annotations
 
 from floem.errors import FloemError
-from floem.ir import Device, ProcessIR, ProgramIR, SegmentKind
+from floem.ir import BuildOptions, Device, ProcessIR, ProgramIR, SegmentKind
 from floem.platforms import PLATFORMS
 
 NAME = "placement"
@@ -54,6 +55,10 @@ def run(ir: ProgramIR) -> ProgramIR:
         if proc is not main and any(ir.segments[s].kind == SegmentKind.THREAD for s in proc.segments):
             proc.has_main = True
     _check_nic_cores(ir)
+    if ir.options.nic != BuildOptions.nic and all(p.device != Device.NIC
+                                                  for p in ir.processes.values()):
+        ir.warnings.append(f"--nic {ir.options.nic}: the program has no NIC segment, so "
+                           f"nothing runs on that NIC")
     ir.main_process = wanted
     return ir
 
