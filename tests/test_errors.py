@@ -282,6 +282,23 @@ B("b")
         join = Join()  # <-- error
         j.big >> join.a
      '''), "join element 'Join0' never runs: input port 'b' is not connected"),
+    ("callable output never reached", '''\
+class f(CallableSegment):
+    def configure(self):
+        self.inp = Input(Int)
+        self.out = Output(Int)  # <-- error
+
+    def impl(self):
+        self.inp >> Inc() >> Inc()
+
+f("f")
+main('printf("%d\\\\n", f(1));')
+''', "nothing reaches the output of callable segment 'f': connect its last element to it "
+        "(... >> self.out)"),
+    ("callable arguments never read", callable_app('''
+        Inc() >> self.out  # <-- error
+     ''', marked=False), "element 'Inc0' is unreachable from the arguments of callable segment "
+                        "'f' (self.inp)"),
     ("callable path without a return", callable_app('''
         two = Two()
         self.inp >> two

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import networkx as nx
 
-from floem.ir import Device, ProgramIR, SegmentIR, SegmentKind
+from floem.ir import Device, ProgramIR, Role, SegmentIR, SegmentKind
 from floem.passes.build_graph import NIC_PROCESS
 from floem.passes.find_sources import candidate_sources, packet_states
 from floem.passes.split_auto import several_paths
@@ -49,10 +49,10 @@ def run(ir: ProgramIR) -> ProgramIR:
                                    f"({first.loc}) and '{second.name}'; a segment starts at "
                                    "one source")
         reached = nx.descendants(ir.graph, seg.source) | {seg.source}
-        for name in seg.elements:
-            if name not in reached:
-                raise ir.node(name).loc.error(f"element '{name}' is unreachable from the source "
-                                              f"'{seg.source}' of segment '{seg.name}'")
+        lost = [n for n in seg.elements if n not in reached]
+        if lost:            # a user's element first: the return is lost with the path to it
+            name = min(lost, key=lambda n: ir.node(n).role == Role.RETURN)
+            raise ir.node(name).loc.error(_unreachable(ir, seg, name))
         states = packet_states(ir, seg)
         if len(states) > 1:
             names = ", ".join(s.name for s in states)
@@ -65,6 +65,18 @@ def run(ir: ProgramIR) -> ProgramIR:
                 raise q.loc.error(f"the cut's queue '{q.name}' has {q.channels} channels and "
                                   f"{forked}: a packet could cross twice")
     return ir
+
+
+def _unreachable(ir: ProgramIR, seg: SegmentIR, name: str) -> str:
+    """Why element ``name`` of ``seg`` is an error: no path from the segment's source
+    reaches it (said in the user's terms for a callable's arguments and return)."""
+    if ir.node(name).role == Role.RETURN and not any(ir.graph.predecessors(name)):
+        return (f"nothing reaches the output of callable segment '{seg.name}': connect its "
+                f"last element to it (... >> self.out)")
+    source = ir.node(seg.source)
+    start = f"the arguments of callable segment '{seg.name}' (self.inp)" \
+        if source.role == Role.ARGS else f"the source '{seg.source}' of segment '{seg.name}'"
+    return f"element '{name}' is unreachable from {start}"
 
 
 def _check_nic_segment(ir: ProgramIR, seg: SegmentIR) -> None:
