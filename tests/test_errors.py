@@ -238,6 +238,20 @@ CHECK_CASES = [
         ''', outputs="self.small = Output(Int); self.big = Output(Int)"),
      "element 'sw' (body line 5): each case of an output switch calls exactly one output "
      "port; this one calls 0"),
+    ("output port misspelled in a block", body_element("typo", '''
+            int x = inp();
+            output { outp(x + 1); }   /* <-- error */
+        '''), "element 'typo' (body line 3): 'outp' is not an output port of this element (its "
+              "ports: out)"),
+    ("output port misspelled in a switch case", body_element("sw", '''
+            int x = inp();
+            output switch {
+                case x < 0: negative(x);   /* <-- error */
+                else: pos(x);
+            }
+        ''', outputs="self.neg = Output(Int); self.pos = Output(Int)"),
+     "element 'sw' (body line 4): 'negative' is not an output port of this element (its ports: "
+     "neg, pos)"),
     ("output port never fired", body_element("silent", '''/* <-- error: the body as a whole */
             printf("%d\\n", inp());
         '''), "element 'silent': element has output ports (out) but its body has no output "

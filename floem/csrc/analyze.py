@@ -8,6 +8,7 @@ forms (`floem.csrc.ports`) and for per-packet and persistent state
 """
 from __future__ import annotations
 
+import difflib
 from typing import Callable, Sequence, TypeVar
 
 from pycparser import c_ast
@@ -15,7 +16,7 @@ from pycparser import c_ast
 from floem.csrc.fields import StateVisitor
 from floem.csrc.forms import Forms, OutputForm, asm_replacements, scan
 from floem.csrc.model import Body, BodyError, BodyInfo
-from floem.csrc.ports import Call, PortVisitor
+from floem.csrc.ports import Call, OtherCall, PortVisitor
 from floem.csrc.tokens import TokenList, render
 from floem.csrc.unit import INCLUDE_FILE, PRELUDE_FILE, UnitError, parse_unit
 from floem.errors import FloemError
@@ -146,13 +147,28 @@ def _check_form(body: Body, forms: Forms, ports: PortVisitor) -> str | None:
                              "'output multiple;')")
         return None
     if form.kind == "block":
-        _check_block(ports)
+        _check_block(ports, names)
     elif form.kind == "switch":
-        _check_switch(ports, forms.outputs[0])
+        _check_switch(ports, forms.outputs[0], names)
     return form.kind
 
 
-def _check_block(ports: PortVisitor) -> None:
+def _not_a_port(call: OtherCall, names: str) -> BodyError:
+    return BodyError(f"'{call.name}' is not an output port of this element (its ports: "
+                     f"{names})", call.line)
+
+
+def _looks_like_a_port(name: str, ports: list[str]) -> bool:
+    """``name`` is spelled close to a port's name (a port misspelled, not a C function)."""
+    return any((name.startswith(p) or p.startswith(name)) and abs(len(name) - len(p)) <= 2
+               for p in ports) or bool(difflib.get_close_matches(name, ports, 1, 0.5))
+
+
+def _check_block(ports: PortVisitor, names: str) -> None:
+    if not ports.calls:         # firing nothing: a call spelled like a port is a typo
+        for call in ports.others:
+            if _looks_like_a_port(call.name, list(ports.outputs)):
+                raise _not_a_port(call, names)
     first: dict[str, int] = {}
     for call in ports.calls:
         if call.port in first:
@@ -161,7 +177,7 @@ def _check_block(ports: PortVisitor) -> None:
         first[call.port] = call.line
 
 
-def _check_switch(ports: PortVisitor, switch: OutputForm) -> None:
+def _check_switch(ports: PortVisitor, switch: OutputForm, names: str) -> None:
     per_case: dict[int, list[Call]] = {k: [] for k in range(len(switch.cases))}
     for call in ports.calls:
         if call.case is None:
@@ -170,6 +186,9 @@ def _check_switch(ports: PortVisitor, switch: OutputForm) -> None:
         per_case[call.case].append(call)
     for k, case in enumerate(switch.cases):
         calls = per_case[k]
+        stray = [c for c in ports.others if c.case == k]
+        if not calls and stray:
+            raise _not_a_port(stray[0], names)
         if len(calls) != 1:
             raise BodyError(f"each case of an output switch calls exactly one output port; "
                             f"this one calls {len(calls)}", case.line)

@@ -38,6 +38,16 @@ class Call:
 
 
 @dataclass
+class OtherCall:
+    """A whole statement of an output block or case that calls a function other than a
+    port (a misspelled port, or a C function called for its effect)."""
+
+    name: str
+    line: int
+    case: int | None     # switch: index of the case holding it
+
+
+@dataclass
 class FormNode:
     """One output form as the AST sees it."""
 
@@ -57,6 +67,7 @@ class PortVisitor(ParentVisitor):
         self.top = top
         self.reads: dict[str, list[Read]] = {}
         self.calls: list[Call] = []
+        self.others: list[OtherCall] = []
         self.forms: list[FormNode] = []
         self._form: FormNode | None = None
 
@@ -80,7 +91,17 @@ class PortVisitor(ParentVisitor):
             self._read(node, self.inputs[name])
         elif name in self.outputs:
             self._call(node, self.outputs[name])
+        elif name is not None and self._form is not None and self._form.kind != "multiple":
+            inside = self._holding(self._form)
+            if inside is not None and self.parents[-1] is self._form.holders[inside]:
+                case = inside if self._form.kind == "switch" else None
+                self.others.append(OtherCall(name, node.coord.line, case))
         self.generic_visit(node)
+
+    def _holding(self, form: FormNode) -> int | None:
+        """The index of the block or case of ``form`` the node visited is in, or None."""
+        return next((k for k, holder in enumerate(form.holders)
+                     if any(holder is p for p in self.parents)), None)
 
     def _read(self, node: c_ast.FuncCall, port: Port) -> None:
         line = node.coord.line
@@ -112,8 +133,7 @@ class PortVisitor(ParentVisitor):
         if form is None or form.kind == "multiple":
             self.calls.append(Call(port.name, line, False, None, False))
             return
-        inside = next((k for k, holder in enumerate(form.holders)
-                       if any(holder is p for p in self.parents)), None)
+        inside = self._holding(form)
         direct = inside is not None and self.parents[-1] is form.holders[inside]
         case = inside if form.kind == "switch" else None
         self.calls.append(Call(port.name, line, True, case, direct))

@@ -86,6 +86,15 @@ def test_block_always_fires_direct_calls_only():
     assert info.switch_ports == [] and not info.switch_has_else
 
 
+def test_a_call_spelled_like_a_port_that_fires_nothing_is_a_misspelled_port():
+    e = error_of("int x = inp();\noutput { aa(x); }", inputs=ONE, outputs=OUTS)
+    assert_error(e, 2, "'aa' is not an output port of this element (its ports: a, b, c)")
+    # a C function called for its effect, firing nothing, is not one
+    assert info_of("output { cleanup_everything(); }", outputs=OUTS).calls == {}
+    # nor one called beside a port
+    assert info_of("output { a(1); cc(); }", outputs=OUTS).calls == {"a": [1]}
+
+
 def test_block_may_come_before_other_statements():
     info = info_of("int x = 1;\noutput { a(x); c(x); }\nx++;", outputs=OUTS)
     assert info.always_fires == {"a", "c"}
