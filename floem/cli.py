@@ -199,17 +199,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(parser=p)        # whose usage a wrong option of the command shows
         return p
 
-    def app_argument(p: argparse.ArgumentParser) -> None:
-        p.add_argument("app", help="the app file (Python)")
-        p.add_argument("-D", dest="define", action="append", default=[], type=_definition,
-                       metavar="NAME=VALUE",
-                       help="set app parameter NAME (floem.param); see `floem params APP`")
-
-    def sweep_arguments(p: argparse.ArgumentParser, app_help: str, define_help: str) -> None:
+    def app_argument(p: argparse.ArgumentParser, app_help: str = "the app file (Python)",
+                     values: str = "NAME=VALUE", define_help: str = "set app parameter NAME "
+                     "(floem.param); see `floem params APP`") -> None:
         p.add_argument("app", help=app_help)
         p.add_argument("-D", dest="define", action="append", default=[], type=_definition,
-                       metavar="NAME=V1,V2",
-                       help=define_help)
+                       metavar=values, help=define_help)
 
     def target_options(p: argparse.ArgumentParser) -> None:
         app_argument(p)
@@ -327,13 +322,15 @@ def build_parser() -> argparse.ArgumentParser:
         "each segment executes per packet, and predict packets/s, latency and the bottleneck "
         "on models of NIC and host platforms; print the table best first and write it as "
         "CSV, JSON and a plot.")
-    sweep_arguments(explore, "the app file, or a sweep file (.toml) of several studies",
-                    "values of parameter NAME to sweep (a parameter with choices and no -D "
-                    "sweeps all its choices)")
-    explore.add_argument("--nic", type=_platforms("nic", True), metavar="P1,P2", help="NIC platforms (default: the sweep "
-                         "file's, else liquidio,bluefield2); the models: floem/platforms/*.toml")
-    explore.add_argument("--host", type=_platforms("host", True), metavar="P1,P2", help="host platforms (default: the sweep "
-                         "file's, else this, this machine as measured)")
+    app_argument(explore, "the app file, or a sweep file (.toml) of several studies",
+                 "NAME=V1,V2", "values of parameter NAME to sweep (a parameter with choices "
+                 "and no -D sweeps all its choices)")
+    explore.add_argument("--nic", type=_platforms("nic", True), metavar="P1,P2",
+                         help="NIC platforms (default: the sweep file's, else "
+                              "liquidio,bluefield2); the models: floem/platforms/*.toml")
+    explore.add_argument("--host", type=_platforms("host", True), metavar="P1,P2",
+                         help="host platforms (default: the sweep file's, else this, this "
+                              "machine as measured)")
     explore.add_argument("--load", type=_positive, metavar="PPS",
                          help="offered load for the latency prediction, packets/s (default: "
                               "four fifths of each prediction)")
@@ -359,9 +356,9 @@ def build_parser() -> argparse.ArgumentParser:
         "BASE.py (with BASE.diff against APP). Parameters given several values, or declared "
         "with choices, are searched too: each configuration is placed, and one with no "
         "target.AUTO segment is a placement as written (a NIC cache sized by its parameters).")
-    sweep_arguments(placing, "the app file (Python)",
-                    "values of parameter NAME to search (a parameter with choices and no -D: "
-                    "all its choices); the winner's become the placed app file's defaults")
+    app_argument(placing, values="NAME=V1,V2", define_help="values of parameter NAME to "
+                 "search (a parameter with choices and no -D: all its choices); the winner's "
+                 "become the placed app file's defaults")
     placing.add_argument("--workload", metavar="CMD",
                          help="a command that writes the workload capture to {pcap}")
     placing.add_argument("--pcap", metavar="FILE", help="the workload capture")

@@ -132,6 +132,11 @@ class Measurement:
     machines: dict[str, Machine] = field(default_factory=dict)
     hit_rate: float | None = None
 
+    @property
+    def host_threads(self) -> int:
+        """The host threads that worked (executed something on the packets)."""
+        return sum(s.threads for s in self.side(False).values() if s.instructions)
+
     def side(self, nic: bool, machine: str | None = None) -> dict[str, SegmentCounts]:
         """The segments on the NIC (``nic``) or on the host (of ``machine``, when given)."""
         return {n: s for n, s in self.segments.items()

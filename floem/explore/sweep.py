@@ -83,8 +83,7 @@ class Row:
     def per_host_core(self) -> float | None:
         """Predicted packets/s per host thread that worked (the Floem paper's Figure 8
         measure), when the host works at all."""
-        m = self.measurement
-        cores = sum(s.threads for s in m.side(False).values() if s.instructions) if m else 0
+        cores = self.measurement.host_threads if self.measurement else 0
         return self.packets_per_s / cores if cores and not self.failed else None
 
 

@@ -73,9 +73,10 @@ class Segment:
         if isinstance(cores, (int, float)):
             raise self.loc.error(f"cores is a list of core ids, one per thread (cores=[0, 1] "
                                  f"for two threads), not the number {cores!r}")
-        self.cores = list(cores) if isinstance(cores, (list, tuple, range)) else [0]
+        listed = isinstance(cores, (list, tuple, range))
+        self.cores = [0] if cores is None else list(cores) if listed else []
         self.pinned = cores is not None
-        if cores is not None and not isinstance(cores, (list, tuple, range)) or not self.cores or not all(isinstance(c, int) and c >= 0 for c in self.cores):
+        if not self.cores or not all(isinstance(c, int) and c >= 0 for c in self.cores):
             raise self.loc.error(f"cores must be a non-empty list of core ids, not {cores!r}")
         twice = sorted({c for c in self.cores if self.cores.count(c) > 1})
         if twice:

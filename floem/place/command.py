@@ -27,7 +27,7 @@ from floem.place.check import one_thread, same_output, sent_frames
 from floem.place.counts import Probe, count_probe, require
 from floem.place.cuts import Candidate, candidates, segment_order
 from floem.place.search import (OBJECTIVES, Figures, Placement, crossings, measurement,
-                                placements, rank)
+                                placements, rank, values_text)
 
 #: Rows of the ranked table printed (every row is in the CSV and JSON).
 SHOWN = 15
@@ -90,7 +90,7 @@ class Search:
 
     @property
     def label(self) -> str:
-        return " ".join(f"{k}={v}" for k, v in self.shown.items())
+        return values_text(self.shown)
 
     def probes(self) -> list[tuple[str, list[Cut]]]:
         """The builds that count it: a few probes, or the configuration as written."""
@@ -319,9 +319,8 @@ def _as_written(app: str, search: Search, options: list[str], workload: Workload
         progress.finish(label, f"failed: {e}")
         return []
     progress.finish(label, summary(m))
-    threads = sum(s.threads for s in m.side(False).values() if s.instructions)
     written = {n.name: search.front.segments[n.segment].device for n in search.front.nodes()}
-    return [Placement([], {}, predict(m, nic, host), threads, shown=search.shown,
+    return [Placement([], {}, predict(m, nic, host), m.host_threads, shown=search.shown,
                       written=written)]
 
 
@@ -416,7 +415,7 @@ def _cell(value: object) -> object:
     if isinstance(value, list):
         return " ".join(value)
     if isinstance(value, dict):
-        return " ".join(f"{k}={v}" for k, v in value.items())
+        return values_text(value)
     return value
 
 

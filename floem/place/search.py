@@ -49,7 +49,7 @@ class Placement:
     @property
     def label(self) -> str:
         """Its parameters' values (``name=value`` words), when they set it apart."""
-        return " ".join(f"{k}={v}" for k, v in self.shown.items())
+        return values_text(self.shown)
 
     @property
     def packets_per_s(self) -> float:
@@ -155,6 +155,11 @@ class Figures:
             if key in self.crossing:
                 return self.crossing[key]
         return Cost()
+
+
+def values_text(values: dict[str, str]) -> str:
+    """Parameter values as ``name=value`` words."""
+    return " ".join(f"{k}={v}" for k, v in values.items())
 
 
 def thread_choices(limit: int) -> list[int]:
