@@ -41,6 +41,45 @@ class FloemError(Exception):
         return f"element '{self.element}'{body}: {self.message}"
 
 
+#: The most errors one check reports (a compiler's ``-fmax-errors``); the rest are counted.
+MAX_ERRORS = 20
+
+
+class FloemErrors(FloemError):
+    """Several independent mistakes found by one check, in program order.
+
+    Its location and message are the first mistake's; ``str`` and `diagnostic` give them
+    all, one a line, up to `MAX_ERRORS`.
+    """
+
+    def __init__(self, errors: list[FloemError]) -> None:
+        flat = [one for e in errors for one in (e.errors if isinstance(e, FloemErrors) else [e])]
+        self.errors = sorted(flat, key=lambda e: (e.file or "", e.line or 0, e.body_line or 0))
+        first = self.errors[0]
+        super().__init__(first.message, first.file, first.line, first.element, first.body_line)
+
+    def __str__(self) -> str:
+        return self._lines([str(e) for e in self.errors[:MAX_ERRORS]])
+
+    def diagnostic(self) -> str:
+        return self._lines([e.diagnostic() for e in self.errors[:MAX_ERRORS]])
+
+    def _lines(self, shown: list[str]) -> str:
+        more = len(self.errors) - len(shown)
+        if more:
+            shown.append(f"floem: note: {more} more error{'s' if more > 1 else ''} not shown")
+        return "\n".join(shown)
+
+
+def raise_together(errors: list[FloemError]) -> None:
+    """Raise the mistakes one check found: nothing for none, the mistake itself for one,
+    `FloemErrors` for several."""
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise FloemErrors(errors)
+
+
 #: A located warning (``FILE:LINE: ...``), and one of gcc's (``C compiler: FILE:LINE:COL:
 #: warning: ...``, as the builder passes them on).
 _LOCATED = re.compile(r"(?P<where>[^\s:][^:]*:\d+): (?P<what>.*)", re.S)

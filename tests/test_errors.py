@@ -642,3 +642,61 @@ S("s")
 ''')
     result = floem("build", path, "-o", str(tmp_path / "out"))
     assert_located_error(result, path, app, "element 'Opaque0'")
+
+
+def test_independent_mistakes_are_reported_in_one_run(tmp_path):
+    """Two wrongly typed connections, two bodies misusing their ports, two edges between
+    segments: each check reports all its mistakes, in the order of the file, at once."""
+    path, app = write_app(tmp_path, segment('''
+        Src() >> Sink(ty=Uint(8))  # <-- first
+        Src() >> Inc() >> Sink(ty=Uint(16))  # <-- second
+     '''))
+    result = floem("check", path)
+    lines = app.splitlines()
+    first, second = (lines.index(next(t for t in lines if mark in t)) + 1
+                     for mark in ("<-- first", "<-- second"))
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.splitlines() == [
+        f"{path}:{first}: error: type mismatch: Src0.out (int) >> Sink0.inp (uint8_t)",
+        f"{path}:{second}: error: type mismatch: Inc0.out (int) >> Sink1.inp (uint16_t)"]
+
+    bodies = '''
+class Twice(Element):
+    def configure(self):
+        self.inp = Input(Int)
+
+    def impl(self):
+        self.run_c("inp(); inp();")
+
+
+class S(Segment):
+    def impl(self):
+        Src() >> Twice()
+        Src() >> Twice()
+
+
+S("s")
+'''
+    path, app = write_app(tmp_path, bodies)
+    result = floem("check", path)
+    assert result.returncode == 1, result.stderr
+    assert [line.split(": error: ")[1] for line in result.stderr.splitlines()] == [
+        f"element 'Twice{i}' (body line 1): input port 'inp' is read twice (body lines 1 and "
+        "1); a port is read at most once" for i in (0, 1)]
+
+    path, app = write_app(tmp_path, queue_app("global src; src = Src()",
+                                              "src >> Sink(); src >> Inc() >> Sink()"))
+    result = floem("check", path)
+    assert result.returncode == 1, result.stderr
+    assert [line.split(": error: ")[1] for line in result.stderr.splitlines()] == [
+        f"Src0 (segment tx) >> {name} (segment rx) joins two segments; connect segments "
+        "through a Queue" for name in ("Sink0", "Inc0")]
+
+
+def test_a_flood_of_mistakes_is_cut_at_twenty(tmp_path):
+    path, _ = write_app(tmp_path, segment("\n".join(["Src() >> Sink(ty=Uint(8))"] * 25)))
+    result = floem("check", path)
+    lines = result.stderr.splitlines()
+    assert result.returncode == 1 and len(lines) == 21, result.stderr
+    assert all(": error: type mismatch" in line for line in lines[:20])
+    assert lines[20] == "floem: note: 5 more errors not shown"

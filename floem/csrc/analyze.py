@@ -19,7 +19,7 @@ from floem.csrc.model import Body, BodyError, BodyInfo
 from floem.csrc.ports import Call, OtherCall, PortVisitor
 from floem.csrc.tokens import TokenList, render
 from floem.csrc.unit import INCLUDE_FILE, PRELUDE_FILE, UnitError, parse_unit
-from floem.errors import FloemError
+from floem.errors import FloemError, raise_together
 
 T = TypeVar("T")
 
@@ -30,34 +30,39 @@ def analyze(bodies: list[Body], prelude: str = "", include_text: str = "",
 
     `prelude` is C the compiler generates (State typedefs), `include_text` the
     user's ``floem.include`` text, `include_dirs` where ``#include "..."`` looks.
-    Returns each element's `BodyInfo`; raises `FloemError` at the first mistake.
+    Returns each element's `BodyInfo`; raises `FloemError` for the mistakes of every body
+    (one report: a mistake in one body does not hide those in the others).
     """
     by_name: dict[str, Body] = {}
-    forms: dict[str, Forms] = {}
     for body in bodies:
         if not body.element.isidentifier() or not body.element.isascii():
             raise body.error(f"element name '{body.element}' is not a C identifier")
         if body.element in by_name:
             raise body.error(f"two bodies for element '{body.element}'")
         by_name[body.element] = body
-        forms[body.element] = _located(body, scan, body.code,
-                                       {p.name: p for p in body.inputs})
+    forms = _each(by_name, lambda body: scan(body.code, {p.name: p for p in body.inputs}))
     app_file = bodies[0].app_file if bodies else None
     try:
         parsed = parse_unit({name: f.parse_text() for name, f in forms.items()}, prelude,
                             _include_parse_text(include_text, app_file), include_dirs)
     except UnitError as e:
         raise _unit_error(e, by_name, app_file) from None
-    return {name: _located(body, _analyze_body, body, forms[name], parsed[name])
-            for name, body in by_name.items()}
+    return _each(by_name, lambda body: _analyze_body(body, forms[body.element],
+                                                      parsed[body.element]))
 
 
-def _located(body: Body, function: Callable[..., T], *args: object) -> T:
-    """Call `function(*args)`, turning a `BodyError` into a `FloemError` located in `body`."""
-    try:
-        return function(*args)
-    except BodyError as e:
-        raise body.error(e.message, e.body_line) from None
+def _each(bodies: dict[str, Body], function: Callable[[Body], T]) -> dict[str, T]:
+    """`function` of every body, by element; the mistakes (`BodyError`) of all the bodies
+    raised together, each located in its body."""
+    results: dict[str, T] = {}
+    errors: list[FloemError] = []
+    for name, body in bodies.items():
+        try:
+            results[name] = function(body)
+        except BodyError as e:
+            errors.append(body.error(e.message, e.body_line))
+    raise_together(errors)
+    return results
 
 
 def _include_parse_text(include_text: str, app_file: str | None) -> str:

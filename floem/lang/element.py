@@ -41,10 +41,6 @@ class Port:
         owner = self.owner.name if self.owner else "?"
         return f"{owner}.{self.name}"
 
-    def describe(self) -> str:
-        """``element.port (types)`` for messages."""
-        return f"{self!r} ({', '.join(map(str, self.types)) or 'no value'})"
-
 
 class Input(Port):
     """An input port carrying zero or more values (a port with none accepts any output)."""
@@ -237,7 +233,9 @@ class Composite(Node):
 
 
 def connect(src: Any, dst: Any, loc: Location) -> Any:
-    """Record ``src >> dst`` after checking the ports exist and their types match.
+    """Record ``src >> dst`` after checking the ports exist (their types are checked with
+    every other connection's by the ``check_types`` pass, so all mismatches are reported
+    together).
 
     Returns what the chain continues from: the destination element, or the
     destination object itself when it is not an element.
@@ -246,7 +244,6 @@ def connect(src: Any, dst: Any, loc: Location) -> Any:
         return dst.connect_from(src, loc)
     out = _source_port(src, loc)
     inp, result = _dest_port(dst, loc)
-    check_types(out, inp, loc)
     program = current_program()
     scope = program.innermost("segment")
     program.connections.append(Connection(out, inp, loc, scope.name if scope else None))
@@ -274,8 +271,3 @@ def _dest_port(dst: Any, loc: Location) -> tuple[Port, Any]:
         raise loc.error(f"cannot connect into output port {dst!r}")
     raise loc.error(f"cannot connect to {dst!r}: not an element or port")
 
-
-def check_types(out: Port, inp: Port, loc: Location) -> None:
-    """Raise unless the values of ``out`` fit ``inp`` (an input with no types takes any)."""
-    if inp.types and out.c_types != inp.c_types:
-        raise loc.error(f"type mismatch: {out.describe()} >> {inp.describe()}")

@@ -15,6 +15,7 @@ every one of its inputs comes from elements that run for every call.
 """
 from __future__ import annotations
 
+from floem.errors import FloemError, raise_together
 from floem.ir import EdgeKind, ProgramIR, Role, SegmentIR, SegmentKind
 
 NAME = "check_callables"
@@ -24,14 +25,17 @@ PROVIDES = frozenset()
 
 
 def run(ir: ProgramIR) -> ProgramIR:
-    """Raise for a callable that may not return without a default."""
+    """Raise for the callables that may not return without a default."""
+    errors: list[FloemError] = []
     for seg in ir.segments.values():
         if seg.kind != SegmentKind.CALLABLE or seg.default_return is not None:
             continue
         returns = [n for n in seg.elements if ir.node(n).role == Role.RETURN]
         if returns and seg.source not in _surely_returning(ir, seg, _surely_run(ir, seg.source)):
-            raise seg.loc.error(f"callable segment '{seg.name}' may finish without a return value "
-                                "(some path does not reach its output); give default_return=...")
+            errors.append(seg.loc.error(f"callable segment '{seg.name}' may finish without a "
+                                        "return value (some path does not reach its output); "
+                                        "give default_return=..."))
+    raise_together(errors)
     return ir
 
 

@@ -3,7 +3,7 @@
 Before: segments with the source and per-packet state ``find_sources`` found
 where they were unambiguous.
 
-After: the same IR (this pass only checks). Errors for an edge joining two
+After: the same IR (this pass only checks). Errors, all reported together, for an edge joining two
 segments (that needs a queue), a segment with no elements, no source or two,
 an element unreachable from its segment's source, mixed per-packet states,
 NIC segments that are callable or name a process, and a cut (``split_auto``) whose channels
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import networkx as nx
 
+from floem.errors import FloemError, raise_together
 from floem.ir import Device, ProgramIR, Role, SegmentIR, SegmentKind
 from floem.passes.build_graph import NIC_PROCESS
 from floem.passes.find_sources import candidate_sources, packet_states
@@ -27,44 +28,56 @@ PROVIDES = frozenset({"segments_checked"})
 
 
 def run(ir: ProgramIR) -> ProgramIR:
-    """Check the segment rules."""
+    """Check the segment rules: every edge joining two segments in one report; then every
+    segment (its first mistake) and every cut's queue in one report."""
+    errors: list[FloemError] = []
     for u, v, d in ir.graph.edges(data=True):
         su, sv = ir.node(u).segment, ir.node(v).segment
         if su != sv:
-            raise d["loc"].error(f"{u} (segment {su}) >> {v} (segment {sv}) joins two segments; "
-                                 "connect segments through a Queue")
+            errors.append(d["loc"].error(f"{u} (segment {su}) >> {v} (segment {sv}) joins two "
+                                         "segments; connect segments through a Queue"))
+    raise_together(errors)          # the segments' own checks assume they are apart
     for seg in ir.segments.values():
-        if seg.device == Device.NIC:
-            _check_nic_segment(ir, seg)
-        elif seg.process == NIC_PROCESS:
-            raise seg.loc.error(f"process name '{NIC_PROCESS}' is the NIC's; choose another")
-        if not seg.elements:
-            raise seg.loc.error(f"segment '{seg.name}' has no elements")
-        sources = candidate_sources(ir, seg)
-        if not sources:
-            raise seg.loc.error(f"segment '{seg.name}' has no source (an element with no inputs)")
-        if len(sources) > 1:
-            first, second = ir.node(sources[0]), ir.node(sources[1])
-            raise second.loc.error(f"two sources in segment '{seg.name}': '{first.name}' "
-                                   f"({first.loc}) and '{second.name}'; a segment starts at "
-                                   "one source")
-        reached = nx.descendants(ir.graph, seg.source) | {seg.source}
-        lost = [n for n in seg.elements if n not in reached]
-        if lost:            # a user's element first: the return is lost with the path to it
-            name = min(lost, key=lambda n: ir.node(n).role == Role.RETURN)
-            raise ir.node(name).loc.error(_unreachable(ir, seg, name))
-        states = packet_states(ir, seg)
-        if len(states) > 1:
-            names = ", ".join(s.name for s in states)
-            raise seg.loc.error(f"segment '{seg.name}' mixes per-packet states ({names})")
+        try:
+            _check_segment(ir, seg)
+        except FloemError as e:
+            errors.append(e)
     for q in ir.queues.values():
         if q.boundary and q.channels > 1:
             part = ir.segments[ir.node(q.enqueuers[0][0]).segment].elements
             forked = several_paths(ir, part)
             if forked is not None:
-                raise q.loc.error(f"the cut's queue '{q.name}' has {q.channels} channels and "
-                                  f"{forked}: a packet could cross twice")
+                errors.append(q.loc.error(f"the cut's queue '{q.name}' has {q.channels} "
+                                          f"channels and {forked}: a packet could cross twice"))
+    raise_together(errors)
     return ir
+
+
+def _check_segment(ir: ProgramIR, seg: SegmentIR) -> None:
+    """Raise the first mistake of ``seg`` (the later checks assume the earlier hold)."""
+    if seg.device == Device.NIC:
+        _check_nic_segment(ir, seg)
+    elif seg.process == NIC_PROCESS:
+        raise seg.loc.error(f"process name '{NIC_PROCESS}' is the NIC's; choose another")
+    if not seg.elements:
+        raise seg.loc.error(f"segment '{seg.name}' has no elements")
+    sources = candidate_sources(ir, seg)
+    if not sources:
+        raise seg.loc.error(f"segment '{seg.name}' has no source (an element with no inputs)")
+    if len(sources) > 1:
+        first, second = ir.node(sources[0]), ir.node(sources[1])
+        raise second.loc.error(f"two sources in segment '{seg.name}': '{first.name}' "
+                               f"({first.loc}) and '{second.name}'; a segment starts at "
+                               "one source")
+    reached = nx.descendants(ir.graph, seg.source) | {seg.source}
+    lost = [n for n in seg.elements if n not in reached]
+    if lost:            # a user's element first: the return is lost with the path to it
+        name = min(lost, key=lambda n: ir.node(n).role == Role.RETURN)
+        raise ir.node(name).loc.error(_unreachable(ir, seg, name))
+    states = packet_states(ir, seg)
+    if len(states) > 1:
+        names = ", ".join(s.name for s in states)
+        raise seg.loc.error(f"segment '{seg.name}' mixes per-packet states ({names})")
 
 
 def _unreachable(ir: ProgramIR, seg: SegmentIR, name: str) -> str:
