@@ -45,6 +45,7 @@ class BuildResult:
     report: str | None = None
     traced: bool = False                # built with the packet-trace code
     trace_filter: str | None = None     # its --trace-filter
+    receives: bool = False              # some element receives packets (FromNet)
 
 
 def check_program(program: Any, stop_after: str | None = None, **opts: Any) -> ProgramIR:
@@ -234,6 +235,10 @@ def run_built(built: BuildResult, program: Any, timeout: float | None = None,
     if built.main_executable is None:
         raise FloemError("the program has no main process to run: give floem.main(...) or a "
                          "segment that runs as a thread", program.app_file)
+    given = env or {}
+    if given.get("FLOEM_NET") == "pcap" and built.receives and "FLOEM_PCAP_IN" not in given:
+        raise FloemError("--net pcap replays a capture into the program's FromNet: give it "
+                         "with --pcap-in FILE", program.app_file)
     others = {n: built.commands[n] for n, p in built.executables.items()
               if p != built.main_executable}
     prefixes = {}
@@ -246,7 +251,7 @@ def run_built(built: BuildResult, program: Any, timeout: float | None = None,
                              f"{', '.join(sorted(unknown))} (its processes: "
                              f"{', '.join(sorted(built.executables))})")
         prefixes = {n: count.prefix(n) for n in built.executables}
-    env = {**(env or {}), **({"FLOEM_REPORT": "1"} if built.report else {})}
+    env = {**given, **({"FLOEM_REPORT": "1"} if built.report else {})}
     if not trace:
         return launch(built.main_executable, others, args or [], timeout=timeout,
                       duration=duration, capture=capture, env=env, prefixes=prefixes)
@@ -374,7 +379,8 @@ def _result(ir: ProgramIR, out_dir: str, written: list[str], platform: Platform)
     main = ir.main_process
     return BuildResult(out_dir=out_dir, files=written + list(executables.values()) + libraries,
                        executables=executables, commands=commands, libraries=libraries, headers=headers,
-                       main_executable=executables.get(main), warnings=list(ir.warnings))
+                       main_executable=executables.get(main), warnings=list(ir.warnings),
+                       receives=any(n.uses_network and not n.inputs for n in ir.nodes()))
 
 
 def _make(out_dir: str, files: list[GeneratedFile], ir: ProgramIR) -> list[str]:

@@ -184,9 +184,25 @@ def _epilog(name: str) -> str:
     return heading + "".join(f"\n  {line}" for line in lines)
 
 
+def default_note(action: argparse.Action) -> str:
+    """`` (default: X)`` for an option that takes a value and has a default its help does not
+    already give; else nothing (``--help`` and docs/cli.md both say it so)."""
+    if (action.option_strings and action.nargs != 0 and action.default not in (None, [], "")
+            and action.default is not argparse.SUPPRESS and "default" not in (action.help or "")):
+        return f" (default: {action.default})"
+    return ""
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions as written; each option's help ends with its default (`default_note`)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        return (action.help or "") + default_note(action).replace("%", "%%")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command's argument parser (its subcommands, options and examples)."""
-    formatter = argparse.RawDescriptionHelpFormatter
+    formatter = _HelpFormatter
     parser = argparse.ArgumentParser(prog="floem", description=__doc__, epilog=_exit_statuses(),
                                      formatter_class=formatter)
     parser.add_argument("--version", action="version", version=f"floem {version()}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from floem.cli import EXAMPLES, EXIT_STATUSES, build_parser
+from floem.cli import EXAMPLES, EXIT_STATUSES, build_parser, default_note
 
 #: The width the usage lines are wrapped to (whatever the terminal).
 COLUMNS = 92
@@ -39,11 +39,7 @@ def _invocation(action: argparse.Action) -> str:
 
 
 def _meaning(action: argparse.Action) -> str:
-    text = (action.help or "").replace("|", "\\|")
-    default = action.default
-    if (action.option_strings and action.nargs != 0 and default not in (None, [], "")
-            and "default" not in text):
-        text += f" (default: {default})"
+    text = ((action.help or "") + default_note(action)).replace("|", "\\|")
     if isinstance(action, argparse._AppendAction):
         text += "; may be given several times"
     return text
@@ -81,7 +77,10 @@ def markdown(parser: argparse.ArgumentParser | None = None) -> str:
     out += ["", "## Errors and warnings", "",
             "An error with a place in a file is printed as compilers print theirs, which "
             "editors parse: `FILE:LINE: error: MESSAGE` (`FILE: error: MESSAGE` without a "
-            "line); one without is `floem: error: MESSAGE`. Warnings are "
+            "line); one without is `floem: error: MESSAGE`. Independent mistakes found by "
+            "one check (every wrongly typed connection, every body's misuse of its ports, "
+            "...) are reported together, one a line in the order of the file, up to 20 "
+            "(then `floem: note: N more errors not shown`). Warnings are "
             "`FILE:LINE: warning: MESSAGE` (gcc's with their column: "
             "`FILE:LINE:COL: warning: C compiler: MESSAGE`) or `floem: warning: MESSAGE`. "
             "The C runtime of a program reports its own errors as "

@@ -3,6 +3,7 @@ conventions (--version, python -m floem, examples in --help, exit statuses, erro
 warnings in the compilers' FILE:LINE form) and docs/cli.md generated from its parser."""
 from __future__ import annotations
 
+import argparse
 import importlib.metadata
 import os
 import re
@@ -355,3 +356,18 @@ def test_cli_doc_is_current() -> None:
         assert f"## `floem {command}`" in result.stdout and EXAMPLES[command] in result.stdout
     for status, meaning in EXIT_STATUSES:
         assert f"| {status} | {meaning} |" in result.stdout
+
+
+def test_help_gives_the_defaults_cli_md_gives():
+    """Every option whose default docs/cli.md states is given with it by ``--help``."""
+    from floem.cli import build_parser, default_note
+    commands = next(a for a in build_parser()._actions
+                    if isinstance(a, argparse._SubParsersAction)).choices
+    for name, parser in commands.items():
+        helps = re.split(r"\n(?=  -)", floem(name, "--help").stdout)
+        for action in parser._actions:
+            note = default_note(action).strip()
+            if note:
+                option = action.option_strings[0]
+                told = [h for h in helps if h.startswith(f"  {option}")]
+                assert told and note in " ".join(told[0].split()), (name, option, note)

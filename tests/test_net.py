@@ -510,3 +510,11 @@ def test_pcap_on_a_nic_platform_needs_its_libpcap() -> None:
                                          r"nowhere-linux-gnu \(bash scripts/cross_libpcap.sh\)"):
         _pcap_libs(nic)
     assert _pcap_libs(None) == ["-lpcap"]
+
+
+def test_pcap_without_a_capture_for_a_receiving_program_is_refused() -> None:
+    result = floem("run", "--net", "pcap", "--duration", "5",
+                   os.path.join(ROOT, "examples", "echo", "echo.py"))
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.endswith("echo.py: error: --net pcap replays a capture into the "
+                                  "program's FromNet: give it with --pcap-in FILE\n")

@@ -1,5 +1,4 @@
 """`analyze`: reads, output forms, per-packet fields, persistent states, and every error."""
-import time
 
 import pytest
 from csrc_helpers import APP, APP_LINE, info_of, make_body
@@ -342,15 +341,16 @@ _Static_assert(sizeof(int) == 4, "int");
     info_of(code)
 
 
-def test_thousand_bodies_are_fast():
+def test_a_thousand_bodies_in_one_unit():
+    """Each of many bodies parsed in one unit gets its own analysis (their speed is measured
+    by benchmarks/compile_time/bodies.py)."""
     code = ("int x = inp();\nif (x > 3) {\n  state->n = x * 2;\n} else {\n"
             "  tracker->total += x;  /* { */\n}\nprintf(\"%d\\n\", x);\noutput { out(x); }\n")
     bodies = [make_body(code, inputs=ONE, outputs={"out": ["int"]}, fields=FIELDS,
                         persistent={"tracker": "Tracker"}, element=f"e{k}") for k in range(1000)]
-    start = time.perf_counter()
     infos = analyze(bodies, prelude="typedef struct Tracker { int total; } Tracker;")
-    assert time.perf_counter() - start < 3.0
-    assert len(infos) == 1000 and infos["e999"].always_fires == {"out"}
+    assert sorted(infos) == sorted(f"e{k}" for k in range(1000))
+    assert all(i.always_fires == {"out"} and i.fields.writes == {"n"} for i in infos.values())
 
 
 def test_bad_element_names():
