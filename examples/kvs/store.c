@@ -82,6 +82,7 @@ struct kvs_store {
     size_t pages_used;
     uint32_t now;              /* latest clock seen, for eviction's expiry test */
     uint64_t items, gets, hits, sets, deletes, evictions, expired, set_failures;
+    struct kvs_store *made_next;    /* the next store kvs_store_make_once made */
     struct slab_class classes[MAX_CLASSES];
 };
 
@@ -278,6 +279,30 @@ kvs_store_t *kvs_store_new(size_t memory_bytes, uint32_t buckets)
     return s;
 }
 
+/* The stores kvs_store_make_once made (linked by made_next), freed when the process exits. */
+static pthread_mutex_t made_lock = PTHREAD_MUTEX_INITIALIZER;
+static kvs_store_t *made_stores;
+static bool exit_hook;              /* free_made_stores is registered with atexit */
+
+static void free_made_stores(void)
+{
+    for (kvs_store_t *s = made_stores, *next; s != NULL; s = next) {
+        next = s->made_next;
+        kvs_store_free(s);
+    }
+    made_stores = NULL;
+}
+
+static void free_at_exit(kvs_store_t *s)
+{
+    pthread_mutex_lock(&made_lock);
+    if (!exit_hook)
+        exit_hook = atexit(free_made_stores) == 0;
+    s->made_next = made_stores;
+    made_stores = s;
+    pthread_mutex_unlock(&made_lock);
+}
+
 kvs_store_t *kvs_store_make_once(kvs_store_t **slot, size_t memory_bytes, uint32_t buckets)
 {
     kvs_store_t *s = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
@@ -286,8 +311,10 @@ kvs_store_t *kvs_store_make_once(kvs_store_t **slot, size_t memory_bytes, uint32
     kvs_store_t *made = kvs_store_new(memory_bytes, buckets);
     if (made == NULL)
         return NULL;
-    if (__atomic_compare_exchange_n(slot, &s, made, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    if (__atomic_compare_exchange_n(slot, &s, made, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        free_at_exit(made);
         return made;
+    }
     kvs_store_free(made);           /* another thread made it first: s is theirs */
     return s;
 }

@@ -60,8 +60,10 @@ typedef struct {
 kvs_store_t *kvs_store_new(size_t memory_bytes, uint32_t buckets);
 void kvs_store_free(kvs_store_t *s);
 /* The store at *slot, made with kvs_store_new by the first caller (any number of threads may
- * call it at once; one store is kept). NULL when it cannot be made. Once the store exists this
- * is one load and one branch, inlined: callers may call it for every request. */
+ * call it at once; one store is kept) and freed when the process exits (returns from main or
+ * calls exit, when no thread may use it any more). NULL when it cannot be made. Once the
+ * store exists this is one load and one branch, inlined: callers may call it for every
+ * request. */
 kvs_store_t *kvs_store_make_once(kvs_store_t **slot, size_t memory_bytes, uint32_t buckets);
 static inline kvs_store_t *kvs_store_once(kvs_store_t **slot, size_t memory_bytes, uint32_t buckets)
 {
