@@ -1,13 +1,8 @@
 """benchmarks/codegen_overhead: each generated program and its hand-written twin build and
 give the same answers on a short capture (what run.py measures under callgrind is only
 meaningful if they do the same work). Built as run.py builds them, with warnings as errors
-and AddressSanitizer/UBSan; not timed.
-
-The KVS writes its replies into the request's frame beyond the request's length (proto.h;
-docs/fuzzing.md, "Noticed, not changed"), inside the 2048-byte buffer but past what the
-runtime's pool leaves addressable under ASan; and the generated KVS never frees its store
-(the `Table` state's `kvs_store_once`; nothing runs at exit to free it). Its pair runs with
-the pool's poisoning and the leak check off (ASAN_OPTIONS), ASan's other checks on."""
+and AddressSanitizer/UBSan (the pool's buffers unaddressable past each frame, leaks checked
+at exit); not timed."""
 from __future__ import annotations
 
 import importlib.util
@@ -61,11 +56,10 @@ def kvs_capture(path: str) -> None:
     ])
 
 
-def replay(exe: str, pcap_in: str, pcap_out: str, asan_options: str) -> str:
+def replay(exe: str, pcap_in: str, pcap_out: str) -> str:
     env = {k: v for k, v in os.environ.items() if k not in ("FLOEM_REPORT", "FLOEM_SHM")}
     result = subprocess.run([exe], env={**env, "FLOEM_PCAP_IN": pcap_in,
-                                        "FLOEM_PCAP_OUT": pcap_out,
-                                        "ASAN_OPTIONS": asan_options},
+                                        "FLOEM_PCAP_OUT": pcap_out},
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "Sanitizer" not in result.stderr and "runtime error" not in result.stderr
@@ -87,8 +81,7 @@ def test_generated_and_hand_written_give_the_same_answers(app: str, tmp_path) ->
     for variant in (GENERATED, HAND):
         exe, _ = bench.build(floem[0], work, app, variant)
         out = str(tmp_path / f"out-{variant[1]}.pcap")
-        printout = replay(exe, pcap_in, out,
-                          "allow_user_poisoning=0:detect_leaks=0" if app == "kvs" else "")
+        printout = replay(exe, pcap_in, out)
         outputs[variant[1]] = (printout if spec["stdout"] else None,
                                bench.frames(out) if spec["pcap_out"] else None)
     assert outputs["gen"] == outputs["hand"]        # what run.py compares for this app

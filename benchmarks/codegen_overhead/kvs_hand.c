@@ -5,8 +5,9 @@
  * kvs_check (counting the others by reason and giving them back); validate the request,
  * serve it from the store (GET/GETK: the key's record; SET: its record; DELETE, or a SET
  * whose value is too large: remove the key) and write memcached's reply into the
- * request's own frame (a reply longer than one datagram continues in frames allocated
- * for it), send it; flush after each burst. The protocol and the store are the
+ * request's own frame, or into a frame allocated for it when it is longer than the
+ * request (a reply longer than one datagram continues in frames allocated for it),
+ * send it; flush after each burst. The protocol and the store are the
  * example's own C (proto.c, store.c), with kvs.py's defaults (64 MiB of items, 2^17
  * buckets, values up to KVS_VALUE_LIMIT); packet I/O is the Floem runtime's
  * (floem/net.h, pcap backend), the same calls the generated program makes.
@@ -35,7 +36,8 @@ static uint64_t drops[KVS_DROPS];
 static uint8_t record[KVS_RECORD_HEADER + KVS_VALUE_LIMIT];
 
 /* Serve request `p` from `store` and write its reply: the datagrams after the first into
- * new frames (sent at once), the first into the request's frame `pkt` (sent last). */
+ * new frames (sent at once), the first into the request's frame `pkt`, or a new one when
+ * it is longer than the request (sent last). */
 static inline void serve(kvs_store_t *store, floem_packet_t *pkt)
 {
     struct kvs_packet *p = pkt->data;
@@ -66,13 +68,19 @@ static inline void serve(kvs_store_t *store, floem_packet_t *pkt)
     unsigned datagrams = kvs_reply_datagrams(&r);
     for (unsigned seq = 1; seq < datagrams; seq++) {
         floem_packet_t more;
-        if (!floem_net_alloc(FLOEM_UDP_FRAME_LEN + KVS_REPLY_DATAGRAM, &more))
+        if (!floem_net_alloc((uint32_t)kvs_reply_size(&r, seq), &more))
             break;
-        more.len = (uint32_t)kvs_reply_write(more.data, p, &r, seq);
+        kvs_reply_write(more.data, p, &r, seq);
         floem_net_tx(0, &more);
     }
-    pkt->len = (uint32_t)kvs_reply_write(pkt->data, p, &r, 0);
-    floem_net_tx(0, pkt);
+    floem_packet_t first = {p, (uint32_t)kvs_reply_size(&r, 0), pkt->buffer};
+    bool own = first.len > kvs_request_size(p);
+    if (!own || floem_net_alloc(first.len, &first)) {
+        kvs_reply_write(first.data, p, &r, 0);
+        floem_net_tx(0, &first);
+    }
+    if (own)
+        floem_net_free(pkt);
 }
 
 int main(void)

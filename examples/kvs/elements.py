@@ -5,9 +5,10 @@ wires them into each design.
 
 Every element works on the per-packet state `Request` (split-pointer's on `ItemRequest`,
 which adds the item's pointer to it). A request frame stays where it
-arrived (the NIC in the offload designs): its reply is written into it, so only the
-pointers ``pkt`` and ``buf`` travel with the request, while the key and the record are
-variable-size fields whose bytes cross a queue when something after it reads them.
+arrived (the NIC in the offload designs), where its reply is written (into it, or into a
+frame of its own when longer), so only the pointers ``pkt`` and ``buf`` travel with the
+request, while the key and the record are variable-size fields whose bytes cross a
+queue when something after it reads them.
 """
 from __future__ import annotations
 
@@ -458,8 +459,11 @@ class Forget(Element):
 
 
 class Respond(Element):
-    """memcached's reply to the request, written into its frame; a reply longer than a
-    datagram (1400 bytes) continues in new frames. Every frame goes to ``out``.
+    """memcached's reply to the request: its first datagram written into the request's
+    frame when it is no longer than the request, else into a frame of its own (the
+    request's given back); a reply longer than a datagram (1400 bytes) continues in new
+    frames. Every frame goes to ``out``; a frame that cannot be had is counted by the
+    network (``alloc failed``) and that datagram is not sent.
 
     ``record=True`` for GET and GETK, answered from the record in ``val``; the others are
     answered by ``status``.
@@ -483,12 +487,18 @@ class Respond(Element):
             /* the other datagrams first: they copy the request's headers */
             for (unsigned seq = 1; seq < n; seq++) {
                 floem_packet_t more;
-                if (!floem_net_alloc(FLOEM_UDP_FRAME_LEN + KVS_REPLY_DATAGRAM, &more))
+                if (!floem_net_alloc((uint32_t)kvs_reply_size(&r, seq), &more))
                     break;
-                size_t len = kvs_reply_write(more.data, p, &r, seq);
-                out(len, (uint8_t *)more.data, more.buffer);
+                out(kvs_reply_write(more.data, p, &r, seq), (uint8_t *)more.data, more.buffer);
             }
-            out(kvs_reply_write((uint8_t *)p, p, &r, 0), (uint8_t *)p, state->buf);
+            uint32_t len = (uint32_t)kvs_reply_size(&r, 0);
+            floem_packet_t request = {p, (uint32_t)kvs_request_size(p), state->buf};
+            floem_packet_t first = request;
+            bool own = len > request.len;       /* longer than the request: a frame of its own */
+            if (!own || floem_net_alloc(len, &first))
+                out(kvs_reply_write(first.data, p, &r, 0), (uint8_t *)first.data, first.buffer);
+            if (own)
+                floem_net_free(&request);
         ''' % self.record)
 
 

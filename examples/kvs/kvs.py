@@ -161,7 +161,7 @@ def serve(requests: LogicalQueues, replies: LogicalQueues, cached: bool = False,
 
 
 def respond_on_nic(replies: LogicalQueues, before: dict | None = None) -> None:
-    """The NIC writes each reply into the request's frame and sends it (``before``: an
+    """The NIC writes each reply where the request arrived and sends it (``before``: an
     element per kind to pass first, e.g. a cache's end points)."""
     class nic_tx(Segment):
         def setup(self, kinds):

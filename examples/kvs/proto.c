@@ -120,15 +120,26 @@ unsigned kvs_reply_datagrams(const struct floem_mc_msg *r)
     return (unsigned)((message_len(r) + KVS_REPLY_CHUNK - 1) / KVS_REPLY_CHUNK);
 }
 
+/* The bytes of the message datagram `seq` carries. */
+static size_t part_len(const struct floem_mc_msg *r, unsigned seq)
+{
+    size_t total = message_len(r), from = (size_t)seq * KVS_REPLY_CHUNK;
+    return from >= total ? 0 : total - from < KVS_REPLY_CHUNK ? total - from : KVS_REPLY_CHUNK;
+}
+
+size_t kvs_reply_size(const struct floem_mc_msg *r, unsigned seq)
+{
+    return FLOEM_UDP_FRAME_LEN + FLOEM_MC_UDP_HDR_LEN + part_len(r, seq);
+}
+
 size_t kvs_reply_write(uint8_t *out, const struct kvs_packet *req, const struct floem_mc_msg *r,
                        unsigned seq)
 {
     /* The whole reply as one datagram first: its parts may point into the request's
      * frame, which `out` may be. */
     uint8_t whole[FLOEM_MC_UDP_HDR_LEN + KVS_REPLY_MESSAGE_MAX];
-    size_t total = floem_mc_build(whole, sizeof whole, r) - FLOEM_MC_UDP_HDR_LEN;
-    size_t from = (size_t)seq * KVS_REPLY_CHUNK;
-    size_t n = from < total ? (total - from < KVS_REPLY_CHUNK ? total - from : KVS_REPLY_CHUNK) : 0;
+    floem_mc_build(whole, sizeof whole, r);
+    size_t n = part_len(r, seq);
     memmove(out, req, FLOEM_UDP_FRAME_LEN);
     floem_udp_swap(out);
     struct kvs_packet *reply = (struct kvs_packet *)out;
@@ -136,8 +147,8 @@ size_t kvs_reply_write(uint8_t *out, const struct kvs_packet *req, const struct 
     floem_put16(&reply->frame.sequence, (uint16_t)seq);
     floem_put16(&reply->frame.total, (uint16_t)kvs_reply_datagrams(r));
     memcpy(out + FLOEM_UDP_FRAME_LEN + FLOEM_MC_UDP_HDR_LEN,
-           whole + FLOEM_MC_UDP_HDR_LEN + from, n);
-    size_t size = FLOEM_UDP_FRAME_LEN + FLOEM_MC_UDP_HDR_LEN + n;
+           whole + FLOEM_MC_UDP_HDR_LEN + (size_t)seq * KVS_REPLY_CHUNK, n);
+    size_t size = kvs_reply_size(r, seq);
     floem_udp_set_length(out, size, 0);
     return size;
 }

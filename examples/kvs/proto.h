@@ -12,9 +12,11 @@
  * sit in the NIC's cache as they are. An empty record (length 0) means "no value":
  * what a get of a missing key fetches, and the NIC cache may keep it as such.
  *
- * Replies are written into the request's own frame: the first datagram in place (the
- * addresses swapped), the others, when the reply is longer than one datagram carries
- * (memcached's 1400 bytes, frame header included), into frames the caller allocates.
+ * A reply is built from the request's headers (the addresses swapped): its first datagram
+ * into the request's own frame when it is no longer than the request (kvs_request_size),
+ * else into a frame of its own; the others, when the reply is longer than one datagram
+ * carries (memcached's 1400 bytes, frame header included), into frames the caller
+ * allocates (kvs_reply_size bytes each).
  */
 #ifndef KVS_PROTO_H
 #define KVS_PROTO_H
@@ -71,6 +73,12 @@ static inline uint32_t kvs_vallen(const struct kvs_packet *p)
     return floem_get32(&p->mc.body_len) - kvs_extlen(p) - kvs_keylen(p);
 }
 static inline uint8_t *kvs_value(struct kvs_packet *p) { return kvs_key(p) + kvs_keylen(p); }
+/* The bytes of the request's frame: its headers and body, up to the end of its datagram. */
+static inline size_t kvs_request_size(const struct kvs_packet *p)
+{
+    return FLOEM_UDP_FRAME_LEN + FLOEM_MC_UDP_HDR_LEN + FLOEM_MC_HDR_LEN
+           + (size_t)floem_get32(&p->mc.body_len);
+}
 
 /* The status an accepted request gets before the store is asked: FLOEM_MC_OK for a
  * well-formed GET, GETK, SET, DELETE or NOOP; FLOEM_MC_VALUE_TOO_LARGE for a SET whose
@@ -101,10 +109,14 @@ struct floem_mc_msg kvs_reply_to(struct kvs_packet *p, uint16_t status, const ui
                                  uint32_t reclen, uint32_t now);
 /* How many datagrams the reply takes. */
 unsigned kvs_reply_datagrams(const struct floem_mc_msg *r);
-/* Write datagram `seq` of reply `r` to request `req` as a whole frame into `out` (room for
- * FLOEM_UDP_FRAME_LEN + KVS_REPLY_DATAGRAM bytes): the request's headers with the
- * addresses swapped, lengths set, the frame header, and its part of the message. `out`
- * may be the request's own frame. Returns the frame's length. */
+/* The bytes of the frame of datagram `seq` of the reply (at most FLOEM_UDP_FRAME_LEN +
+ * KVS_REPLY_DATAGRAM). */
+size_t kvs_reply_size(const struct floem_mc_msg *r, unsigned seq);
+/* Write datagram `seq` of reply `r` to request `req` as a whole frame of
+ * kvs_reply_size(r, seq) bytes into `out`: the request's headers with the addresses
+ * swapped, lengths set, the frame header, and its part of the message. `out` may be the
+ * request's own frame when the datagram is no longer than the request. Returns the
+ * frame's length. */
 size_t kvs_reply_write(uint8_t *out, const struct kvs_packet *req, const struct floem_mc_msg *r,
                        unsigned seq);
 

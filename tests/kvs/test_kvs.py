@@ -21,6 +21,7 @@ memcached's. And: expiry, ``value_max``, the memory budget, and "ready" meaning 
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import shutil
 import signal
@@ -32,8 +33,8 @@ import dpkt
 import pytest
 
 from conftest import ROOT, floem, floem_command
-from kvs_server import (KVS, Client, free_udp_port, kvs_server, malformed_datagrams,
-                        oracle_requests, phased_requests)
+from kvs_server import (DATAGRAM_MAX, KVS, Client, free_udp_port, kvs_server,
+                        malformed_datagrams, oracle_requests, phased_requests)
 from test_net import DPDK_EAL, have_dpdk
 from test_protocol import memcached
 
@@ -118,6 +119,32 @@ def test_relative_expiry_is_honoured_like_memcached(design: str) -> None:
         time.sleep(3.2)
         memcached_answer, kvs_answer = both(get)
         assert memcached_answer == kvs_answer and kvs_answer.status == kvp.KEY_NOT_FOUND
+
+
+#: Build flags of a program checked by AddressSanitizer (the packet pool then makes the bytes
+#: past each frame unaddressable), LeakSanitizer (at exit) and UBSan.
+SANITIZERS = "-fsanitize=address,undefined -fno-sanitize-recover=all"
+
+
+@pytest.mark.parametrize("design", ["cpu", "split"])
+def test_replies_stay_in_their_frames_and_the_store_is_freed_at_exit(design: str) -> None:
+    """Built with sanitizers: replies longer than their requests (the largest value under a
+    one-byte key, a reply of two datagrams; short values; GETK echoing the key) and the
+    randomized sequence are memcached's, no element writes past a request's frame, and
+    LeakSanitizer finds nothing left at exit (the store freed)."""
+    room = DATAGRAM_MAX - kvp.FRAME_HEADER_SIZE - kvp.HEADER_SIZE - 8 - 1
+    requests = [kvp.encode_set(1, b"k", b"v" * room), kvp.encode_get(2, b"k"),
+                kvp.encode_getk(3, b"k"), kvp.encode_set(4, b"s", b"short"),
+                kvp.encode_get(5, b"s"), kvp.encode_getk(6, b"s")]
+    env = {"FLOEM_CFLAGS": f"{os.environ['FLOEM_CFLAGS']} {SANITIZERS}"}
+    answered = False
+    with memcached() as mc_port, kvs_server(f"design={design}", env=env) as server:
+        with contextlib.suppress(TimeoutError):     # a sanitizer stopped the store
+            check_against_memcached(Client(mc_port), Client(server.port),
+                                    requests + oracle_requests(seed=12, count=200), [])
+            answered = True
+    assert answered and server.proc.returncode == 0, server.stderr
+    assert "Sanitizer" not in server.stderr, server.stderr
 
 
 @pytest.mark.parametrize("design", ["cache-wb", "split-pointer"])
