@@ -23,6 +23,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -156,6 +157,45 @@ def test_a_value_longer_than_value_max_is_too_large_and_removes_the_old_one(desi
         assert (too_large.status, too_large.value) == (3, b"Too large.")
         assert kvs.ask(kvp.encode_get(3, b"k")).status == kvp.KEY_NOT_FOUND
         assert kvs.ask(kvp.encode_set(4, b"k", b"y" * 100)).status == kvp.OK
+
+
+def lru_counters(operations: list[tuple[str, bytes]], entries: int) -> dict[str, int]:
+    """What a write-back, write-allocate cache of one bucket of ``entries`` entries that
+    evicts its least recently used entry counts for ``operations`` ("get" or "set", key),
+    as `Server.report` reads its ``floem: cache`` line."""
+    cache: collections.OrderedDict[bytes, bool] = collections.OrderedDict()  # key: dirty
+    counts = dict.fromkeys(["hits", "misses", "evictions", "write-backs"], 0)
+    for op, key in operations:
+        if op == "get":
+            counts["hits" if key in cache else "misses"] += 1
+        if key not in cache and len(cache) == entries:
+            _, dirty = cache.popitem(last=False)
+            counts["evictions"] += 1
+            counts["write-backs"] += dirty
+        cache[key] = op == "set" or cache.get(key, False)    # a fill is clean, a set dirty
+        cache.move_to_end(key)
+    return counts
+
+
+def test_the_nic_cache_evicts_its_least_recently_used_entry() -> None:
+    """cache-wb with one bucket of three entries: random GETs and SETs of six keys evict
+    what a least-recently-used cache evicts (its counters match a model's), and every GET
+    answers the key's latest value (the evicted ones written back to the store)."""
+    rng = random.Random(14)
+    keys = [b"key%d" % i for i in range(6)]
+    operations = [(rng.choice(["get", "set"]), rng.choice(keys)) for _ in range(300)]
+    latest: dict[bytes, bytes] = {}
+    with kvs_server("design=cache-wb", "buckets=1", "entries=3") as server:
+        kvs = Client(server.port)
+        for rid, (op, key) in enumerate(operations, 1):
+            if op == "set":
+                latest[key] = b"%s=%d" % (key, rid)
+                assert kvs.ask(kvp.encode_set(rid, key, latest[key])).status == kvp.OK
+            else:
+                got = kvs.ask(kvp.encode_get(rid, key))
+                assert (got.status, got.value) == ((kvp.OK, latest[key]) if key in latest
+                                                   else (kvp.KEY_NOT_FOUND, b"Not found"))
+    assert server.report("cache kv") == lru_counters(operations, 3), server.stderr
 
 
 def test_the_store_evicts_within_its_memory_budget() -> None:
