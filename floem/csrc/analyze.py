@@ -4,7 +4,8 @@ Steps: scan each body's tokens for the Floem forms (`floem.csrc.forms`); put
 the plain-C spellings of all bodies in one unit, preprocess and parse it once
 (`floem.csrc.unit`); then walk each body's AST for reads, output calls and
 forms (`floem.csrc.ports`) and for per-packet and persistent state
-(`floem.csrc.fields`), and check the rules of the output forms.
+(`floem.csrc.fields`) and for the fields every path assigns (`floem.csrc.kills`), and
+check the rules of the output forms.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pycparser import c_ast
 
 from floem.csrc.fields import StateVisitor
 from floem.csrc.forms import Forms, OutputForm, asm_replacements, scan
+from floem.csrc.kills import kills
 from floem.csrc.model import Body, BodyError, BodyInfo
 from floem.csrc.ports import Call, OtherCall, PortVisitor
 from floem.csrc.tokens import TokenList, render
@@ -95,7 +97,7 @@ def _unit_error(e: UnitError, bodies: dict[str, Body], app_file: str | None) -> 
 def _analyze_body(body: Body, forms: Forms, top: c_ast.Compound) -> BodyInfo:
     ports = PortVisitor(body, top)
     ports.visit(top)
-    state = StateVisitor(body, top)
+    state = StateVisitor(body)
     state.visit(top)
     for port, reads in ports.reads.items():
         if len(reads) > 1:
@@ -103,6 +105,8 @@ def _analyze_body(body: Body, forms: Forms, top: c_ast.Compound) -> BodyInfo:
                             f"and {reads[1].line}); a port is read at most once",
                             reads[1].line)
     form = _check_form(body, forms, ports)
+    if body.state_fields is not None:
+        state.fields.kills = kills(top, {p.name for p in body.outputs})
     calls: dict[str, list[int]] = {}
     for call in ports.calls:
         calls.setdefault(call.port, []).append(call.line)

@@ -2,22 +2,21 @@
 
 A reference ``state->f`` (or ``state.f``) is classified by the expression around it:
 
-======================================  =====  =====  ======
-expression                              use    kill   write
-======================================  =====  =====  ======
+======================================  =====  =====
+expression                              use    write
+======================================  =====  =====
 ``x = state->f``, ``g(state->f.a)``     yes
-``state->f = e;`` (top-level statement)        yes    yes
-``state->f = e`` (nested)                             yes
-``state->f.a = e``, ``state->arr[i] = e``             yes
-``state->p->a = e``, ``*state->p = e``  yes           yes
-``state->f += e``, ``state->f++``       yes           yes
-``&state->f``                           yes           yes
-``g(state->p)`` (pointer/array field)   yes           yes
+``state->f = e``                               yes
+``state->f.a = e``, ``state->arr[i] = e``      yes
+``state->p->a = e``, ``*state->p = e``  yes    yes
+``state->f += e``, ``state->f++``       yes    yes
+``&state->f``                           yes    yes
+``g(state->p)`` (pointer/array field)   yes    yes
 ``sizeof(state->f)``
-======================================  =====  =====  ======
+======================================  =====  =====
 
-A top-level statement is one of the body itself or of its output block: it
-runs on every execution. The bare ``state`` (passed whole) uses and writes
+Which plain assignments run on every path, and so kill their field, is
+`floem.csrc.kills`'s to say. The bare ``state`` (passed whole) uses and writes
 every field. Calls of the functions in `_READ_ONLY_CALLS` do not write their
 pointer arguments, and those in `_WRITES_FIRST` write their first one only.
 """
@@ -25,7 +24,6 @@ from __future__ import annotations
 
 from pycparser import c_ast
 
-from floem.csrc.forms import FORM_LABELS
 from floem.csrc.model import Body, BodyError, ByteUse, FieldUse, Member, PacketView, Range
 from floem.csrc.visiting import ParentVisitor, call_name
 
@@ -46,7 +44,7 @@ _UNEVALUATED = frozenset({"sizeof", "_Alignof"})
 class StateVisitor(ParentVisitor):
     """Collects how one body uses the per-packet state and which persistent states it names."""
 
-    def __init__(self, body: Body, top: c_ast.Compound) -> None:
+    def __init__(self, body: Body) -> None:
         super().__init__()
         self.body = body
         self.fields = FieldUse()
@@ -54,9 +52,6 @@ class StateVisitor(ParentVisitor):
         self._ports = {p.name for p in body.inputs + body.outputs}
         self._local_state = False
         self._unevaluated = 0
-        self._unconditional = [top] + [
-            item.stmt for item in top.block_items or []
-            if isinstance(item, c_ast.Label) and item.name == FORM_LABELS["block"]]
 
     def visit_Decl(self, node: c_ast.Decl) -> None:
         """A local named ``state`` is the user's own variable (only without per-packet state)."""
@@ -115,6 +110,18 @@ class StateVisitor(ParentVisitor):
             raise BodyError(f"the per-packet state has no field '{name}' (fields: {known})", line)
         if self._unevaluated:
             return
+        node, steps, chain, parent, grandparent = self._context(ref)
+        for kind in self._effect(node, steps, parent, grandparent, self.body.state_fields[name]):
+            getattr(self.fields, kind).add(name)
+        if name in self.body.packets:
+            self._bytes(name, chain, parent, grandparent, line)
+
+    def _context(self, ref: c_ast.StructRef) -> tuple[c_ast.Node, list[str], list[c_ast.Node],
+                                                       c_ast.Node | None, c_ast.Node | None]:
+        """Where member reference ``ref`` (being visited) stands: the outermost access
+        reaching through it (``ref`` itself when none does), the steps of those accesses
+        ('.', '->', '[]', '*') and the accesses themselves (innermost first), and the
+        parent and grandparent of the outermost one."""
         node, steps, chain, k = ref, [], [], len(self.parents) - 1
         while k >= 0 and (step := _step(self.parents[k], node)) is not None:
             steps.append(step)
@@ -122,11 +129,7 @@ class StateVisitor(ParentVisitor):
             chain.append(node)
         parent = self.parents[k] if k >= 0 else None
         grandparent = self.parents[k - 1] if k > 0 else None
-        effect = self._effect(node, steps, parent, grandparent, name)
-        for kind in effect:
-            getattr(self.fields, kind).add(name)
-        if name in self.body.packets:
-            self._bytes(name, chain, parent, grandparent, line)
+        return node, steps, chain, parent, grandparent
 
     def _bytes(self, name: str, chain: list[c_ast.Node], parent: c_ast.Node | None,
                grandparent: c_ast.Node | None, line: int) -> None:
@@ -134,8 +137,8 @@ class StateVisitor(ParentVisitor):
         ``chain`` (the member accesses, innermost first) reads and writes."""
         use = self.fields.bytes.setdefault(name, ByteUse())
         if not chain:
-            if isinstance(parent, c_ast.Assignment) and parent.lvalue is not None \
-                    and _is_state_ref(parent.lvalue, name) and parent.op == "=":
+            if isinstance(parent, c_ast.Assignment) and parent.op == "=" \
+                    and state_field(parent.lvalue) == name:
                 return                        # the pointer itself is set: no byte is touched
             use.unbounded = use.unbounded or (line, f"state->{name} is used as a whole "
                                               "pointer (passed on, copied or computed with)")
@@ -168,16 +171,13 @@ class StateVisitor(ParentVisitor):
             use.writes.add(span)
 
     def _effect(self, node: c_ast.Node, steps: list[str], parent: c_ast.Node | None,
-                grandparent: c_ast.Node | None, name: str) -> tuple[str, ...]:
-        """Which of uses/kills/writes `node` (the field reached through `steps`) makes."""
-        field_type = self.body.state_fields[name]
+                grandparent: c_ast.Node | None, field_type: str) -> tuple[str, ...]:
+        """Which of uses/writes `node` (a member of type `field_type` reached through
+        `steps`) makes."""
         is_array = "[" in field_type
         if isinstance(parent, c_ast.Assignment) and parent.lvalue is node:
             if parent.op != "=":
                 return ("uses", "writes")
-            if not steps:
-                top_level = any(grandparent is c for c in self._unconditional)
-                return ("kills", "writes") if top_level else ("writes",)
             return ("uses", "writes") if _reads_through(steps, is_array) else ("writes",)
         if isinstance(parent, c_ast.UnaryOp) and (parent.op in _INCREMENTS or parent.op == "&"):
             return ("uses", "writes")
@@ -188,9 +188,12 @@ class StateVisitor(ParentVisitor):
         return ("uses",)
 
 
-def _is_state_ref(node: c_ast.Node, name: str) -> bool:
-    return (isinstance(node, c_ast.StructRef) and node.field.name == name
-            and isinstance(node.name, c_ast.ID) and node.name.name == STATE)
+def state_field(node: c_ast.Node) -> str | None:
+    """The per-packet field ``node`` is (``state->f`` or ``state.f``), or None."""
+    if isinstance(node, c_ast.StructRef) and isinstance(node.name, c_ast.ID) \
+            and node.name.name == STATE:
+        return node.field.name
+    return None
 
 
 def _member_path(chain: list[c_ast.Node]) -> tuple[list[str], list[c_ast.Node]] | None:

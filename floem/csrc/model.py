@@ -91,7 +91,7 @@ class FieldUse:
     """How a body touches the per-packet state fields."""
 
     uses: set[str] = field(default_factory=set)    # fields read (any rvalue use)
-    kills: set[str] = field(default_factory=set)   # overwritten by a top-level `state->f = e;`
+    kills: set[str] = field(default_factory=set)   # assigned on every path (csrc.kills)
     writes: set[str] = field(default_factory=set)  # modified in any way
     bytes: dict[str, ByteUse] = field(default_factory=dict)  # typed packet field -> its bytes
 

@@ -199,6 +199,56 @@ def test_kills_in_output_block_and_multi_value_reads():
     assert info.fields.kills == {"key", "keylen", "n"} and info.fields.uses == set()
 
 
+COND = "int x = rand(), y = rand();\n"
+
+
+@pytest.mark.parametrize("code, kills", [
+    ("if (x) state->n = 1; else state->n = 2;", {"n"}),
+    ("if (x) { state->n = 1; state->m = 1; } else { state->n = x ? 2 : 3; }", {"n"}),
+    ("if (x) state->n = 1;", set()),
+    ("if (x) state->n = 1; else if (y) state->n = 2;", set()),
+    ("if (x) state->n = 1; else if (y) state->n = 2; else state->n = 3;", {"n"}),
+    ("if (x) { if (y) state->n = 1; else state->n = 2; } else state->n = 3;", {"n"}),
+    ("switch (x) { case 0: state->n = 1; break; case 1: case 2: state->n = 2; break;\n"
+     "default: state->n = 3; }", {"n"}),
+    ("switch (x) { case 0: state->m = 1; default: state->n = 3; }", {"n"}),
+    ("switch (x) { case 0: state->n = 1; break; case 1: state->n = 2; }", set()),
+    ("switch (x) { case 0: state->n = 1; break; default: break; }", set()),
+    ("while (x) { state->n = 1; }", set()),
+    ("for (int i = 0; i < x; i++) state->n = i;", set()),
+    ("do { state->n = 1; } while (x);", {"n"}),
+    ("do { if (y) continue; state->n = 1; } while (x);", set()),
+    ("for (;;) { state->n = 1; break; }", {"n"}),
+    ("for (;;) { if (y) break; state->n = 1; }", set()),
+    ("state->n = state->m = 0;", {"n", "m"}),
+    ("x = 1, state->n = 2;", {"n"}),
+    ("state->n += 1;", set()),
+    ("if (x) goto skip; state->n = 1; skip: state->m = 2;", set()),
+    ("if (x) return; state->n = 1;", set()),
+    ("state->n = 1; if (x) return;", {"n"}),
+])
+def test_a_field_assigned_on_every_path_is_killed(code, kills):
+    assert info_of(COND + code, fields=FIELDS).fields.kills == kills
+
+
+@pytest.mark.parametrize("code, kills", [
+    ("if (x) state->n = 1; else state->n = 2;\noutput { a(1); }", {"n"}),
+    ("output { a(1); }\nif (x) state->n = 1; else state->n = 2;", {"n"}),
+    ("if (x) return; state->n = 1;\noutput { a(1); }", {"n"}),
+    ("output { if (x) state->n = 1; a(1); }", set()),
+    ("output { a(1); state->n = 1; }", set()),
+    ("output switch { case x: state->n = 1; a(1); else: state->n = 2; b(); }", {"n"}),
+    ("output switch { case x: state->n = 1; a(1); else: b(); }", set()),
+    ("for (int i = 0; i < x; i++) { state->n = i; a(i); }\noutput multiple;", {"n"}),
+    ("a(1); state->n = 1;\noutput multiple;", set()),
+])
+def test_a_field_is_killed_when_assigned_before_every_output_call(code, kills):
+    outputs = {"a": OUTS["a"]} if "multiple" in code else OUTS
+    info = info_of(COND + code, outputs=outputs, fields=FIELDS)
+    assert info.fields.kills == kills
+    assert kills <= info.fields.writes
+
+
 def test_field_passed_to_output_port_is_read_only():
     info = info_of("output { o(state->key); }", outputs={"o": ["uint8_t*"]}, fields=FIELDS)
     assert info.fields == FieldUse({"key"}, set(), set())
