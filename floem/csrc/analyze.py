@@ -123,6 +123,7 @@ def _analyze_body(body: Body, forms: Forms, top: c_ast.Compound) -> BodyInfo:
         persistent_used=state.persistent_used,
         body=body,
         consumed={port for port, reads in ports.reads.items() if reads[0].how == "consume"},
+        persistent_written=state.persistent_written,
     )
 
 

@@ -19,6 +19,11 @@ Which plain assignments run on every path, and so kill their field, is
 `floem.csrc.kills`'s to say. The bare ``state`` (passed whole) uses and writes
 every field. Calls of the functions in `_READ_ONLY_CALLS` do not write their
 pointer arguments, and those in `_WRITES_FIRST` write their first one only.
+
+A persistent state ``t`` is written where ``t->f`` would write a per-packet
+field (``t->n = 1``, ``t->n++``, ``&t->n``, ``g(t->arr)``, a member whose type
+the body does not know passed to a function) and wherever the pointer ``t``
+itself is used other than to reach a member (``g(t)``, ``T *p = t``).
 """
 from __future__ import annotations
 
@@ -39,6 +44,8 @@ _WRITES_FIRST = frozenset({
     "sprintf", "snprintf", "read", "recv", "recvfrom", "fread"})
 _INCREMENTS = frozenset({"++", "--", "p++", "p--"})
 _UNEVALUATED = frozenset({"sizeof", "_Alignof"})
+#: The type taken for a member of a persistent state whose type the body is not given.
+_UNKNOWN_TYPE = "void *"
 
 
 class StateVisitor(ParentVisitor):
@@ -49,6 +56,7 @@ class StateVisitor(ParentVisitor):
         self.body = body
         self.fields = FieldUse()
         self.persistent_used: set[str] = set()
+        self.persistent_written: set[str] = set()
         self._ports = {p.name for p in body.inputs + body.outputs}
         self._local_state = False
         self._unevaluated = 0
@@ -75,20 +83,32 @@ class StateVisitor(ParentVisitor):
         self._unevaluated -= unevaluated
 
     def visit_StructRef(self, node: c_ast.StructRef) -> None:
-        """``state->f``: a per-packet field; otherwise only the base is a reference."""
+        """``state->f``: a per-packet field; ``t->f``: a member of persistent state ``t``;
+        otherwise only the base is a reference."""
         base = node.name.name if isinstance(node.name, c_ast.ID) else None
         if base == STATE and not self._local_state:
             self._field(node)
-        elif base in self.body.persistent and node.type == ".":
-            raise BodyError(f"persistent state '{base}' is a pointer: write "
-                            f"{base}->{node.field.name}", node.coord.line)
+        elif base in self.body.persistent:
+            if node.type == ".":
+                raise BodyError(f"persistent state '{base}' is a pointer: write "
+                                f"{base}->{node.field.name}", node.coord.line)
+            self.persistent_used.add(base)
+            if self._unevaluated:
+                return
+            member = self.body.persistent_fields.get(base, {}).get(node.field.name)
+            outer, steps, _, parent, grandparent = self._context(node)
+            if "writes" in self._effect(outer, steps, parent, grandparent,
+                                        member or _UNKNOWN_TYPE):
+                self.persistent_written.add(base)
         else:
             self.visit_children(node, [node.name])
 
     def visit_ID(self, node: c_ast.ID) -> None:
         """A name: a persistent state, or the whole per-packet state."""
-        if node.name in self.body.persistent:
+        if node.name in self.body.persistent:      # the pointer itself, not a member
             self.persistent_used.add(node.name)
+            if not self._unevaluated:
+                self.persistent_written.add(node.name)
         elif node.name == STATE and not self._local_state:
             self._check_state(node.coord.line)
             if not self._unevaluated:

@@ -78,6 +78,8 @@ class Body:
     persistent: dict[str, str]  # name usable in the body -> C type name of the state struct
     packets: dict[str, PacketView | None] = field(default_factory=dict)
     # typed packet fields -> their members (None: a member's size is unknown, so whole)
+    persistent_fields: dict[str, dict[str, str]] = field(default_factory=dict)
+    # name usable in the body -> its state's fields -> their C types (not listed: unknown)
 
     def error(self, message: str, body_line: int | None = None) -> FloemError:
         """A `FloemError` at `body_line` of this body (or at the body itself)."""
@@ -111,6 +113,7 @@ class BodyInfo:
     persistent_used: set[str]   # persistent names referenced
     body: Body
     consumed: set[str] = field(default_factory=set)  # input ports read by a bare `inp();`
+    persistent_written: set[str] = field(default_factory=set)  # persistent names it may write
 
 
 class BodyError(Exception):

@@ -86,6 +86,7 @@ def _body(n: ElementNode, nic: bool) -> csrc.Body:
         outputs=[csrc.Port(p, t) for p, t in n.outputs.items()],
         state_fields=fields,
         persistent={attr: s.layout.name for attr, s in n.persistent.items()},
+        persistent_fields={attr: _field_types(s) for attr, s in n.persistent.items()},
         packets={f.name: packet_view(f.points_to) for f in n.packet_state.fields
                  if f.typed_packet and f.points_to is not None} if n.packet_state else {},
     )
@@ -103,5 +104,11 @@ def main_body(code: CCode, states: list[PersistentState]) -> csrc.Body:
     """The ``floem.main`` code as a body with no ports that sees every persistent state."""
     return csrc.Body(element=MAIN_BODY, code=code.text, app_file=code.loc.file,
                      app_line=code.loc.line, inputs=[], outputs=[], state_fields=None,
-                     persistent={s.name: s.layout.name for s in states})
+                     persistent={s.name: s.layout.name for s in states},
+                     persistent_fields={s.name: _field_types(s) for s in states})
+
+
+def _field_types(state: PersistentState) -> dict[str, str]:
+    """The C type of each field of persistent state ``state``."""
+    return {f.name: str(f.type) for f in state.layout.fields}
 

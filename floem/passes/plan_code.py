@@ -170,21 +170,23 @@ def _element_plan(ir: ProgramIR, n: ElementNode, position: int, taken: set[str])
 
 def _state_writers(ir: ProgramIR) -> dict[str, set[str]]:
     """The segments whose elements' bodies name each persistent state (their plans'
-    pointers), by state instance; "main" stands for ``floem.main``'s code."""
+    pointers), by state instance; "main" stands for ``floem.main``'s code where it may
+    write the state (reading a counter there leaves its element the only writer)."""
     writers: dict[str, set[str]] = {}
     for n in ir.nodes():
         for attr in n.plan.pointers:
             writers.setdefault(n.persistent[attr].name, set()).add(n.segment)
-    for name in ir.main_info.persistent_used if ir.main_info else ():
+    for name in ir.main_info.persistent_written if ir.main_info else ():
         writers.setdefault(name, set()).add("main")
     return writers
 
 
 def _alone(ir: ProgramIR, n: ElementNode, writers: dict[str, set[str]]) -> bool:
     """Whether ``n`` is the only writer of the persistent states its body uses: one thread
-    runs its segment (not a callable, which its callers' threads run) and no other segment,
-    ``floem.main`` or external main names them. Its statistics counters (``floem_add``)
-    then need no atomic add; an atomic add costs a locked instruction per packet."""
+    runs its segment (not a callable, which its callers' threads run), no other segment or
+    external main names them and ``floem.main`` code does not write them. Its statistics
+    counters (``floem_add``) then need no atomic add; an atomic add costs a locked
+    instruction per packet."""
     seg = ir.segments[n.segment]
     return bool(n.plan.pointers) and seg.kind == SegmentKind.THREAD and len(seg.cores) == 1 \
         and not ir.main.external \

@@ -13,12 +13,14 @@ APP_LINE = 20
 def make_body(code: str, inputs: dict[str, list[str]] | None = None,
               outputs: dict[str, list[str]] | None = None,
               fields: dict[str, str] | None = None,
-              persistent: dict[str, str] | None = None, element: str = "el") -> Body:
+              persistent: dict[str, str] | None = None, element: str = "el",
+              persistent_fields: dict[str, dict[str, str]] | None = None) -> Body:
     """A body of element `element` written at line `APP_LINE` of `APP`."""
     return Body(element=element, code=code, app_file=APP, app_line=APP_LINE,
                 inputs=[Port(n, t) for n, t in (inputs or {}).items()],
                 outputs=[Port(n, t) for n, t in (outputs or {}).items()],
-                state_fields=fields, persistent=persistent or {})
+                state_fields=fields, persistent=persistent or {},
+                persistent_fields=persistent_fields or {})
 
 
 def info_of(code: str, **kwargs: object) -> BodyInfo:

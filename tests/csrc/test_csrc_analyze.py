@@ -287,6 +287,30 @@ def test_persistent_states_used():
     assert info.persistent_used == {"tracker", "stats"}
 
 
+@pytest.mark.parametrize("code, written", [
+    ("unsigned long v = t->count;", False),
+    ('printf("%lu %s", t->count, t->name);', False),
+    ("int x = 0;\nif (t->count > 3) x = t->count + t->name[0];", False),
+    ("unsigned long s = sizeof(*t) + sizeof(t->count = 1);", False),
+    ("t->count = 0;", True),
+    ("t->count++;", True),
+    ("--t->count;", True),
+    ("t->count += 2;", True),
+    ("t->name[0] = 'a';", True),
+    ("floem_add(&t->count, 1);", True),
+    ("unsigned long *p = &t->count;", True),
+    ("reset(t);", True),
+    ("void *p = t;", True),
+    ("fill(t->name);", True),
+    ("fill(t->other);", True),
+])
+def test_persistent_state_written(code, written):
+    info = info_of(code, persistent={"t": "Tally"},
+                   persistent_fields={"t": {"count": "unsigned long", "name": "char[8]"}})
+    assert info.persistent_used == {"t"}
+    assert info.persistent_written == ({"t"} if written else set())
+
+
 def test_persistent_state_is_a_pointer():
     e = error_of("int x = 1;\nx = tracker.total;", persistent={"tracker": "Tracker"})
     assert_error(e, 2, "'tracker' is a pointer", "tracker->total")

@@ -1,8 +1,11 @@
 """plan_code: the choices the generated C depends on, recorded in the IR and shown in dumps."""
 from __future__ import annotations
 
+import pytest
+
 from floem import (Element, Field, Flow, Input, Int, Output, PerPacket, Program, Queue, Segment,
                    State, main, target)
+from floem.codegen.emit import generate
 from floem.ir import Device, Home
 from floem.library import Counter, Counts
 from floem.passes.plan_code import INLINE_DEPTH
@@ -264,10 +267,10 @@ def test_a_switch_with_an_else_case_ends_no_packet():
     assert not partial.plan.counters.never_ends and f"{partial.name} s +1 ~ " in layout
 
 
-def counting(name, threads=1, second_segment=False, main_adds=False):
-    """A segment of ``threads`` threads counting packets into one `Counts` state with the
-    library's `Counter`; ``second_segment``: another segment counts into it too;
-    ``main_adds``: ``floem.main`` names it."""
+def counting(name, threads=1, second_segment=False, main_code=None):
+    """A segment of ``threads`` threads counting packets into one `Counts` state ``hits``
+    with the library's `Counter`; ``second_segment``: another segment counts into it too;
+    ``main_code``: the ``floem.main`` code."""
     with Program(name) as p:
         hits = Counts("hits")
 
@@ -277,8 +280,8 @@ def counting(name, threads=1, second_segment=False, main_adds=False):
         S("s", cores=list(range(threads)))
         if second_segment:
             S("t")
-        if main_adds:
-            main("floem_add(&hits->packets, 1);")
+        if main_code is not None:
+            main(main_code)
     return run_until(p, "plan_code")
 
 
@@ -297,6 +300,26 @@ def test_the_only_writer_of_its_states_adds_to_them_plainly():
 def test_several_writers_of_a_state_add_to_it_atomically():
     for ir in (counting("plan_two_threads", threads=2),
                counting("plan_two_segments", second_segment=True),
-               counting("plan_main_adds", main_adds=True)):
+               counting("plan_main_adds", main_code="floem_add(&hits->packets, 1);")):
         assert counters(ir) and not any(c.plan.alone for c in counters(ir)), ir.name
         assert "only writer" not in ir.dump()
+
+
+@pytest.mark.parametrize("code, alone", [
+    ('printf("%lu\\n", (unsigned long)hits->packets);', True),
+    ("unsigned long seen = hits->packets + hits->bytes; (void)seen;", True),
+    ("hits->packets = 0;", False),
+    ("hits->packets++;", False),
+    ("hits->bytes += 2;", False),
+    ("unsigned long *p = &hits->packets; (void)p;", False),
+    ("reset(hits);", False),
+])
+def test_main_reading_a_counter_leaves_its_element_the_only_writer(code, alone):
+    """``floem.main`` code that only reads a counter does not make its element's
+    ``floem_add`` atomic; code that may write it (assigns, increments, takes its address,
+    passes the state on) does."""
+    ir = counting("plan_main_reads", main_code=code)
+    [c] = counters(ir)
+    assert c.plan.alone == alone
+    source = "".join(f.text for f in generate(ir, [], []) if f.name.endswith(".c"))
+    assert ("enum { floem_alone = 1 };" in source) == alone
