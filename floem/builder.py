@@ -21,7 +21,7 @@ from floem.ir import BuildOptions, Device, ProgramIR
 from floem.ir.plan import TRACE_FILTER_FILE
 from floem.launcher import RunResult, launch
 from floem.passes import run_pipeline
-from floem.paths import runtime_dir
+from floem.paths import build_copies, runtime_dir
 from floem.platforms import PLATFORMS, Platform
 from floem.trace import read_traces, trace_report
 
@@ -128,7 +128,7 @@ def _write_files(b: Build) -> None:
     written = [_write(b.out_dir, f.name, f.text) for f in b.files]
     if script is not None:
         os.chmod(os.path.join(b.out_dir, "run"), 0o755)
-    written += _copy_runtime(b.out_dir, b.runtime_sources)
+    written += _copy_floem_c(b.out_dir)
     b.result = _result(b.ir, b.out_dir, written, b.platform)
     b.result.traced, b.result.trace_filter = b.options.trace, b.options.trace_filter
     if b.report_file:
@@ -327,20 +327,19 @@ def _nic_cflags(cflags: list[str], platform: Platform, options: BuildOptions) ->
 
 
 def _runtime_sources() -> list[str]:
-    return sorted(f for f in os.listdir(os.path.join(runtime_dir(), "src")) if f.endswith(".c"))
+    return [f for f in _c_files(os.path.join(runtime_dir(), "src")) if f.endswith(".c")]
 
 
-def _copy_runtime(out_dir: str, sources: list[str]) -> list[str]:
-    root = runtime_dir()
-    copied = []
-    include = os.path.join(root, "include", "floem")
-    for name in sorted(os.listdir(include)):
-        copied.append(_write(out_dir, f"runtime/include/floem/{name}",
-                             _read(os.path.join(include, name)) or ""))
-    for name in sources:
-        copied.append(_write(out_dir, f"runtime/src/{name}",
-                             _read(os.path.join(root, "src", name)) or ""))
-    return copied
+def _copy_floem_c(out_dir: str) -> list[str]:
+    """Copy Floem's C (`build_copies`: the runtime, the element library's support files) into
+    the build directory, which its generated files name (`floem.paths.in_build`)."""
+    return [_write(out_dir, f"{copy}/{name}", _read(os.path.join(installed, name)) or "")
+            for installed, copy in build_copies().items() for name in _c_files(installed)]
+
+
+def _c_files(directory: str) -> list[str]:
+    """The C sources and headers in ``directory``, in order."""
+    return sorted(f for f in os.listdir(directory) if f.endswith((".c", ".h")))
 
 
 def _content_key(files: list[GeneratedFile], cflags: list[str], depends: list[str],
@@ -348,10 +347,9 @@ def _content_key(files: list[GeneratedFile], cflags: list[str], depends: list[st
     h = hashlib.sha256(repr(sorted(params.items())).encode())
     for f in files:
         h.update(f.name.encode() + b"\0" + f.text.encode() + b"\0")
-    root = runtime_dir()
-    for sub in ("include/floem", "src"):
-        for name in sorted(os.listdir(os.path.join(root, sub))):
-            h.update(name.encode() + (_read(os.path.join(root, sub, name)) or "").encode())
+    for installed in build_copies():
+        for name in _c_files(installed):
+            h.update(name.encode() + (_read(os.path.join(installed, name)) or "").encode())
     for dep in depends:
         h.update(dep.encode() + (_read_bytes(dep)))
     h.update(" ".join(cflags).encode())

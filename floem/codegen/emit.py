@@ -17,6 +17,7 @@ from floem.codegen import caches as cgen
 from floem.codegen import functions as fn
 from floem.codegen import queues as qgen
 from floem.codegen.render import render
+from floem.paths import in_build
 from floem.platforms import DMA_ENVIRONMENT
 from floem.codegen.structs import printf_conversion
 from floem.ir import (Device, ElementNode, Home, PersistentState, ProgramIR, QueueIR, Role,
@@ -61,20 +62,42 @@ def launcher(ir: ProgramIR, emulator: list[str]) -> GeneratedFile | None:
 
 def _makefile(ir: ProgramIR, cflags: list[str], runtime_sources: list[str], nic_cc: str,
               nic_cflags: list[str], libs: list[str]) -> GeneratedFile:
+    depends = [in_build(d) for d in ir.depends]
     text = render(
-        "Makefile.j2", app_file=ir.app_file, cflags=" ".join(cflags), nic_cc=nic_cc,
-        nic_cflags=" ".join(nic_cflags), ldlibs=" ".join(libs),
+        "Makefile.j2", app_file=ir.app_file, cflags=_flags(cflags), nic_cc=nic_cc,
+        nic_cflags=_flags(nic_cflags), ldlibs=" ".join(libs),
         runtime_sources=" ".join(runtime_sources),
-        depends=" ".join(ir.depends),
+        depends=" ".join(depends),
         depend_files=[{"path": d, "name": os.path.splitext(os.path.basename(d))[0]}
-                      for d in ir.depends if d.endswith(".c")],
+                      for d in depends if d.endswith(".c")],
         processes=[{"name": p.name, "executable": p.has_main, "library": bool(p.callables),
-                    "external": " ".join(p.external_main),
+                    "external": " ".join(in_build(f) for f in p.external_main),
                     "cc": "$(NIC_CC)" if p.device == Device.NIC else "$(CC)",
                     "cflags": "$(NIC_CFLAGS)" if p.device == Device.NIC else "$(CFLAGS)"}
                    for p in ir.processes.values()],
     )
     return GeneratedFile("Makefile", text)
+
+
+def _flags(flags: list[str]) -> str:
+    """The compiler flags as the Makefile writes them: ``-I`` of a directory the build
+    directory holds a copy of (`floem.paths.build_copies`) names the copy."""
+    written = []
+    for flag in flags:
+        directory = flag.removeprefix("-I")
+        if flag.startswith("-I") and in_build(directory) != directory:
+            flag = f"-I$(CURDIR)/{in_build(directory)}"
+        written.append(flag)
+    return " ".join(written)
+
+
+def _include(text: str) -> str:
+    """An include line of the program's header: a file the build directory holds a copy of
+    is included as its copy, a runtime header by its name under ``runtime/include``."""
+    m = re.fullmatch(r'#include "(/[^"]+)"', text)
+    if m is None or in_build(m.group(1)) == m.group(1):
+        return text
+    return f'#include "{in_build(m.group(1)).removeprefix("runtime/include/")}"'
 
 
 def _resolve_line_markers(text: str, c_file: str) -> str:
@@ -121,8 +144,8 @@ class _ProcessEmitter:
         text = render(
             "process.h.j2", process=self.process, app_file=self.ir.app_file,
             guard=re.sub(r"\W", "_", self.process).upper(),
-            includes=[{"line": c.loc.line, "file": c_string(c.loc.file), "text": c.text}
-                      for c in self.ir.includes],
+            includes=[{"line": c.loc.line, "file": c_string(c.loc.file),
+                       "text": _include(c.text)} for c in self.ir.includes],
             structs=structs,
             callables=[fn.callable_signature(self.ir, self.ir.segments[c])
                        for c in self.proc.callables],

@@ -18,15 +18,15 @@
 #include <unistd.h>
 
 #line 44 "<repo>/library/headers.py"
-#include "<repo>/library/c/headers.h"
+#include "runtime/library/headers.h"
 #line 23 "echo.h"
 
 #line 40 "<repo>/library/net.py"
-#include "<repo>/runtime/include/floem/net.h"
+#include "floem/net.h"
 #line 27 "echo.h"
 
 #line 121 "<repo>/library/net.py"
-#include "<repo>/runtime/include/floem/frames.h"
+#include "floem/frames.h"
 #line 31 "echo.h"
 
 #ifdef __cplusplus
