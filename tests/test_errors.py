@@ -342,6 +342,21 @@ main('printf("%d\\\\n", f(1));')
         "q.deq >> Drop(name='q_held')  # <-- error",
         queue="q = Queue('q')"),
      "element name 'q_held' is also the generated C's name for queue q's held"),
+    ("element named like a persistent state's C pointer", segment('''
+        class Counts(Element):
+            seen = Persistent(Packet)
+
+            def states(self, seen):
+                self.seen = seen
+
+            def configure(self):
+                self.inp = Input(Int)
+
+            def impl(self):
+                self.run_c("seen->key += inp();")
+
+        Src() >> Counts(states=[Packet(name="tally")], name="tally_state")  # <-- error
+     '''), "element name 'tally_state' is also the generated C's name for state tally's state"),
     ("unknown configure keyword", segment('''
         Src() >> Sink(size=4)  # <-- error
      '''), "Sink.configure: got an unexpected keyword argument 'size'"),

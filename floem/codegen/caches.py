@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from floem.codegen.render import fragment
 from floem.ir import CacheIR, ElementNode, StateLayout
+from floem.ir.cnames import c_global
 
 _MACROS = "caches.c.j2"
 
@@ -21,7 +22,7 @@ class CacheView:
     @property
     def handle(self) -> str:
         """The global `floem_cache_t *` of the cache."""
-        return f"{self.cache.name}_cache"
+        return c_global("cache", self.cache.name, "cache")
 
     def field_type(self, name: str) -> str:
         """C type of field ``name`` of the state."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from floem.csrc.tokens import mentions
 from floem.ir import EdgeKind, ElementNode, PersistentState, ProgramIR, Role, SegmentIR
+from floem.ir.cnames import c_global
 from floem.ir.plan import ElementCounters, ElementTrace, TracedPort
 
 
@@ -170,7 +171,7 @@ def prototypes(nodes: list[ElementNode]) -> list[Function]:
 
 def return_slot(segment: str) -> str:
     """The thread-local record holding callable ``segment``'s return value."""
-    return f"{segment}_result"
+    return c_global("segment", segment, "result")
 
 
 def element_function(ir: ProgramIR, n: ElementNode,

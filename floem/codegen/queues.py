@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from floem.codegen.render import fragment
 from floem.ir import (Device, ElementNode, FieldLayout, FrameCrossing, PacketBytes, ProgramIR,
                       QueueIR, StateLayout)
+from floem.ir.cnames import c_global
 from floem.ir.plan import QueueSide
 
 DEFAULT_VARIABLE_BYTES = 256
@@ -217,7 +218,7 @@ class QueueView:
     def access(self) -> Access:
         """How the process's queue elements reach the instances."""
         name = self.queue.name
-        return Access(table=f"{name}_sync" if self.side.synced else f"{name}_inst",
+        return Access(table=c_global("queue", name, "sync" if self.side.synced else "inst"),
                       synced=self.side.synced, manage=self.side.manage_inline)
 
     @property

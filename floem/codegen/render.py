@@ -1,10 +1,12 @@
 """The jinja2 environment every generated file and C fragment is rendered from."""
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jinja2
 
+from floem.ir.cnames import GENERATED_GLOBALS, c_global
 from floem.ir.plan import TRACE_FIELD
 
 TEMPLATES = jinja2.Environment(
@@ -17,6 +19,11 @@ TEMPLATES.globals["TRACE_FIELD"] = TRACE_FIELD
 #: C types whose values are single bytes: never converted between byte orders.
 TEMPLATES.globals["BYTE_TYPES"] = ("char", "signed char", "unsigned char", "uint8_t", "int8_t",
                                    "bool")
+
+#: ``{{ q.name|queue_global("inst") }}``: the global C names of `GENERATED_GLOBALS`, one filter
+#: per kind (``queue_global``, ``cache_global``, ...).
+for _kind in GENERATED_GLOBALS:
+    TEMPLATES.filters[f"{_kind}_global"] = functools.partial(c_global, _kind)
 
 
 def render(template: str, **values: Any) -> str:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from floem.errors import Location
+from floem.ir.cnames import c_global
 from floem.lang.types import c_declaration
 
 
@@ -170,7 +171,7 @@ class PersistentState:
     @property
     def pointer(self) -> str:
         """The C expression of the instance's address."""
-        return f"{self.name}_state"
+        return c_global("state", self.name, "state")
 
 
 @dataclass(frozen=True)

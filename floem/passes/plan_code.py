@@ -28,6 +28,7 @@ from floem import csrc
 from floem.csrc.tokens import mentions
 from floem.ir import (Device, ElementNode, FrameCrossing, Home, ProcessIR, ProgramIR, QueueIR,
                       Role, SegmentIR, SegmentKind)
+from floem.ir.cnames import GENERATED_GLOBALS, c_global
 from floem.ir.graph import unused_name
 from floem.ir.plan import (TRACE_FIELD, TRACE_VALUES, ElementCounters, ElementPlan, ElementTrace,
                            ProcessPlan, QueueSide, TracedPort, join_slot)
@@ -110,14 +111,14 @@ def _side(q: QueueIR, mine: set[str], nic: bool, managers: int) -> QueueSide:
 
 def _checked_globals(ir: ProgramIR) -> set[str]:
     """The global C names the generated code derives from queue, cache, segment and state
-    names (the templates' ``<queue>_inst``, ``<cache>_evict``, ``<segment>_thread``...);
-    an element may not have one of them (FloemError at the element)."""
-    made = {f"{q}_{what}": f"queue {q}'s {what}" for q in ir.queues
-            for what in ("inst", "sync", "payload", "bad_qid", "held")}
-    made |= {f"{c}_{what}": f"cache {c}'s {what}" for c in ir.caches
-             for what in ("cache", "evict", "drain")}
-    made |= {f"{s}_{what}": f"segment {s}'s {what}" for s in ir.segments
-             for what in ("thread", "result")}
+    names (`GENERATED_GLOBALS`: ``<queue>_inst``, ``<cache>_evict``, ``<segment>_thread``...)
+    and the C types of states; an element may not have one of them (FloemError at the
+    element)."""
+    owners = {"queue": ir.queues, "cache": ir.caches, "segment": ir.segments,
+              "state": ir.states}
+    made = {c_global(kind, name, suffix): f"{kind} {name}'s {suffix}"
+            for kind, suffixes in GENERATED_GLOBALS.items() for name in owners[kind]
+            for suffix in suffixes}
     made |= {layout.name: f"the C type of state {layout.name}" for layout in ir.layouts}
     for n in ir.nodes():
         if n.name in made:
