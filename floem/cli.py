@@ -2,10 +2,17 @@
 parameters, watch a running program's counters."""
 from __future__ import annotations
 
+import signal
+
+# SIGUSR1 asks the processes of `floem run` for their counters: floem never dies of it. It
+# is ignored from here on, before the imports below load the compiler, the long part of the
+# command's start (before this line, only Python's own start and floem/__init__.py's
+# language modules run); the launcher forwards it to the processes while they run.
+signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+
 import argparse
 import importlib.metadata
 import os
-import signal
 import sys
 import tempfile
 import textwrap
@@ -510,8 +517,6 @@ def _stop(signum: int, _frame: object) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``floem`` console script."""
-    # SIGUSR1 asks `floem run`'s processes for their counters; before they run, ignore it.
-    signal.signal(signal.SIGUSR1, signal.SIG_IGN)
     argv = sys.argv[1:] if argv is None else list(argv)
     split = argv.index("--") if "--" in argv else len(argv)
     args, unknown = build_parser().parse_known_args(argv[:split])

@@ -3,13 +3,15 @@ times, states declared ``report = True`` (also under the row of the element usin
 the element table), and the same on SIGUSR1 without stopping."""
 from __future__ import annotations
 
+import os
 import re
+import select
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 from conftest import floem, floem_command
-from floem.explore.measure import handles_sigusr1
 
 COUNTING_APP = '''
 from floem import Element, Field, Output, Input, Persistent, Segment, State, Uint
@@ -49,11 +51,39 @@ class counting(Segment):
 
 counting("counting")
 '''
-def wait_until_it_handles_sigusr1(proc: subprocess.Popen) -> None:
-    deadline = time.monotonic() + 30
-    while not handles_sigusr1(proc.pid):
-        assert proc.poll() is None and time.monotonic() < deadline
-        time.sleep(0.05)
+#: Python runs it (as sitecustomize) before the command's code: it writes a byte to the file
+#: descriptor $READY_FD when the command starts loading the compiler (floem.api), the long
+#: part of its start, before which only Python's start and floem/__init__.py run.
+LOADING_HOOK = """
+import os, sys
+
+def _loading(event, args):
+    if event == "import" and args[0] == "floem.api" and "READY_FD" in os.environ:
+        fd = int(os.environ.pop("READY_FD"))
+        os.write(fd, b"!")
+        os.close(fd)
+
+sys.addaudithook(_loading)
+"""
+
+
+def start_floem(args: list[str], tmp_path: Path, **popen) -> subprocess.Popen:
+    """``floem ARGS`` started, once it loads the compiler."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(LOADING_HOOK)
+    path = [str(hook)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+    ready, ready_w = os.pipe()
+    try:
+        proc = subprocess.Popen(floem_command() + args, pass_fds=[ready_w], **popen,
+                                env={**os.environ, "READY_FD": str(ready_w),
+                                     "PYTHONPATH": os.pathsep.join(path)})
+        os.close(ready_w)
+        assert select.select([ready], [], [], 120)[0], "floem did not start"
+        assert os.read(ready, 1) == b"!", "floem ended before loading the compiler"
+    finally:
+        os.close(ready)
+    return proc
 
 
 THREAD = re.compile(r"^floem: thread counting\[0\] \(process app\): runs (\d+), packets (\d+), "
@@ -89,10 +119,9 @@ def test_sigusr1_prints_the_counters_and_the_program_goes_on(tmp_path) -> None:
     app = tmp_path / "app.py"
     app.write_text(COUNTING_APP)
     with open(tmp_path / "stderr", "w+") as err:
-        proc = subprocess.Popen(floem_command() + ["run", str(app), "--report", "--timeout", "120"],
-                                stdout=subprocess.DEVNULL, stderr=err, text=True)
+        proc = start_floem(["run", str(app), "--report", "--timeout", "120"], tmp_path,
+                           stdout=subprocess.DEVNULL, stderr=err, text=True)
         try:
-            wait_until_it_handles_sigusr1(proc)  # floem ignores it while it builds
             deadline = time.monotonic() + 60
             snapshot = ""
             while "floem: state tally (Tally): packets 250" not in snapshot:
@@ -112,15 +141,18 @@ def test_sigusr1_prints_the_counters_and_the_program_goes_on(tmp_path) -> None:
     assert THREAD.search(final)                  # and the report at exit
 
 
-def test_a_program_with_its_own_main_is_not_killed_by_sigusr1(tmp_path) -> None:
+def test_sigusr1_from_the_start_on_neither_kills_floem_run_nor_its_program(tmp_path) -> None:
+    """Sent all the time from when the command starts loading the compiler (its imports,
+    the build, the run), SIGUSR1 kills neither floem nor a program with its own main."""
     app = tmp_path / "main.py"
     app.write_text("from floem import main\n"
                    "main(r'for (int i = 0; i < 30; i++) usleep(100000); puts(\"done\");')\n")
-    proc = subprocess.Popen(floem_command() + ["run", str(app), "--timeout", "120"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    wait_until_it_handles_sigusr1(proc)
-    for _ in range(20):
-        time.sleep(0.25)
+    proc = start_floem(["run", str(app), "--timeout", "120"], tmp_path,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while proc.poll() is None:
+        assert time.monotonic() < deadline, "floem run did not end"
         proc.send_signal(signal.SIGUSR1)
-    out, err = proc.communicate(timeout=120)
+        time.sleep(0.02)
+    out, err = proc.communicate()
     assert (proc.returncode, out) == (0, "done\n"), err
