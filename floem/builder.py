@@ -21,12 +21,14 @@ from floem.ir import BuildOptions, Device, ProgramIR
 from floem.ir.plan import TRACE_FILTER_FILE
 from floem.launcher import RunResult, launch
 from floem.passes import run_pipeline
-from floem.paths import build_copies, runtime_dir
+from floem.paths import build_copies, make_directory, runtime_dir
 from floem.platforms import PLATFORMS, Platform
 from floem.trace import read_traces, trace_report
 
 DEFAULT_CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-O2", "-g", "-Wall", "-Wextra",
                   "-Werror=implicit-function-declaration", "-pthread"]
+#: What a build's directory is called in the error when it cannot be created.
+BUILD_DIRECTORY = "the build directory"
 
 
 @dataclass
@@ -81,8 +83,8 @@ class Build:
 
 def _compile_passes(b: Build) -> None:
     """The pass pipeline (dumps with ``dump_after``)."""
-    b.ir = run_pipeline(b.program, b.options, dump_after=b.dump_after,
-                        dump_dir=b.staging if b.dump_after else None)
+    dump_dir = make_directory(b.staging, BUILD_DIRECTORY) if b.dump_after else None
+    b.ir = run_pipeline(b.program, b.options, dump_after=b.dump_after, dump_dir=dump_dir)
 
 
 def _choose_flags(b: Build) -> None:
@@ -117,7 +119,7 @@ def _choose_directory(b: Build) -> None:
         b.out_dir = os.path.join(cache_root(), b.key[:24])
         if b.dump_after:
             shutil.copytree(b.staging, b.out_dir, dirs_exist_ok=True)
-    os.makedirs(b.out_dir, exist_ok=True)
+    make_directory(b.out_dir, BUILD_DIRECTORY)
 
 
 def _write_files(b: Build) -> None:
@@ -272,10 +274,10 @@ def run_built(built: BuildResult, program: Any, timeout: float | None = None,
 
 def cache_root() -> str:
     """The build cache: ``$FLOEM_CACHE``, else ``$XDG_CACHE_HOME/floem``, else ``~/.cache/floem``."""
-    root = os.environ.get("FLOEM_CACHE") or os.path.join(
+    given = os.environ.get("FLOEM_CACHE")
+    root = given or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "floem")
-    os.makedirs(root, exist_ok=True)
-    return root
+    return make_directory(root, "the build cache (FLOEM_CACHE)" if given else "the build cache")
 
 
 def _network_flags(ir: ProgramIR, net: str, platform: Platform,

@@ -27,23 +27,28 @@ from floem.ir.options import NET_BACKENDS, NIC_PLATFORMS, BuildOptions
 from floem.lang import params
 from floem.launcher import STOP_SIGNALS, TIMEOUT_STATUS, follow_parent, stopped_note
 from floem.passes import pass_names
+from floem.paths import path_problem
 from floem.platforms import DMA_MEANINGS, DMA_OPTIONS
 from floem.stats import load_counts, save_counts, stats
 from floem.trace import MAX_PACKETS as TRACE_MAX_PACKETS
 
 #: What the command's exit status means (``floem --help``, docs/cli.md).
 EXIT_STATUSES = [
-    ("0", "success; `floem run`: the program exited with 0"),
+    ("0", "success; `floem run`: the program exited with 0, as one without `floem.main` "
+          "code does when SIGINT or SIGTERM stops `floem run` (which forwards it)"),
     ("1", "an error, printed as `FILE:LINE: error: ...` (or `floem: error: ...` when it has "
-          "no place in a file): a mistake in the app, a failed build, a missing tool; "
-          "`floem explore`: every configuration failed"),
+          "no place in a file): a mistake in the app, a failed build, a missing tool, a file "
+          "or directory floem cannot read or write; `floem explore`: every configuration "
+          "failed"),
     ("2", "a wrong command line (unknown option, missing argument, bad value)"),
     ("N", "`floem run`: the program's own exit status (the main process's; when another "
           "process of the program fails while it runs, that process's)"),
     (str(TIMEOUT_STATUS), "`floem run --timeout S`: the program was still running after S "
                           "seconds and was killed"),
     ("128 + N", "the program's main process was killed by signal N (`floem run`), or "
-                "`floem` itself was stopped by SIGINT (130) or SIGTERM (143)"),
+                "`floem` itself was stopped by SIGINT (130) or SIGTERM (143): while it loads "
+                "or builds the app, or when the program does not end by itself on the "
+                "signal it forwards"),
 ]
 
 #: An example for each subcommand's ``--help`` (and docs/cli.md).
@@ -532,6 +537,9 @@ def main(argv: list[str] | None = None) -> int:
         return _command(args)
     except FloemError as e:
         print(e.diagnostic(), file=sys.stderr)
+        return 1
+    except OSError as e:        # a file or directory floem cannot read or write
+        print(FloemError(path_problem(e)).diagnostic(), file=sys.stderr)
         return 1
     except _Stopped as e:
         print(stopped_note(e.signum), file=sys.stderr)

@@ -1,10 +1,15 @@
-"""Where the installed package keeps what generated programs are compiled with (a leaf
-module: element libraries and the build driver both use it), and where a build directory
-keeps its copy of it."""
+"""Paths: where the installed package keeps what generated programs are compiled with (a
+leaf module: element libraries and the build driver both use it), where a build directory
+keeps its copy of it, and the directories floem writes, with errors that say what is
+wrong with a path."""
 from __future__ import annotations
 
+import errno
 import os
 from importlib import resources
+from pathlib import Path
+
+from floem.errors import FloemError
 
 
 def runtime_dir() -> str:
@@ -38,3 +43,33 @@ def in_build(path: str) -> str:
         if os.sep not in inside and inside != "..":
             return f"{copy}/{inside}"
     return path
+
+
+def make_directory(path: str, what: str) -> str:
+    """Create directory ``path``, and its parents, unless it exists; ``path``. When it
+    cannot be, a FloemError: ``cannot create WHAT PATH: ...`` (``what``: e.g. 'the build
+    directory')."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise FloemError(f"cannot create {what} {path}: {path_problem(e, path)}") from None
+    return path
+
+
+def path_problem(e: OSError, path: str | None = None) -> str:
+    """What is wrong with the path of ``e`` in words a user reads: the part of it that is
+    not a directory, or the system's reason, preceded by the path that failed unless it is
+    ``path``."""
+    failed = e.filename
+    if failed is None:
+        return e.strerror or str(e)
+    if e.errno == errno.ENOTDIR:
+        whole = Path(failed)
+        part = next((p for p in [*reversed(whole.parents), whole] if p.exists() and not p.is_dir()),
+                    whole)
+        reason = f"{part} is not a directory"
+    elif e.errno == errno.EEXIST and not os.path.isdir(failed):
+        reason = "it exists and is not a directory"
+    else:
+        reason = e.strerror
+    return reason if os.fspath(failed) == path else f"{failed}: {reason}"

@@ -299,6 +299,33 @@ def test_a_time_below_zero_is_a_usage_error(option: str) -> None:
     assert f"argument {option}: need a number above 0, not '-1'" in result.stderr
 
 
+@pytest.mark.parametrize("args, env, message", [
+    (["build", INC2, "-o", "{file}"], {},
+     "cannot create the build directory {file}: it exists and is not a directory"),
+    (["build", INC2, "-o", "{file}/sub"], {},
+     "cannot create the build directory {file}/sub: {file} is not a directory"),
+    (["build", INC2, "--dump-after", "all", "-o", "{file}"], {},
+     "cannot create the build directory {file}: it exists and is not a directory"),
+    (["run", INC2], {"FLOEM_CACHE": "/proc/floem-cache"},
+     "cannot create the build cache (FLOEM_CACHE) /proc/floem-cache: No such file or directory"),
+    (["run", INC2], {"FLOEM_CACHE": "{file}/cache"},
+     "cannot create the build cache (FLOEM_CACHE) {file}/cache: {file} is not a directory"),
+    (["graph", INC2, "-o", "{file}/graph.dot"], {}, "{file}/graph.dot: {file} is not a directory"),
+    (["graph", INC2, "-o", "/proc/floem-graph.dot"], {},
+     "/proc/floem-graph.dot: No such file or directory"),
+], ids=["build-o-file", "build-o-under-file", "dump-after-o-file", "cache-unmakable",
+        "cache-under-file", "graph-o-under-file", "graph-o-unwritable"])
+def test_a_path_floem_cannot_write_is_one_line_and_status_1(tmp_path, args: list[str],
+                                                             env: dict[str, str],
+                                                             message: str) -> None:
+    file = tmp_path / "file"
+    file.write_text("")
+    result = floem(*[a.format(file=file) for a in args],
+                   env={k: v.format(file=file) for k, v in env.items()})
+    assert (result.returncode, result.stderr) == \
+        (1, f"floem: error: {message.format(file=file)}\n")
+
+
 LOCATED_APP = '''from floem import Element, Segment, Output
 
 class Src(Element):

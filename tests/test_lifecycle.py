@@ -301,13 +301,16 @@ def test_the_run_script_stops_main_when_another_process_dies(forever_build: str,
         check_stopped(run, signal.SIGKILL, wait_gone(run, [run.proc.pid]), [run.proc.pid])
 
 
-def test_a_program_that_stops_cleanly_on_the_signal_keeps_its_status(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
+def test_a_program_that_stops_cleanly_on_the_signal_keeps_its_status(
+        sig: signal.Signals, tmp_path: Path) -> None:
+    """A program without floem.main ends with 0 on SIGINT or SIGTERM, and so does floem run."""
     app = tmp_path / "server.py"
     app.write_text(SERVER_APP)
     with started(floem_command() + ["run", "--timeout", "300", str(app)], tmp_path) as run:
-        os.kill(run.proc.pid, signal.SIGTERM)
-        check_stopped(run, signal.SIGTERM, wait_gone(run, [run.proc.pid]), [run.proc.pid])
-        check_status(run, signal.SIGTERM, 0)
+        os.kill(run.proc.pid, sig)
+        check_stopped(run, sig, wait_gone(run, [run.proc.pid]), [run.proc.pid])
+        check_status(run, sig, 0)
 
 
 def test_floem_dies_with_the_process_named_in_floem_parent(forever: str, tmp_path: Path) -> None:
