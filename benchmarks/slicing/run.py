@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Payload slicing on and off for the shallow network functions (issue 15 item 5).
+"""Payload slicing on and off for the shallow network functions.
 
 Usage: python3 benchmarks/slicing/run.py [--kinds forwarder,firewall,nat,lb]
            [--sizes 64,256,512,1024,1518] [--frames 2000] [--seconds 3] [--rate 20000]

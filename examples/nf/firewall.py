@@ -1,4 +1,4 @@
-"""Stateful firewall (issue 15): ordered rules decide new flows; allowed flows are remembered
+"""Stateful firewall: ordered rules decide new flows; allowed flows are remembered
 so that both their directions pass.
 
     segments firewall_rx, firewall, firewall_tx (examples/nf/shallow.py)

@@ -1,4 +1,4 @@
-"""L2/L3 forwarder (issue 15): route each IPv4 frame to its next hop by destination prefix.
+"""L2/L3 forwarder: route each IPv4 frame to its next hop by destination prefix.
 
     segments forwarder_rx, forwarder, forwarder_tx (examples/nf/shallow.py)
     Forward: TTL - 1 (checksum updated incrementally), Ethernet addresses rewritten

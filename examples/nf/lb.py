@@ -1,4 +1,4 @@
-"""Load balancer (issue 15): each flow to the virtual address goes to one backend, chosen by
+"""Load balancer: each flow to the virtual address goes to one backend, chosen by
 consistent hashing of its 5-tuple (Maglev).
 
     segments lb_rx, lb, lb_tx (examples/nf/shallow.py)

@@ -1,4 +1,4 @@
-"""Source NAT (issue 15): the inside network's flows leave from one public address, each
+"""Source NAT: the inside network's flows leave from one public address, each
 inside endpoint with a public port of its own; replies are translated back.
 
     segments nat_rx, nat, nat_tx (examples/nf/shallow.py)

@@ -1,4 +1,4 @@
-"""What the shallow network functions (issue 15) share: the program's shape, where each part
+"""What the shallow network functions share: the program's shape, where each part
 runs, and the parsing of their address parameters.
 
 A shallow function reads and rewrites only a frame's headers. Every one is the same program

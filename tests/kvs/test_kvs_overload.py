@@ -1,5 +1,5 @@
 """Overload: the key-value store driven above its capacity for a bounded time, then used
-normally (issue 13, item 5; the echo's twin is tests/test_overload.py).
+normally (the echo's twin is tests/test_overload.py).
 
 A C load generator (``runtime/tests/udp_blast.c`` in template mode) sends GETs and SETs
 over a few keys from several sockets as fast as it can for a few seconds, every request

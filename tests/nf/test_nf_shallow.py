@@ -1,4 +1,4 @@
-"""The shallow network functions of examples/nf (forwarder, firewall, nat, lb; issue 15).
+"""The shallow network functions of examples/nf (forwarder, firewall, nat, lb).
 
 Each replays a capture of examples/nf/traffic.py (UDP and TCP flows both ways, frames of
 64 to 1518 bytes, malformed and truncated frames among them). What it sends must be, byte
