@@ -374,6 +374,7 @@ def _same_table(first: list[str], second: list[str]) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1300)               # two sweeps of up to 600 s each
 def test_explore_the_echo_gives_the_same_table_twice(tmp_path) -> None:
     pcap = write_capture(str(tmp_path / "w.pcap"), 1500)
     tables = []

@@ -43,6 +43,7 @@ def test_every_harness_has_seeds(tmp_path: Path) -> None:
         assert os.path.exists(os.path.join(ROOT, "fuzz", "harness", f"{name}.c"))
 
 
+@pytest.mark.timeout(1900)               # the first one builds every harness (`built`)
 @pytest.mark.parametrize("name", HARNESSES)
 def test_regressions_and_seeds_replay_cleanly(name: str, built: None) -> None:
     result = fuzz("--replay", name, timeout=600)
@@ -51,6 +52,7 @@ def test_regressions_and_seeds_replay_cleanly(name: str, built: None) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1900)
 def test_fuzzing_every_harness_finds_nothing() -> None:
     result = fuzz("--ci", timeout=1800)
     assert result.returncode == 0, result.stdout + result.stderr

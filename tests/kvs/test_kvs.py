@@ -97,6 +97,7 @@ def test_every_design_answers_like_memcached(design: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)               # builds for qemu: up to 600 s to start
 @pytest.mark.parametrize("nic, design", [("liquidio", "cache-wb"), ("bluefield", "split"),
                                          ("bluefield", "external"),
                                          ("liquidio", "split-pointer")])
