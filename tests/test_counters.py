@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -114,12 +115,20 @@ def test_floem_stats_shows_a_running_programs_counters(tmp_path) -> None:
                     break
             time.sleep(0.5)
         assert seen is not None, "floem stats never showed the NIC's counters rising"
-        elements = {e["name"]: e for e in seen["elements"]}
-        check = elements["CheckUDP0"]
+        # One snapshot of counters that do not move: read live, `runs` may be read before
+        # the packets it counted have reached the output ports' counters.
+        os.kill(seen["pid"], signal.SIGSTOP)
+        try:
+            stopped = floem("stats", str(run.pid), "--json")
+        finally:
+            os.kill(seen["pid"], signal.SIGCONT)
+        assert stopped.returncode == 0, stopped.stderr
+        [nic] = [p for p in json.loads(stopped.stdout) if p["process"] == "nic"]
+        check = {e["name"]: e for e in nic["elements"]}["CheckUDP0"]
         assert check["outs"]["drop"] > 0 and check["outs"]["out"] > 0
         assert check["runs"] >= check["outs"]["out"] + check["outs"]["drop"]
         # the segment thread's statistics, which it keeps in the same file
-        [thread] = seen["threads"]
+        [thread] = nic["threads"]
         assert (thread["segment"], thread["index"]) == ("echo", 0)
         assert 0 < thread["runs"] <= thread["packets"] and thread["busy_ns"] > 0
         text = floem("stats", str(run.pid), "--once")
