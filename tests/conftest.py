@@ -1,10 +1,13 @@
-"""Shared fixtures: the floem CLI as a user runs it, with a private build cache."""
+"""Shared fixtures: the floem CLI as a user runs it, with a private build cache; waiting for
+a condition."""
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
 import sys
+import time
+from typing import Callable
 
 import pytest
 
@@ -32,3 +35,16 @@ def floem(*args: str, timeout: float = 120, cwd: str | None = None,
     """Run ``floem ARGS`` and capture its output."""
     return subprocess.run(floem_command() + list(args), capture_output=True, text=True,
                           timeout=timeout, cwd=cwd, env={**os.environ, **(env or {})})
+
+
+def wait_until(ready: Callable[[], bool], what: str, proc: subprocess.Popen | None = None,
+               timeout: float = 60) -> None:
+    """Poll ``ready`` until it holds (rather than sleeping for a guessed time); fail, saying
+    that ``what`` did not happen, if ``proc`` ends first or after ``timeout`` seconds (a
+    bound for a hung program, far above the time it takes)."""
+    deadline = time.monotonic() + timeout
+    while not ready():
+        assert proc is None or proc.poll() is None, f"{what}: not before the process ended " \
+                                                    f"(status {proc.returncode})"
+        assert time.monotonic() < deadline, f"{what}: not within {timeout} s"
+        time.sleep(0.01)
