@@ -24,7 +24,7 @@ import time
 import dpkt
 import pytest
 
-from conftest import ROOT, floem, floem_command
+from conftest import ROOT, floem, floem_command, wait_until
 from test_net import DPDK_EAL, build, free_udp_port, have_dpdk
 
 ECHO = os.path.join(ROOT, "examples", "echo", "echo.py")
@@ -62,26 +62,25 @@ def client_socket() -> socket.socket:
 
 
 def wait_until_serving(s: socket.socket, port: int, proc: subprocess.Popen) -> None:
-    """Probe until the echo answers (the first run also builds it); then drain late replies."""
+    """Probe until the echo answers (the first run also builds it), then take the answers
+    to the probes sent after the one answered first: the echo got those too."""
     deadline = time.monotonic() + 90
     s.settimeout(0.2)
+    sent = 0
     while time.monotonic() < deadline:
         assert proc.poll() is None, proc.communicate()
-        s.sendto(b"probe", ("127.0.0.1", port))
+        s.sendto(b"probe %d" % sent, ("127.0.0.1", port))
+        sent += 1
         try:
-            s.recvfrom(4096)
+            first, _ = s.recvfrom(4096)
             break
         except socket.timeout:
             continue
     else:
         pytest.fail("the echo never answered")
-    time.sleep(0.2)
-    s.setblocking(False)
-    while True:
-        try:
-            s.recvfrom(4096)
-        except BlockingIOError:
-            break
+    s.settimeout(10)
+    for later in range(int(first.split()[1]) + 1, sent):
+        assert s.recvfrom(4096)[0] == b"probe %d" % later
 
 
 def replies(s: socket.socket, count: int, timeout: float = 10) -> list[tuple[bytes, tuple]]:
@@ -302,7 +301,11 @@ def test_dpdk_alone_benchmark_peer_echoes_like_the_example(tmp_path) -> None:
             lines.append(line)
             if line.startswith("echo_dpdk: port 0 started"):
                 break
-        time.sleep(1)                    # a few dozen frames: served in microseconds
+        # the valid frames echoed (the capture is written through after every burst)
+        echoed = dpkt.pcap.FileHdr.__hdr_len__ + sum(dpkt.pcap.PktHdr.__hdr_len__ + len(f)
+                                                     for f in valid)
+        wait_until(lambda: os.path.exists(out) and os.path.getsize(out) >= echoed,
+                   "every valid frame echoed", p)
         p.send_signal(signal.SIGINT)
         err = "".join(lines) + p.stderr.read()
         p.wait(timeout=30)
