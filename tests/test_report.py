@@ -96,7 +96,9 @@ THREAD = re.compile(r"^floem: thread counting\[0\] \(process app\): runs (\d+), 
 def test_threads_and_reported_states_at_exit(tmp_path) -> None:
     app = tmp_path / "app.py"
     app.write_text(COUNTING_APP)
+    started = time.monotonic_ns()
     result = floem("run", str(app), "--report", "--duration", "1.5")
+    lived = time.monotonic_ns() - started        # the thread's life is within it
     assert result.returncode == 0, result.stderr
     runs, packets, busy, waited, idle, slept, cpu, wall, *io = map(
         int, THREAD.search(result.stderr).groups())
@@ -105,8 +107,7 @@ def test_threads_and_reported_states_at_exit(tmp_path) -> None:
     assert busy > 0 and idle > 0 and waited == 0
     assert 0 < slept <= idle                     # an idle thread backs off by sleeping
     assert cpu < wall / 2                        # rather than spinning
-    assert busy + idle <= wall and 0 < cpu
-    assert 1.0e9 < wall < 5e9
+    assert busy + idle <= wall <= lived and 0 < cpu     # nanoseconds, all of them
     # the numeric fields of the state, not the pointer
     assert "floem: state tally (Tally): packets 250, last 250\n" in result.stderr
     # and again in the element table, under the row of the element that uses it
