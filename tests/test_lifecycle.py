@@ -17,7 +17,9 @@ import pytest
 
 from conftest import PROGRAMS, floem, floem_command
 
-STOP_WITHIN = 2.0           # seconds for every process of a run to be gone after the signal
+# Every process of a run is gone within 2 s of the signal (docs/internals.md, "Process
+# lifecycle": what still runs 2 s later is killed), checked with a margin for a loaded machine.
+STOP_WITHIN = 2.0 + 2.0
 START_TIMEOUT = 180.0       # the first run builds the app
 SHM = "/dev/shm"
 
@@ -226,10 +228,10 @@ def wait_gone(run: Run, launchers: list[int]) -> float:
 
 
 def check_stopped(run: Run, sig: signal.Signals, took: float, launchers: list[int]) -> None:
-    """Everything gone within `STOP_WITHIN`, nothing left in /dev/shm."""
+    """Everything gone within `STOP_WITHIN` (`took`: what `wait_gone` waited), nothing left
+    in /dev/shm."""
     assert run.remaining() == [], f"still running {took:.1f} s after {sig.name}: {run.remaining()}"
-    assert [s for pid in launchers for s in segments(pid)] == []
-    assert took <= STOP_WITHIN
+    assert [s for pid in launchers for s in segments(pid)] == [], f"{took:.1f} s after {sig.name}"
 
 
 def check_status(run: Run, sig: signal.Signals, status: int) -> None:
@@ -281,8 +283,10 @@ def forever_build(forever: str) -> str:
 def test_the_run_script_of_a_build_does_the_same(sig: signal.Signals, forever_build: str,
                                                  tmp_path: Path) -> None:
     with started([os.path.join(forever_build, "run")], tmp_path) as run:
-        # (and the `sleep 0.1` of the script's poll, now and then)
-        assert sorted(p.name for p in run.processes if p.name != "sleep") == ["forever", "nic"]
+        # (and, now and then, what the script's poll runs: `sleep 0.1`, and its $(sed | cut)
+        # in a subshell of the script, itself named `run`)
+        helpers = {"sleep", "run", "sed", "cut"}
+        assert sorted(p.name for p in run.processes if p.name not in helpers) == ["forever", "nic"]
         os.kill(run.proc.pid, sig)
         check_stopped(run, sig, wait_gone(run, [run.proc.pid]), [run.proc.pid])
         check_status(run, sig, 128 + sig)
