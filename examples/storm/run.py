@@ -5,7 +5,8 @@ top N on stdout.
     python examples/storm/run.py my.toml --input tweets.txt -D design=bypass --top 20
     python examples/storm/run.py --input tweets.txt --net dpdk -D design=split
 
-``--net udp`` (default): every server is a UDP endpoint on 127.0.0.1 (its ``port``).
+``--net udp`` (default): every server is a UDP endpoint on 127.0.0.1 (its ``port``, or a
+port free when the run starts for a server without one; STORM_PORTS tells every server).
 ``--net dpdk``: every server runs in a network namespace of its own, made for the run and
 removed after it, with a veth joined to the others' through a bridge in one more namespace;
 DPDK's ``af_packet`` driver sends and receives on it (needs root).
@@ -103,7 +104,7 @@ def relay(name: str, stream, out) -> threading.Thread:
 
 def run(args: argparse.Namespace) -> int:
     """Start every server, wait for the total ranker's, stop the others; the exit status."""
-    topology = load(args.topology)
+    topology = load(args.topology).with_free_ports()
     if not os.path.isfile(args.input):
         raise TopologyError(f"--input {args.input}: no such file")
     total = topology.total_server()
@@ -113,7 +114,8 @@ def run(args: argparse.Namespace) -> int:
         processes: dict[str, subprocess.Popen] = {}
         relays = []
         # Each `floem run` (and so its processes) stops when run.py ends, even by SIGKILL.
-        server_environment = {**os.environ, "FLOEM_PARENT": str(os.getpid())}
+        server_environment = {**os.environ, "FLOEM_PARENT": str(os.getpid()),
+                              "STORM_PORTS": topology.ports()}
         for server in topology.servers:
             command = wrap(server, server_command(args, topology, server))
             p = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -16,9 +16,10 @@ A design is a parameter, ``-D design=...``:
   queue (``bypass_get``), never to the NIC and back.
 
 ``-D shared_out=false`` gives each worker its own output queue instance (the paper's H2).
-Run a whole topology with ``python examples/storm/run.py``; one server by hand:
+Run a whole topology with ``python examples/storm/run.py``; one server by hand (the
+servers' UDP ports in STORM_PORTS, as the default topology gives none):
 
-    floem run examples/storm/storm.py -D server=a --port 7101 -- \\
+    STORM_PORTS=7101,7102,7103 floem run examples/storm/storm.py -D server=a --port 7101 -- \\
         --executors spout0,spout1,counter0,counter1,ranker0 --spouts 4 --counters 4 \\
         --rankers 4 --input tweets.txt
 

@@ -6,7 +6,8 @@
 
     [[server]]
     name = "a"
-    port = 7101                # its UDP port (--net udp: on 127.0.0.1; --net dpdk: on address)
+    port = 7101                # optional: its UDP port (--net udp: on 127.0.0.1; --net dpdk:
+                               # on address); without one, run.py picks a free one each run
     address = "10.70.0.1"      # --net dpdk: its IPv4 address in its own network namespace
     executors = ["spout0", "spout1", "counter0", "ranker0"]
 
@@ -17,8 +18,11 @@ index of an executor is its position in the server's ``executors`` list.
 """
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
+import socket
 import tomllib
+from contextlib import ExitStack
 from dataclasses import dataclass
 
 KINDS = ("spouts", "counters", "rankers")
@@ -34,7 +38,7 @@ class Server:
 
     name: str
     index: int
-    port: int
+    port: int                   # 0: none in the file (run.py picks one for the run)
     address: str
     executors: tuple[str, ...]
 
@@ -82,6 +86,22 @@ class Topology:
         """The server running the total ranker (whose output is the result)."""
         return next(s for s in self.servers if "total" in s.executors)
 
+    def with_free_ports(self) -> Topology:
+        """The topology with a UDP port free on 127.0.0.1 now for every server without one."""
+        with ExitStack() as stack:
+            free = []
+            for _ in range(sum(s.port == 0 for s in self.servers)):
+                sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_DGRAM))
+                sock.bind(("127.0.0.1", 0))
+                free.append(sock.getsockname()[1])
+        chosen = iter(free)
+        return dataclasses.replace(self, servers=tuple(
+            dataclasses.replace(s, port=s.port or next(chosen)) for s in self.servers))
+
+    def ports(self) -> str:
+        """STORM_PORTS: every server's UDP port, by index (transport.h)."""
+        return ",".join(str(s.port) for s in self.servers)
+
 
 def load(path: str) -> Topology:
     """Read and check the topology file at ``path``."""
@@ -116,8 +136,9 @@ def _server(path: str, index: int, entry: object) -> Server:
     name = entry.get("name")
     if not isinstance(name, str) or not name.isidentifier():
         raise TopologyError(f"{path}: server {index + 1} needs a name (letters, digits, _)")
-    port = entry.get("port")
-    if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
+    port = entry.get("port", 0)
+    if "port" in entry and (not isinstance(port, int) or isinstance(port, bool)
+                            or not 1 <= port <= 65535):
         raise TopologyError(f"{path}: server {name!r}: 'port' must be a UDP port")
     address = entry.get("address", f"10.70.0.{index + 1}")
     try:
@@ -149,7 +170,7 @@ def _check_placement(t: Topology) -> None:
     names = [s.name for s in t.servers]
     if len(set(names)) != len(names):
         raise TopologyError(f"{t.path}: two servers share a name")
-    ports = [(s.address, s.port) for s in t.servers]
-    if len({p for _, p in ports}) != len(ports):
+    ports = [s.port for s in t.servers if s.port]
+    if len(set(ports)) != len(ports):
         raise TopologyError(f"{t.path}: two servers share a port (they all listen on "
                             "127.0.0.1 with --net udp)")

@@ -41,6 +41,7 @@ struct storm_peer {
 
 struct storm_transport {
     const struct storm_dp_config *config;
+    uint16_t port[STORM_MAX_SERVERS];   /* every server's UDP port */
     struct storm_peer peer[STORM_MAX_SERVERS];
     uint64_t sent_datagrams, lost, random;
     uint64_t now_ns;                /* the transmitter's turn */
@@ -65,6 +66,27 @@ static void *cache_aligned(size_t bytes)
     return p;
 }
 
+/* t->port from the topology, then STORM_PORTS; 0 if a server has none or it is malformed. */
+static int find_ports(struct storm_transport *t)
+{
+    const struct storm_dp_config *c = t->config;
+    for (int s = 0; s < c->servers; s++)
+        t->port[s] = c->at[s].port;
+    const char *text = getenv("STORM_PORTS");
+    for (int s = 0; text != NULL && s < c->servers; s++) {
+        char *end;
+        unsigned long port = strtoul(text, &end, 10);
+        if (end == text || port == 0 || port > 65535 || *end != (s + 1 < c->servers ? ',' : '\0'))
+            return 0;
+        t->port[s] = (uint16_t)port;
+        text = end + 1;
+    }
+    for (int s = 0; s < c->servers; s++)
+        if (t->port[s] == 0)
+            return 0;
+    return 1;
+}
+
 static void make(void)
 {
     const struct storm_dp_config *c = wanted;
@@ -75,6 +97,12 @@ static void make(void)
     }
     struct storm_transport *t = cache_aligned(sizeof *t);
     t->config = c;
+    if (!find_ports(t)) {
+        fprintf(stderr, "storm: STORM_PORTS must list the UDP ports of the topology's %d "
+                "servers, comma-separated (a server without a port in the topology needs "
+                "it; run.py sets it)\n", c->servers);
+        exit(1);
+    }
     t->random = c->drop_seed * 0x9e3779b97f4a7c15ull + 1;
     for (int s = 0; s < c->servers; s++) {
         struct storm_peer *p = &t->peer[s];
@@ -267,8 +295,8 @@ static int data_frame(struct storm_transport *t, int server, uint32_t seq, const
     memcpy(ends.dst_mac, to->mac, 6);
     ends.src_ip = from->ip;
     ends.dst_ip = to->ip;
-    ends.src_port = from->port;
-    ends.dst_port = to->port;
+    ends.src_port = t->port[c->self];
+    ends.dst_port = t->port[server];
     uint8_t *data = frame->data;
     floem_udp_fill(data, STORM_WIRE_HEADER + STORM_TUPLE_BYTES, &ends, 0);
     wire_header(t, data + FLOEM_UDP_FRAME_LEN, STORM_WIRE_DATA, server, seq, 0);

@@ -40,7 +40,7 @@
 struct storm_endpoint {
     uint8_t mac[6];
     uint32_t ip;                    /* host byte order */
-    uint16_t port;
+    uint16_t port;                  /* 0: none in the topology, STORM_PORTS has it */
 };
 
 /* The topology as this server sees it, and the transport's settings (made by storm.py). */
@@ -69,7 +69,10 @@ enum storm_received {
 
 struct storm_transport;
 
-/* This process's transport (made on first use; every thread passes the same config). */
+/* This process's transport (made on first use; every thread passes the same config). The
+ * servers' UDP ports are the topology's, or those of the environment variable STORM_PORTS,
+ * every server's by index, comma-separated (run.py sets it); without a port for every
+ * server it says so and exits. */
 struct storm_transport *storm_dp_open(const struct storm_dp_config *config);
 
 /* Little-endian fields of a tuple's bytes. */

@@ -14,6 +14,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 STORM = os.path.join(REPO, "examples", "storm")
 sys.path.insert(0, STORM)
 
+from topology import load  # noqa: E402
 from tweets import top_users, write_tweets  # noqa: E402
 
 
@@ -77,26 +78,32 @@ def test_receivers_falling_behind_lose_nothing(stream) -> None:
 
 @pytest.mark.slow
 def test_a_users_own_topology(stream, tmp_path) -> None:
-    """Two servers, other counts and placement, top 5."""
+    """Two servers, other counts and placement, top 5, and ports of its own (free ones, so
+    that runs do not collide), which the servers take."""
     topology = tmp_path / "two.toml"
-    topology.write_text('''
+    text = '''
 spouts = 2
 counters = 3
 rankers = 2
 
 [[server]]
 name = "left"
-port = 7201
 executors = ["spout0", "counter0", "counter1", "ranker1"]
 
 [[server]]
 name = "right"
-port = 7202
 executors = ["total", "ranker0", "counter2", "spout1"]
-''')
+'''
+    topology.write_text(text)
+    ports = [s.port for s in load(str(topology)).with_free_ports().servers]
+    for name, port in zip(("left", "right"), ports):
+        text = text.replace(f'name = "{name}"\n', f'name = "{name}"\nport = {port}\n')
+    topology.write_text(text)
     result = run_topology(str(topology), "--input", stream, "--top", "5")
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout == top_users(stream, 5)
+    for name, port in zip(("left", "right"), ports):
+        assert f"[{name}] floem: net udp: ready on UDP port {port}\n" in result.stderr
 
 
 @pytest.mark.parametrize("text, message", [
