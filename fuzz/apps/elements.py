@@ -10,13 +10,14 @@ generated C with clang's sanitizers). The harness defines the functions that
 ``include`` declares below: where the elements hand their results.
 """
 from floem import (CallableSegment, Element, Field, Flow, Frame, Input, Int, Output, PerPacket,
-                   Pointer, Queue, SizeT, State, Uint, include)
-from floem.library import FRAME, CheckFrame, IPv4Frame, LoadFrame, StoreFrame
+                   Pointer, Queue, State, Uint, include)
+from floem.library import CheckFrame, IPv4Frame, LoadFrame, StoreFrame
 from floem.library import packets
-from floem.library.basic import Drop
 from floem.library.batch import Batcher, Debatcher
 from floem.library.headers import CheckUDP, FillUDP, SetUDPLength, SwapUDP
 from floem.library.memcached import MemcachedReply, ParseMemcached
+
+from callables import frame_function
 
 #: Items per batch of the queued path, and of the direct (callable) path.
 BATCH = 5
@@ -39,39 +40,6 @@ extern struct fuzz_mc_request fuzz_mc;
 void fuzz_batch_item(uint64_t item);
 void fuzz_direct_item(int item);
 ''')
-
-
-class FrameSize(Element):
-    """A frame's size: what the callables return for a frame they pass on."""
-
-    def configure(self) -> None:
-        self.inp = Input(*FRAME)
-        self.out = Output(SizeT)
-
-    def impl(self) -> None:
-        self.run_c("(size_t size, uint8_t *data, void *buf) = inp(); (void)data; (void)buf;"
-                   " output { out(size); }")
-
-
-def frame_function(name: str, *chain: Element) -> None:
-    """A callable ``size_t name(size_t size, uint8_t *data, void *buf)`` running ``chain``:
-    the size of the frame that leaves it, 0 when an element's ``drop`` port fires."""
-
-    class function(CallableSegment):
-        def configure(self) -> None:
-            self.inp = Input(*FRAME)
-            self.out = Output(SizeT)
-
-        def impl(self) -> None:
-            at = self.inp
-            for element in chain:
-                at >> element
-                at = element.out
-                if "drop" in element.outputs:
-                    element.drop >> Drop()
-            at >> FrameSize() >> self.out
-
-    function(name, default_return="0")
 
 
 frame_function("udp_reply", CheckUDP(), SwapUDP(), SetUDPLength())
@@ -135,21 +103,8 @@ class Frames(Flow):
     state = PerPacket(Framed)
 
     def impl(self) -> None:
-        for name, rewrite in (("frame_check", False), ("frame_rewrite", True)):
-            class function(CallableSegment):
-                def configure(self) -> None:
-                    self.inp = Input(*FRAME)
-                    self.out = Output(SizeT)
-
-                def impl(self) -> None:
-                    check = CheckFrame()
-                    self.inp >> StoreFrame() >> check
-                    check.drop >> Drop()
-                    passed = check.out >> RewriteSource() if rewrite else check.out
-                    passed >> LoadFrame() >> FrameSize() >> self.out
-
-            function(name, default_return="0")
-
+        frame_function("frame_check", StoreFrame(), CheckFrame(), LoadFrame())
+        frame_function("frame_rewrite", StoreFrame(), CheckFrame(), RewriteSource(), LoadFrame())
 
 Frames()
 

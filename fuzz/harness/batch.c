@@ -14,6 +14,7 @@
  */
 #include "elements.h"
 #include "fuzz.h"
+#include "floem_app.h"
 
 #define BATCH 5                     /* fuzz/apps/elements.py */
 #define DIRECT_BATCH 3
@@ -79,11 +80,6 @@ static void direct(int item)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static int ready;
-    if (!ready) {
-        floem_init();
-        ready = 1;
-    }
     while (n_pending != 0)
         push(next_item++);
     while (n_queued != 0)

@@ -53,6 +53,16 @@ static inline void fuzz_frame_free(uint8_t *frame)
     free(frame);
 }
 
+/* A copy of `size` bytes in a buffer of their own (free it), e.g. the frame a harness
+ * expects an element to make of a received one. */
+static inline uint8_t *fuzz_copy(const uint8_t *data, size_t size)
+{
+    uint8_t *copy = malloc(size ? size : 1);
+    FUZZ_CHECK(copy != NULL);
+    memcpy(copy, data, size);
+    return copy;
+}
+
 /* The fuzzer's bytes, consumed from the front; reads past the end give zeros. */
 struct fuzz_input {
     const uint8_t *at;
@@ -81,6 +91,42 @@ static inline const uint8_t *fuzz_bytes(struct fuzz_input *in, size_t want, size
     in->at += *got;
     in->left -= *got;
     return p;
+}
+
+/* The next of the frames an input is a sequence of: a 2-byte big-endian length (more than
+ * FUZZ_BUFFER_BYTES counts as that), then as many bytes (fewer when the input ends first).
+ * Where they are, and *size of them. */
+static inline const uint8_t *fuzz_next_frame(struct fuzz_input *in, size_t *size)
+{
+    size_t want = fuzz_u16(in);
+    return fuzz_bytes(in, want < FUZZ_BUFFER_BYTES ? want : FUZZ_BUFFER_BYTES, size);
+}
+
+/* `check` on each frame of an input that is a sequence of frames (fuzz_next_frame). */
+static inline void fuzz_each_frame(const uint8_t *data, size_t size,
+                                   void (*check)(const uint8_t *frame, size_t size))
+{
+    struct fuzz_input in = {data, size};
+    while (in.left > 0) {
+        size_t got;
+        const uint8_t *bytes = fuzz_next_frame(&in, &got);
+        check(bytes, got);
+    }
+}
+
+/* An app's drop counts, `n` of them, read by `count(which)` (a counter_function of
+ * fuzz/apps/callables.py) into `at`. */
+static inline void fuzz_counts(uint64_t (*count)(int), uint64_t *at, int n)
+{
+    for (int i = 0; i < n; i++)
+        at[i] = count(i);
+}
+
+/* Since `before`, drop count `which` grew by one and the others not (`which` -1: none grew). */
+static inline void fuzz_counted(uint64_t (*count)(int), const uint64_t *before, int n, int which)
+{
+    for (int i = 0; i < n; i++)
+        FUZZ_CHECK(count(i) == before[i] + (i == which));
 }
 
 #endif

@@ -12,6 +12,7 @@
 #include "fuzz.h"
 #include "headers.h"
 #include "memcached.h"
+#include "floem_app.h"
 
 struct fuzz_mc_request fuzz_mc;
 
@@ -103,11 +104,6 @@ static void check_frame(const uint8_t *data, size_t size)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static int ready;
-    if (!ready) {
-        floem_init();
-        ready = 1;
-    }
     if (size > FUZZ_BUFFER_BYTES)
         return -1;
     check_datagram(data, size);

@@ -10,6 +10,7 @@
 #include "elements.h"
 #include "fuzz.h"
 #include "headers.h"
+#include "floem_app.h"
 
 static void check_reply(const uint8_t *request, size_t size,
                         size_t (*reply)(size_t, uint8_t *, void *), int verify)
@@ -57,11 +58,6 @@ static void check_fill(const uint8_t *data, size_t size)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static int ready;
-    if (!ready) {
-        floem_init();
-        ready = 1;
-    }
     if (size > FUZZ_BUFFER_BYTES)
         return -1;
     check_reply(data, size, udp_reply, 0);
