@@ -2,7 +2,8 @@
 
 The seeds are generated rather than kept in git: each harness's directory is emptied and
 rewritten, the same bytes every time. They come from the builders and the input lists
-the tests use (tests/library, tests/kvs, examples/kvs, examples/storm), put in the
+the tests use (tests/library, tests/kvs, tests/nf, examples/kvs, examples/nf,
+examples/storm), put in the
 harness's input format (fuzz/harness/<name>.c says what it is). scripts/fuzz.sh runs
 this before fuzzing or replaying; ``python fuzz/make_corpus.py [DIR]`` writes under DIR
 instead of fuzz/corpus.
@@ -32,7 +33,11 @@ import tweets  # noqa: E402  (examples/storm)
 from library.netref import frame  # noqa: E402  (tests/library)
 from library.test_headers import malformed  # noqa: E402
 from library.test_memcached import GET, GETK, SET, DELETE, datagram  # noqa: E402
+from nf.helpers import load as nf_load  # noqa: E402  (examples/nf/load.py, as tests/nf has it)
 from test_slicing import workload as slicing_workload  # noqa: E402
+
+sys.path.append(os.path.join(ROOT, "examples", "nf"))
+import traffic  # noqa: E402  (examples/nf)
 
 #: The clock of the requests whose expiry times tests/kvs derives from the time.
 NOW = 1_700_000_000
@@ -279,11 +284,83 @@ def frame_pool() -> list[bytes]:
     return seeds
 
 
+# -- network functions (examples/nf) -----------------------------------------------------------
+
+def frames(*each: bytes) -> bytes:
+    """An input of the harnesses that take a sequence of frames: each frame's length (2 bytes,
+    big-endian), then the frame."""
+    return b"".join(struct.pack(">H", len(f)) + f for f in each)
+
+
+def payload_frame(payload: bytes, flow: int = 0) -> bytes:
+    """A UDP frame from flow ``flow`` of examples/nf/load.py carrying ``payload``."""
+    return nf_load.frame(nf_load.Packet(flow, flow, payload))
+
+
+def ip_options(frame: bytes) -> bytes:
+    """The frame with 4 bytes of IPv4 options (no-ops): its UDP header 4 bytes further."""
+    total = struct.unpack_from(">H", frame, 16)[0] + 4
+    return frame[:14] + b"\x46" + frame[15:16] + struct.pack(">H", total) + frame[18:34] \
+        + b"\x01" * 4 + frame[34:]
+
+
+def prefixes(frame: bytes) -> list[bytes]:
+    """The frame cut at each length where a header or the payload starts or ends, and one less."""
+    cuts = (0, 13, 14, 33, 34, 41, 42, 50, len(frame) - 1)
+    return [frame[:n] for n in cuts]
+
+
+def nf_sequencer() -> list[bytes]:
+    """examples/nf/load.py's sequencer frames, tests/nf's payloads too short and groups above
+    9, an empty bitmap, truncations and IPv4 options."""
+    workload = nf_load.frames("sequencer", 8, size=140)
+    group0 = [payload_frame(b"\0\1" + bytes(max(0, n - 2))) for n in (0, 1, 2, 81, 82, 83, 90)]
+    bitmaps = [payload_frame(struct.pack(">H", b) + bytes(80), flow=b % 5)
+               for b in (0, 1, 0x3ff, 0x200, 0x400, 0x8000, 0xffff)]
+    return [frames(*workload), frames(*group0), frames(*bitmaps),
+            frames(*prefixes(workload[0])), frames(*map(ip_options, workload[:4]))]
+
+
+def nf_flowclass() -> list[bytes]:
+    """examples/nf/load.py's flowclass frames (Zipf over 6 flows, 58 to 80 bytes), tests/nf's
+    payloads too short, truncations and IPv4 options."""
+    workload = nf_load.frames("flowclass", 40, size=80, flows=6, min_size=58)
+    short = [payload_frame(bytes(n), flow=n % 3) for n in range(17)]
+    return [frames(*workload), frames(*short), frames(*prefixes(workload[0])),
+            frames(*map(ip_options, workload[:8]))]
+
+
+def shallow(kind: str, params: dict[str, str]) -> list[bytes]:
+    """examples/nf/traffic.py's frames for ``kind`` with fuzz/apps/nf_KIND.py's parameters:
+    flows both ways, malformed frames of every kind, and (seed 4) more flows than the
+    firewall's table or the NAT's ports."""
+    return [frames(*traffic.frames(kind, 40, (64, 90), seed=seed, flows=8, malformed=0.2,
+                                   params=params)) for seed in (1, 2, 3)] \
+        + [frames(*traffic.frames(kind, 56, (64,), seed=4, flows=28, malformed=0.05,
+                                  params=params))]
+
+
+def nf_firewall() -> list[bytes]:
+    """`shallow`'s, and 20 new flows the rules allow (more than the table's 16), then the
+    answers of the first (remembered) and of the last (not: denied)."""
+    rng = random.Random(6)
+    inside, web = 0x0a010000, 0xc6336401                     # 10.1.0.0, 198.51.100.1
+    new = [traffic.build(6, inside + i, 40000 + i, web, 80, 64, rng) for i in range(20)]
+    answers = [traffic.build(6, web, 80, inside + i, 40000 + i, 64, rng) for i in (0, 19)]
+    return shallow("firewall", {"flows": "16"}) + [frames(*new, *answers)]
+
+
 CORPORA: dict[str, Callable[[], list[bytes]]] = {
     "udp_headers": udp_headers, "memcached": memcached, "kvs_request": kvs_request,
     "storm_transport": storm_transport, "storm_workers": storm_workers,
     "storm_spout": storm_spout, "batch": batch, "pcap_reader": pcap_reader,
     "frame_check": frame_check, "frame_pool": frame_pool,
+    "nf_sequencer": nf_sequencer, "nf_flowclass": nf_flowclass,
+    "nf_firewall": nf_firewall,
+    "nf_nat": lambda: shallow("nat", {"ports": "1024-1039"}),
+    "nf_lb": lambda: shallow("lb", {"table": "13", "backends": "10.2.0.1=02:00:00:00:04:01,"
+                                                           "10.2.0.2=02:00:00:00:04:02,"
+                                                           "10.2.0.3=02:00:00:00:04:03"}),
 }
 
 

@@ -23,7 +23,9 @@ cd "$(dirname "$0")/.."
 ROOT="$PWD"
 BUILD="$ROOT/fuzz/build"
 HARNESSES=(udp_headers memcached kvs_request storm_transport storm_workers storm_spout batch
-           pcap_reader frame_check frame_pool)
+           pcap_reader frame_check frame_pool nf_sequencer nf_flowclass nf_firewall nf_nat nf_lb)
+# The Floem apps of fuzz/apps/ whose generated C harnesses link with.
+APPS=(elements nf_sequencer nf_flowclass nf_firewall nf_nat nf_lb)
 CFLAGS=(-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=all
         -Wall -Wextra -Werror -pthread)
 
@@ -58,29 +60,53 @@ bin_dir() {
     if [ "$VARIANT" = fuzz ]; then echo "$BUILD/bin"; else echo "$BUILD/cov/bin"; fi
 }
 
-# fuzz/apps/elements.py compiled by floem, its C (runtime included) by clang, into a library.
-build_elements() {
-    local dir="$BUILD/elements" lib="$BUILD/elements/lib$VARIANT-elements.a"
-    "$BIN/floem" build fuzz/apps/elements.py -o "$dir" >/dev/null
-    if stale "$lib" "$dir/elements.c" "$dir/elements.h" "$dir/runtime" library/c \
-        fuzz/harness/elements_hooks.c; then
+# The C file floem generated for app $1 (named after the program: fuzz/apps/nf_lb.py's is lb.c).
+app_c() {
+    local process
+    process="$(sed -n 's/^all: lib\([A-Za-z0-9_]*\)\.a .*/\1/p' "$BUILD/$1/Makefile")"
+    echo "$BUILD/$1/$process.c"
+}
+
+# The library of app $1 for $VARIANT.
+app_lib() {
+    echo "$BUILD/$1/lib$VARIANT-$1.a"
+}
+
+# fuzz/apps/$1.py compiled by floem, its C (runtime, the C sources its elements depend on,
+# and fuzz/harness/$1_hooks.c when there is one) by clang, into a library.
+build_app() {
+    local app="$1" dir="$BUILD/$1" lib
+    lib="$(app_lib "$app")"
+    "$BIN/floem" build "fuzz/apps/$app.py" -o "$dir" >/dev/null
+    local c sources
+    c="$(app_c "$app")"
+    # shellcheck disable=SC2207  # the sources are words
+    sources=($(sed -n 's/^DEPENDS = //p' "$dir/Makefile"))
+    [ -e "fuzz/harness/${app}_hooks.c" ] && sources+=("$ROOT/fuzz/harness/${app}_hooks.c")
+    if stale "$lib" "$c" "${c%.c}.h" "$dir/runtime" "${sources[@]}"; then
         rm -rf "$dir/$VARIANT-objs" && mkdir -p "$dir/$VARIANT-objs"
         # shellcheck disable=SC2046  # the flags are words
         (cd "$dir/$VARIANT-objs" &&
             clang "${CFLAGS[@]}" $(instrument lib) -DFLOEM_LIBRARY \
-                -I"$dir/runtime/include" -I"$dir" -c "$dir/elements.c" "$dir"/runtime/src/*.c \
-                "$ROOT/library/c/headers.c" "$ROOT/library/c/memcached.c" \
-                "$ROOT/fuzz/harness/elements_hooks.c")
+                -I"$dir/runtime/include" -I"$dir" -c "$c" "$dir"/runtime/src/*.c "${sources[@]}")
         rm -f "$lib" && ar rcs "$lib" "$dir/$VARIANT-objs"/*.o
     fi
+}
+
+# The app of fuzz/apps/ whose library harness $1 links with, if any.
+harness_app() {
+    case "$1" in
+    udp_headers | memcached | batch | frame_check) echo elements ;;
+    nf_*) echo "$1" ;;
+    esac
 }
 
 # The sources and flags of harness $1 besides fuzz/harness/$1.c.
 harness_inputs() {
     case "$1" in
-    udp_headers | memcached | batch | frame_check)
-        echo "-I$BUILD/elements -Ilibrary/c -Iruntime/include
-              $BUILD/elements/lib$VARIANT-elements.a" ;;
+    udp_headers | memcached | batch | frame_check | nf_*)
+        echo "-I$BUILD/$(harness_app "$1") -Ilibrary/c -Iruntime/include
+              $(app_lib "$(harness_app "$1")")" ;;
     frame_pool)
         echo "-Iruntime/include -DFLOEM_NET_PCAP runtime/src/frames.c" ;;
     kvs_request)
@@ -116,6 +142,7 @@ parser_sources() {
     pcap_reader) echo "runtime/src/net_pcap.c" ;;
     frame_check) ;;
     frame_pool) echo "runtime/src/frames.c" ;;
+    nf_*) ;;
     esac
 }
 
@@ -124,13 +151,15 @@ build() {
     local bin
     bin="$(bin_dir)"
     mkdir -p "$bin"
-    build_elements
-    local name
+    local app name
+    for app in "${APPS[@]}"; do
+        build_app "$app"
+    done
     for name in "${HARNESSES[@]}"; do
+        app="$(harness_app "$name")"
         if stale "$bin/$name" fuzz/harness library/c examples/kvs/proto.c examples/kvs/proto.h \
             examples/storm/transport.c examples/storm/transport.h examples/storm/workers \
-            tests/storm/fake runtime/src runtime/include \
-            "$BUILD/elements/lib$VARIANT-elements.a"; then
+            tests/storm/fake runtime/src runtime/include ${app:+"$(app_lib "$app")"}; then
             # shellcheck disable=SC2046  # the flags and sources are words
             clang "${CFLAGS[@]}" $(instrument exe) -Ifuzz/harness \
                 -o "$bin/$name" "fuzz/harness/$name.c" $(harness_inputs "$name")
@@ -138,13 +167,18 @@ build() {
     done
 }
 
-# The generated functions of the library elements harness $1 runs (fuzz/apps/elements.py).
+# The generated functions of the elements harness $1 runs (its app in fuzz/apps/).
 element_functions() {
     case "$1" in
     udp_headers) echo "CheckUDP|SwapUDP|SetUDPLength|FillUDP" ;;
     memcached) echo "ParseMemcached|MemcachedReply" ;;
     batch) echo "Batcher|Debatcher|batches_" ;;
     frame_check) echo "CheckFrame|RewriteSource|StoreFrame|LoadFrame" ;;
+    nf_sequencer) echo "CheckUDP|Stamp|ClearUDPChecksum|SwapUDP" ;;
+    nf_flowclass) echo "CheckUDP|FlowKey|CountMin|Stamp|ClearUDPChecksum|SwapUDP" ;;
+    nf_firewall) echo "StoreFrame|CheckFrame|Filter|LoadFrame" ;;
+    nf_nat) echo "StoreFrame|CheckFrame|Translate|LoadFrame" ;;
+    nf_lb) echo "StoreFrame|CheckFrame|Balance|LoadFrame" ;;
     esac
 }
 
@@ -168,9 +202,11 @@ coverage() {
         # shellcheck disable=SC2086  # the sources are words
         [ -z "$sources" ] || llvm-cov report "$dir/bin/$name" -instr-profile="$dir/$name.profdata" \
             $sources | sed "s|$ROOT/||"
+        local c
+        c="$(app_c "$(harness_app "$name")")"
         [ -z "$functions" ] || llvm-cov report -show-functions "$dir/bin/$name" \
-            -instr-profile="$dir/$name.profdata" "$BUILD/elements/elements.c" |
-            grep -E "^Name|^(elements\.c:)?($functions)"
+            -instr-profile="$dir/$name.profdata" "$c" |
+            grep -E "^Name|^(\w+\.c:)?($functions)"
     done
 }
 

@@ -173,4 +173,5 @@ def firewall() -> Filter:
     return Filter(states=[drops, table])
 
 
-shallow.serve("firewall", firewall, where, queue_size)
+if __name__ == "__floem_app__":     # run by floem; imported, it only defines the function
+    shallow.serve("firewall", firewall, where, queue_size)

@@ -130,4 +130,5 @@ class FlowClassification(Flow):
         nf.serve("flowclass", Classify, where)
 
 
-FlowClassification()
+if __name__ == "__floem_app__":     # run by floem; imported, it only defines the function
+    FlowClassification()

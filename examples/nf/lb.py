@@ -161,4 +161,5 @@ def balancer() -> Balance:
     return Balance(states=[drops])
 
 
-shallow.serve("lb", balancer, where, queue_size)
+if __name__ == "__floem_app__":     # run by floem; imported, it only defines the function
+    shallow.serve("lb", balancer, where, queue_size)

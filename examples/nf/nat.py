@@ -162,4 +162,5 @@ def nat() -> Translate:
     return Translate(states=[drops, mappings])
 
 
-shallow.serve("nat", nat, where, queue_size)
+if __name__ == "__floem_app__":     # run by floem; imported, it only defines the function
+    shallow.serve("nat", nat, where, queue_size)

@@ -96,4 +96,5 @@ class Stamp(Element):
         ''' % {"n": GROUPS})
 
 
-nf.serve("sequencer", lambda: Stamp(states=[groups, drops]), where)
+if __name__ == "__floem_app__":     # run by floem; imported, it only defines the function
+    nf.serve("sequencer", lambda: Stamp(states=[groups, drops]), where)
