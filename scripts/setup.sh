@@ -30,8 +30,14 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=.venv/.floem-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-    .venv/bin/python -m pip install -q --upgrade pip >&2
-    .venv/bin/python -m pip install -q -e '.[test]' >&2
+    # pip's and the build backend's chatter goes to a log, shown only when they fail.
+    log=.venv/pip.log
+    if ! { .venv/bin/python -m pip install -q --upgrade pip &&
+           .venv/bin/python -m pip install -q -e '.[test]'; } > "$log" 2>&1; then
+        cat "$log" >&2
+        echo "setup: installing Floem into .venv failed (the log above is in $log)" >&2
+        exit 1
+    fi
     touch "$stamp"
 fi
 echo "$PWD/.venv/bin"
