@@ -1,6 +1,7 @@
 """The user documentation speaks about the software, not about the work that produced it:
 no "issue 14", "issues 13 and 14" or "this issue" in docs/*.md and the READMEs (the verb,
-as in "each DMA issue" or "issue a request", is fine)."""
+as in "each DMA issue" or "issue a request", is fine), and no file outside the repository
+(a path under /work/ or ../shared/) that a reader of a clone does not have."""
 from __future__ import annotations
 
 import glob
@@ -12,6 +13,7 @@ import pytest
 from conftest import ROOT
 
 TRACKER_REFERENCE = re.compile(r"\bissues? \d+|\bthis issue\b", re.IGNORECASE)
+OUTSIDE_THE_REPOSITORY = re.compile(r"/work/|\.\./shared/")
 DOC_PATTERNS = ("README.md", "docs/*.md", "examples/**/README.md", "benchmarks/**/README.md")
 
 
@@ -51,3 +53,11 @@ def test_there_are_doc_files() -> None:
 def test_doc_names_no_issue(path: str) -> None:
     with open(os.path.join(ROOT, path)) as f:
         assert tracker_references(f.read()) == []
+
+
+@pytest.mark.parametrize("path", doc_files())
+def test_doc_names_no_file_outside_the_repository(path: str) -> None:
+    with open(os.path.join(ROOT, path)) as f:
+        outside = [f"{number}: {line.strip()}" for number, line in enumerate(f, 1)
+                   if OUTSIDE_THE_REPOSITORY.search(line)]
+    assert outside == []
