@@ -208,6 +208,48 @@ def test_a_parameter_with_choices_is_sized_and_the_winner_written_as_its_default
     assert listed.stdout.splitlines()[1].split()[:3] == ["device", "str", "nic"]
 
 
+#: The echo with a parameter one of whose choices does not compile.
+BROKEN_CHOICE = '''
+from floem import Element, Segment, param
+from floem.library import FRAME, FromNet, ToNet
+
+width = param("width", 1, choices=[1, 2])
+
+
+class Pass(Element):
+    def configure(self):
+        self.inp = Input(*FRAME)
+        self.out = Output(*FRAME)
+
+    def impl(self):
+        self.run_c("(size_t size, uint8_t *data, void *buf) = inp(); (void)%s;"
+                   "output { out(size, data, buf); }" % ("0" if width == 1 else "undeclared()"))
+
+
+class relay(Segment):
+    def impl(self):
+        FromNet() >> Pass() >> ToNet()
+
+
+relay("relay")
+'''.replace("from floem import Element", "from floem import Element, Input, Output")
+
+
+def test_a_configuration_that_fails_as_written_is_a_failed_row(capture: str, tmp_path) -> None:
+    app = tmp_path / "relay.py"
+    app.write_text(BROKEN_CHOICE)
+    result = place([str(app), "--pcap", capture, "--nic", "liquidio", "--host",
+                    "xeon-e5-2680v3", "-o", "sized"], str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    placements = json.load(open(tmp_path / "sized.json"))["placements"]
+    assert [p["parameters"] for p in placements] == [{"width": "1"}, {"width": "2"}]
+    assert placements[0]["error"] is None and placements[0]["predicted_packets_per_s"] > 0
+    assert placements[1]["error"].startswith("failed: ") and "undeclared" in placements[1]["error"]
+    assert placements[1]["predicted_packets_per_s"] is None
+    assert "| width=2 | as written | - (failed: " in result.stdout
+    assert "floem.defaults(width=1)" in open(tmp_path / "sized.py").read()
+
+
 def test_nothing_to_place_is_an_error(capture: str, tmp_path) -> None:
     result = place([ECHO, "-D", "device=cpu", "--pcap", capture], str(tmp_path))
     assert result.returncode == 1

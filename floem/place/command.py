@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import os
 import sys
 import tempfile
@@ -17,7 +18,8 @@ from floem.errors import FloemError
 from floem.explore import output
 from floem.explore.command import stoppable
 from floem.explore.measure import RunFailed, Workload, measure
-from floem.explore.model import Platform, load_platform, predict
+from floem.explore.latency import Latency
+from floem.explore.model import Platform, Prediction, load_platform, predict
 from floem.explore.sweep import configurations, layout, make_workload, parse_sweep, summary
 from floem.ir import Cut, Device, ProgramIR
 from floem.lang import params
@@ -309,17 +311,21 @@ def _predict(search: Search, figures: Figures, workload: Workload, nic: Platform
 def _as_written(app: str, search: Search, options: list[str], workload: Workload,
                 nic: Platform, host: Platform, progress: output.Progress) -> list[Placement]:
     """The one placement of a configuration with no AUTO segment, counted and predicted
-    as `floem explore` does (every queue and cache of the design in its counts)."""
+    as `floem explore` does (every queue and cache of the design in its counts); when it
+    cannot be counted, a failed row saying why (ranked last, as explore's)."""
     label = f"{search.label}: counting as written"
     progress.start(label)
+    written = {n.name: search.front.segments[n.segment].device for n in search.front.nodes()}
     try:
         m = measure(app, search.defines, options, workload, layout(app, search.config),
                     [(nic.caches, host.caches)])
     except (FloemError, RunFailed) as e:
-        progress.finish(label, f"failed: {e}")
-        return []
+        why = " ".join(str(e).split())
+        progress.finish(label, f"failed: {why}")
+        failed = Prediction(nic.name, host.name, {}, {}, Latency(math.inf, math.inf), 0.0,
+                            error=f"failed: {why}")
+        return [Placement([], {}, failed, 0, shown=search.shown, written=written)]
     progress.finish(label, summary(m))
-    written = {n.name: search.front.segments[n.segment].device for n in search.front.nodes()}
     return [Placement([], {}, predict(m, nic, host), m.host_threads, shown=search.shown,
                       written=written)]
 
