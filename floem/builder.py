@@ -14,7 +14,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from floem.codegen.emit import GeneratedFile, generate, launcher, program_files
+from floem.codegen.emit import GeneratedFile, generate, launcher
 from floem.codegen.report import report
 from floem.errors import FloemError
 from floem.ir import BuildOptions, Device, ProgramIR
@@ -48,7 +48,6 @@ class BuildResult:
     traced: bool = False                # built with the packet-trace code
     trace_filter: str | None = None     # its --trace-filter
     receives: bool = False              # some element receives packets (FromNet)
-    copies: list[str] = field(default_factory=list)    # files copied in (Floem's C, the app's)
 
 
 def check_program(program: Any, stop_after: str | None = None, **opts: Any) -> ProgramIR:
@@ -112,7 +111,9 @@ def _generate_files(b: Build) -> None:
 def _choose_directory(b: Build) -> None:
     """The content key of everything the build reads, and the directory (given, or the
     cache's entry for the key, which then receives the dumps)."""
-    b.key = _content_key(b.files, b.cflags + b.nic_cflags, program_files(b.ir),
+    headers = [c.text.split('"')[1] for c in b.ir.includes if c.text.startswith('#include "/')]
+    external = [f for p in b.ir.processes.values() for f in p.external_main]
+    b.key = _content_key(b.files, b.cflags + b.nic_cflags, b.ir.depends + headers + external,
                          [b.platform.compiler()] if _has_nic(b.ir) else [], b.program.params)
     if b.out_dir is None:
         b.out_dir = os.path.join(cache_root(), b.key[:24])
@@ -129,9 +130,8 @@ def _write_files(b: Build) -> None:
     written = [_write(b.out_dir, f.name, f.text) for f in b.files]
     if script is not None:
         os.chmod(os.path.join(b.out_dir, "run"), 0o755)
-    copies = _copy_c(b.out_dir, program_files(b.ir))
-    b.result = _result(b.ir, b.out_dir, written + copies, b.platform)
-    b.result.copies = copies
+    written += _copy_floem_c(b.out_dir)
+    b.result = _result(b.ir, b.out_dir, written, b.platform)
     b.result.traced, b.result.trace_filter = b.options.trace, b.options.trace_filter
     if b.report_file:
         b.result.report = _write(b.out_dir, "report.txt", report(b.ir))
@@ -332,29 +332,11 @@ def _runtime_sources() -> list[str]:
     return [f for f in _c_files(os.path.join(runtime_dir(), "src")) if f.endswith(".c")]
 
 
-def _copy_c(out_dir: str, program: list[str]) -> list[str]:
-    """Copy into the build directory what its generated files name by their copies
-    (`floem.paths.build_copies`): Floem's C, and that of the directories of the program's
-    own files (``program``, `program_files`)."""
-    copied = []
-    for directory, copy in build_copies(program).items():
-        for name in _copied_files(directory, program):
-            path = os.path.join(out_dir, copy, name)
-            data = _read_bytes(os.path.join(directory, name))
-            if _read_bytes(path) != data:
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                with open(path, "wb") as f:
-                    f.write(data)
-            copied.append(path)
-    return copied
-
-
-def _copied_files(directory: str, program: list[str]) -> list[str]:
-    """The files of ``directory`` a build holds copies of: its C sources and headers, and
-    any other file of the program's C (an object file) named there."""
-    named = {os.path.basename(f) for f in program if not f.endswith(".py")
-             and os.path.dirname(os.path.realpath(f)) == directory}
-    return sorted(set(_c_files(directory)) | named)
+def _copy_floem_c(out_dir: str) -> list[str]:
+    """Copy Floem's C (`build_copies`: the runtime, the element library's support files) into
+    the build directory, which its generated files name (`floem.paths.in_build`)."""
+    return [_write(out_dir, f"{copy}/{name}", _read(os.path.join(installed, name)) or "")
+            for installed, copy in build_copies().items() for name in _c_files(installed)]
 
 
 def _c_files(directory: str) -> list[str]:
@@ -362,17 +344,16 @@ def _c_files(directory: str) -> list[str]:
     return sorted(f for f in os.listdir(directory) if f.endswith((".c", ".h")))
 
 
-def _content_key(files: list[GeneratedFile], cflags: list[str], program: list[str],
+def _content_key(files: list[GeneratedFile], cflags: list[str], depends: list[str],
                  compilers: list[str], params: dict[str, Any]) -> str:
-    """What a build's outputs depend on: its generated files, every file it holds a copy
-    of (`_copy_c`), the flags, the compilers and the app's parameters."""
     h = hashlib.sha256(repr(sorted(params.items())).encode())
     for f in files:
         h.update(f.name.encode() + b"\0" + f.text.encode() + b"\0")
-    for directory, copy in build_copies(program).items():
-        for name in _copied_files(directory, program):
-            h.update(f"{copy}/{name}".encode() + b"\0"
-                     + _read_bytes(os.path.join(directory, name)))
+    for installed in build_copies():
+        for name in _c_files(installed):
+            h.update(name.encode() + (_read(os.path.join(installed, name)) or "").encode())
+    for dep in depends:
+        h.update(dep.encode() + (_read_bytes(dep)))
     h.update(" ".join(cflags).encode())
     for cc in [os.environ.get("CC", "cc")] + compilers:
         h.update(_compiler_id(cc).encode())

@@ -484,7 +484,7 @@ def _command(args: argparse.Namespace) -> int:
                 sys.stdout.write(f.read())
         state = "compiled" if result.compiled else "up to date"
         names = ", ".join(os.path.relpath(p, result.out_dir) for p in result.files
-                          if p not in result.copies)
+                          if not os.path.relpath(p, result.out_dir).startswith("runtime"))
         print(f"floem: {state} {result.out_dir}: {names}")
         return 0
     built = build_program(program, args.out, **_options(args))

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
 
@@ -23,38 +22,26 @@ def library_c_dir() -> str:
     return str(resources.files("floem.library") / "c")
 
 
-def build_copies(program_files: Iterable[str] = ()) -> dict[str, str]:
-    """What every build directory holds a copy of: each directory, and its copy's place in
-    the build directory (relative to it). Floem's C (the runtime, the element library's
-    support files), and the directories of the program's own files (``program_files``,
-    absolute paths: the app file first, then the C files it names): the app's as ``app``,
-    each other one as ``app-NAME`` (NAME its last component)."""
+def build_copies() -> dict[str, str]:
+    """Floem's C that every build directory holds a copy of: each installed directory, and
+    its copy's place in the build directory (relative to it)."""
     runtime = runtime_dir()
-    copies = {os.path.join(runtime, "include", "floem"): "runtime/include/floem",
-              os.path.join(runtime, "src"): "runtime/src",
-              library_c_dir(): "runtime/library"}
-    for path in program_files:
-        directory = os.path.dirname(os.path.realpath(path))
-        if in_build(directory, copies) != directory:
-            continue
-        name = "app" if "app" not in copies.values() else f"app-{os.path.basename(directory)}"
-        while name in copies.values():
-            name += "_"
-        copies[directory] = name
-    return copies
+    return {os.path.join(runtime, "include", "floem"): "runtime/include/floem",
+            os.path.join(runtime, "src"): "runtime/src",
+            library_c_dir(): "runtime/library"}
 
 
-def in_build(path: str, copies: dict[str, str] | None = None) -> str:
-    """How a build directory's files name ``path``: for a directory of ``copies`` (by
-    default `build_copies` of Floem's C alone) or a file in one, its copy's path relative to
-    the build directory; else ``path`` itself."""
+def in_build(path: str) -> str:
+    """How a build directory's files name ``path``: for a directory of `build_copies` or a
+    file in one, its copy's path relative to the build directory; else ``path`` itself (a
+    file of the program's)."""
     real = os.path.realpath(path)
-    for installed, copy in (build_copies() if copies is None else copies).items():
-        directory = os.path.realpath(installed)
-        if real == directory:
+    for installed, copy in build_copies().items():
+        inside = os.path.relpath(real, os.path.realpath(installed))
+        if inside == ".":
             return copy
-        if os.path.dirname(real) == directory and not os.path.isdir(real):
-            return f"{copy}/{os.path.basename(real)}"
+        if os.sep not in inside and inside != "..":
+            return f"{copy}/{inside}"
     return path
 
 

@@ -17,7 +17,7 @@ from floem.codegen import caches as cgen
 from floem.codegen import functions as fn
 from floem.codegen import queues as qgen
 from floem.codegen.render import render
-from floem.paths import build_copies, in_build
+from floem.paths import in_build
 from floem.platforms import DMA_ENVIRONMENT
 from floem.codegen.structs import printf_conversion
 from floem.ir import (Device, ElementNode, Home, PersistentState, ProgramIR, QueueIR, Role,
@@ -37,26 +37,15 @@ class GeneratedFile:
 def generate(ir: ProgramIR, cflags: list[str], runtime_sources: list[str],
              nic_cc: str = "$(CC)", nic_cflags: list[str] | None = None,
              libs: list[str] | None = None) -> list[GeneratedFile]:
-    """The C files, headers and Makefile for every process of ``ir``; they name the files
-    the build directory holds copies of (`build_copies` of `program_files`) by their copies."""
+    """The C files, headers and Makefile for every process of ``ir``."""
     files = []
     structs = struct_declarations(ir.layouts)
-    copies = build_copies(program_files(ir))
     for proc in ir.processes.values():
         emitter = _ProcessEmitter(ir, proc.name)
-        files.append(emitter.header(structs, copies))
+        files.append(emitter.header(structs))
         files.append(emitter.source())
-    files.append(_makefile(ir, cflags, runtime_sources, nic_cc, nic_cflags or cflags, libs or [],
-                           copies))
+    files.append(_makefile(ir, cflags, runtime_sources, nic_cc, nic_cflags or cflags, libs or []))
     return files
-
-
-def program_files(ir: ProgramIR) -> list[str]:
-    """The program's own files its build reads: the app file, then the C sources, headers
-    and external mains it names (absolute paths)."""
-    headers = [c.text.split('"')[1] for c in ir.includes if c.text.startswith('#include "/')]
-    external = [f for p in ir.processes.values() for f in p.external_main]
-    return ([ir.app_file] if ir.app_file else []) + ir.depends + headers + external
 
 
 def launcher(ir: ProgramIR, emulator: list[str]) -> GeneratedFile | None:
@@ -72,17 +61,17 @@ def launcher(ir: ProgramIR, emulator: list[str]) -> GeneratedFile | None:
 
 
 def _makefile(ir: ProgramIR, cflags: list[str], runtime_sources: list[str], nic_cc: str,
-              nic_cflags: list[str], libs: list[str], copies: dict[str, str]) -> GeneratedFile:
-    depends = [in_build(d, copies) for d in ir.depends]
+              nic_cflags: list[str], libs: list[str]) -> GeneratedFile:
+    depends = [in_build(d) for d in ir.depends]
     text = render(
-        "Makefile.j2", app_file=ir.app_file, cflags=_flags(cflags, copies), nic_cc=nic_cc,
-        nic_cflags=_flags(nic_cflags, copies), ldlibs=" ".join(libs),
+        "Makefile.j2", app_file=ir.app_file, cflags=_flags(cflags), nic_cc=nic_cc,
+        nic_cflags=_flags(nic_cflags), ldlibs=" ".join(libs),
         runtime_sources=" ".join(runtime_sources),
         depends=" ".join(depends),
         depend_files=[{"path": d, "name": os.path.splitext(os.path.basename(d))[0]}
                       for d in depends if d.endswith(".c")],
         processes=[{"name": p.name, "executable": p.has_main, "library": bool(p.callables),
-                    "external": " ".join(in_build(f, copies) for f in p.external_main),
+                    "external": " ".join(in_build(f) for f in p.external_main),
                     "cc": "$(NIC_CC)" if p.device == Device.NIC else "$(CC)",
                     "cflags": "$(NIC_CFLAGS)" if p.device == Device.NIC else "$(CFLAGS)"}
                    for p in ir.processes.values()],
@@ -90,26 +79,25 @@ def _makefile(ir: ProgramIR, cflags: list[str], runtime_sources: list[str], nic_
     return GeneratedFile("Makefile", text)
 
 
-def _flags(flags: list[str], copies: dict[str, str]) -> str:
+def _flags(flags: list[str]) -> str:
     """The compiler flags as the Makefile writes them: ``-I`` of a directory the build
-    directory holds a copy of (``copies``) names the copy."""
+    directory holds a copy of (`floem.paths.build_copies`) names the copy."""
     written = []
     for flag in flags:
         directory = flag.removeprefix("-I")
-        if flag.startswith("-I") and in_build(directory, copies) != directory:
-            flag = f"-I$(CURDIR)/{in_build(directory, copies)}"
+        if flag.startswith("-I") and in_build(directory) != directory:
+            flag = f"-I$(CURDIR)/{in_build(directory)}"
         written.append(flag)
     return " ".join(written)
 
 
-def _include(text: str, copies: dict[str, str]) -> str:
+def _include(text: str) -> str:
     """An include line of the program's header: a file the build directory holds a copy of
-    (``copies``) is included as its copy, a runtime header by its name under
-    ``runtime/include``."""
+    is included as its copy, a runtime header by its name under ``runtime/include``."""
     m = re.fullmatch(r'#include "(/[^"]+)"', text)
-    if m is None or in_build(m.group(1), copies) == m.group(1):
+    if m is None or in_build(m.group(1)) == m.group(1):
         return text
-    return f'#include "{in_build(m.group(1), copies).removeprefix("runtime/include/")}"'
+    return f'#include "{in_build(m.group(1)).removeprefix("runtime/include/")}"'
 
 
 def _resolve_line_markers(text: str, c_file: str) -> str:
@@ -151,13 +139,13 @@ class _ProcessEmitter:
 
     # -- header ---------------------------------------------------------------
 
-    def header(self, structs: str, copies: dict[str, str]) -> GeneratedFile:
+    def header(self, structs: str) -> GeneratedFile:
         name = f"{self.process}.h"
         text = render(
             "process.h.j2", process=self.process, app_file=self.ir.app_file,
             guard=re.sub(r"\W", "_", self.process).upper(),
             includes=[{"line": c.loc.line, "file": c_string(c.loc.file),
-                       "text": _include(c.text, copies)} for c in self.ir.includes],
+                       "text": _include(c.text)} for c in self.ir.includes],
             structs=structs,
             callables=[fn.callable_signature(self.ir, self.ir.segments[c])
                        for c in self.proc.callables],
