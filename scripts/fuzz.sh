@@ -78,10 +78,14 @@ build_app() {
     local app="$1" dir="$BUILD/$1" lib
     lib="$(app_lib "$app")"
     "$BIN/floem" build "fuzz/apps/$app.py" -o "$dir" >/dev/null
-    local c sources
+    local c s sources=()
     c="$(app_c "$app")"
-    # shellcheck disable=SC2207  # the sources are words
-    sources=($(sed -n 's/^DEPENDS = //p' "$dir/Makefile"))
+    for s in $(sed -n 's/^DEPENDS = //p' "$dir/Makefile"); do
+        case "$s" in
+        /*) sources+=("$s") ;;              # the program's own, where they are
+        *) sources+=("$dir/$s") ;;          # Floem's, copied into the build directory
+        esac
+    done
     [ -e "fuzz/harness/${app}_hooks.c" ] && sources+=("$ROOT/fuzz/harness/${app}_hooks.c")
     if stale "$lib" "$c" "${c%.c}.h" "$dir/runtime" "${sources[@]}"; then
         rm -rf "$dir/$VARIANT-objs" && mkdir -p "$dir/$VARIANT-objs"
