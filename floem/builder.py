@@ -380,7 +380,7 @@ def _result(ir: ProgramIR, out_dir: str, written: list[str], platform: Platform)
     return BuildResult(out_dir=out_dir, files=written + list(executables.values()) + libraries,
                        executables=executables, commands=commands, libraries=libraries, headers=headers,
                        main_executable=executables.get(main), warnings=list(ir.warnings),
-                       receives=any(n.uses_network and not n.inputs for n in ir.nodes()))
+                       receives=any(n.receives_packets for n in ir.nodes()))
 
 
 def _make(out_dir: str, files: list[GeneratedFile], ir: ProgramIR) -> list[str]:

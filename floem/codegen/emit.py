@@ -85,9 +85,8 @@ def _flags(flags: list[str]) -> str:
     written = []
     for flag in flags:
         directory = flag.removeprefix("-I")
-        if flag.startswith("-I") and in_build(directory) != directory:
-            flag = f"-I$(CURDIR)/{in_build(directory)}"
-        written.append(flag)
+        copy = in_build(directory) if flag.startswith("-I") else directory
+        written.append(flag if copy == directory else f"-I$(CURDIR)/{copy}")
     return " ".join(written)
 
 
@@ -95,9 +94,10 @@ def _include(text: str) -> str:
     """An include line of the program's header: a file the build directory holds a copy of
     is included as its copy, a runtime header by its name under ``runtime/include``."""
     m = re.fullmatch(r'#include "(/[^"]+)"', text)
-    if m is None or in_build(m.group(1)) == m.group(1):
+    if m is None:
         return text
-    return f'#include "{in_build(m.group(1)).removeprefix("runtime/include/")}"'
+    copy = in_build(m.group(1))
+    return text if copy == m.group(1) else f'#include "{copy.removeprefix("runtime/include/")}"'
 
 
 def _resolve_line_markers(text: str, c_file: str) -> str:

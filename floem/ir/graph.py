@@ -56,6 +56,16 @@ class ElementNode:
         """True for an element with no input ports."""
         return not self.inputs
 
+    @property
+    def receives_packets(self) -> bool:
+        """True for an element packets come in from the network by (a ``FromNet``)."""
+        return self.uses_network and self.is_source
+
+    @property
+    def sends_packets(self) -> bool:
+        """True for an element packets leave for the network by (a ``ToNet``)."""
+        return self.uses_network and bool(self.inputs) and not self.outputs
+
 
 @dataclass
 class SegmentIR:

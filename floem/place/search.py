@@ -233,7 +233,7 @@ def measurement(ir0: ProgramIR, placed: ProgramIR, cuts: list[Cut], figures: Fig
             threads = len(seg.cores) if part == "fixed" else \
                 getattr(cut, f"{part}_cores") or len(seg.cores)
             cost, serial, engine_calls, engine_bytes = Cost(), Cost(), 0.0, 0.0
-            from_net = any(ir0.node(n).uses_network and not ir0.node(n).inputs for n in names)
+            from_net = any(ir0.node(n).receives_packets for n in names)
             entering = figures.received if from_net or part == "fixed" else 0.0
             for n in names:
                 own, other_side = figures.element(n, device)
@@ -251,8 +251,7 @@ def measurement(ir0: ProgramIR, placed: ProgramIR, cuts: list[Cut], figures: Fig
                     if part == a:
                         crossed[boundary] += taken[boundary]
             cost.add(figures.part_overhead(device, from_net), entering)
-            sends = any(ir0.node(n).uses_network and ir0.node(n).inputs and not ir0.node(n).outputs
-                        for n in names)
+            sends = any(ir0.node(n).sends_packets for n in names)
             whole = part == "fixed" or len(names) == len(seg.elements)
             name = seg.name if whole or part == "cpu" else f"{seg.name}_{part}"
             process = seg.process if device == Device.CPU else "nic"
@@ -266,7 +265,7 @@ def measurement(ir0: ProgramIR, placed: ProgramIR, cuts: list[Cut], figures: Fig
             if device == Device.CPU:
                 host_threads += threads
     on_nic = any(s.on_nic for s in m.segments.values())
-    host_io = any(n.uses_network and not n.inputs and _device(ir0, cuts, n.name) == Device.CPU
+    host_io = any(n.receives_packets and _device(ir0, cuts, n.name) == Device.CPU
                   for n in ir0.nodes())
     entries, payload = _entries(placed, crossed, workload)
     m.machines[""] = Machine(host_io=host_io, nic_managers=nic_managers if on_nic else 0,
