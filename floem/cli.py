@@ -415,6 +415,9 @@ def build_parser() -> argparse.ArgumentParser:
                          help="an option for every `floem run`, e.g. --option=--no-slicing")
     placing.add_argument("--explain", action="store_true",
                          help="list every cut of each segment, and why each invalid one is")
+    placing.add_argument("--predict-all", action="store_true",
+                         help="predict every placement, leaving none out by the model's "
+                              "bound (BASE.csv and BASE.json then rank them all)")
     placing.add_argument("-o", "--out", metavar="BASE",
                          help="write BASE.csv, .json, .py and .diff (default: the app's name, "
                               "here)")

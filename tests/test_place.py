@@ -4,6 +4,7 @@ broken lowering caught by the check."""
 from __future__ import annotations
 
 import ast
+import io
 import json
 import os
 import subprocess
@@ -18,7 +19,11 @@ from floem.passes.split_auto import BREAK_ENV
 from floem.place.app_file import cut_call, diff, placed_source
 from floem.place.check import same_output
 from floem.place.command import parse_objective
-from floem.place.search import placements
+from floem.explore.measure import Workload
+from floem.explore.model import load_platform, predict
+from floem.explore.output import Progress
+from floem.place.command import _count, _predict, _search
+from floem.place.search import measurement, placements, rank, rank_key
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 AES = os.path.join(ROOT, "examples", "nf", "aes.py")
@@ -80,6 +85,13 @@ def test_a_broken_lowering_changes_the_output(capture: str, tmp_path) -> None:
     assert same_output(reference, sent(AES, [SPLIT], "device=auto", capture, tmp_path)) is None
     broken = sent(AES, [SPLIT], "device=auto", capture, tmp_path, {BREAK_ENV: "1"})
     assert same_output(reference, broken) == "frame 0 differs"
+
+
+def test_a_cut_with_threads_in_every_part_sends_every_frame(capture: str, tmp_path) -> None:
+    reference = sent(AES, [], "device=auto", capture, tmp_path)
+    threaded = Cut(SPLIT.segment, SPLIT.rx, SPLIT.tx, rx_cores=2, cpu_cores=3, tx_cores=2)
+    # Several threads in a part reorder the frames, and lose or repeat none.
+    assert sorted(sent(AES, [threaded], "device=auto", capture, tmp_path)) == sorted(reference)
 
 
 def place(args: list[str], cwd: str,
@@ -153,6 +165,33 @@ def test_place_ranks_checks_and_writes_a_runnable_app(capture: str, tmp_path) ->
     assert run.returncode == 0, run.stderr
     with open(out, "rb") as f:
         assert len(list(dpkt.pcap.Reader(f))) == 100
+
+
+@pytest.mark.slow
+def test_the_bound_leaves_out_only_placements_that_cannot_rank(capture: str) -> None:
+    search = _search(AES, {"device": "auto", "engine": "false"}, [], ["device"])
+    nic, host = load_platform("liquidio", "nic"), load_platform("xeon-e5-2680v3", "host")
+    workload = Workload.read(capture)
+    figures = _count(AES, search, [], workload, search.probes(), nic, host,
+                     Progress(3, out=io.StringIO()))
+    everything = len(list(placements(list(search.valid.values()),
+                                     {"aes": len(search.orders["aes"])}, nic.cores - 1, 2)))
+    for objective in ("throughput", "per-host-core"):
+        key = rank_key(objective)
+        exact = rank(_predict(search, figures, workload, nic, host, 1, 2, objective, None,
+                              None), objective)
+        assert len(exact) == everything and search.pruned == 0
+        bounded = rank(_predict(search, figures, workload, nic, host, 1, 2, objective, None,
+                                3), objective)
+        assert search.pruned > 0 and len(bounded) + search.pruned == everything
+        assert [key(p) for p in bounded[:3]] == [key(p) for p in exact[:3]]
+        # the all-CPU placements are predicted whatever their rank: the baseline
+        assert sum(not p.cuts[0].rx and not p.cuts[0].tx for p in bounded) == \
+            sum(not p.cuts[0].rx and not p.cuts[0].tx for p in exact) == 2
+        # the bound of a placement never ranks it below its prediction
+        for p in exact:
+            bound, _, _ = measurement(search.front, None, p.cuts, figures, workload, 1)
+            assert predict(bound, nic, host).packets_per_s >= p.packets_per_s
 
 
 def test_threads_stay_within_the_cores() -> None:

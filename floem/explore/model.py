@@ -175,10 +175,11 @@ class Prediction:
 
 
 def predict(m: Measurement, nic: Platform, host: Platform,
-            load_pps: float | None = None) -> Prediction:
+            load_pps: float | None = None, latency_too: bool = True) -> Prediction:
     """What the configuration counted in ``m`` would do with ``nic`` beside ``host`` (each
     machine of a study of several with a NIC and a host of its own); latency at
-    ``load_pps`` (default: `DEFAULT_LOAD` of the predicted throughput)."""
+    ``load_pps`` (default: `DEFAULT_LOAD` of the predicted throughput), unless not
+    ``latency_too`` (it is then unknown: infinite)."""
     caps: dict[str, float] = {}
     times: dict[str, SegmentTime] = {}
     error = None
@@ -220,7 +221,8 @@ def predict(m: Measurement, nic: Platform, host: Platform,
         path.append(Station("link", wire_bits / nic.link_gbps))
     fixed = sum(r.queue_entries for r in m.machines.values()) * nic.pcie_latency_ns
     return Prediction(nic.name, host.name, caps, times,
-                      latency(path, fixed, load) if error is None else Latency(math.inf, math.inf),
+                      latency(path, fixed, load) if error is None and latency_too
+                      else Latency(math.inf, math.inf),
                       load, error)
 
 

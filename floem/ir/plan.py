@@ -160,6 +160,8 @@ class ElementPlan:
     body: str = ""                  # the user's body as plain C ("" for compiler-made nodes)
     pointers: list[str] = field(default_factory=list)   # persistent states the body uses
     steers_by_qid: bool = False     # an enqueue choosing the instance from state->qid
+    spreads_over: int = 0           # an enqueue of a cut queue: its thread t writes the
+    #   instances t, t + spreads_over, ... in turn (spreads_over: its segment's threads)
     full_port: bool = False         # a lossy enqueue sends packets to "full" instead of dropping
     thread_source: bool = False     # the element a thread's loop calls
     begins_packets: bool = False    # what it sends on is a new packet: a thread's source, a
@@ -180,6 +182,8 @@ class ElementPlan:
         """One line for the IR dump ("" when there is nothing to say)."""
         parts = [f"body {self.body.count(chr(10))} lines"] if self.body else []
         parts += [f"uses {', '.join(self.pointers)}"] if self.pointers else []
+        parts += [f"spreads over instances by thread (of {self.spreads_over})"] \
+            if self.spreads_over else []
         parts += [what for what, on in (("steers by qid", self.steers_by_qid),
                                         ("full port", self.full_port),
                                         ("thread source", self.thread_source),

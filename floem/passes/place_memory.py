@@ -78,14 +78,17 @@ def _queue_threads(ir: ProgramIR, q: QueueIR) -> None:
     """Decide the producer and consumer variants of a queue from the threads that use it.
 
     A thread segment with ``n`` threads dequeuing from ``m`` instances gives
-    thread ``t`` the instances ``t, t+n, ...``: one consumer per instance.
+    thread ``t`` the instances ``t, t+n, ...``: one consumer per instance. The producers of
+    a cut queue spread the same way (`split_auto.queue_shape`): one producer per instance.
     Callable segments may be called from any number of threads.
     """
     segments = {ir.node(e).segment for names in q.enqueuers for e in names if e in ir.graph}
     producers = sum(2 if ir.segments[s].kind == SegmentKind.CALLABLE else len(ir.segments[s].cores)
                     for s in segments)
     consumer = ir.segments[ir.node(q.dequeuer).segment]
-    q.multi_producer = q.enq_atomic if q.enq_atomic is not None else producers > 1
+    # A cut queue spreads each producer thread over instances of its own (split_auto).
+    shared = producers > 1 and not (q.boundary and q.instances % producers == 0)
+    q.multi_producer = q.enq_atomic if q.enq_atomic is not None else shared
     q.multi_consumer = q.deq_atomic if q.deq_atomic is not None else consumer.kind == SegmentKind.CALLABLE
     if consumer.kind == SegmentKind.THREAD and len(consumer.cores) > q.instances:
         ir.warnings.append(f"{consumer.loc}: segment '{consumer.name}' has {len(consumer.cores)} "

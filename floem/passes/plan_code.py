@@ -159,6 +159,8 @@ def _element_plan(ir: ProgramIR, n: ElementNode, position: int, taken: set[str])
         pointers=[attr for attr in n.persistent if attr in used],
         steers_by_qid=n.role == Role.ENQUEUE and n.packet_state is not None
         and n.packet_state.field("qid") is not None and not ir.queues[n.queue].boundary,
+        spreads_over=len(seg.cores) if n.role == Role.ENQUEUE and ir.queues[n.queue].boundary
+        and ir.queues[n.queue].instances > 1 else 0,
         full_port=n.role == Role.ENQUEUE and bool(ir.out_edges(n.name, "full")),
         thread_source=source,
         begins_packets=begins,

@@ -7,7 +7,8 @@ After: the cut's ``rx`` elements form a NIC segment that receives the packets, `
 segment that sends them, the rest the CPU segment (which keeps the name; with no cut the
 whole segment is the CPU's, and a cut whose ``rx`` is everything puts it on the NIC).
 Each boundary a packet crosses becomes a queue (``<segment>_rxq``, ``<segment>_txq``), one
-channel per edge that crosses. Values an edge carries cross in per-packet state fields the
+channel per edge that crosses, lcm(producer threads, consumer threads) instances, each
+with one producer and one consumer thread (`queue_shape`). Values an edge carries cross in per-packet state fields the
 pass adds (a frame as a `Frame` field, so liveness and slicing treat it as the language
 does); a stash element before the enqueue writes them, an unstash element after the
 dequeue hands them on::
@@ -24,6 +25,7 @@ is an error at the ``floem.cut`` line.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Iterable
 
@@ -42,6 +44,10 @@ FRAME_TYPES = ("size_t", "uint8_t *", "void *")
 FRAME_BYTES = "floem_cut_frame"
 #: The three parts of a cut segment, in the order packets cross them.
 PARTS = ("rx", "cpu", "tx")
+#: Entries a consumer thread of a cut queue has room for (over all the instances it serves).
+ROOM = 256
+#: The fewest entries of one instance of a cut queue.
+MIN_INSTANCE_SIZE = 32
 #: Test hook: when this environment variable is set, values that cross a cut come back
 #: changed (the first one less one), so a test can see ``floem place`` catch a lowering bug.
 BREAK_ENV = "FLOEM_TEST_BREAK_CUTS"
@@ -313,10 +319,23 @@ def _queue(ir: ProgramIR, seg: SegmentIR, boundary: str, from_seg: str, to_seg: 
             head, tail, tail_port = stash, unstash, "out"
         ir.graph.add_edge(u, head, **{**d, "in_port": "inp"})
         ir.graph.add_edge(tail, v, **{**d, "out_port": tail_port})
-    ir.queues[name] = QueueIR(name=name, channels=len(edges), instances=1, size=256,
+    instances, size = queue_shape(len(ir.segments[from_seg].cores),
+                                  len(ir.segments[to_seg].cores))
+    ir.queues[name] = QueueIR(name=name, channels=len(edges), instances=instances, size=size,
                               lossless=True, loc=loc, enqueuers=enqueuers, dequeuer=deq.name,
                               boundary=boundary)
     return fields
+
+
+def queue_shape(producers: int, consumers: int) -> tuple[int, int]:
+    """Instances and entries per instance of a cut queue between ``producers`` and
+    ``consumers`` threads: lcm(producers, consumers) instances, so that every thread has
+    instances of its own (producer thread t writes the instances t, t + producers, ... in
+    turn; consumer thread t reads t, t + consumers, ...) and each instance has one producer
+    and one consumer; fewer would leave consumer threads idle or make producers share an
+    instance (atomic enqueues). Each consumer thread has room for about `ROOM` entries."""
+    instances = math.lcm(producers, consumers)
+    return instances, max(MIN_INSTANCE_SIZE, ROOM * consumers // instances)
 
 
 def _edge(d: dict, out_port: str, in_port: str) -> dict:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import bisect
 import csv
 import json
 import math
@@ -10,7 +11,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from floem.api import load_app
 from floem.builder import check_program
@@ -24,12 +25,13 @@ from floem.explore.sweep import configurations, layout, make_workload, parse_swe
 from floem.ir import Cut, Device, ProgramIR
 from floem.lang import params
 from floem.lang.program import Program
+from floem.passes.split_auto import queue_shape
 from floem.place import app_file
 from floem.place.check import one_thread, same_output, sent_frames
 from floem.place.counts import Probe, count_probe, require
 from floem.place.cuts import Candidate, candidates, segment_order
-from floem.place.search import (OBJECTIVES, Figures, Placement, crossings, measurement,
-                                placements, rank, values_text)
+from floem.place.search import (BOUNDED, OBJECTIVES, Figures, Placement, crossings,
+                                measurement, placements, rank, rank_key, values_text)
 
 #: Rows of the ranked table printed (every row is in the CSV and JSON).
 SHOWN = 15
@@ -79,12 +81,38 @@ class Search:
     front: ProgramIR
     orders: dict[str, list[str]]            # each AUTO segment's elements in packet order
     found: dict[str, list[Candidate]]       # each AUTO segment's cuts, valid or not
-    layouts: dict[tuple, ProgramIR] = field(default_factory=dict)   # compiled, by cut
+    layouts: dict[tuple, ProgramIR | None] = field(default_factory=dict)  # compiled, by
+    #                                         cuts (None: the compiler rejected them)
+    predicted: int = 0                      # placements predicted
+    pruned: int = 0                         # placements left out by the model's bound
 
     @property
     def valid(self) -> dict[str, list[Cut]]:
+        """Each AUTO segment's cuts that are valid, as far as they are known (a cut not
+        compiled yet may still be rejected by the compiler)."""
         return {name: [_cut(c, self.orders[name]) for c in cands if c.problem is None]
                 for name, cands in self.found.items()}
+
+    def compiled(self, cuts: list[Cut]) -> ProgramIR | None:
+        """The program cut by ``cuts`` through every pass (no C compiler), or None when the
+        compiler rejects it (what a cut carries is known after liveness); a single cut the
+        compiler rejects becomes a rejected candidate, with the compiler's reason."""
+        key = _key(cuts)
+        if key not in self.layouts:
+            try:
+                self.layouts[key] = check_program(self.program, nic="emu", cuts=tuple(
+                    Cut(c.segment, c.rx, c.tx) for c in cuts))
+            except FloemError as e:
+                self.layouts[key] = None
+                if len(cuts) == 1:
+                    self._reject(cuts[0], e.message)
+        return self.layouts[key]
+
+    def _reject(self, cut: Cut, problem: str) -> None:
+        cands = self.found[cut.segment]
+        for i, c in enumerate(cands):
+            if (c.rx, c.tx) == (frozenset(cut.rx), frozenset(cut.tx)):
+                cands[i] = Candidate(c.segment, c.rx, c.tx, problem)
 
     @property
     def defines(self) -> list[str]:
@@ -96,7 +124,9 @@ class Search:
 
     def probes(self) -> list[tuple[str, list[Cut]]]:
         """The builds that count it: a few probes, or the configuration as written."""
-        return _probe_cuts(self.valid) if self.orders else [("as written", [])]
+        if not self.orders:
+            return [("as written", [])]
+        return _probe_cuts(self.valid, lambda cut: self.compiled([cut]) is not None)
 
 
 def _place(args: argparse.Namespace) -> int:
@@ -114,6 +144,9 @@ def _place(args: argparse.Namespace) -> int:
                          "-D device=auto) and no parameter to size (-D NAME=V1,V2, or "
                          "a parameter declared with choices)", app)
     if args.explain:
+        for search in searches:
+            for cut in [c for cuts in search.valid.values() for c in cuts]:
+                search.compiled([cut])
         _explain(searches)
     started = time.monotonic()
     budget = max(1, args.max_builds)
@@ -133,7 +166,8 @@ def _place(args: argparse.Namespace) -> int:
                 figures = _count(app, search, args.option, workload, probes, nic, host,
                                  progress)
                 rows += _predict(search, figures, workload, nic, host, args.nic_managers,
-                                 cores)
+                                 cores, objective, rate,
+                                 None if args.predict_all else max(SHOWN, args.top))
             else:
                 rows += _as_written(app, search, args.option, workload, nic, host, progress)
         ranked = rank(rows, objective, rate)
@@ -170,23 +204,25 @@ def _search(app: str, config: dict[str, str], varying: list[str], given: list[st
     values = {p.name: p.value for p in params.declared() if p.name in varying + given}
     front = check_program(program, stop_after="parse_bodies")
     auto = [s for s in front.segments.values() if s.auto]
-    search = Search(config, {n: config[n] for n in varying}, values, program, front,
-                    {s.name: segment_order(front, s) for s in auto}, {})
-    search.found = {s.name: [_compiled(program, c, search.orders[s.name], search.layouts)
-                             for c in candidates(front, s)] for s in auto}
-    return search
+    return Search(config, {n: config[n] for n in varying}, values, program, front,
+                  {s.name: segment_order(front, s) for s in auto},
+                  {s.name: candidates(front, s) for s in auto})
 
 
 def _summary(args: argparse.Namespace, app: str, nic: Platform, host: Platform,
              searches: list[Search], counted: list[tuple[Search, list]],
              rows: list[Placement]) -> None:
     """What the search considered, and how: the line above the table."""
-    considered = sum(len(v) for s in searches for v in s.valid.values())
-    rejected = sum(len(v) for s in searches for v in s.found.values()) - considered
+    valid = sum(len(v) for s in searches for v in s.valid.values())
+    rejected = sum(len(v) for s in searches for v in s.found.values()) - valid
     what = []
     if any(s.orders for s in searches):
-        what.append(f"{considered} valid cuts x threads; {rejected} cuts rejected"
+        what.append(f"{valid} valid cuts with their threads; {rejected} cuts rejected"
                     + (", see above" if args.explain else ""))
+    pruned = sum(s.pruned for s in searches)
+    if pruned:
+        what.append(f"{pruned} more left out: the model's bound on each ranks it below the "
+                    f"best {max(SHOWN, args.top)}")
     if len(searches) > 1:
         left = len(searches) - len(counted)
         what.append(f"{len(searches)} configurations of "
@@ -196,20 +232,6 @@ def _summary(args: argparse.Namespace, app: str, nic: Platform, host: Platform,
     print(f"\n{os.path.basename(app)} on {nic.name} beside {host.name}, objective "
           f"{' '.join(args.objective)}: {len(rows)} placements predicted ({'; '.join(what)}); "
           f"{builds} counted builds\n")
-
-
-def _compiled(program: Program, c: Candidate, order: list[str],
-              layouts: dict[tuple, ProgramIR]) -> Candidate:
-    """``c``, rejected with the compiler's reason when its program does not pass every
-    pass (what a cut carries is known after liveness); the compiled IR into ``layouts``."""
-    if c.problem is not None:
-        return c
-    cut = _cut(c, order)
-    try:
-        layouts[_key([cut])] = check_program(program, nic="emu", cuts=(cut,))
-    except FloemError as e:
-        return Candidate(c.segment, c.rx, c.tx, e.message)
-    return c
 
 
 def _key(cuts: list[Cut]) -> tuple:
@@ -239,15 +261,23 @@ def _explain(searches: list[Search]) -> None:
                       + (f"\n        {c.problem}" if c.problem else ""))
 
 
-def _probe_cuts(valid: dict[str, list[Cut]]) -> list[tuple[str, list[Cut]]]:
-    """The placements counted: all on the CPU; as much as can be on the NIC; one with both
-    boundaries (when the NIC one lacks one)."""
+def _probe_cuts(valid: dict[str, list[Cut]],
+                compiles: Callable[[Cut], bool]) -> list[tuple[str, list[Cut]]]:
+    """The placements counted (each of ``valid``'s cuts the compiler accepts): all on the
+    CPU; as much as can be on the NIC; one with both boundaries (when the NIC one lacks
+    one)."""
+    def biggest(cuts: list[Cut], wanted: Callable[[Cut], bool]) -> Cut | None:
+        for c in sorted(cuts, key=lambda c: len(c.rx) + len(c.tx), reverse=True):
+            if wanted(c) and compiles(c):
+                return c
+        return None
+
     def size(c: Cut) -> int:
         return len(c.rx) + len(c.tx)
     cpu = [Cut(name) for name in valid]
-    nic = [max(cuts, key=size) for cuts in valid.values()]
-    both = [max((c for c in cuts if c.rx and c.tx), key=size, default=None)
-            or max((c for c in cuts if c.rx and c not in nic), key=size, default=n)
+    nic = [biggest(cuts, lambda c: True) or Cut(name) for name, cuts in valid.items()]
+    both = [biggest(cuts, lambda c: bool(c.rx and c.tx))
+            or biggest(cuts, lambda c: bool(c.rx) and c != n) or n
             for cuts, n in zip(valid.values(), nic)]
     probes = [("all on the CPU", cpu)]
     if any(size(c) for c in nic):
@@ -287,24 +317,54 @@ def _count(app: str, search: Search, options: list[str], workload: Workload,
 
 
 def _predict(search: Search, figures: Figures, workload: Workload, nic: Platform,
-             host: Platform, nic_managers: int, host_cores: int) -> list[Placement]:
-    """Every placement of ``search`` (cuts and threads, at most ``host_cores`` host
-    threads a part) predicted."""
+             host: Platform, nic_managers: int, host_cores: int, objective: str,
+             rate: float | None, wanted: int | None) -> list[Placement]:
+    """The placements of ``search`` (cuts and threads, at most ``host_cores`` host threads
+    a part) predicted, down to the ``wanted``-th best for ``objective`` at least (None:
+    all of them) and the all-CPU ones whatever their rank. Every other placement is
+    bounded first (its queue entries as small as they can be, which needs no compiling);
+    one is compiled and predicted only while its bound could still rank it among the
+    ``wanted`` best, the rest counted in ``search.pruned`` (``latency`` is not bounded that
+    way: every placement is predicted)."""
     front = search.front
     fixed_nic = sum(len(s.cores) for s in front.segments.values()
                     if s.device == Device.NIC and not s.auto)
     free = nic.cores - nic_managers - fixed_nic
     sizes = {name: len(order) for name, order in search.orders.items()}
-    rows = []
-    for cuts in placements(list(search.valid.values()), sizes, free, host_cores):
-        key = _key(cuts)
-        if key not in search.layouts:
-            search.layouts[key] = check_program(search.program, nic="emu", cuts=tuple(
-                Cut(c.segment, c.rx, c.tx) for c in cuts))
-        m, host_threads, estimated = measurement(front, search.layouts[key], cuts, figures,
-                                                 workload, nic_managers)
-        rows.append(Placement(cuts, search.orders, predict(m, nic, host), host_threads,
-                              estimated, shown=search.shown))
+
+    def placement(cuts: list[Cut], exact: bool) -> Placement | None:
+        """``cuts`` compiled and predicted (None when the compiler rejects them), or not
+        ``exact``: bounded (with no latency, which no bound uses)."""
+        placed = search.compiled(cuts) if exact else None
+        if exact and placed is None:
+            return None
+        m, host_threads, estimated = measurement(front, placed, cuts, figures, workload,
+                                                 nic_managers)
+        prediction = predict(m, nic, host, latency_too=exact)
+        return Placement(cuts, search.orders, prediction, host_threads, estimated,
+                         shown=search.shown)
+
+    every = list(placements(list(search.valid.values()), sizes, free, host_cores))
+    search.pruned = 0
+    if objective not in BOUNDED or wanted is None:
+        rows = [p for cuts in every if (p := placement(cuts, True)) is not None]
+        search.predicted = len(rows)
+        return rows
+    key = rank_key(objective, rate)
+    cpu = [cuts for cuts in every if not any(c.rx or c.tx for c in cuts)]
+    rows = [p for cuts in cpu if (p := placement(cuts, True)) is not None]
+    bounds = sorted((placement(cuts, False) for cuts in every if cuts not in cpu), key=key)
+    best = sorted(map(key, rows))[:wanted]  # the keys of the ``wanted`` best rows
+    for i, bound in enumerate(bounds):
+        if len(best) == wanted and key(bound) >= best[-1]:
+            search.pruned = len(bounds) - i
+            break
+        row = placement(bound.cuts, True)
+        if row is not None:
+            rows.append(row)
+            bisect.insort(best, key(row))
+            del best[wanted:]
+    search.predicted = len(rows)
     return rows
 
 
@@ -406,6 +466,7 @@ def _row(p: Placement) -> dict[str, object]:
             "threads": {c.segment: {"rx": c.rx_cores if c.rx else 0,
                                     "cpu": c.cpu_cores or 0, "tx": c.tx_cores if c.tx else 0}
                         for c in p.cuts},
+            "instances": {c.segment: _instances(c, p.orders[c.segment]) for c in p.cuts},
             "predicted_packets_per_s": p.packets_per_s if not p.prediction.error else None,
             "per_host_core": p.per_host_core if p.host_cores and not p.prediction.error
             else None,
@@ -414,6 +475,13 @@ def _row(p: Placement) -> dict[str, object]:
             "latency_p99_us": _finite(p.prediction.latency.p99_us),
             "bottleneck": p.prediction.bottleneck, "error": p.prediction.error,
             "estimated": p.estimated, "checked": p.checked, "check": p.check_note}
+
+
+def _instances(cut: Cut, order: list[str]) -> dict[str, int]:
+    """The instances of ``cut``'s queues (``rx``, ``tx``; 0 where there is no boundary)."""
+    cpu = any(e not in cut.rx and e not in cut.tx for e in order)
+    return {"rx": queue_shape(cut.rx_cores, cut.cpu_cores or 1)[0] if cut.rx and cpu else 0,
+            "tx": queue_shape(cut.cpu_cores or 1, cut.tx_cores)[0] if cut.tx and cpu else 0}
 
 
 def _cell(value: object) -> object:
@@ -437,7 +505,7 @@ def _write(ranked: list[Placement], searches: dict[str, Search], app: str, base:
     with open(base + ".json", "w") as f:
         json.dump({"command": note, "placements": rows}, f, indent=2, ensure_ascii=False)
     with open(base + ".csv", "w", newline="") as f:
-        fields = [k for k in rows[0] if k not in ("threads",)] if rows else []
+        fields = [k for k in rows[0] if k not in ("threads", "instances")] if rows else []
         writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         writer.writeheader()
         for r in rows:

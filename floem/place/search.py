@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Callable, Iterator
 
 from floem.codegen.queues import channels
 from floem.explore.measure import Machine, Measurement, SegmentCounts, Workload
@@ -30,6 +30,8 @@ from floem.passes.split_auto import part_of
 THREADS = (1, 2, 4, 8, 12)
 #: The objectives ``--objective`` takes (``host-cores-at`` with a rate).
 OBJECTIVES = ("throughput", "per-host-core", "host-cores-at", "latency")
+#: The objectives whose ranking a bound on packets/s bounds (`rank_key`).
+BOUNDED = ("throughput", "per-host-core", "host-cores-at")
 
 
 @dataclass
@@ -208,10 +210,11 @@ def crossings(edges: dict[tuple[str, str], float], cut: Cut) -> dict[str, float]
     return crossed
 
 
-def measurement(ir0: ProgramIR, placed: ProgramIR, cuts: list[Cut], figures: Figures,
+def measurement(ir0: ProgramIR, placed: ProgramIR | None, cuts: list[Cut], figures: Figures,
                 workload: Workload, nic_managers: int) -> tuple[Measurement, int, list[str]]:
     """The counts ``placed`` (``ir0``'s program cut by ``cuts``, through every pass) would
-    have per packet; its host threads; the elements charged the other side's cost."""
+    have per packet; its host threads; the elements charged the other side's cost. With
+    ``placed`` None, a bound: every queue entry as small as an entry can be."""
     by_segment = {c.segment: c for c in cuts}
     m = Measurement(packets=workload.frames, frame_bytes=workload.frame_bytes,
                     replies=figures.replies)
@@ -282,10 +285,14 @@ def _device(ir0: ProgramIR, cuts: list[Cut], name: str) -> Device:
     return Device.CPU if part_of(name, cut.rx, cut.tx) == "cpu" else Device.NIC
 
 
-def _entries(placed: ProgramIR, crossings: dict[str, float],
+def _entries(placed: ProgramIR | None, crossings: dict[str, float],
              workload: Workload) -> tuple[float, float]:
     """Queue entries over PCIe per packet, and their bytes: each cut queue's entry as the
-    front end lays it out (a frame crossing whole counted at the workload's mean size)."""
+    front end lays it out (a frame crossing whole counted at the workload's mean size);
+    with no ``placed``, the smallest entry."""
+    if placed is None:
+        entries = sum(crossings.values())
+        return entries, entries * entry_size(0)
     entries = payload = 0.0
     for q in placed.queues.values():
         if not q.boundary or not crossings[q.boundary]:
@@ -304,6 +311,13 @@ def _entries(placed: ProgramIR, crossings: dict[str, float],
 def rank(rows: list[Placement], objective: str, rate: float | None = None) -> list[Placement]:
     """Best first for ``objective`` (``host-cores-at``: the rows meeting ``rate`` with the
     fewest host cores, then the others); failed predictions last."""
+    return sorted(rows, key=rank_key(objective, rate))
+
+
+def rank_key(objective: str, rate: float | None = None) -> Callable[[Placement], tuple]:
+    """What `rank` sorts by: the smaller, the better. For every objective but ``latency``
+    it only grows as the prediction's packets/s falls (a row's threads fixed), so a bound
+    on packets/s bounds the key."""
     def key(p: Placement) -> tuple[float, ...]:
         failed = 1.0 if p.prediction.error else 0.0
         if objective == "per-host-core":
@@ -316,4 +330,4 @@ def rank(rows: list[Placement], objective: str, rate: float | None = None) -> li
         if objective == "latency":
             return (failed, p.prediction.latency.p50_us, -p.packets_per_s)
         return (failed, -p.packets_per_s, p.host_cores, p.nic_threads)
-    return sorted(rows, key=key)
+    return key

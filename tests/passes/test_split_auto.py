@@ -170,6 +170,20 @@ def test_a_cut_moves_values_through_the_per_packet_state() -> None:
     assert ir.node("c_rxq_enq0").role == Role.ENQUEUE
 
 
+@pytest.mark.parametrize("producers, consumers, instances",
+                         [(1, 1, 1), (2, 3, 6), (4, 1, 4), (1, 4, 4), (4, 2, 4)])
+def test_every_thread_at_a_cut_has_instances_of_its_own(producers: int, consumers: int,
+                                                        instances: int) -> None:
+    ir = run_until(chain(), "plan_code", cuts=(Cut("c", rx=("S",), rx_cores=producers,
+                                                   cpu_cores=consumers),))
+    q = ir.queues["c_rxq"]
+    assert q.instances == instances
+    # one producer and one consumer thread per instance: no atomic enqueue or dequeue
+    assert not q.multi_producer and not q.multi_consumer
+    assert ir.node("c_rxq_enq0").plan.spreads_over == (producers if instances > 1 else 0)
+    assert not ir.warnings
+
+
 def test_an_invalid_cut_is_an_error_at_its_line() -> None:
     p = chain(shared=True)
     with p:
