@@ -9,7 +9,8 @@ import subprocess
 from floem.codegen.queues import channels
 from floem.codegen.report import channel_bytes
 from floem.errors import FloemError
-from floem.ir import Device, EdgeKind, Home, ProgramIR, QueueIR, Role
+from floem.ir import (CachePolicy, Device, EdgeKind, Home, ProgramIR, QueueIR, Role,
+                      WriteMiss)
 from floem.stats import QueueCounts, RunCounts
 
 DEVICE_COLOURS = {"CPU": "#dbe9f6", "NIC": "#fde2c8"}
@@ -46,9 +47,9 @@ def to_dot(ir: ProgramIR, run: RunCounts | None = None) -> str:
         if d["kind"] == EdgeKind.DATA:
             types = ", ".join(d["types"])
             if ir.node(u).role == Role.CACHE_UPDATE and d["out_port"] == "region" and \
-                    ir.caches[ir.node(u).cache].policy == "write_back":
+                    ir.caches[ir.node(u).cache].policy == CachePolicy.WRITE_BACK:
                 types = "write-back: evictions" + (", misses" if ir.caches[ir.node(u).cache]
-                                                   .write_miss == "no_write_alloc" else "")
+                                                   .write_miss == WriteMiss.NO_WRITE_ALLOC else "")
             sent = counts[u].outs.get(d["out_port"]) if u in counts else None
             label = types if sent is None else f"{sent} pkts" + (f"\\n{types}" if types else "")
             lines.append(f'  "{u}" -> "{v}" [taillabel="{d["out_port"]}", '

@@ -8,6 +8,6 @@ the element's generated function, with ``#line`` directives into the app file.
 """
 from floem.csrc.analyze import analyze
 from floem.csrc.lower import lower
-from floem.csrc.model import Body, BodyInfo, FieldUse, Port
+from floem.csrc.model import Body, BodyForm, BodyInfo, FieldUse, Port
 
-__all__ = ["Body", "BodyInfo", "FieldUse", "Port", "analyze", "lower"]
+__all__ = ["Body", "BodyForm", "BodyInfo", "FieldUse", "Port", "analyze", "lower"]

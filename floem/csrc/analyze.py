@@ -17,7 +17,7 @@ from pycparser import c_ast
 from floem.csrc.fields import StateVisitor
 from floem.csrc.forms import Forms, OutputForm, asm_replacements, scan
 from floem.csrc.kills import kills
-from floem.csrc.model import Body, BodyError, BodyInfo
+from floem.csrc.model import Body, BodyError, BodyForm, BodyInfo
 from floem.csrc.ports import Call, OtherCall, PortVisitor
 from floem.csrc.tokens import TokenList, render
 from floem.csrc.unit import INCLUDE_FILE, PRELUDE_FILE, UnitError, parse_unit
@@ -110,13 +110,13 @@ def _analyze_body(body: Body, forms: Forms, top: c_ast.Compound) -> BodyInfo:
     calls: dict[str, list[int]] = {}
     for call in ports.calls:
         calls.setdefault(call.port, []).append(call.line)
-    switch = form == "switch"
+    switch = form == BodyForm.SWITCH
     return BodyInfo(
         element=body.element,
         reads={port: reads[0].line for port, reads in ports.reads.items()},
         form=form,
         calls=calls,
-        always_fires={c.port for c in ports.calls if form == "block" and c.direct},
+        always_fires={c.port for c in ports.calls if form == BodyForm.BLOCK and c.direct},
         switch_ports=[c.port for c in sorted(ports.calls, key=lambda c: c.case)] if switch else [],
         switch_has_else=switch and forms.outputs[0].cases[-1].is_else,
         fields=state.fields,
@@ -138,13 +138,13 @@ def _check_form(body: Body, forms: Forms, ports: PortVisitor) -> str | None:
     if form is not None:
         if not body.outputs:
             raise BodyError("output form in an element with no output ports", form.line)
-        if form.kind == "multiple" and len(body.outputs) > 1:
+        if form.kind == BodyForm.MULTIPLE and len(body.outputs) > 1:
             raise BodyError(f"'output multiple;' needs exactly one output port, this element "
                             f"has {len(body.outputs)} ({names})", form.line)
         if not form.top_level:
             raise BodyError("an output form must be a statement at the top level of the body",
                             form.line)
-    if form is None or form.kind != "multiple":
+    if form is None or form.kind != BodyForm.MULTIPLE:
         for call in ports.calls:
             if not call.in_form:
                 raise BodyError(f"output port '{call.port}' called outside an output form: "
@@ -156,9 +156,9 @@ def _check_form(body: Body, forms: Forms, ports: PortVisitor) -> str | None:
                              "form ('output { ... }', 'output switch { ... }' or "
                              "'output multiple;')")
         return None
-    if form.kind == "block":
+    if form.kind == BodyForm.BLOCK:
         _check_block(ports, names)
-    elif form.kind == "switch":
+    elif form.kind == BodyForm.SWITCH:
         _check_switch(ports, forms.outputs[0], names)
     return form.kind
 

@@ -24,12 +24,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from floem.csrc.model import BodyError, Port
+from floem.csrc.model import BodyError, BodyForm, Port
 from floem.csrc.tokens import TokenList, render
 
 #: Label marking each output form in the parse text, by form kind.
-FORM_LABELS = {"block": "__floem_output_block", "switch": "__floem_output_switch",
-               "multiple": "__floem_output_multiple"}
+FORM_LABELS = {BodyForm.BLOCK: "__floem_output_block", BodyForm.SWITCH: "__floem_output_switch",
+               BodyForm.MULTIPLE: "__floem_output_multiple"}
 #: Function wrapping the values of a multi-value read in the parse text.
 TUPLE_MARKER = "__floem_tuple"
 #: Call standing for an inline assembly statement in the parse text.
@@ -78,7 +78,7 @@ class SwitchCase:
 class OutputForm:
     """One ``output ...`` form: its kind and token span."""
 
-    kind: str            # "block", "switch" or "multiple"
+    kind: BodyForm
     line: int
     start: int           # the 'output' token
     end: int             # its closing '}' or ';'
@@ -160,18 +160,18 @@ def _output_form_at(tl: TokenList, index: int) -> OutputForm | None:
         return None
     word = tl.next(index)
     if tl.text_is(word, "{"):
-        return OutputForm("block", token.line, index, tl.match[word], [])
+        return OutputForm(BodyForm.BLOCK, token.line, index, tl.match[word], [])
     if tl.text_is(word, "switch"):
         brace = tl.next(word)
         if not tl.text_is(brace, "{"):
             raise BodyError("expected '{' after 'output switch'", token.line)
         end = tl.match[brace]
-        return OutputForm("switch", token.line, index, end, _switch_cases(tl, brace, end))
+        return OutputForm(BodyForm.SWITCH, token.line, index, end, _switch_cases(tl, brace, end))
     if tl.text_is(word, "multiple"):
         semi = tl.next(word)
         if not tl.text_is(semi, ";"):
             raise BodyError("expected ';' after 'output multiple'", token.line)
-        return OutputForm("multiple", token.line, index, semi, [])
+        return OutputForm(BodyForm.MULTIPLE, token.line, index, semi, [])
     return None
 
 
@@ -219,7 +219,7 @@ def _case_colon(tl: TokenList, items: list[int], k: int) -> int:
 def form_replacements(tl: TokenList, form: OutputForm, label: str) -> dict[int, str]:
     """Spell an output form as C: `label` replaces ``output``; a switch becomes if/else."""
     replace = {form.start: label}
-    if form.kind in ("switch", "multiple"):
+    if form.kind in (BodyForm.SWITCH, BodyForm.MULTIPLE):
         replace[tl.next(form.start)] = ""
     for k, case in enumerate(form.cases):
         if case.is_else:
@@ -228,7 +228,7 @@ def form_replacements(tl: TokenList, form: OutputForm, label: str) -> dict[int, 
         else:
             replace[case.keyword] = "} else if (" if k else "if ("
             replace[case.colon] = ") {"
-    if form.kind == "switch":
+    if form.kind == BodyForm.SWITCH:
         replace[form.end] = "} }"
     return replace
 

@@ -24,10 +24,11 @@ from pycparser import c_ast
 
 from floem.csrc.fields import state_field
 from floem.csrc.forms import FORM_LABELS
+from floem.csrc.model import BodyForm
 from floem.csrc.visiting import call_name
 
 #: The output forms the generated code runs at the end of the body, wherever they stand.
-_RUN_LAST = frozenset({FORM_LABELS["block"], FORM_LABELS["switch"]})
+_RUN_LAST = frozenset({FORM_LABELS[BodyForm.BLOCK], FORM_LABELS[BodyForm.SWITCH]})
 _LOOPS = (c_ast.While, c_ast.For, c_ast.DoWhile)
 _CASES = (c_ast.Case, c_ast.Default)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from floem.csrc.fields import STATE
 from floem.csrc.forms import Forms, form_replacements, scan
-from floem.csrc.model import BodyInfo
+from floem.csrc.model import BodyForm, BodyInfo
 from floem.csrc.tokens import render
 
 
@@ -37,10 +37,10 @@ def lower(info: BodyInfo, read_exprs: dict[str, list[str]], output_funcs: dict[s
     if form is None:
         return directive(1) + _line_end(render(tl.tokens, replace))
     replace.update(form_replacements(tl, form, ""))
-    if form.kind == "multiple":
+    if form.kind == BodyForm.MULTIPLE:
         replace[form.end] = ""
         return directive(1) + _line_end(render(tl.tokens, replace))
-    brace = tl.next(form.start) if form.kind == "block" else tl.next(tl.next(form.start))
+    brace = tl.next(form.start) if form.kind == BodyForm.BLOCK else tl.next(tl.next(form.start))
     before = render(tl.tokens, replace, 0, form.start)
     moved = render(tl.tokens, replace, brace, form.end + 1)
     rest = render(tl.tokens, replace, form.end + 1)

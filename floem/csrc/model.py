@@ -7,6 +7,7 @@ input of the checks, liveness and code generation passes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from floem.errors import FloemError
 
@@ -98,13 +99,22 @@ class FieldUse:
     bytes: dict[str, ByteUse] = field(default_factory=dict)  # typed packet field -> its bytes
 
 
+class BodyForm(StrEnum):
+    """The output form of a body: ``output { ... }``, ``output switch { ... }``, or
+    ``output multiple;`` (its ports called any number of times)."""
+
+    BLOCK = "block"
+    SWITCH = "switch"
+    MULTIPLE = "multiple"
+
+
 @dataclass
 class BodyInfo:
     """The analysis of one body."""
 
     element: str
     reads: dict[str, int]       # input port -> body line where it is read
-    form: str | None            # "block", "switch", "multiple" or None
+    form: BodyForm | None       # None: no output form
     calls: dict[str, list[int]]  # output port -> body lines of its calls
     always_fires: set[str]      # output ports that fire on every execution
     switch_ports: list[str]     # "switch": port of each case in order (else case last)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pycparser import c_ast
 
 from floem.csrc.forms import FORM_LABELS, TUPLE_MARKER
-from floem.csrc.model import Body, BodyError, Port
+from floem.csrc.model import Body, BodyError, BodyForm, Port
 from floem.csrc.visiting import ParentVisitor, arguments, call_name, is_statement
 
 _KIND_OF_LABEL = {label: kind for kind, label in FORM_LABELS.items()}
@@ -51,7 +51,7 @@ class OtherCall:
 class FormNode:
     """One output form as the AST sees it."""
 
-    kind: str
+    kind: BodyForm
     line: int
     top_level: bool
     holders: list[c_ast.Node] = field(default_factory=list)  # block: its body; switch: each case
@@ -78,7 +78,7 @@ class PortVisitor(ParentVisitor):
             self.generic_visit(node)
             return
         form = FormNode(kind, node.coord.line, self.parents[-1] is self.top)
-        form.holders = _switch_branches(node.stmt) if kind == "switch" else [node.stmt]
+        form.holders = _switch_branches(node.stmt) if kind == BodyForm.SWITCH else [node.stmt]
         self.forms.append(form)
         outer, self._form = self._form, form
         self.generic_visit(node)
@@ -91,10 +91,10 @@ class PortVisitor(ParentVisitor):
             self._read(node, self.inputs[name])
         elif name in self.outputs:
             self._call(node, self.outputs[name])
-        elif name is not None and self._form is not None and self._form.kind != "multiple":
+        elif name is not None and self._form is not None and self._form.kind != BodyForm.MULTIPLE:
             inside = self._holding(self._form)
             if inside is not None and self.parents[-1] is self._form.holders[inside]:
-                case = inside if self._form.kind == "switch" else None
+                case = inside if self._form.kind == BodyForm.SWITCH else None
                 self.others.append(OtherCall(name, node.coord.line, case))
         self.generic_visit(node)
 
@@ -130,12 +130,12 @@ class PortVisitor(ParentVisitor):
                             f"value{'s' if wanted != 1 else ''}, but is called with {given} "
                             f"argument{'s' if given != 1 else ''}", line)
         form = self._form
-        if form is None or form.kind == "multiple":
+        if form is None or form.kind == BodyForm.MULTIPLE:
             self.calls.append(Call(port.name, line, False, None, False))
             return
         inside = self._holding(form)
         direct = inside is not None and self.parents[-1] is form.holders[inside]
-        case = inside if form.kind == "switch" else None
+        case = inside if form.kind == BodyForm.SWITCH else None
         self.calls.append(Call(port.name, line, True, case, direct))
 
 

@@ -1,13 +1,14 @@
 """The graph IR the passes transform: a networkx MultiDiGraph plus program tables."""
-from floem.ir.graph import (TO_THE_END, CacheIR, EdgeKind, ElementNode, FrameCrossing, MainIR,
-                            PacketBytes, ProcessIR, ProgramIR, QueueIR, SegmentIR, TraceFilter)
+from floem.ir.graph import (TO_THE_END, CacheIR, CachePolicy, EdgeKind, ElementNode,
+                            FrameCrossing, MainIR, PacketBytes, ProcessIR, ProgramIR, QueueIR,
+                            SegmentIR, TraceFilter, WriteMiss)
 from floem.ir.options import BuildOptions, Cut
 from floem.ir.plan import ElementPlan, ProcessPlan, QueueSide
 from floem.ir.state import (CCode, CType, Device, FieldLayout, FrameParts, Home, MemoryRegionIR,
                             PersistentState, Role, SegmentKind, StateLayout)
 
-__all__ = ["BuildOptions", "CacheIR", "CCode", "CType", "Cut", "Device", "EdgeKind", "ElementNode",
+__all__ = ["BuildOptions", "CacheIR", "CachePolicy", "CCode", "CType", "Cut", "Device", "EdgeKind", "ElementNode",
            "ElementPlan", "FieldLayout", "FrameCrossing", "FrameParts", "Home", "MainIR",
            "MemoryRegionIR", "PacketBytes", "PersistentState", "ProcessIR", "ProcessPlan",
            "ProgramIR", "QueueIR", "QueueSide", "Role", "SegmentIR", "SegmentKind", "StateLayout",
-           "TO_THE_END", "TraceFilter"]
+           "TO_THE_END", "TraceFilter", "WriteMiss"]

@@ -19,11 +19,25 @@ from floem.ir.state import (CCode, Device, Home, MemoryRegionIR, PersistentState
                             SegmentKind, StateLayout)
 
 
-class EdgeKind:
+class EdgeKind(StrEnum):
     """Kinds of IR edges."""
 
     DATA = "data"
     ORDER = "order"
+
+
+class CachePolicy(StrEnum):
+    """When a cache's writes reach the store behind it (`floem.Cache`'s ``policy``)."""
+
+    WRITE_THROUGH = "write_through"
+    WRITE_BACK = "write_back"
+
+
+class WriteMiss(StrEnum):
+    """Whether a write that misses a cache puts the entry in it (``write_miss``)."""
+
+    WRITE_ALLOC = "write_alloc"
+    NO_WRITE_ALLOC = "no_write_alloc"
 
 
 @dataclass
@@ -171,8 +185,8 @@ class CacheIR:
     vallen: str | None
     buckets: int
     entries: int | None
-    policy: str
-    write_miss: str
+    policy: CachePolicy
+    write_miss: WriteMiss
     loc: Location
     points: dict[str, str] = field(default_factory=dict)
     get_region: list[str] = field(default_factory=list)

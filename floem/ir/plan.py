@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 #: The hidden per-packet field carrying a traced packet's id across queues (trace_packets).
 TRACE_FIELD = "_floem_trace"
@@ -70,6 +71,14 @@ class ElementCounters:
         return f"{element} {segment} {packets_in} {ended} {outs}\n"
 
 
+class TraceKind(StrEnum):
+    """What a traced output port records (`TracedPort`)."""
+
+    ADMIT = "admit"
+    RESTORE = "restore"
+    SEND = "send"
+
+
 @dataclass(frozen=True)
 class TracedPort:
     """What an output port of a traced element records (runtime/include/floem/trace.h):
@@ -80,7 +89,7 @@ class TracedPort:
     in with; ``send``, the packet goes on. ``fields``: the per-packet fields whose values it
     records, with their number kind."""
 
-    kind: str
+    kind: TraceKind
     site: int
     fields: tuple[tuple[str, str], ...] = ()
     once: bool = True               # admit: one packet per run of the element, not per output

@@ -27,9 +27,10 @@ import dataclasses
 import networkx as nx
 
 from floem.errors import FloemError, Location
-from floem.ir import (BuildOptions, CacheIR, CCode, CType, Cut, Device, EdgeKind, ElementNode,
-                      FieldLayout, FrameParts, MainIR, MemoryRegionIR, PersistentState, ProgramIR, QueueIR,
-                      Role, SegmentIR, SegmentKind, StateLayout)
+from floem.ir import (BuildOptions, CacheIR, CachePolicy, CCode, CType, Cut, Device, EdgeKind,
+                      ElementNode, FieldLayout, FrameParts, MainIR, MemoryRegionIR,
+                      PersistentState, ProgramIR, QueueIR, Role, SegmentIR, SegmentKind,
+                      StateLayout, WriteMiss)
 from floem.ir.state import layouts_in_order
 from floem.lang.cache import CacheEnd
 from floem.lang.element import Composite, Connection, Element, Port
@@ -63,7 +64,8 @@ def run(program: Program, options: BuildOptions) -> ProgramIR:
         points = {p: end.name for p, end in c.ends.items() if end.name not in unused}
         if points:
             ir.caches[c.name] = CacheIR(c.name, c.key, c.keylen, c.val, c.vallen, c.buckets,
-                                        c.entries, c.policy, c.write_miss, c.loc, points)
+                                        c.entries, CachePolicy(c.policy),
+                                        WriteMiss(c.write_miss), c.loc, points)
     for el in program.elements:
         if el.name in unused:
             continue

@@ -15,6 +15,7 @@ every one of its inputs comes from elements that run for every call.
 """
 from __future__ import annotations
 
+from floem.csrc import BodyForm
 from floem.errors import FloemError, raise_together
 from floem.ir import EdgeKind, ProgramIR, Role, SegmentIR, SegmentKind
 
@@ -44,7 +45,7 @@ def _surely_fired(ir: ProgramIR, name: str) -> list[str]:
     node = ir.node(name)
     if node.role in (Role.ARGS, Role.CORE_ID):
         return list(node.outputs)
-    return sorted(node.info.always_fires) if node.info and node.info.form == "block" else []
+    return sorted(node.info.always_fires) if node.info and node.info.form == BodyForm.BLOCK else []
 
 
 def _surely_run(ir: ProgramIR, source: str) -> set[str]:
@@ -96,9 +97,9 @@ def _returns(ir: ProgramIR, name: str, found: set[str], surely_run: set[str]) ->
 
     if any(v in found for _, v, _ in ir.out_edges(name, kind=EdgeKind.ORDER)):
         return True
-    if node.role in (Role.ARGS, Role.CORE_ID) or (node.info and node.info.form == "block"):
+    if node.role in (Role.ARGS, Role.CORE_ID) or (node.info and node.info.form == BodyForm.BLOCK):
         return any(port_returns(p) for p in _surely_fired(ir, name))
     info = node.info
-    if info is not None and info.form == "switch":
+    if info is not None and info.form == BodyForm.SWITCH:
         return info.switch_has_else and all(port_returns(p) for p in info.switch_ports)
     return False

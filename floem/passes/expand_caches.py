@@ -44,7 +44,7 @@ import dataclasses
 
 from floem import csrc
 from floem.errors import FloemError
-from floem.ir import (CacheIR, CType, EdgeKind, ElementNode, FieldLayout, ProgramIR, Role,
+from floem.ir import (CacheIR, CachePolicy, CType, EdgeKind, ElementNode, FieldLayout, ProgramIR, Role,
                       SegmentKind, StateLayout)
 
 NAME = "expand_caches"
@@ -117,7 +117,7 @@ def _rewire(ir: ProgramIR, c: CacheIR) -> None:
     for point, name in c.points.items():
         n = ir.node(name)
         n.role, ports = _EXPANSION[point]
-        if point == "set_start" and c.policy == "write_through":
+        if point == "set_start" and c.policy == CachePolicy.WRITE_THROUGH:
             ports = ["region"]                  # write-through always runs the set region
         n.outputs = {p: [] for p in ports}
         for _, _, d in ir.graph.out_edges(name, data=True):
@@ -184,7 +184,7 @@ def _info(n: ElementNode, c: CacheIR) -> csrc.BodyInfo:
     switch = len(ports) > 1 and n.role in (Role.CACHE_LOOKUP, Role.CACHE_UPDATE)
     body = csrc.Body(n.name, "", n.loc.file, n.loc.line, [], [], None, {})
     return csrc.BodyInfo(
-        element=n.name, reads={}, form="switch" if switch else "block", calls={},
+        element=n.name, reads={}, form=csrc.BodyForm.SWITCH if switch else csrc.BodyForm.BLOCK, calls={},
         always_fires=set() if switch else set(ports), switch_ports=ports if switch else [],
         switch_has_else=switch, fields=csrc.FieldUse(uses, kills, writes),
         persistent_used=set(), body=body)
@@ -215,7 +215,7 @@ def _region(ir: ProgramIR, c: CacheIR, start: str, end: str) -> list[str]:
 
 def _defers_fill_evictions(ir: ProgramIR, c: CacheIR) -> bool:
     """True when fills (get_end) may evict dirty entries on another segment than set_start's."""
-    if c.policy != "write_back" or c.entries is None \
+    if c.policy != CachePolicy.WRITE_BACK or c.entries is None \
             or not {"get_end", "set_start"} <= set(c.points):
         return False
     return ir.node(c.points["get_end"]).segment != ir.node(c.points["set_start"]).segment

@@ -25,13 +25,14 @@ from typing import Callable
 import networkx as nx
 
 from floem import csrc
+from floem.csrc import BodyForm
 from floem.csrc.tokens import mentions
 from floem.ir import (Device, ElementNode, FrameCrossing, Home, ProcessIR, ProgramIR, QueueIR,
                       Role, SegmentIR, SegmentKind)
 from floem.ir.cnames import GENERATED_GLOBALS, c_global
 from floem.ir.graph import unused_name
 from floem.ir.plan import (TRACE_FIELD, TRACE_VALUES, ElementCounters, ElementPlan, ElementTrace,
-                           ProcessPlan, QueueSide, TracedPort, join_slot)
+                           ProcessPlan, QueueSide, TraceKind, TracedPort, join_slot)
 
 NAME = "plan_code"
 #: In a segment of more elements than this, every INLINE_DEPTH-th element (in program
@@ -152,7 +153,7 @@ def _element_plan(ir: ProgramIR, n: ElementNode, position: int, taken: set[str])
                  for p, t in n.inputs.items()}
         body = csrc.lower(n.info, reads, ports)
     used = n.info.persistent_used if n.info else set()
-    emits = source and n.info is not None and n.info.form == "multiple"
+    emits = source and n.info is not None and n.info.form == BodyForm.MULTIPLE
     return ElementPlan(
         ports=ports, entries=entries, inputs_record=record,
         body=body,
@@ -264,7 +265,7 @@ def _sends_exactly_once(n: ElementNode) -> bool:
     output block calling it once, as a whole statement of the block, in a body with no
     ``return`` or ``goto`` (which could leave or jump past the block)."""
     info = n.info
-    if len(n.outputs) != 1 or info is None or info.form != "block" or n.join:
+    if len(n.outputs) != 1 or info is None or info.form != BodyForm.BLOCK or n.join:
         return False
     return (set(info.always_fires) == set(n.outputs)
             and sum(len(lines) for lines in info.calls.values()) == 1 and not _leaves_early(n))
@@ -274,7 +275,7 @@ def _always_switches(n: ElementNode) -> bool:
     """Whether every run of ``n`` sends exactly one packet on, on one of its ports: an
     ``output switch`` with an ``else`` case, in a body with no ``return`` or ``goto``."""
     info = n.info
-    return info is not None and info.form == "switch" and info.switch_has_else \
+    return info is not None and info.form == BodyForm.SWITCH and info.switch_has_else \
         and not _leaves_early(n)
 
 
@@ -293,7 +294,7 @@ def _sends_at_most_once(n: ElementNode) -> bool:
     info = n.info
     if info is None:
         return False
-    return info.form == "switch" or (info.form == "block" and
+    return info.form == BodyForm.SWITCH or (info.form == BodyForm.BLOCK and
                                      sum(len(lines) for lines in info.calls.values()) == 1)
 
 
@@ -368,10 +369,11 @@ def _element_trace(ir: ProgramIR, n: ElementNode, admissions: dict[str, _Admissi
             q = ir.queues[n.queue]
             common += f" queue={q.name} channel={n.channel} route={q.enq_device}->{q.deq_device}"
             if TRACE_FIELD in q.fields[n.channel]:
-                ports.append((port, TracedPort("restore", site(f"restore {common}"))))
+                ports.append((port, TracedPort(TraceKind.RESTORE, site(f"restore {common}"))))
                 continue
         if port not in admissions:
-            ports.append((port, TracedPort("send", site(f"send {common} {_fields_text(written)}"),
+            ports.append((port, TracedPort(TraceKind.SEND,
+                                           site(f"send {common} {_fields_text(written)}"),
                                            written, decides=decides.get((n.name, port), ""))))
             continue
         now, decisions = admissions[port]
@@ -379,7 +381,7 @@ def _element_trace(ir: ProgramIR, n: ElementNode, admissions: dict[str, _Admissi
             untraced = True
             continue
         ports.append((port, TracedPort(
-            "admit", site(f"admit {common} {_fields_text(written)}"), written,
+            TraceKind.ADMIT, site(f"admit {common} {_fields_text(written)}"), written,
             once=not n.plan.emits_packets, filter=now or "", pending=now is None)))
     return ElementTrace(enter=enter, enter_fields=enter_fields, end=end, carries=carries,
                         ports=tuple(ports), untraced=untraced)
@@ -505,6 +507,6 @@ def _may_send_nothing(n: ElementNode) -> bool:
     info = n.info
     if info is None:
         return True
-    always = (info.form == "block" and bool(info.always_fires)) or \
-        (info.form == "switch" and info.switch_has_else)
+    always = (info.form == BodyForm.BLOCK and bool(info.always_fires)) or \
+        (info.form == BodyForm.SWITCH and info.switch_has_else)
     return not always

@@ -29,6 +29,7 @@ import math
 import os
 from collections.abc import Iterable
 
+from floem.csrc import BodyForm
 from floem.errors import FloemError, Location
 from floem.ir import (CCode, CType, Cut, Device, EdgeKind, ElementNode, FieldLayout, FrameParts,
                       ProgramIR, QueueIR, Role, SegmentIR, StateLayout)
@@ -221,7 +222,7 @@ def several_paths(ir: ProgramIR, names: Iterable[str]) -> str | None:
             return f"'{name}'.{next(p for p in ports if ports.count(p) > 1)} fans out"
         if n.info is None or n.role == Role.DEQUEUE:     # a dequeue: one channel per entry
             continue
-        if n.info.form not in ("switch", "multiple") and len(set(ports)) > 1:
+        if n.info.form not in (BodyForm.SWITCH, BodyForm.MULTIPLE) and len(set(ports)) > 1:
             return f"'{name}' fires several ports for one packet"
     return None
 
