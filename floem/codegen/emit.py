@@ -20,7 +20,7 @@ from floem.codegen.render import render
 from floem.paths import in_build
 from floem.platforms import DMA_ENVIRONMENT
 from floem.codegen.structs import printf_conversion
-from floem.ir import (Device, ElementNode, Home, PersistentState, ProgramIR, QueueIR, Role,
+from floem.ir import (CachePoint, Device, ElementNode, Home, PersistentState, ProgramIR, QueueIR, Role,
                       SegmentIR, SegmentKind)
 from floem.ir.state import struct_declarations
 
@@ -132,8 +132,8 @@ class _ProcessEmitter:
         self.nic = self.proc.device == Device.NIC
         self.plan = self.proc.plan
         mine = {n.name for n in self.nodes}
-        self.caches = [cgen.CacheView(c, c.state, ir.node(c.points["set_start"]).plan
-                                      .ports["region"] if "set_start" in c.points else "")
+        self.caches = [cgen.CacheView(c, c.state, ir.node(c.points[CachePoint.SET_START]).plan
+                                      .ports["region"] if CachePoint.SET_START in c.points else "")
                        for c in ir.caches.values()
                        if c.state is not None and set(c.points.values()) & mine]
 

@@ -33,6 +33,16 @@ class CachePolicy(StrEnum):
     WRITE_BACK = "write_back"
 
 
+class CachePoint(StrEnum):
+    """The four points of a cache in the graph: where its get and set regions start and
+    end."""
+
+    GET_START = "get_start"
+    GET_END = "get_end"
+    SET_START = "set_start"
+    SET_END = "set_end"
+
+
 class WriteMiss(StrEnum):
     """Whether a write that misses a cache puts the entry in it (``write_miss``)."""
 
@@ -188,7 +198,7 @@ class CacheIR:
     policy: CachePolicy
     write_miss: WriteMiss
     loc: Location
-    points: dict[str, str] = field(default_factory=dict)
+    points: dict[CachePoint, str] = field(default_factory=dict)     # point -> its node
     get_region: list[str] = field(default_factory=list)
     set_region: list[str] = field(default_factory=list)
     steer_instances: int = 0

@@ -27,10 +27,10 @@ import dataclasses
 import networkx as nx
 
 from floem.errors import FloemError, Location
-from floem.ir import (BuildOptions, CacheIR, CachePolicy, CCode, CType, Cut, Device, EdgeKind,
-                      ElementNode, FieldLayout, FrameParts, MainIR, MemoryRegionIR,
-                      PersistentState, ProgramIR, QueueIR, Role, SegmentIR, SegmentKind,
-                      StateLayout, WriteMiss)
+from floem.ir import (BuildOptions, CacheIR, CachePoint, CachePolicy, CCode, CType, Cut,
+                      Device, EdgeKind, ElementNode, FieldLayout, FrameParts, MainIR,
+                      MemoryRegionIR, PersistentState, ProgramIR, QueueIR, Role, SegmentIR,
+                      SegmentKind, StateLayout, WriteMiss)
 from floem.ir.state import layouts_in_order
 from floem.lang.cache import CacheEnd
 from floem.lang.element import Composite, Connection, Element, Port
@@ -61,7 +61,7 @@ def run(program: Program, options: BuildOptions) -> ProgramIR:
         if q.dequeuer.name not in unused:
             ir.queues[q.name] = _queue_ir(q)
     for c in program.caches:
-        points = {p: end.name for p, end in c.ends.items() if end.name not in unused}
+        points = {CachePoint(p): end.name for p, end in c.ends.items() if end.name not in unused}
         if points:
             ir.caches[c.name] = CacheIR(c.name, c.key, c.keylen, c.val, c.vallen, c.buckets,
                                         c.entries, CachePolicy(c.policy),

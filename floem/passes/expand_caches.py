@@ -44,22 +44,22 @@ import dataclasses
 
 from floem import csrc
 from floem.errors import FloemError
-from floem.ir import (CacheIR, CachePolicy, CType, EdgeKind, ElementNode, FieldLayout, ProgramIR, Role,
-                      SegmentKind, StateLayout)
+from floem.ir import (CacheIR, CachePoint, CachePolicy, CType, EdgeKind, ElementNode,
+                      FieldLayout, ProgramIR, Role, SegmentKind, StateLayout)
 
 NAME = "expand_caches"
 #: What this pass needs done before it, and what it gives the passes after it.
 REQUIRES = frozenset({"bodies", "sources", "segments_checked", "caches"})
 PROVIDES = frozenset({"cache_regions", "cache_fields"})
 #: The output port of a start point that leads into its region.
-_INTO_REGION = {"get_start": "miss", "set_start": "region"}
+_INTO_REGION = {CachePoint.GET_START: "miss", CachePoint.SET_START: "region"}
 
 #: Output ports of each expanded point, and the role it takes.
 _EXPANSION = {
-    "get_start": (Role.CACHE_LOOKUP, ["hit", "miss"]),
-    "get_end": (Role.CACHE_FILL, ["out"]),
-    "set_start": (Role.CACHE_UPDATE, ["region", "done"]),
-    "set_end": (Role.CACHE_SET_END, ["out"]),
+    CachePoint.GET_START: (Role.CACHE_LOOKUP, ["hit", "miss"]),
+    CachePoint.GET_END: (Role.CACHE_FILL, ["out"]),
+    CachePoint.SET_START: (Role.CACHE_UPDATE, ["region", "done"]),
+    CachePoint.SET_END: (Role.CACHE_SET_END, ["out"]),
 }
 
 
@@ -72,8 +72,8 @@ def run(ir: ProgramIR) -> ProgramIR:
         ir.replace_layout(state, extended)
         c.state = extended
         _rewire(ir, c)
-        c.get_region = _region(ir, c, "get_start", "get_end")
-        c.set_region = _region(ir, c, "set_start", "set_end")
+        c.get_region = _region(ir, c, CachePoint.GET_START, CachePoint.GET_END)
+        c.set_region = _region(ir, c, CachePoint.SET_START, CachePoint.SET_END)
         _check_regions(ir, c, extended)
         c.defer_fill_evictions = _defers_fill_evictions(ir, c)
         for name in c.points.values():
@@ -117,13 +117,14 @@ def _rewire(ir: ProgramIR, c: CacheIR) -> None:
     for point, name in c.points.items():
         n = ir.node(name)
         n.role, ports = _EXPANSION[point]
-        if point == "set_start" and c.policy == CachePolicy.WRITE_THROUGH:
+        if point == CachePoint.SET_START and c.policy == CachePolicy.WRITE_THROUGH:
             ports = ["region"]                  # write-through always runs the set region
         n.outputs = {p: [] for p in ports}
         for _, _, d in ir.graph.out_edges(name, data=True):
             if d["kind"] == EdgeKind.DATA:
                 d["out_port"] = _INTO_REGION.get(point, "out")
-    for start, end, port in (("get_start", "get_end", "hit"), ("set_start", "set_end", "done")):
+    for start, end, port in ((CachePoint.GET_START, CachePoint.GET_END, "hit"),
+                             (CachePoint.SET_START, CachePoint.SET_END, "done")):
         if start not in c.points or port not in ir.node(c.points[start]).outputs:
             continue
         first = [(v, d) for v, d in after[end]]
@@ -184,17 +185,18 @@ def _info(n: ElementNode, c: CacheIR) -> csrc.BodyInfo:
     switch = len(ports) > 1 and n.role in (Role.CACHE_LOOKUP, Role.CACHE_UPDATE)
     body = csrc.Body(n.name, "", n.loc.file, n.loc.line, [], [], None, {})
     return csrc.BodyInfo(
-        element=n.name, reads={}, form=csrc.BodyForm.SWITCH if switch else csrc.BodyForm.BLOCK, calls={},
+        element=n.name, reads={}, calls={},
+        form=csrc.BodyForm.SWITCH if switch else csrc.BodyForm.BLOCK,
         always_fires=set() if switch else set(ports), switch_ports=ports if switch else [],
         switch_has_else=switch, fields=csrc.FieldUse(uses, kills, writes),
         persistent_used=set(), body=body)
 
 
-def _region(ir: ProgramIR, c: CacheIR, start: str, end: str) -> list[str]:
+def _region(ir: ProgramIR, c: CacheIR, start: CachePoint, end: CachePoint) -> list[str]:
     """Elements between a start point and its end, across queues, in discovery order."""
     if start not in c.points:
         return []
-    port = "miss" if start == "get_start" else "region"
+    port = "miss" if start == CachePoint.GET_START else "region"
     todo = [v for _, v, _ in ir.out_edges(c.points[start], port)]
     seen: list[str] = []
     while todo:
@@ -216,9 +218,10 @@ def _region(ir: ProgramIR, c: CacheIR, start: str, end: str) -> list[str]:
 def _defers_fill_evictions(ir: ProgramIR, c: CacheIR) -> bool:
     """True when fills (get_end) may evict dirty entries on another segment than set_start's."""
     if c.policy != CachePolicy.WRITE_BACK or c.entries is None \
-            or not {"get_end", "set_start"} <= set(c.points):
+            or not {CachePoint.GET_END, CachePoint.SET_START} <= set(c.points):
         return False
-    return ir.node(c.points["get_end"]).segment != ir.node(c.points["set_start"]).segment
+    fill, update = (ir.node(c.points[p]) for p in (CachePoint.GET_END, CachePoint.SET_START))
+    return fill.segment != update.segment
 
 
 def _queues(ir: ProgramIR, region: list[str]) -> set[str]:
@@ -226,8 +229,8 @@ def _queues(ir: ProgramIR, region: list[str]) -> set[str]:
 
 
 def _check_regions(ir: ProgramIR, c: CacheIR, state: StateLayout) -> None:
-    entry_segments = {ir.node(c.points[p]).segment for p in ("get_start", "set_start")
-                      if p in c.points}
+    entry_segments = {ir.node(c.points[p]).segment
+                      for p in (CachePoint.GET_START, CachePoint.SET_START) if p in c.points}
     for name in c.get_region + c.set_region:
         seg = ir.segments[ir.node(name).segment]
         if seg.kind == SegmentKind.CALLABLE and seg.name not in entry_segments:

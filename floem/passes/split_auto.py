@@ -8,10 +8,10 @@ segment that sends them, the rest the CPU segment (which keeps the name; with no
 whole segment is the CPU's, and a cut whose ``rx`` is everything puts it on the NIC).
 Each boundary a packet crosses becomes a queue (``<segment>_rxq``, ``<segment>_txq``), one
 channel per edge that crosses, lcm(producer threads, consumer threads) instances, each
-with one producer and one consumer thread (`queue_shape`). Values an edge carries cross in per-packet state fields the
-pass adds (a frame as a `Frame` field, so liveness and slicing treat it as the language
-does); a stash element before the enqueue writes them, an unstash element after the
-dequeue hands them on::
+with one producer and one consumer thread (`queue_shape`). Values an edge carries cross
+in per-packet state fields the pass adds (a frame as a `Frame` field, so liveness and
+slicing treat it as the language does); a stash element before the enqueue writes them,
+an unstash element after the dequeue hands them on::
 
     FromNet -> Check -> Work -> ToNet        cut rx=[FromNet, Check], tx=[ToNet]
                                          =>  aes_rx (NIC): FromNet -> Check -> stash -> aes_rxq
