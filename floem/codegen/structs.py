@@ -4,14 +4,9 @@ from __future__ import annotations
 
 from floem.ir import FieldLayout
 
-#: How a number of each kind (`floem.ir.state.NUMBER_KINDS`) is printed: its printf
-#: conversion and the C type it is cast to for it.
-_CONVERSIONS = {"real": ("%g", "double"), "unsigned": ("%llu", "unsigned long long"),
-                "signed": ("%lld", "long long")}
-
 
 def printf_conversion(f: FieldLayout) -> tuple[str, str] | None:
     """How field ``f`` is printed: its printf conversion and the C type it is cast to for
     it; None for a field that is not a numeric scalar (not printed)."""
-    kind = f.type.number
-    return _CONVERSIONS[kind] if kind is not None else None
+    scalar = f.type.scalar
+    return scalar.printf if scalar is not None else None

@@ -3,16 +3,8 @@ NIC platforms alike), for reports and for the members of typed packets."""
 from __future__ import annotations
 
 from floem.csrc.model import Member, PacketView
+from floem.ir.scalars import SCALARS
 from floem.ir.state import FieldLayout, StateLayout
-
-#: The C scalar types the generated code knows, with their sizes.
-SCALARS = {
-    "char": 1, "signed char": 1, "unsigned char": 1, "bool": 1, "_Bool": 1,
-    "int8_t": 1, "uint8_t": 1, "short": 2, "unsigned short": 2, "int16_t": 2, "uint16_t": 2,
-    "int": 4, "unsigned": 4, "unsigned int": 4, "int32_t": 4, "uint32_t": 4, "float": 4,
-    "long": 8, "unsigned long": 8, "long long": 8, "unsigned long long": 8, "int64_t": 8,
-    "uint64_t": 8, "size_t": 8, "ssize_t": 8, "double": 8, "intptr_t": 8, "uintptr_t": 8,
-}
 
 
 def field_size(f: FieldLayout) -> int | None:
@@ -22,7 +14,8 @@ def field_size(f: FieldLayout) -> int | None:
     elif f.nested is not None:
         one = state_size(f.nested)
     else:
-        one = SCALARS.get(f.type.c)
+        scalar = SCALARS.get(f.type.c)
+        one = scalar.size if scalar is not None else None
     if one is None:
         return None
     return one * (f.type.array_len or 1)

@@ -12,6 +12,7 @@ from enum import StrEnum
 
 from floem.errors import Location
 from floem.ir.cnames import c_global
+from floem.ir.scalars import SCALARS, NumberKind, Scalar
 from floem.lang.types import c_declaration
 
 
@@ -69,18 +70,6 @@ class CCode:
     loc: Location
 
 
-#: The C scalar types that are numbers, and what kind: a signed or an unsigned integer, or a
-#: real number (how a report or a trace prints their values).
-NUMBER_KINDS = {
-    **dict.fromkeys(("char", "signed char", "short", "int", "long", "long long", "int8_t",
-                     "int16_t", "int32_t", "int64_t", "ssize_t", "intptr_t"), "signed"),
-    **dict.fromkeys(("unsigned char", "unsigned short", "unsigned", "unsigned int",
-                     "unsigned long", "unsigned long long", "uint8_t", "uint16_t", "uint32_t",
-                     "uint64_t", "size_t", "uintptr_t", "bool", "_Bool"), "unsigned"),
-    **dict.fromkeys(("float", "double"), "real"),
-}
-
-
 @dataclass(frozen=True)
 class CType:
     """A C type as a field or port declares it: its spelling and, for an array, its length."""
@@ -93,10 +82,15 @@ class CType:
         return c_declaration(self.c, self.array_len, name)
 
     @property
-    def number(self) -> str | None:
-        """``signed``, ``unsigned`` or ``real`` for a numeric scalar (`NUMBER_KINDS`); None
-        for anything else (an array, a pointer, a struct, a type from a user header)."""
-        return NUMBER_KINDS.get(self.c) if self.array_len is None else None
+    def scalar(self) -> Scalar | None:
+        """The scalar type (`floem.ir.scalars`) it is; None for anything else (an array, a
+        pointer, a struct, a type from a user header)."""
+        return SCALARS.get(self.c) if self.array_len is None else None
+
+    @property
+    def number(self) -> NumberKind | None:
+        """What kind of number it holds, if it is a scalar."""
+        return self.scalar.kind if self.scalar is not None else None
 
     def __str__(self) -> str:
         return self.c if self.array_len is None else f"{self.c}[{self.array_len}]"
