@@ -234,8 +234,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("-D", dest="define", action="append", default=[], type=_definition,
                        metavar=values, help=define_help)
 
-    def target_options(p: argparse.ArgumentParser) -> None:
-        app_argument(p)
+    def pass_options(p: argparse.ArgumentParser) -> None:
+        """The options that change what the passes decide."""
         p.add_argument("--nic", choices=NIC_PLATFORMS, default=BuildOptions.nic, help="NIC platform")
         p.add_argument("--nic-managers", type=int, default=BuildOptions.nic_managers, metavar="N",
                        help="NIC cores running the queue synchronization layer (0: inline)")
@@ -253,6 +253,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="frames the NIC keeps at most while their headers are away")
         p.add_argument("--slice-timeout", type=int, default=BuildOptions.slice_timeout_ms,
                        metavar="MS", help="a kept frame not back after MS ms is reclaimed")
+
+    def target_options(p: argparse.ArgumentParser) -> None:
+        app_argument(p)
+        pass_options(p)
         p.add_argument("--trace-filter", metavar="EXPR",
                        help="with --trace: trace only the packets for which this C expression "
                             "is true: on their per-packet state (state->op == 1, decided once "
@@ -313,9 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = command("check", "front end and all passes, no C compiler")
     app_argument(check)
-    check.add_argument("--nic", choices=NIC_PLATFORMS, default=BuildOptions.nic, help="NIC platform")
-    check.add_argument("--nic-managers", type=int, default=BuildOptions.nic_managers, metavar="N",
-                       help="NIC cores running the queue synchronization layer (0: inline)")
+    pass_options(check)
 
     graph = command("graph", "draw the program (DOT; SVG/PNG with Graphviz)")
     app_argument(graph)
@@ -428,15 +430,20 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     counting = {"count_instructions": True} if getattr(args, "count_instructions", None) else {}
     if getattr(args, "count_elements", False):
         counting["count_elements"] = True
-    return {**counting, "nic": args.nic, "net": args.net, "dump_after": args.dump_after,
-            "report_file": args.report, "nic_managers": args.nic_managers,
-            "sync_layer": not args.no_sync_layer, "send_all_fields": args.send_all_fields,
-            "counters": not args.no_counters, "slicing": not args.no_slicing,
-            "slice_threshold": args.slice_threshold, "slice_pool": args.slice_pool,
-            "slice_timeout_ms": args.slice_timeout, "trace": bool(args.trace),
+    return {**counting, **_pass_options(args), "net": args.net, "dump_after": args.dump_after,
+            "report_file": args.report, "trace": bool(args.trace),
             "trace_filter": args.trace_filter,
             "dma_model": {k: getattr(args, f"dma_{k}") for k in DMA_OPTIONS
                           if getattr(args, f"dma_{k}") is not None}}
+
+
+def _pass_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The `BuildOptions` the options of ``pass_options`` give."""
+    return {"nic": args.nic, "nic_managers": args.nic_managers,
+            "sync_layer": not args.no_sync_layer, "send_all_fields": args.send_all_fields,
+            "counters": not args.no_counters, "slicing": not args.no_slicing,
+            "slice_threshold": args.slice_threshold, "slice_pool": args.slice_pool,
+            "slice_timeout_ms": args.slice_timeout}
 
 
 def _count_of(n: int, noun: str) -> str:
@@ -465,7 +472,7 @@ def _command(args: argparse.Namespace) -> int:
         sys.stdout.write(params.describe(params.declared()))
         return 0
     if args.command == "check":
-        ir = check_program(program, nic=args.nic, nic_managers=args.nic_managers)
+        ir = check_program(program, **_pass_options(args))
         _warn(ir.warnings)
         print(f"{args.app}: ok ({_count_of(len(ir.segments), 'segment')}, "
               f"{_count_of(len(ir.nodes()), 'element')})")

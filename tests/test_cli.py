@@ -140,6 +140,19 @@ def test_check_runs_no_compiler(tmp_path) -> None:
     assert not list(cache.glob("**/*.c"))
 
 
+def test_check_takes_every_option_that_changes_what_the_passes_decide() -> None:
+    kvs = [os.path.join(ROOT, "examples", "kvs", "kvs.py"), "-D", "design=split"]
+    assert floem("check", *kvs).stderr == ""
+    # Queues carrying whole states carry fields some paths never wrote: what build warns.
+    result = floem("check", *kvs, "--send-all-fields", "--no-slicing", "--no-sync-layer",
+                   "--no-counters", "--slice-pool", "64")
+    assert result.returncode == 0, result.stderr
+    assert "Request.vallen is read by 'requests_enq0' on a path where it was never written" \
+        in result.stderr
+    result = floem("check", *kvs, "--slice-pool", "-1")
+    assert result.returncode == 1 and "--slice-pool must be a whole number" in result.stderr
+
+
 def test_report(tmp_path) -> None:
     result = floem("build", os.path.join(PROGRAMS, "perpacket_state.py"), "-o",
                    str(tmp_path / "out"), "--report")
