@@ -144,9 +144,6 @@ def _place(args: argparse.Namespace) -> int:
                          "-D device=auto) and no parameter to size (-D NAME=V1,V2, or "
                          "a parameter declared with choices)", app)
     if args.explain:
-        for search in searches:
-            for cut in [c for cuts in search.valid.values() for c in cuts]:
-                search.compiled([cut])
         _explain(searches)
     started = time.monotonic()
     budget = max(1, args.max_builds)
@@ -245,8 +242,11 @@ def _cut(c: Candidate, order: list[str]) -> Cut:
 
 
 def _explain(searches: list[Search]) -> None:
-    """Every cut of every AUTO segment, valid or with the reason it is not."""
+    """Every cut of every AUTO segment, valid or with the reason it is not (the compiler's
+    too: every cut valid so far is compiled)."""
     for search in searches:
+        for cut in [c for cuts in search.valid.values() for c in cuts]:
+            search.compiled([cut])
         if search.label and search.orders:
             print(f"configuration {search.label}:")
         for name, cands in search.found.items():
