@@ -212,11 +212,13 @@ def _summary(args: argparse.Namespace, app: str, nic: Platform, host: Platform,
     """What the search considered, and how: the line above the table."""
     valid = sum(len(v) for s in searches for v in s.valid.values())
     rejected = sum(len(v) for s in searches for v in s.found.values()) - valid
+    pruned = sum(s.pruned for s in searches)
     what = []
     if any(s.orders for s in searches):
-        what.append(f"{valid} valid cuts with their threads; {rejected} cuts rejected"
+        unsure = " (some never compiled, which the compiler may reject)" \
+            if pruned and not args.explain else ""
+        what.append(f"{valid} valid cuts{unsure} with their threads; {rejected} cuts rejected"
                     + (", see above" if args.explain else ""))
-    pruned = sum(s.pruned for s in searches)
     if pruned:
         what.append(f"{pruned} more left out: the model's bound on each ranks it below the "
                     f"best {max(SHOWN, args.top)}")
