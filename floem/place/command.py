@@ -83,7 +83,6 @@ class Search:
     found: dict[str, list[Candidate]]       # each AUTO segment's cuts, valid or not
     layouts: dict[tuple, ProgramIR | None] = field(default_factory=dict)  # compiled, by
     #                                         cuts (None: the compiler rejected them)
-    predicted: int = 0                      # placements predicted
     pruned: int = 0                         # placements left out by the model's bound
 
     @property
@@ -268,14 +267,14 @@ def _probe_cuts(valid: dict[str, list[Cut]],
     """The placements counted (each of ``valid``'s cuts the compiler accepts): all on the
     CPU; as much as can be on the NIC; one with both boundaries (when the NIC one lacks
     one)."""
+    def size(c: Cut) -> int:
+        return len(c.rx) + len(c.tx)
+
     def biggest(cuts: list[Cut], wanted: Callable[[Cut], bool]) -> Cut | None:
-        for c in sorted(cuts, key=lambda c: len(c.rx) + len(c.tx), reverse=True):
+        for c in sorted(cuts, key=size, reverse=True):
             if wanted(c) and compiles(c):
                 return c
         return None
-
-    def size(c: Cut) -> int:
-        return len(c.rx) + len(c.tx)
     cpu = [Cut(name) for name in valid]
     nic = [biggest(cuts, lambda c: True) or Cut(name) for name, cuts in valid.items()]
     both = [biggest(cuts, lambda c: bool(c.rx and c.tx))
@@ -349,9 +348,7 @@ def _predict(search: Search, figures: Figures, workload: Workload, nic: Platform
     every = list(placements(list(search.valid.values()), sizes, free, host_cores))
     search.pruned = 0
     if objective not in BOUNDED or wanted is None:
-        rows = [p for cuts in every if (p := placement(cuts, True)) is not None]
-        search.predicted = len(rows)
-        return rows
+        return [p for cuts in every if (p := placement(cuts, True)) is not None]
     key = rank_key(objective, rate)
     cpu = [cuts for cuts in every if not any(c.rx or c.tx for c in cuts)]
     rows = [p for cuts in cpu if (p := placement(cuts, True)) is not None]
@@ -366,7 +363,6 @@ def _predict(search: Search, figures: Figures, workload: Workload, nic: Platform
             rows.append(row)
             bisect.insort(best, key(row))
             del best[wanted:]
-    search.predicted = len(rows)
     return rows
 
 
