@@ -1,16 +1,18 @@
 /* Hand-written key-value store: what examples/kvs/kvs.py (-D design=cpu) does, written
  * directly in C.
  *
- * Receive bursts of 32 frames; accept whole single-datagram memcached requests with
- * kvs_check (counting the others by reason and giving them back); validate the request,
- * serve it from the store (GET/GETK: the key's record; SET: its record; DELETE, or a SET
- * whose value is too large: remove the key) and write memcached's reply into the
- * request's own frame, or into a frame allocated for it when it is longer than the
- * request (a reply longer than one datagram continues in frames allocated for it),
- * send it; flush after each burst. The protocol and the store are the
- * example's own C (proto.c, store.c), with kvs.py's defaults (64 MiB of items, 2^17
- * buckets, values up to KVS_VALUE_LIMIT); packet I/O is the Floem runtime's
- * (floem/net.h, pcap backend), the same calls the generated program makes.
+ * Receive bursts of 32 frames; give each request of a text datagram a frame of its own
+ * (kvs_split_next); accept whole single requests with kvs_check (counting the others by
+ * reason and giving them back); parse the request, serve it from the store (GET: the
+ * key's record; SET: its record; DELETE, or a SET whose value is too large: remove the
+ * key; an update: kvs_store_apply), a write taking a CAS value and giving it back when it
+ * did not happen, and write memcached's reply into the request's own frame, or into a frame
+ * allocated for it when it is longer than the request (a reply longer than one datagram
+ * continues in frames allocated for it), send it; flush after each
+ * burst. The protocol and the store are the example's own C (proto.c, store.c), with
+ * kvs.py's defaults (64 MiB of items, 2^17 buckets, values up to KVS_VALUE_LIMIT); packet
+ * I/O is the Floem runtime's (floem/net.h, pcap backend), the same calls the generated
+ * program makes.
  *
  * Written for speed as a C programmer would: one loop, the store made once before it,
  * the key hashed once and the clock read once per request, counters as plain
@@ -22,8 +24,7 @@
 #include <stdlib.h>
 
 #include "floem/net.h"
-#include "proto.h"
-#include "store.h"
+#include "update.h"
 
 #define BATCH 32
 #define KVS_MEMORY (64u << 20)      /* kvs.py: memory = 64 (MiB) */
@@ -33,54 +34,114 @@
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
 static uint64_t drops[KVS_DROPS];
-static uint8_t record[KVS_RECORD_HEADER + KVS_VALUE_LIMIT];
+static uint64_t last_cas, oldest_cas;
+static uint32_t flush_at;
+static uint8_t record[KVS_RECORD_MAX], result[KVS_RECORD_MAX], msg[KVS_REPLY_MESSAGE_MAX];
 
-/* Serve request `p` from `store` and write its reply: the datagrams after the first into
- * new frames (sent at once), the first into the request's frame `pkt`, or a new one when
- * it is longer than the request (sent last). */
+/* Serve single request `p` from `store` and write its reply: the datagrams after the first
+ * into new frames (sent at once), the first into the request's frame `pkt`, or a new one when it is
+ * longer than the request (sent last). */
 static inline void serve(kvs_store_t *store, floem_packet_t *pkt)
 {
     struct kvs_packet *p = pkt->data;
-    uint8_t op = p->mc.opcode;
-    uint16_t status = kvs_validate(p, KVS_VALUE_LIMIT);
-    uint8_t *key = kvs_key(p);
-    uint16_t keylen = kvs_keylen(p);
     uint32_t now = kvs_now();
+    struct kvs_request r;
+    kvs_parse(p, KVS_VALUE_LIMIT, now, &r);
+    if (unlikely(r.flush))
+        kvs_cas_flush(&last_cas, &oldest_cas, &flush_at, (uint32_t)r.arg, now);
+    uint64_t oldest = kvs_cas_oldest(&last_cas, &oldest_cas, &flush_at, now);
+    uint64_t cas = r.writes ? kvs_cas_next(&last_cas) : 0;
+    uint16_t status = r.status;
+    const uint8_t *key = r.key;
+    uint16_t keylen = r.keylen;
     const uint8_t *rec = NULL;
     uint32_t reclen = 0;
-    if (likely(status == FLOEM_MC_OK && (op == FLOEM_MC_GET || op == FLOEM_MC_GETK))) {
-        long n = kvs_store_get(store, key, keylen, kvs_hash(key, keylen), now, record,
+    bool ok = status == FLOEM_MC_OK, plain = r.arg == 0;
+    if (likely(ok && r.op == KVS_OP_GET)) {
+        long n = kvs_store_get(store, key, keylen, kvs_hash(key, keylen), now, oldest, record,
                                sizeof record);
         rec = record;
         reclen = n < 0 || (size_t)n > sizeof record ? 0 : (uint32_t)n;
-    } else if (status == FLOEM_MC_OK && op == FLOEM_MC_SET) {
-        uint32_t len = kvs_record_make(record, p, now);
+    } else if (ok && r.op == KVS_OP_SET && plain) {
+        uint32_t len = kvs_record_make(record, p, now, cas);
         if (kvs_store_set(store, key, keylen, kvs_hash(key, keylen), kvs_record_expiry(record),
-                          record, len))
+                          cas, record, len))
             status = FLOEM_MC_OUT_OF_MEMORY;
-    } else if ((status == FLOEM_MC_OK && op == FLOEM_MC_DELETE)
-               || status == FLOEM_MC_VALUE_TOO_LARGE) {
-        int found = kvs_store_delete(store, key, keylen, kvs_hash(key, keylen), now);
-        if (op == FLOEM_MC_DELETE)      /* a SET too large keeps its status */
+    } else if ((ok && r.op == KVS_OP_DELETE && plain)
+               || (status == FLOEM_MC_VALUE_TOO_LARGE && r.op == KVS_OP_SET)) {
+        int found = kvs_store_delete(store, key, keylen, kvs_hash(key, keylen), now, oldest);
+        if (r.op == KVS_OP_DELETE)      /* a SET too large keeps its status */
             status = found ? FLOEM_MC_OK : FLOEM_MC_KEY_NOT_FOUND;
+    } else if (ok && r.op != KVS_OP_NONE) {
+        bool stores = r.op == KVS_OP_SET || r.op == KVS_OP_ADD || r.op == KVS_OP_REPLACE
+                      || r.op == KVS_OP_APPEND || r.op == KVS_OP_PREPEND || r.op == KVS_OP_CAS;
+        uint32_t len = stores ? kvs_record_make(record, p, now, cas) : 0;
+        reclen = kvs_store_apply(store, key, keylen, kvs_hash(key, keylen), now, oldest, r.op,
+                                 record, len, r.arg, cas, KVS_VALUE_LIMIT, result, &status);
+        rec = result;
     }
-    struct floem_mc_msg r = kvs_reply_to(p, status, rec, reclen, now);
-    unsigned datagrams = kvs_reply_datagrams(&r);
+    if (cas != 0 && status != FLOEM_MC_OK)
+        kvs_cas_unused(&last_cas, cas);
+    long len = kvs_reply(msg, p, status, rec, reclen, cas, now, oldest);
+    if (len < 0) {
+        floem_net_free(pkt);
+        return;
+    }
+    unsigned datagrams = kvs_reply_datagrams((size_t)len);
     for (unsigned seq = 1; seq < datagrams; seq++) {
         floem_packet_t more;
-        if (!floem_net_alloc((uint32_t)kvs_reply_size(&r, seq), &more))
+        if (!floem_net_alloc((uint32_t)kvs_reply_size((size_t)len, seq), &more))
             break;
-        kvs_reply_write(more.data, p, &r, seq);
+        kvs_reply_write(more.data, p, msg, (size_t)len, seq);
         floem_net_tx(0, &more);
     }
-    floem_packet_t first = {p, (uint32_t)kvs_reply_size(&r, 0), pkt->buffer};
+    floem_packet_t first = {p, (uint32_t)kvs_reply_size((size_t)len, 0), pkt->buffer};
     bool own = first.len > kvs_request_size(p);
     if (!own || floem_net_alloc(first.len, &first)) {
-        kvs_reply_write(first.data, p, &r, 0);
+        kvs_reply_write(first.data, p, msg, (size_t)len, 0);
         floem_net_tx(0, &first);
     }
     if (own)
         floem_net_free(pkt);
+}
+
+/* Check and serve frame `pkt`. */
+static inline void accept(kvs_store_t *store, floem_packet_t *pkt)
+{
+    int why = kvs_check(pkt->data, pkt->len);
+    if (likely(why < 0)) {
+        serve(store, pkt);
+    } else {
+        drops[why]++;
+        floem_net_free(pkt);
+    }
+}
+
+/* Serve every request of text datagram `pkt` (accepted by kvs_check) in a frame of its own,
+ * the last in `pkt`'s; count what is left that is not a whole request. */
+static void split(kvs_store_t *store, floem_packet_t *pkt)
+{
+    struct kvs_packet *p = pkt->data;
+    const uint8_t *text = kvs_text(p);
+    size_t len = kvs_text_len(p);
+    struct kvs_split cur, next;
+    if (!kvs_split_next(text, len, 0, NULL, &cur)) {
+        drops[KVS_DROP_INCOMPLETE]++;
+        floem_net_free(pkt);
+        return;
+    }
+    while (kvs_split_next(text, len, cur.next, &cur, &next)) {
+        floem_packet_t more;
+        if (!floem_net_alloc(FLOEM_UDP_FRAME_LEN + KVS_DATAGRAM_MAX, &more))
+            break;
+        more.len = (uint32_t)kvs_split_write(more.data, pkt->data, &cur);
+        accept(store, &more);
+        cur = next;
+    }
+    if (cur.next < len && !cur.more_keys)
+        drops[cur.sends ? KVS_DROP_UNREAD : KVS_DROP_INCOMPLETE]++;
+    pkt->len = (uint32_t)kvs_split_write(pkt->data, pkt->data, &cur);
+    accept(store, pkt);
 }
 
 int main(void)
@@ -101,13 +162,13 @@ int main(void)
         }
         for (unsigned i = 0; i < n; i++) {
             floem_packet_t pkt = floem_net_packet(frames[i]);
-            int why = kvs_check(pkt.data, pkt.len);
-            if (likely(why < 0)) {
-                serve(store, &pkt);
-            } else {
-                drops[why]++;
-                floem_net_free(&pkt);
-            }
+            const uint8_t *d = pkt.data;
+            if (unlikely(pkt.len > FLOEM_UDP_FRAME_LEN + FLOEM_MC_UDP_HDR_LEN
+                         && d[FLOEM_UDP_FRAME_LEN + FLOEM_MC_UDP_HDR_LEN] != FLOEM_MC_REQUEST
+                         && kvs_check(d, pkt.len) < 0))
+                split(store, &pkt);
+            else
+                accept(store, &pkt);
         }
         floem_net_flush(0);
     }
@@ -118,9 +179,10 @@ int main(void)
            ", deletes %" PRIu64 ", evictions %" PRIu64 ", set failures %" PRIu64 "\n",
            st.items, st.gets, st.hits, st.sets, st.deletes, st.evictions, st.set_failures);
     printf("kvs: dropped not_udp %" PRIu64 ", ip_options %" PRIu64 ", too_short %" PRIu64
-           ", multi_datagram %" PRIu64 ", bad_magic %" PRIu64 ", bad_length %" PRIu64 "\n",
+           ", multi_datagram %" PRIu64 ", bad_length %" PRIu64 ", incomplete %" PRIu64 "\n",
            drops[KVS_DROP_NOT_UDP], drops[KVS_DROP_IP_OPTIONS], drops[KVS_DROP_TOO_SHORT],
-           drops[KVS_DROP_MULTI_DATAGRAM], drops[KVS_DROP_BAD_MAGIC], drops[KVS_DROP_BAD_LENGTH]);
+           drops[KVS_DROP_MULTI_DATAGRAM], drops[KVS_DROP_BAD_LENGTH],
+           drops[KVS_DROP_INCOMPLETE]);
     kvs_store_free(store);
     return 0;
 }

@@ -23,7 +23,7 @@ stop_when_replayed(r'''
            ", deletes %" PRIu64 ", evictions %" PRIu64 ", set failures %" PRIu64 "\n",
            st.items, st.gets, st.hits, st.sets, st.deletes, st.evictions, st.set_failures);
     printf("kvs: dropped not_udp %" PRIu64 ", ip_options %" PRIu64 ", too_short %" PRIu64
-           ", multi_datagram %" PRIu64 ", bad_magic %" PRIu64 ", bad_length %" PRIu64 "\n",
+           ", multi_datagram %" PRIu64 ", bad_length %" PRIu64 ", incomplete %" PRIu64 "\n",
            drops->not_udp, drops->ip_options, drops->too_short, drops->multi_datagram,
-           drops->bad_magic, drops->bad_length);
+           drops->bad_length, drops->incomplete);
 ''')

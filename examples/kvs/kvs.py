@@ -1,5 +1,5 @@
 """The key-value store of the Floem paper (sections 3-4, Figures 1-2, section 7.1), in every
-design the paper explores, serving the memcached binary protocol over UDP.
+design the paper explores, serving memcached's binary and text protocols over UDP.
 
     floem run examples/kvs/kvs.py --port 11211                          # design cpu
     floem run examples/kvs/kvs.py -D design=cache-wb --nic emu --port 11211
@@ -16,10 +16,11 @@ A design is a parameter, ``-D design=...``:
   of the host's store, write-through or write-back.
 * ``external`` (Figure 1d): ``split`` whose host half is a plain C program
   (external/server.c, its own ``main`` and threads) that keeps the store and calls the
-  generated ``obtain_pkt``, ``get_send``, ``set_send`` and ``delete_send``.
+  generated ``obtain_pkt``, ``get_send``, ``set_send``, ``delete_send`` and ``update_send``.
 * ``split-pointer`` (section 7.1, the paper's first split): ``split`` as the paper built
   it: the NIC creates each SET's item in a log in host memory by DMA, the queues carry
   the item's pointer, and the NIC reads a GET's item with a blocking DMA read to reply.
+  Updates of what a key holds (ADD, APPEND, INCR, CAS, ...) are answered "not supported".
 * ``auto``: ``cpu``'s segment declared ``target.AUTO``, for the compiler to cut between the
   NIC and the CPU (``floem place``, docs/placement.md); without a cut it runs as ``cpu``.
 
@@ -29,11 +30,12 @@ from floem import (Cache, CallableSegment, Flow, Input, Int, MemoryRegion, Outpu
                    Queue, Segment, cflags, external_main, param, target)
 from floem.library import FromNet, NetFree, Steer, ToNet
 
-from elements import (KEY_MAX, LIBRARY_C, RECORD_HEADER, VALUE_LIMIT, Classify, CreateItem,
-                      Forget, HashKey, HashtDelete, HashtDeleteItem, HashtGet, HashtGetItem,
-                      HashtPut, HashtPutItem, ItemIndex, ItemLog, ItemRequest, MakeRecord,
-                      ParseRequest, ReadItem, Request, RequestDrops, Respond, Restore, Retrieve,
-                      Table)
+from elements import (KEY_MAX, LIBRARY_C, RECORD_HEADER, VALUE_LIMIT, Classify, Counts,
+                      CreateItem, Forget, HashKey, HashtDelete, HashtDeleteItem, HashtGet,
+                      HashtGetItem, HashtPut, HashtPutItem, HashtUpdate, ItemIndex, ItemLog,
+                      ItemRequest, MakeRecord, ParseRequest, ReadItem, Request, RequestDrops,
+                      Respond, Restore, Retrieve, SplitRequests, Table, Uncache, Unsupported,
+                      Versions)
 
 DESIGNS = ("cpu", "split", "cache-wt", "cache-wb", "external", "split-pointer", "auto")
 design = param("design", "cpu", choices=DESIGNS,
@@ -53,10 +55,14 @@ value_max = param("value_max", VALUE_LIMIT,
                   help="longest value a SET may store (longer: 'Too large.')")
 queue_size = param("queue_size", 256, help="entries of each physical queue instance")
 
-KINDS = ("get", "set", "delete")
+#: The kinds of requests, each a channel (or queue) of its own between NIC and host: GETs,
+#: plain SETs, plain DELETEs, and updates of what a key holds (ADD, APPEND, INCR, CAS, ...).
+KINDS = ("get", "set", "delete", "update")
 cflags(f"-I{LIBRARY_C}")
 table = Table("table", init={"memory": memory << 20, "buckets": store_buckets})
 drops = RequestDrops("drops")
+versions = Versions("versions")
+counts = Counts("counts")
 
 
 def entry_bytes(*variable: int) -> int:
@@ -68,35 +74,42 @@ def entry_bytes(*variable: int) -> int:
 
 
 KEY, RECORD = KEY_MAX, RECORD_HEADER + value_max
-REQUEST_ENTRY = {"get": entry_bytes(KEY), "set": entry_bytes(KEY, RECORD), "delete": entry_bytes(KEY)}
-REPLY_ENTRY = {"get": entry_bytes(RECORD), "set": entry_bytes(), "delete": entry_bytes()}
-#: split-pointer: requests carry a key (and a SET the item's pointer), replies a pointer.
-ITEM_REQUEST_ENTRY = {kind: entry_bytes(KEY) for kind in KINDS}
-ITEM_REPLY_ENTRY = {kind: entry_bytes() for kind in KINDS}
+REQUEST_ENTRY = {"get": entry_bytes(KEY), "set": entry_bytes(KEY, RECORD), "delete": entry_bytes(KEY),
+                 "update": entry_bytes(KEY, RECORD)}
+REPLY_ENTRY = {"get": entry_bytes(RECORD), "set": entry_bytes(), "delete": entry_bytes(),
+               "update": entry_bytes(RECORD)}
+#: split-pointer: requests carry a key (and a SET the item's pointer), replies a pointer; it
+#: has no updates (the host cannot change an item the NIC made).
+ITEM_KINDS = KINDS[:3]
+ITEM_REQUEST_ENTRY = {kind: entry_bytes(KEY) for kind in ITEM_KINDS}
+ITEM_REPLY_ENTRY = {kind: entry_bytes() for kind in ITEM_KINDS}
 #: The host's element for each kind of request: the store's, or split-pointer's index's.
-STORE = {"get": HashtGet, "set": HashtPut, "delete": HashtDelete}
+STORE = {"get": HashtGet, "set": HashtPut, "delete": HashtDelete, "update": HashtUpdate}
 INDEX = {"get": HashtGetItem, "set": HashtPutItem, "delete": HashtDeleteItem}
 
 
 class LogicalQueues:
-    """GET, SET and DELETE as channels of one `Queue` of ``cores`` instances, or, with
-    ``share=False``, a `Queue` each: one logical-to-physical mapping or the other."""
+    """The kinds of requests (``entry``'s keys) as channels of one `Queue` of ``cores``
+    instances, or, with ``share=False``, a `Queue` each: one logical-to-physical mapping or
+    the other."""
 
     def __init__(self, name: str, entry: dict[str, int], share: bool = True) -> None:
         self.share = share
+        self.kinds = tuple(entry)
         if share:
-            self.queue = Queue(name, channel=len(KINDS), inst=cores, size=queue_size,
+            self.queue = Queue(name, channel=len(self.kinds), inst=cores, size=queue_size,
                                entry_size=max(entry.values()))
-            self.ends = {k: (self.queue.enq[i], self.queue.deq[i]) for i, k in enumerate(KINDS)}
+            self.ends = {k: (self.queue.enq[i], self.queue.deq[i])
+                         for i, k in enumerate(self.kinds)}
         else:
             queues = {k: Queue(f"{name}_{k}", inst=cores, size=queue_size, entry_size=entry[k])
-                      for k in KINDS}
+                      for k in self.kinds}
             self.ends = {k: (q.enq, q.deq) for k, q in queues.items()}
 
     def segments(self, name: str) -> list[tuple[str, tuple[str, ...]]]:
-        """The dequeuing segments, as (segment name, kinds it serves): ``name`` serving all
-        three, or ``name_KIND`` serving one each (a segment starts at one queue)."""
-        return [(name, KINDS)] if self.share else [(f"{name}_{k}", (k,)) for k in KINDS]
+        """The dequeuing segments, as (segment name, kinds it serves): ``name`` serving
+        every kind, or ``name_KIND`` serving one each (a segment starts at one queue)."""
+        return [(name, self.kinds)] if self.share else [(f"{name}_{k}", (k,)) for k in self.kinds]
 
     def enq(self, kind: str):
         """The enqueue port of ``kind``'s logical queue."""
@@ -108,10 +121,11 @@ class LogicalQueues:
 
 
 def receive(steer: bool) -> Classify:
-    """``FromNet >> ParseRequest >> HashKey [>> Steer] >> Classify`` (malformed frames to
-    NetFree); returns the classifier, whose ports get, set, delete and other the design wires."""
-    parse, classify = ParseRequest(value_max=value_max, states=[drops]), Classify()
-    FromNet() >> parse
+    """``FromNet >> SplitRequests >> ParseRequest >> HashKey [>> Steer] >> Classify``
+    (malformed frames to NetFree); returns the classifier, whose ports get, set, delete,
+    update and other the design wires."""
+    parse, classify = ParseRequest(value_max=value_max, states=[drops, versions]), Classify()
+    FromNet() >> SplitRequests(states=[drops]) >> parse
     hashed = parse.out >> HashKey()
     if steer:                                   # state->qid = hash % cores: the key's instance
         hashed = hashed >> Steer(n=cores, hash="state->hash")
@@ -121,8 +135,9 @@ def receive(steer: bool) -> Classify:
 
 
 def reply(record: bool = False) -> Respond:
-    """``Respond >> ToNet``; ``record``: the reply of a GET, from the record in ``val``."""
-    respond = Respond(record=record)
+    """``Respond >> ToNet``; ``record``: the reply of a GET or an update, from the record in
+    ``val``."""
+    respond = Respond(record=record, states=[versions, counts])
     respond >> ToNet()
     return respond
 
@@ -135,6 +150,8 @@ def cpu(device: str = target.CPU) -> None:
             classify.get >> HashtGet(states=[table]) >> reply(record=True)
             classify.set >> MakeRecord() >> HashtPut(states=[table]) >> reply()
             classify.delete >> HashtDelete(states=[table]) >> reply()
+            classify.update >> MakeRecord() >> HashtUpdate(value_max=value_max, states=[table]) \
+                >> reply(record=True)
             classify.other >> reply()
 
     kvs("kvs", device=device, cores=list(range(cores)))
@@ -153,7 +170,8 @@ def serve(requests: LogicalQueues, replies: LogicalQueues, cached: bool = False,
 
         def impl(self):
             for kind in self.kinds:
-                work = elements[kind](cached=cached, states=[state])
+                options = {"value_max": value_max} if kind == "update" else {}
+                work = elements[kind](cached=cached, states=[state], **options)
                 requests.deq(kind) >> work >> replies.enq(kind)
 
     for name, kinds in requests.segments("store"):
@@ -172,7 +190,7 @@ def respond_on_nic(replies: LogicalQueues, before: dict | None = None) -> None:
                 end = replies.deq(kind)
                 if before and kind in before:
                     end = end >> before[kind]
-                end >> reply(record=kind == "get")
+                end >> reply(record=kind in ("get", "update"))
 
     for name, kinds in replies.segments("nic_tx"):
         nic_tx(name, device=target.NIC, cores=list(range(nic_cores)), kinds=kinds)
@@ -191,6 +209,7 @@ def split(host=serve) -> None:
             classify.get >> requests.enq("get")
             classify.set >> MakeRecord() >> requests.enq("set")
             classify.delete >> requests.enq("delete")
+            classify.update >> MakeRecord() >> requests.enq("update")
             classify.other >> reply()
 
     nic_rx("nic_rx", device=target.NIC, cores=list(range(nic_cores)))
@@ -216,6 +235,7 @@ def split_pointer() -> None:
             classify.get >> requests.enq("get")
             classify.set >> CreateItem(items=items, states=[itemlog]) >> requests.enq("set")
             classify.delete >> requests.enq("delete")
+            classify.update >> Unsupported() >> reply()
             classify.other >> reply()
 
     nic_rx("nic_rx", device=target.NIC, cores=list(range(nic_cores)))
@@ -238,6 +258,8 @@ def cache(policy: str) -> None:
             classify.get >> kv.get_start >> requests.enq("get")
             classify.set >> MakeRecord() >> kv.set_start >> requests.enq("set")
             classify.delete >> Forget(cache=kv, instances=cores) >> requests.enq("delete")
+            classify.update >> MakeRecord() >> Uncache(cache=kv, instances=cores) \
+                >> requests.enq("update")
             classify.other >> reply()
 
     nic_rx("nic_rx", device=target.NIC, cores=list(range(nic_cores)))
@@ -248,7 +270,7 @@ def cache(policy: str) -> None:
 def external_store(requests: LogicalQueues, replies: LogicalQueues) -> None:
     """Figure 1d: the host's half of split is external/server.c, a plain C program with
     its own main and threads, which takes requests with ``obtain_pkt(qid)`` and answers
-    with ``get_send``, ``set_send`` and ``delete_send``."""
+    with ``get_send``, ``set_send``, ``delete_send`` and ``update_send``."""
     class obtain_pkt(CallableSegment):
         """struct kvs_task *obtain_pkt(int qid): the next request of instance qid, or NULL."""
 
@@ -259,7 +281,7 @@ def external_store(requests: LogicalQueues, replies: LogicalQueues) -> None:
         def impl(self):
             self.inp >> requests.queue.qid
             for kind in KINDS:
-                requests.deq(kind) >> Retrieve(record=kind == "set") >> self.out
+                requests.deq(kind) >> Retrieve(record=kind in ("set", "update")) >> self.out
 
     def sender(kind: str) -> None:
         class send(CallableSegment):
@@ -269,7 +291,7 @@ def external_store(requests: LogicalQueues, replies: LogicalQueues) -> None:
                 self.inp = Input("struct kvs_task *")
 
             def impl(self):
-                self.inp >> Restore(record=kind == "get") >> replies.enq(kind)
+                self.inp >> Restore(record=kind in ("get", "update")) >> replies.enq(kind)
 
         send(f"{kind}_send")
 
@@ -278,7 +300,7 @@ def external_store(requests: LogicalQueues, replies: LogicalQueues) -> None:
         sender(kind)
     external_main("external/server.c", "store.c")
     cflags(f"-DKVS_WORKERS={cores}", f"-DKVS_MEMORY={memory << 20}",
-           f"-DKVS_BUCKETS={store_buckets}")
+           f"-DKVS_BUCKETS={store_buckets}", f"-DKVS_VALUE_MAX={value_max}")
 
 
 class KVS(Flow):

@@ -1,22 +1,36 @@
-/* The memcached binary protocol over UDP, as the key-value store's elements use it.
+/* memcached's protocols over UDP, binary and text, as the key-value store's elements use them.
  *
- * A request frame is Ethernet / IPv4 (no options) / UDP / the 8-byte memcached UDP
- * frame header / the 24-byte binary header / extras, key, value. kvs_check() accepts
- * only whole single-datagram requests, reading nothing at or past the frame's end;
- * after it, struct kvs_packet lays the parts over the frame (multi-byte fields in
- * network order: read them with floem_get16/32).
+ * A request frame is Ethernet / IPv4 (no options) / UDP / the 8-byte memcached UDP frame
+ * header / a request. A request whose first byte is 0x80 is binary (the 24-byte header,
+ * extras, key, value); any other is text: command lines ending in "\n", each storage
+ * command followed by its data block, parsed the way memcached 1.6 parses them.
+ * kvs_check() accepts only whole single-datagram requests, reading nothing at or past the
+ * frame's end; after it, struct kvs_packet lays the binary parts over the frame
+ * (multi-byte fields in network order: read them with floem_get16/32).
  *
- * What the store keeps under a key is a *record*: the flags and the expiry time
- * (big-endian, 4 bytes each; expiry in absolute seconds, 0 = never) followed by the
+ * One datagram may carry several text commands, and a get several keys; memcached answers
+ * each key and each command with datagrams of their own. kvs_split_next() walks a
+ * datagram's commands and keys the way memcached does, and SplitRequests (elements.py)
+ * gives each its own frame, a *single request*: the frame header, then one command line
+ * (a get of one key), then its data block; the frame header's reserved field holds what
+ * the answer depends on besides (kvs_split_flags). Every function below after the
+ * splitting works on single requests.
+ *
+ * What the store keeps under a key is a *record*: the flags, the expiry time (absolute
+ * seconds, 0 = never) and the CAS value (big-endian, 4, 4 and 8 bytes) followed by the
  * value. A record's bytes mean the same on every device, so records cross queues and
- * sit in the NIC's cache as they are. An empty record (length 0) means "no value":
- * what a get of a missing key fetches, and the NIC cache may keep it as such.
+ * sit in the NIC's cache as they are. An empty record (length 0) means "no value": what a
+ * get of a missing key fetches, and the NIC cache may keep it as such. A record is live
+ * until it expires or a flush_all removes it: flush_all makes every record whose CAS is
+ * below its own CAS value (the *oldest* live CAS) dead at once.
  *
- * A reply is built from the request's headers (the addresses swapped): its first datagram
- * into the request's own frame when it is no longer than the request (kvs_request_size),
- * else into a frame of its own; the others, when the reply is longer than one datagram
- * carries (memcached's 1400 bytes, frame header included), into frames the caller
- * allocates (kvs_reply_size bytes each).
+ * Requests are described to the store by a `struct kvs_request` (kvs_parse): an operation
+ * (enum kvs_op), a status (binary protocol statuses, and KVS_TEXT_* for the errors only
+ * the text protocol has), the key, and an argument. A reply is built from the request's
+ * headers (the addresses swapped): its first datagram into the request's own frame when it
+ * is no longer than the request (kvs_request_size), else into a frame of its own; the
+ * others, when the reply is longer than one datagram carries (memcached's 1400 bytes, frame
+ * header included), into frames the caller allocates (kvs_reply_size bytes each).
  */
 #ifndef KVS_PROTO_H
 #define KVS_PROTO_H
@@ -32,16 +46,21 @@
 #define KVS_KEY_MAX 250
 /* Largest datagram the packet I/O backends deliver (2048-byte buffers, 42 bytes of headers). */
 #define KVS_DATAGRAM_MAX 2006
-/* Largest value a SET can carry: a datagram holding the shortest key. */
+/* Largest value a SET can carry: a binary datagram holding the shortest key. */
 #define KVS_VALUE_LIMIT (KVS_DATAGRAM_MAX - FLOEM_MC_UDP_HDR_LEN - FLOEM_MC_HDR_LEN - 8 - 1)
-#define KVS_RECORD_HEADER 8
+#define KVS_RECORD_HEADER 16
+#define KVS_RECORD_MAX (KVS_RECORD_HEADER + KVS_VALUE_LIMIT)
 /* Datagrams of a reply: at most this many bytes each, the 8-byte frame header included. */
 #define KVS_REPLY_DATAGRAM 1400
 #define KVS_REPLY_CHUNK (KVS_REPLY_DATAGRAM - FLOEM_MC_UDP_HDR_LEN)
-/* The longest reply message: header, flags, the longest key and value. */
-#define KVS_REPLY_MESSAGE_MAX (FLOEM_MC_HDR_LEN + 4 + KVS_KEY_MAX + KVS_VALUE_LIMIT)
+/* The longest reply message: the longest value and what comes with it (at most a text VALUE
+ * line with the longest key, flags, length and CAS and "END", or an mg line with every flag
+ * it may return). */
+#define KVS_REPLY_MESSAGE_MAX (400 + KVS_VALUE_LIMIT)
 /* Expiry times above 30 days are absolute Unix times; below, seconds from now. */
 #define KVS_RELATIVE_EXPIRY_MAX (60 * 60 * 24 * 30)
+/* What memcached 1.6.18 says it is, to "version". */
+#define KVS_VERSION "1.6.18"
 
 struct kvs_packet {
     struct floem_udp_frame udp;
@@ -50,21 +69,39 @@ struct kvs_packet {
     uint8_t body[];                 /* extras, key, value */
 } __attribute__((packed));
 
-/* Why kvs_check() refused a frame; counted per reason by ParseRequest. */
+/* Why a frame was refused; counted per reason by the parsing elements. */
 enum kvs_drop {
     KVS_DROP_NOT_UDP,               /* not a whole Ethernet/IPv4/UDP frame (CheckUDP's reasons) */
     KVS_DROP_IP_OPTIONS,            /* an IPv4 header with options */
-    KVS_DROP_TOO_SHORT,             /* shorter than the two memcached headers */
+    KVS_DROP_TOO_SHORT,             /* shorter than the frame header, or than a binary header */
     KVS_DROP_MULTI_DATAGRAM,        /* a request spread over several datagrams */
-    KVS_DROP_BAD_MAGIC,             /* not a binary-protocol request */
-    KVS_DROP_BAD_LENGTH,            /* body length and datagram disagree, or extras + key > body */
+    KVS_DROP_BAD_LENGTH,            /* binary: body length and datagram disagree, or extras + key > body */
+    KVS_DROP_INCOMPLETE,            /* text: a line without its "\n", a data block cut short */
+    KVS_DROP_UNREAD,                /* text after a get, mn or quit, which memcached ignores */
     KVS_DROPS
 };
 
-/* -1 when `frame` (`size` bytes) is a whole single-datagram request, else why not. */
+/* -1 when `frame` (`size` bytes) is a whole single-datagram request, else why not. A text
+ * datagram passes when it holds at least one byte; kvs_split_next judges its commands. */
 int kvs_check(const uint8_t *frame, size_t size);
 
-/* The parts of an accepted request, in host order. */
+/* True for a text request (any first byte but the binary magic). */
+static inline bool kvs_is_text(const struct kvs_packet *p) { return p->mc.magic != FLOEM_MC_REQUEST; }
+/* The text of a request: what follows the frame header, up to the UDP payload's end. */
+static inline const uint8_t *kvs_text(const struct kvs_packet *p) { return (const uint8_t *)&p->mc; }
+static inline size_t kvs_text_len(const struct kvs_packet *p)
+{
+    return floem_get16(&p->udp.udp.len) - 8u - FLOEM_MC_UDP_HDR_LEN;
+}
+
+/* The bytes of an accepted request's frame: its headers and request, up to the end of its
+ * datagram. */
+static inline size_t kvs_request_size(const struct kvs_packet *p)
+{
+    return FLOEM_UDP_FRAME_LEN + FLOEM_MC_UDP_HDR_LEN + kvs_text_len(p);
+}
+
+/* The parts of an accepted binary request, in host order. */
 static inline uint8_t kvs_extlen(const struct kvs_packet *p) { return p->mc.extras_len; }
 static inline uint16_t kvs_keylen(const struct kvs_packet *p) { return floem_get16(&p->mc.key_len); }
 static inline uint8_t *kvs_key(struct kvs_packet *p) { return p->body + kvs_extlen(p); }
@@ -73,52 +110,158 @@ static inline uint32_t kvs_vallen(const struct kvs_packet *p)
     return floem_get32(&p->mc.body_len) - kvs_extlen(p) - kvs_keylen(p);
 }
 static inline uint8_t *kvs_value(struct kvs_packet *p) { return kvs_key(p) + kvs_keylen(p); }
-/* The bytes of the request's frame: its headers and body, up to the end of its datagram. */
-static inline size_t kvs_request_size(const struct kvs_packet *p)
+
+/* ---- splitting a text datagram into single requests ------------------------------------ */
+
+/* One single request of a text datagram: its command line (without "\r\n"), its data block
+ * (`data_len` bytes after the line, 0 if none) and, for a get, one of its keys. */
+struct kvs_split {
+    size_t line, line_len;          /* offsets into the datagram's text */
+    size_t key, key_len;            /* a get's key (key_len 0: not a get) */
+    size_t data, data_len;
+    bool more_keys;                 /* a get with more keys after this one */
+    bool first;                     /* the first of the datagram to be answered */
+    bool silent;                    /* a command answered with nothing (noreply; a meta
+                                       command's q, taken to leave out its answer) */
+    bool sends;                     /* a get, mn or quit: memcached sends what it has and
+                                       reads nothing more of the datagram */
+    size_t next;                    /* where the next request starts */
+};
+
+/* What kvs_split_write notes of a single request in its frame header's reserved field:
+ * more keys of its get follow (no "END" with its answer), and it answers a miss with an
+ * empty datagram (memcached sends the empty answer to a get's key only when it is the first
+ * it has to send, and drops any other). */
+enum { KVS_SPLIT_MORE_KEYS = 1, KVS_SPLIT_FIRST = 2 };
+static inline uint16_t kvs_split_flags(const struct kvs_split *s)
 {
-    return FLOEM_UDP_FRAME_LEN + FLOEM_MC_UDP_HDR_LEN + FLOEM_MC_HDR_LEN
-           + (size_t)floem_get32(&p->mc.body_len);
+    return (uint16_t)((s->more_keys ? KVS_SPLIT_MORE_KEYS : 0) | (s->first ? KVS_SPLIT_FIRST : 0));
 }
 
-/* The status an accepted request gets before the store is asked: FLOEM_MC_OK for a
- * well-formed GET, GETK, SET, DELETE or NOOP; FLOEM_MC_VALUE_TOO_LARGE for a SET whose
- * value is longer than `value_max`; FLOEM_MC_INVALID_ARGUMENTS for arguments memcached
- * rejects (a missing or over-long key, extras where none belong, a SET without its
- * 8 bytes of extras); FLOEM_MC_UNKNOWN_COMMAND for any other opcode. */
-uint16_t kvs_validate(struct kvs_packet *p, uint32_t value_max);
+/* The single request of `text` (`len` bytes) at offset `at`, memcached's way, after `prev`
+ * (NULL: the first): the next key of the get in progress or the next command and its data
+ * block. False when none is left whole (a line without "\n", a data block cut short:
+ * memcached waits for what never comes, the store drops the rest) or when `prev` was a
+ * get, mn or quit (after which memcached 1.6 reads no more of a datagram). */
+bool kvs_split_next(const uint8_t *text, size_t len, size_t at, const struct kvs_split *prev,
+                    struct kvs_split *out);
 
-/* The record of a SET: flags, expiry (made absolute from `now`), value; into `rec`,
- * which has room for KVS_RECORD_HEADER + the value. Returns its length. */
-uint32_t kvs_record_make(uint8_t *rec, struct kvs_packet *p, uint32_t now);
+/* Write single request `s` of the text datagram in frame `from` as a whole frame into `out`
+ * (room for FLOEM_UDP_FRAME_LEN + KVS_DATAGRAM_MAX bytes; may be `from` itself when `s` is
+ * its last request). Returns the frame's length. */
+size_t kvs_split_write(uint8_t *out, const uint8_t *from, const struct kvs_split *s);
+
+/* ---- single requests --------------------------------------------------------------------- */
+
+enum kvs_op {                       /* binary opcodes where memcached has them */
+    KVS_OP_GET = 0x00, KVS_OP_SET = 0x01, KVS_OP_ADD = 0x02, KVS_OP_REPLACE = 0x03,
+    KVS_OP_DELETE = 0x04, KVS_OP_INCR = 0x05, KVS_OP_DECR = 0x06, KVS_OP_APPEND = 0x0e,
+    KVS_OP_PREPEND = 0x0f, KVS_OP_TOUCH = 0x1c,
+    KVS_OP_CAS = 0x40,              /* a store if the key's CAS is the argument */
+    KVS_OP_GAT = 0x41,              /* get and touch: a TOUCH answered with the record */
+    KVS_OP_RESTORE = 0x42,          /* put back a record a NIC cache held, answering nothing */
+    KVS_OP_NONE = 0xff,             /* answered without the store */
+};
+
+/* Statuses of the text protocol's own errors (beside FLOEM_MC_*). */
+enum kvs_text_status {
+    KVS_TEXT_ERROR = 0x1000,        /* ERROR */
+    KVS_TEXT_BAD_FORMAT,            /* CLIENT_ERROR bad command line format */
+    KVS_TEXT_BAD_CHUNK,             /* CLIENT_ERROR bad data chunk */
+    KVS_TEXT_BAD_EXPTIME,           /* CLIENT_ERROR invalid exptime argument */
+    KVS_TEXT_BAD_DELTA,             /* CLIENT_ERROR invalid numeric delta argument */
+    KVS_TEXT_NON_NUMERIC,           /* CLIENT_ERROR cannot increment or decrement non-numeric value */
+    KVS_TEXT_DELETE_USAGE,          /* CLIENT_ERROR bad command line format.  Usage: ... */
+    KVS_TEXT_INVALID_FLAG,          /* CLIENT_ERROR invalid flag */
+    KVS_TEXT_DUPLICATE_FLAG,        /* CLIENT_ERROR duplicate flag */
+    KVS_TEXT_BAD_TOKEN,             /* CLIENT_ERROR bad token in command line format */
+    KVS_TEXT_BAD_MODE,              /* CLIENT_ERROR invalid mode for ms M token */
+    KVS_TEXT_MODE_LENGTH,           /* CLIENT_ERROR incorrect length for M token */
+    KVS_TEXT_FLAGS_TOO_LONG,        /* CLIENT_ERROR options flags are too long (mg) */
+    KVS_TEXT_OPTIONS_TOO_LONG,      /* CLIENT_ERROR options flags too long (ms, md) */
+    KVS_TEXT_OPAQUE_TOO_LONG,       /* CLIENT_ERROR opaque token too long */
+    KVS_TEXT_MDELETE_FLAG,          /* CLIENT_ERROR invalid or duplicate flag */
+    KVS_TEXT_QUIET,                 /* answered with nothing (quit) */
+};
+/* The binary protocol's "Not supported" (text: SERVER_ERROR not supported): an update in a
+ * design that cannot make one. */
+#define KVS_NOT_SUPPORTED 0x0083
+
+/* A single request, parsed (kvs_parse). */
+struct kvs_request {
+    uint8_t op;                     /* enum kvs_op */
+    uint16_t status;                /* FLOEM_MC_OK, or the error to answer with */
+    const uint8_t *key;
+    uint16_t keylen;
+    uint64_t arg;                   /* CAS to compare (0: none), INCR/DECR's delta, or the
+                                       absolute expiry time of a TOUCH/GAT */
+    bool writes;                    /* takes a new CAS value when it succeeds */
+    bool flush;                     /* a flush_all: `arg` is its time (0: now) */
+};
+
+/* Parse single request `p` (accepted by kvs_check; a text one as kvs_split_write made it)
+ * for the store: what it asks, or the status it is answered with at once. `now` turns
+ * relative expiry times into absolute ones; a value longer than `value_max` is too large. */
+void kvs_parse(struct kvs_packet *p, uint32_t value_max, uint32_t now, struct kvs_request *r);
+
+/* The record a storing request makes (flags, expiry made absolute from `now`, `cas`, value)
+ * into `rec` (room for KVS_RECORD_MAX bytes); returns its length. */
+uint32_t kvs_record_make(uint8_t *rec, struct kvs_packet *p, uint32_t now, uint64_t cas);
+
+static inline uint32_t kvs_record_flags(const uint8_t *rec) { return floem_get32(rec); }
 /* The expiry time of a record (0: never). */
 static inline uint32_t kvs_record_expiry(const uint8_t *rec) { return floem_get32(rec + 4); }
-/* True for a record holding a value that has not expired at `now`. */
-static inline bool kvs_record_live(const uint8_t *rec, uint32_t len, uint32_t now)
+static inline uint64_t kvs_record_cas(const uint8_t *rec)
+{
+    return (uint64_t)floem_get32(rec + 8) << 32 | floem_get32(rec + 12);
+}
+static inline void kvs_record_set_cas(uint8_t *rec, uint64_t cas)
+{
+    floem_put32(rec + 8, (uint32_t)(cas >> 32));
+    floem_put32(rec + 12, (uint32_t)cas);
+}
+/* True for a record holding a value that has not expired at `now` nor been flushed (its
+ * CAS below `oldest`). */
+static inline bool kvs_record_live(const uint8_t *rec, uint32_t len, uint32_t now,
+                                   uint64_t oldest)
 {
     if (rec == NULL || len < KVS_RECORD_HEADER)
         return false;
     uint32_t expiry = kvs_record_expiry(rec);
-    return expiry == 0 || now < expiry;
+    return (expiry == 0 || now < expiry) && kvs_record_cas(rec) >= oldest;
 }
 
-/* The reply memcached gives to request `p` (as a struct floem_mc_msg, memcached.h): a GET
- * or GETK from its record (`rec`, `reclen`; a hit when live at `now`), any other opcode
- * from `status` (with memcached's message for an error). The reply points into `p`,
- * `rec` and constant text. */
-struct floem_mc_msg kvs_reply_to(struct kvs_packet *p, uint16_t status, const uint8_t *rec,
-                                 uint32_t reclen, uint32_t now);
-/* How many datagrams the reply takes. */
-unsigned kvs_reply_datagrams(const struct floem_mc_msg *r);
-/* The bytes of the frame of datagram `seq` of the reply (at most FLOEM_UDP_FRAME_LEN +
- * KVS_REPLY_DATAGRAM). */
-size_t kvs_reply_size(const struct floem_mc_msg *r, unsigned seq);
-/* Write datagram `seq` of reply `r` to request `req` as a whole frame of
- * kvs_reply_size(r, seq) bytes into `out`: the request's headers with the addresses
+/* What an update (ADD, REPLACE, APPEND, PREPEND, CAS, INCR, DECR, TOUCH, GAT, a SET or DELETE
+ * comparing a CAS value, RESTORE) makes of the key's record `old` (`oldlen` bytes; NULL when
+ * the key has no live one): the new record into `out` (room for KVS_RECORD_MAX bytes) and
+ * its length returned, or KVS_UPDATE_KEEP (leave the key alone) or KVS_UPDATE_DELETE; and
+ * in *status the answer. `rec` is the request's record (a storing request's, else NULL),
+ * `arg` its argument, `cas` the CAS value of what it stores, `value_max` the longest value. */
+#define KVS_UPDATE_KEEP (-1)
+#define KVS_UPDATE_DELETE (-2)
+long kvs_update(uint8_t op, const uint8_t *old, uint32_t oldlen, const uint8_t *rec,
+                uint32_t reclen, uint64_t arg, uint64_t cas, uint32_t value_max, uint8_t *out,
+                uint16_t *status);
+
+/* The reply to single request `p` into `msg` (room for KVS_REPLY_MESSAGE_MAX bytes): a get's
+ * from its record (`rec`, `reclen`; a hit when live at `now` and `oldest`), an INCR/DECR's
+ * from the new record, the others from `status` (and `cas`, the CAS value of what a SET
+ * stored). Returns the message's length; -1 when it is answered with nothing (noreply). */
+long kvs_reply(uint8_t *msg, struct kvs_packet *p, uint16_t status, const uint8_t *rec,
+               uint32_t reclen, uint64_t cas, uint32_t now, uint64_t oldest);
+/* How many datagrams a reply message of `len` bytes takes (memcached sends a message of 0
+ * bytes as one datagram that says 0). */
+unsigned kvs_reply_datagrams(size_t len);
+/* The bytes of the frame of datagram `seq` of a reply message of `len` bytes (at most
+ * FLOEM_UDP_FRAME_LEN + KVS_REPLY_DATAGRAM). */
+size_t kvs_reply_size(size_t len, unsigned seq);
+/* Write datagram `seq` of reply message `msg` (`len` bytes) to request `req` as a whole frame
+ * of kvs_reply_size(len, seq) bytes into `out`: the request's headers with the addresses
  * swapped, lengths set, the frame header, and its part of the message. `out` may be the
- * request's own frame when the datagram is no longer than the request. Returns the
- * frame's length. */
-size_t kvs_reply_write(uint8_t *out, const struct kvs_packet *req, const struct floem_mc_msg *r,
-                       unsigned seq);
+ * request's own frame when the datagram is no longer than the request (kvs_request_size).
+ * Returns the frame's length. */
+size_t kvs_reply_write(uint8_t *out, const struct kvs_packet *req, const uint8_t *msg,
+                       size_t len, unsigned seq);
 
 /* What a NIC cache held for a DELETE's key (Request.cached): the store's answer counts
  * only when it held nothing, since a cached key holds the key's latest value. */
@@ -137,6 +280,63 @@ static inline uint32_t kvs_hash(const uint8_t *key, uint16_t keylen)
     for (uint16_t i = 0; i < keylen; i++)
         h = (h ^ key[i]) * 16777619u;
     return h;
+}
+
+/* ---- CAS values and flush_all (where requests are received) ------------------------------- */
+
+/* CAS values are handed out where requests are received, from `last` (the latest handed
+ * out); `oldest` is the oldest live one (what flush_all moved up); `flush_at` the time of a
+ * delayed flush_all still to come (0: none). Any number of threads may call these. */
+
+/* A new CAS value for a request that writes. */
+static inline uint64_t kvs_cas_next(uint64_t *last)
+{
+    return __atomic_add_fetch(last, 1, __ATOMIC_RELAXED);
+}
+
+/* Give back CAS value `cas` of a write that did not happen, when nothing newer was handed
+ * out since (so that CAS values count successful writes only, as memcached's do). */
+static inline void kvs_cas_unused(uint64_t *last, uint64_t cas)
+{
+    uint64_t expected = cas;
+    __atomic_compare_exchange_n(last, &expected, cas - 1, false, __ATOMIC_RELAXED,
+                                __ATOMIC_RELAXED);
+}
+
+static inline void kvs_cas_raise(uint64_t *oldest, uint64_t to)
+{
+    uint64_t seen = __atomic_load_n(oldest, __ATOMIC_RELAXED);
+    while (seen < to && !__atomic_compare_exchange_n(oldest, &seen, to, true, __ATOMIC_RELAXED,
+                                                     __ATOMIC_RELAXED))
+        ;
+}
+
+/* The oldest live CAS value for a request received at `now`: a delayed flush_all whose time
+ * has come first flushes every value handed out so far. */
+static inline uint64_t kvs_cas_oldest(uint64_t *last, uint64_t *oldest, uint32_t *flush_at,
+                                      uint32_t now)
+{
+    uint32_t at = __atomic_load_n(flush_at, __ATOMIC_RELAXED);
+    if (__builtin_expect(at != 0, 0) && now >= at
+        && __atomic_compare_exchange_n(flush_at, &at, 0, false, __ATOMIC_RELAXED,
+                                       __ATOMIC_RELAXED))
+        kvs_cas_raise(oldest, __atomic_load_n(last, __ATOMIC_RELAXED) + 1);
+    return __atomic_load_n(oldest, __ATOMIC_RELAXED);
+}
+
+/* flush_all at `when` (kvs_request.arg: 0 now, else a relative or absolute time), received
+ * at `now`, as memcached does it: one second early, and at once (taking a CAS value of its
+ * own, below which every record is dead) when that is not in the future. */
+static inline void kvs_cas_flush(uint64_t *last, uint64_t *oldest, uint32_t *flush_at,
+                                 uint32_t when, uint32_t now)
+{
+    uint32_t at = when == 0 ? now : when <= KVS_RELATIVE_EXPIRY_MAX ? now + when : when;
+    if (at - 1 <= now) {
+        __atomic_store_n(flush_at, 0, __ATOMIC_RELAXED);
+        kvs_cas_raise(oldest, kvs_cas_next(last));
+    } else {
+        __atomic_store_n(flush_at, at - 1, __ATOMIC_RELAXED);
+    }
 }
 
 #endif

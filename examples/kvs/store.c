@@ -46,6 +46,7 @@
 struct item {
     struct item *hnext;        /* hash chain; the free list while the chunk is free */
     struct item *prev, *next;  /* the class's list, oldest first */
+    uint64_t cas;              /* the caller's version of the item (store.h) */
     uint32_t hash;
     uint32_t exptime;
     uint32_t reclen;
@@ -81,6 +82,7 @@ struct kvs_store {
     char pad[64];
     size_t pages_used;
     uint32_t now;              /* latest clock seen, for eviction's expiry test */
+    uint64_t oldest;           /* highest oldest live version seen, for eviction */
     uint64_t items, gets, hits, sets, deletes, evictions, expired, set_failures;
     struct kvs_store *made_next;    /* the next store kvs_store_make_once made */
     struct slab_class classes[MAX_CLASSES];
@@ -115,16 +117,19 @@ static char *item_key(struct item *it)
     return (char *)(it + 1);
 }
 
-static bool is_expired(const struct item *it, uint32_t now)
+/* Expired at `now`, or flushed (a version below `oldest`). */
+static bool is_expired(const struct item *it, uint32_t now, uint64_t oldest)
 {
-    return it->exptime != 0 && now >= it->exptime;
+    return (it->exptime != 0 && now >= it->exptime) || it->cas < oldest;
 }
 
-static void note_now(kvs_store_t *s, uint32_t now)
+static void note_now(kvs_store_t *s, uint32_t now, uint64_t oldest)
 {
     /* Racy max: a lost update only makes eviction see a slightly older clock. */
     if (now > __atomic_load_n(&s->now, __ATOMIC_RELAXED))
         __atomic_store_n(&s->now, now, __ATOMIC_RELAXED);
+    if (oldest > __atomic_load_n(&s->oldest, __ATOMIC_RELAXED))
+        __atomic_store_n(&s->oldest, oldest, __ATOMIC_RELAXED);
 }
 
 /* The link pointing at the item with this key in bucket b (*result is NULL if none). */
@@ -183,13 +188,14 @@ static bool take_page(kvs_store_t *s, struct slab_class *c)
 static struct item *evict(kvs_store_t *s, struct slab_class *c)
 {
     uint32_t now = __atomic_load_n(&s->now, __ATOMIC_RELAXED);
+    uint64_t oldest = __atomic_load_n(&s->oldest, __ATOMIC_RELAXED);
     /* Two rounds: the first may only clear accessed bits. */
     for (size_t tries = 2 * c->count + 1; tries > 0 && c->oldest; tries--) {
         struct item *it = c->oldest;
         struct bucket *b = &s->buckets[it->hash & s->mask];
         if (bucket_trylock(b)) {
             if (it->linked) {
-                bool expired = is_expired(it, now);
+                bool expired = is_expired(it, now, oldest);
                 if (expired || !it->accessed) {
                     struct item **pp = &b->head;
                     while (*pp != it)
@@ -331,12 +337,12 @@ void kvs_store_free(kvs_store_t *s)
 }
 
 long kvs_store_get(kvs_store_t *s, const void *key, size_t keylen, uint32_t hash, uint32_t now,
-                   void *out, size_t cap)
+                   uint64_t oldest, void *out, size_t cap)
 {
     ADD(s, gets, 1);
     if (keylen == 0 || keylen > MAX_KEY)
         return -1;
-    note_now(s, now);
+    note_now(s, now, oldest);
     struct bucket *b = &s->buckets[hash & s->mask];
     bucket_lock(b);
     struct item **pp = find(b, key, keylen, hash);
@@ -345,7 +351,7 @@ long kvs_store_get(kvs_store_t *s, const void *key, size_t keylen, uint32_t hash
         bucket_unlock(b);
         return -1;
     }
-    if (is_expired(it, now)) {
+    if (is_expired(it, now, oldest)) {
         *pp = it->hnext;
         it->linked = 0;
         SUB(s, items, 1);
@@ -364,14 +370,10 @@ long kvs_store_get(kvs_store_t *s, const void *key, size_t keylen, uint32_t hash
     return (long)len;
 }
 
-int kvs_store_set(kvs_store_t *s, const void *key, size_t keylen, uint32_t hash, uint32_t exptime,
-                  const void *rec, size_t reclen)
+/* A new unlinked item holding `key` and `rec` (NULL when no chunk can be found). */
+static struct item *make_item(kvs_store_t *s, const void *key, size_t keylen, uint32_t hash,
+                              uint32_t exptime, uint64_t cas, const void *rec, size_t reclen)
 {
-    ADD(s, sets, 1);
-    if (keylen == 0 || keylen > MAX_KEY) {
-        ADD(s, set_failures, 1);
-        return -1;
-    }
     struct item *it = NULL;
     if (reclen <= s->page_size) {
         size_t need = sizeof(struct item) + keylen + reclen;
@@ -383,16 +385,21 @@ int kvs_store_set(kvs_store_t *s, const void *key, size_t keylen, uint32_t hash,
     }
     if (it) {
         it->exptime = exptime;
+        it->cas = cas;
         it->reclen = (uint32_t)reclen;
         it->keylen = (uint8_t)keylen;
         memcpy(item_key(it), key, keylen);
         if (reclen > 0)
             memcpy(item_key(it) + keylen, rec, reclen);
     }
+    return it;
+}
 
-    struct bucket *b = &s->buckets[hash & s->mask];
-    bucket_lock(b);
-    struct item **pp = find(b, key, keylen, hash);
+/* Put `it` (NULL: nothing) in place of the item *pp points at (NULL: none), in bucket b whose
+ * lock is held; returns the item taken out, for release_item once the lock is dropped. */
+static struct item *replace_item(kvs_store_t *s, struct bucket *b, struct item **pp,
+                                 struct item *it)
+{
     struct item *old = *pp;
     if (old) {
         *pp = old->hnext;
@@ -407,8 +414,22 @@ int kvs_store_set(kvs_store_t *s, const void *key, size_t keylen, uint32_t hash,
         ADD(s, items, 1);
     else if (!it && old)
         SUB(s, items, 1);
-    bucket_unlock(b);
+    return old;
+}
 
+int kvs_store_set(kvs_store_t *s, const void *key, size_t keylen, uint32_t hash, uint32_t exptime,
+                  uint64_t cas, const void *rec, size_t reclen)
+{
+    ADD(s, sets, 1);
+    if (keylen == 0 || keylen > MAX_KEY) {
+        ADD(s, set_failures, 1);
+        return -1;
+    }
+    struct item *it = make_item(s, key, keylen, hash, exptime, cas, rec, reclen);
+    struct bucket *b = &s->buckets[hash & s->mask];
+    bucket_lock(b);
+    struct item *old = replace_item(s, b, find(b, key, keylen, hash), it);
+    bucket_unlock(b);
     if (old)
         release_item(s, old);
     if (!it) {
@@ -418,18 +439,79 @@ int kvs_store_set(kvs_store_t *s, const void *key, size_t keylen, uint32_t hash,
     return 0;
 }
 
-int kvs_store_delete(kvs_store_t *s, const void *key, size_t keylen, uint32_t hash, uint32_t now)
+long kvs_store_update(kvs_store_t *s, const void *key, size_t keylen, uint32_t hash, uint32_t now,
+                      uint64_t oldest, kvs_store_update_fn fn, void *ctx, void *old, void *out,
+                      size_t cap)
 {
-    return kvs_store_take(s, key, keylen, hash, now, NULL, 0) >= 0;
+    if (keylen == 0 || keylen > MAX_KEY)
+        return fn(ctx, NULL, 0, out, &(uint32_t){0}, &(uint64_t){0});
+    note_now(s, now, oldest);
+    struct bucket *b = &s->buckets[hash & s->mask];
+    for (;;) {
+        /* What the key holds now, copied out; then the new record, made unlocked; then, if
+         * the key still holds the same item (the same CAS: a write in between changed it),
+         * the swap. Else again. */
+        bucket_lock(b);
+        struct item **pp = find(b, key, keylen, hash);
+        struct item *seen = *pp, *dead = NULL;
+        if (seen && is_expired(seen, now, oldest)) {
+            dead = replace_item(s, b, pp, NULL);
+            seen = NULL;
+        }
+        uint64_t seen_cas = seen ? seen->cas : 0;
+        size_t oldlen = seen ? seen->reclen : 0;
+        bool fits = oldlen <= cap;
+        if (seen && fits)
+            memcpy(old, item_key(seen) + seen->keylen, oldlen);
+        bucket_unlock(b);
+        if (dead) {
+            release_item(s, dead);
+            ADD(s, expired, 1);
+        }
+        uint32_t exptime = 0;
+        uint64_t cas = 0;
+        long n = fn(ctx, seen && fits ? old : NULL, oldlen, out, &exptime, &cas);
+        if (n == KVS_STORE_KEEP)
+            return n;
+        struct item *it = NULL;
+        if (n >= 0) {
+            ADD(s, sets, 1);
+            it = make_item(s, key, keylen, hash, exptime, cas, out, (size_t)n);
+            if (!it) {
+                ADD(s, set_failures, 1);
+                return KVS_STORE_FAILED;
+            }
+        } else {
+            ADD(s, deletes, 1);
+        }
+        bucket_lock(b);
+        pp = find(b, key, keylen, hash);
+        struct item *now_there = *pp;
+        bool same = now_there == seen && (!seen || seen->cas == seen_cas);
+        struct item *gone = same ? replace_item(s, b, pp, it) : NULL;
+        bucket_unlock(b);
+        if (gone)
+            release_item(s, gone);
+        if (same)
+            return n;
+        if (it)
+            release_item(s, it);
+    }
+}
+
+int kvs_store_delete(kvs_store_t *s, const void *key, size_t keylen, uint32_t hash, uint32_t now,
+                     uint64_t oldest)
+{
+    return kvs_store_take(s, key, keylen, hash, now, oldest, NULL, 0) >= 0;
 }
 
 long kvs_store_take(kvs_store_t *s, const void *key, size_t keylen, uint32_t hash, uint32_t now,
-                    void *out, size_t cap)
+                    uint64_t oldest, void *out, size_t cap)
 {
     ADD(s, deletes, 1);
     if (keylen == 0 || keylen > MAX_KEY)
         return -1;
-    note_now(s, now);
+    note_now(s, now, oldest);
     struct bucket *b = &s->buckets[hash & s->mask];
     bucket_lock(b);
     struct item **pp = find(b, key, keylen, hash);
@@ -443,7 +525,7 @@ long kvs_store_take(kvs_store_t *s, const void *key, size_t keylen, uint32_t has
     if (!it)
         return -1;
     /* Unlinked, the item is this thread's alone (see "Who owns what"): read it unlocked. */
-    bool expired = is_expired(it, now);
+    bool expired = is_expired(it, now, oldest);
     size_t len = it->reclen;
     if (!expired && len > 0 && len <= cap)
         memcpy(out, item_key(it) + it->keylen, len);

@@ -1,94 +1,130 @@
-/* Fuzz target: a request to the key-value store (examples/kvs/proto.c), the way its
- * elements (examples/kvs/elements.py) handle one: ParseRequest (kvs_check, kvs_validate,
- * kvs_key), MakeRecord for a SET (kvs_record_make), Respond (kvs_reply_to,
+/* Fuzz target: a datagram to the key-value store (examples/kvs/proto.c), the way its
+ * elements (examples/kvs/elements.py) handle one: SplitRequests (kvs_split_next and
+ * kvs_split_write, for a text datagram: every command, every key of a get, in a frame of
+ * its own), ParseRequest (kvs_check, kvs_parse), MakeRecord for a storing request
+ * (kvs_record_make), the store's update (kvs_update) and Respond (kvs_reply,
  * kvs_reply_datagrams, kvs_reply_write, every datagram of the reply).
  *
- * The input is one received frame. A GET is answered from a record chosen by the low bit
- * of its opaque: none, or the largest a SET can make (a reply of two datagrams).
- * Checks: nothing is read past the frame before the reply is written; a refused frame has
- * a reason; an accepted one has its key and value inside it; every reply datagram is a
- * valid frame numbered `seq` of the count announced, and together they carry the message
- * memcached would send.
+ * The input is one received frame, binary or text. A request is answered from a record
+ * chosen by the low bit of its first byte: none, or the largest a SET can make (a reply of
+ * two datagrams), which an update then changes. Checks: nothing is read past a frame; a
+ * refused frame has a reason; an accepted one has its key inside it; every single request
+ * fits the frame buffer; every reply datagram is a valid frame numbered `seq` of the count
+ * announced, and together they carry the whole message.
  */
 #include "fuzz.h"
 #include "proto.h"
 
 #define NOW 1700000000u
 
-static uint8_t big_record[KVS_RECORD_HEADER + KVS_VALUE_LIMIT];
+static uint8_t big_record[KVS_RECORD_MAX];
 
-/* The frames of the reply, reassembled: the message they carry. */
-static void check_reply(uint8_t *frame, struct kvs_packet *p, const struct floem_mc_msg *r)
+/* The frames of the reply to `p`, checked and put back together. */
+static void check_reply(uint8_t *frame, struct kvs_packet *p, const uint8_t *msg, size_t len)
 {
-    unsigned n = kvs_reply_datagrams(r);
-    size_t total = FLOEM_MC_HDR_LEN + (size_t)r->extras_len + r->key_len + r->value_len;
-    FUZZ_CHECK(n >= 1 && (size_t)n * KVS_REPLY_CHUNK >= total);
-    uint8_t *message = malloc(FLOEM_MC_UDP_HDR_LEN + total);
-    FUZZ_CHECK(message != NULL);
-    size_t have = FLOEM_MC_UDP_HDR_LEN;
+    unsigned n = kvs_reply_datagrams(len);
+    FUZZ_CHECK((size_t)n * KVS_REPLY_CHUNK >= len);
     uint16_t request_id = floem_get16(&p->frame.request_id);
     uint8_t more[FLOEM_UDP_FRAME_LEN + KVS_REPLY_DATAGRAM];
+    size_t have = 0;
     /* As Respond does: the other datagrams first (into new frames), then the first in place. */
-    for (unsigned seq = n; seq-- > 0;) {
+    for (unsigned seq = n > 0 ? n : 1; seq-- > 0;) {
         uint8_t *out = seq == 0 ? frame : more;
         if (seq == 0)
             fuzz_frame_room(frame);     /* the reply may be longer than the request */
-        size_t len = kvs_reply_write(out, p, r, seq);
-        FUZZ_CHECK(len <= sizeof more);
+        size_t size = kvs_reply_write(out, p, msg, len, seq);
+        FUZZ_CHECK(size <= sizeof more);
         struct floem_udp_view view;
-        FUZZ_CHECK(floem_udp_parse(out, len, 1, &view) == FLOEM_UDP_OK);
+        FUZZ_CHECK(floem_udp_parse(out, size, 1, &view) == FLOEM_UDP_OK);
         FUZZ_CHECK(view.payload_len >= FLOEM_MC_UDP_HDR_LEN);
         FUZZ_CHECK(floem_get16(view.payload) == request_id);
         FUZZ_CHECK(floem_get16(view.payload + 2) == seq && floem_get16(view.payload + 4) == n);
         size_t part = view.payload_len - FLOEM_MC_UDP_HDR_LEN;
-        FUZZ_CHECK(seq + 1 == n ? part == total - (size_t)seq * KVS_REPLY_CHUNK
+        FUZZ_CHECK(seq + 1 >= n ? part == len - (size_t)seq * KVS_REPLY_CHUNK
                                 : part == KVS_REPLY_CHUNK);
-        memcpy(message + FLOEM_MC_UDP_HDR_LEN + (size_t)seq * KVS_REPLY_CHUNK,
-               view.payload + FLOEM_MC_UDP_HDR_LEN, part);
+        FUZZ_CHECK(memcmp(view.payload + FLOEM_MC_UDP_HDR_LEN,
+                          msg + (size_t)seq * KVS_REPLY_CHUNK, part) == 0);
         have += part;
     }
-    FUZZ_CHECK(have == FLOEM_MC_UDP_HDR_LEN + total);
-    memset(message, 0, FLOEM_MC_UDP_HDR_LEN);
-    floem_put16(message + 4, 1);
-    struct floem_mc_msg got;
-    FUZZ_CHECK(floem_mc_parse(message, have, &got) == FLOEM_MC_PARSED);
-    FUZZ_CHECK(got.magic == FLOEM_MC_RESPONSE && got.opcode == r->opcode &&
-               got.status == r->status && got.opaque == r->opaque);
-    FUZZ_CHECK(got.extras_len == r->extras_len && got.key_len == r->key_len &&
-               got.value_len == r->value_len);
-    free(message);
+    FUZZ_CHECK(have == len);
+}
+
+/* One single request in `frame` (`size` bytes), as ParseRequest, the store and Respond
+ * handle it. */
+static void serve(uint8_t *frame, size_t size, bool big)
+{
+    int why = kvs_check(frame, size);
+    if (why >= 0) {
+        FUZZ_CHECK(why < KVS_DROPS);
+        return;
+    }
+    struct kvs_packet *p = (struct kvs_packet *)frame;
+    struct kvs_request r;
+    kvs_parse(p, KVS_VALUE_LIMIT, NOW, &r);
+    FUZZ_CHECK(r.keylen == 0 || (r.key >= frame && r.key + r.keylen <= frame + size));
+    static uint8_t record[KVS_RECORD_MAX], result[KVS_RECORD_MAX];
+    static uint8_t msg[KVS_REPLY_MESSAGE_MAX];
+    uint32_t reclen = 0;
+    if (r.status == FLOEM_MC_OK && r.writes) {
+        reclen = kvs_record_make(record, p, NOW, 7);
+        FUZZ_CHECK(reclen >= KVS_RECORD_HEADER && reclen <= sizeof record);
+    }
+    const uint8_t *rec = big ? big_record : NULL;
+    uint32_t len = big ? sizeof big_record : 0;
+    uint16_t status = r.status;
+    if (r.status == FLOEM_MC_OK && r.op != KVS_OP_GET && r.op != KVS_OP_NONE) {
+        long n = kvs_update(r.op, rec, len, record, reclen, r.arg, 7, KVS_VALUE_LIMIT, result,
+                            &status);
+        FUZZ_CHECK(n >= KVS_UPDATE_DELETE && n <= (long)sizeof result);
+        if (n >= 0) {
+            FUZZ_CHECK(n >= KVS_RECORD_HEADER);
+            rec = result;
+            len = (uint32_t)n;
+        }
+    }
+    long n = kvs_reply(msg, p, status, rec, len, 7, NOW, 0);
+    FUZZ_CHECK(n >= -1 && n <= (long)sizeof msg);
+    if (n >= 0)
+        check_reply(frame, p, msg, (size_t)n);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size > FUZZ_BUFFER_BYTES)
         return -1;
-    if (floem_get32(big_record + 4) == 0)       /* a live record: expiry after NOW */
+    if (floem_get32(big_record + 4) == 0) {     /* a live record: expiry after NOW */
         floem_put32(big_record + 4, NOW + 60);
+        memset(big_record + KVS_RECORD_HEADER, '7', KVS_VALUE_LIMIT);
+    }
+    bool big = size > 0 && (data[0] & 1);
     uint8_t *frame = fuzz_frame(data, size);
-    int why = kvs_check(frame, size);
-    if (why >= 0) {
-        FUZZ_CHECK(why < KVS_DROPS);
+    struct kvs_packet *p = (struct kvs_packet *)frame;
+    bool text = size > FLOEM_UDP_FRAME_LEN + FLOEM_MC_UDP_HDR_LEN
+                && frame[FLOEM_UDP_FRAME_LEN + FLOEM_MC_UDP_HDR_LEN] != FLOEM_MC_REQUEST
+                && kvs_check(frame, size) < 0;
+    if (!text) {
+        serve(frame, size, big);
         fuzz_frame_free(frame);
         return 0;
     }
-    struct kvs_packet *p = (struct kvs_packet *)frame;
-    uint16_t status = kvs_validate(p, KVS_VALUE_LIMIT);
-    FUZZ_CHECK(kvs_key(p) + kvs_keylen(p) <= frame + size);
-    FUZZ_CHECK(kvs_value(p) + kvs_vallen(p) <= frame + size);
-    const uint8_t *rec = NULL;
-    uint32_t reclen = 0;
-    static uint8_t record[KVS_RECORD_HEADER + KVS_VALUE_LIMIT];
-    if (status == FLOEM_MC_OK && p->mc.opcode == FLOEM_MC_SET) {
-        reclen = kvs_record_make(record, p, NOW);
-        FUZZ_CHECK(reclen == KVS_RECORD_HEADER + kvs_vallen(p));
-        rec = record;
-    } else if (floem_get32(&p->mc.opaque) & 1) {
-        rec = big_record;
-        reclen = sizeof big_record;
+    const uint8_t *words = kvs_text(p);
+    size_t len = kvs_text_len(p);
+    struct kvs_split cur, next;
+    if (kvs_split_next(words, len, 0, NULL, &cur)) {
+        for (int more = 1; more;) {
+            FUZZ_CHECK(cur.next <= len && cur.line + cur.line_len <= len);
+            FUZZ_CHECK(cur.data + cur.data_len <= len && cur.key + cur.key_len <= len);
+            more = kvs_split_next(words, len, cur.next, &cur, &next);
+            uint8_t *single = fuzz_frame(data, 0);
+            fuzz_frame_room(single);
+            size_t n = kvs_split_write(single, frame, &cur);
+            FUZZ_CHECK(n <= size);
+            ASAN_POISON_MEMORY_REGION(single + n, FUZZ_BUFFER_BYTES - n);
+            serve(single, n, big);
+            fuzz_frame_free(single);
+            cur = next;
+        }
     }
-    struct floem_mc_msg r = kvs_reply_to(p, status, rec, reclen, NOW);
-    check_reply(frame, p, &r);
     fuzz_frame_free(frame);
     return 0;
 }

@@ -119,6 +119,43 @@ class Client:
             if response is not None:
                 return response
 
+    def replies(self, datagram: bytes, count: int) -> list[bytes]:
+        """Send ``datagram`` and take the ``count`` datagrams answering it (its request id);
+        an answer to another request fails."""
+        rid = kvp.FRAME_HEADER.unpack_from(datagram)[0]
+        self.sock.sendto(datagram, ("127.0.0.1", self.port))
+        got = []
+        while len(got) < count:
+            data, _ = self.sock.recvfrom(65536)
+            assert kvp.FRAME_HEADER.unpack_from(data)[0] == rid, f"an answer to another request: {data!r}"
+            got.append(data)
+        return got
+
+    def replies_until_mn(self, datagram: bytes) -> list[bytes]:
+        """Send ``datagram`` and take every datagram answering it: a binary request's
+        answer, or what answers a text datagram until the "MN" of an "mn" sent after it (of
+        another request id) comes, for a memcached of one thread, which answers datagrams
+        in order."""
+        if datagram[kvp.FRAME_HEADER_SIZE:kvp.FRAME_HEADER_SIZE + 1] == bytes([kvp.MAGIC_REQUEST]):
+            rid = kvp.FRAME_HEADER.unpack_from(datagram)[0]
+            self.sock.sendto(datagram, ("127.0.0.1", self.port))
+            got: list[bytes] = []
+            while not got or len(got) < kvp.parse_frame_header(got[0]).total:
+                data, _ = self.sock.recvfrom(65536)
+                if kvp.FRAME_HEADER.unpack_from(data)[0] == rid:
+                    got.append(data)
+            return got
+        rid = kvp.FRAME_HEADER.unpack_from(datagram)[0]
+        mark = rid ^ 0x8000
+        self.sock.sendto(datagram, ("127.0.0.1", self.port))
+        self.sock.sendto(kvp.FRAME_HEADER.pack(mark, 0, 1, 0) + b"mn\r\n", ("127.0.0.1", self.port))
+        got = []
+        while True:
+            data, _ = self.sock.recvfrom(65536)
+            if kvp.FRAME_HEADER.unpack_from(data)[0] == mark:
+                return got
+            got.append(data)
+
     def send(self, datagram: bytes) -> None:
         """Send without waiting for an answer."""
         self.sock.sendto(datagram, ("127.0.0.1", self.port))
@@ -166,28 +203,121 @@ INVALID_SHAPES = [
 UNKNOWN_OPCODES = [0x30, 0x45, 0x7f, 0xa0, 0xff]
 
 
+def _text_expiration(rng: random.Random) -> bytes:
+    """A text exptime whose outcome does not depend on when the request arrives."""
+    return b"%d" % rng.choice([0] * 8 + [1000, 2592000, int(time.time()) + 3600, 2592001, -1])
+
+
+def _text_value(rng: random.Random, room: int) -> bytes:
+    """A value: a number (for incr and decr), text, or bytes, "\r\n" included."""
+    kind = rng.random()
+    if kind < 0.3:
+        return b"%d" % rng.choice([0, 1, 9, 10, 99, 100, 2 ** 32, 2 ** 64 - 1])
+    length = rng.choice([0, 1, 10, 64, 300, rng.randint(0, room)])
+    return rng.randbytes(length) if kind < 0.6 else bytes(rng.choice(b"ab \r\n") for _ in range(length))
+
+
+WRITES = ("storage", "cas", "incr", "meta_set")
+
+
+def text_command(rng: random.Random, key: bytes, pool: list[bytes], room: int, last: bool,
+                 writes: bool = True) -> bytes:
+    """One text command (and its data block) of the kinds memcached 1.6 answers the same
+    way every time; ``last``: it may be a get or mn (after one, memcached reads the rest of
+    a datagram or not, depending on when the next datagram comes: the store never does),
+    or a meta command with q (whether memcached then sends the empty answer to a get's key
+    that follows depends on the outcome; the store takes q to leave the answer out);
+    ``writes``: it may take a CAS value (one write per datagram: the offload designs have
+    the requests of a datagram in flight together, and a write that fails then leaves a
+    gap in the CAS values if another was handed out since)."""
+    noreply = b" noreply" if rng.random() < 0.1 else b""
+    kinds = ["storage", "cas", "delete", "incr", "touch", "meta_get", "meta_set",
+             "meta_delete", "misc", "error"] + ["get"] * 4 * last
+    kind = rng.choice([k for k in kinds if writes or k not in WRITES])
+    if kind == "get":
+        command = rng.choice([b"get", b"gets", b"gat %d" % rng.choice([0, 1000]), b"gats 0"])
+        keys = [key] + [rng.choice(pool) for _ in range(rng.choice([0, 0, 1, 3]))]
+        return command + b" " + b" ".join(keys) + b"\r\n"
+    if kind in ("storage", "cas"):
+        command = rng.choice([b"set", b"set", b"add", b"replace", b"append", b"prepend"])
+        # appended to, a value stays within what the store keeps (memcached keeps 1 MiB)
+        value = _text_value(rng, 8 if command in (b"append", b"prepend") else room - len(key))
+        cas = b""
+        if kind == "cas":
+            command, cas = b"cas", b" %d" % rng.randint(0, 60)
+        line = b"%s %s %d %s %d%s%s\r\n" % (command, key, rng.getrandbits(32),
+                                          _text_expiration(rng), len(value), cas, noreply)
+        return line + value + rng.choice([b"\r\n"] * 9 + [b"\r\r"])
+    if kind == "delete":
+        return b"delete %s%s%s\r\n" % (key, rng.choice([b"", b"", b" 0"]), noreply)
+    if kind == "incr":
+        return b"%s %s %d%s\r\n" % (rng.choice([b"incr", b"decr"]), key,
+                                     rng.choice([0, 1, 7, 2 ** 64 - 1]), noreply)
+    if kind == "touch":
+        return b"touch %s %s%s\r\n" % (key, _text_expiration(rng), noreply)
+    if kind == "meta_get":
+        flags = rng.sample([b"v", b"c", b"f", b"s", b"k", b"O%d" % rng.randint(0, 99)]
+                           + [b"q"] * last, rng.randint(0, 4))
+        return b" ".join([b"mg", key] + flags) + b"\r\n"
+    if kind == "meta_set":
+        flags = rng.sample([b"c", b"k", b"F%d" % rng.getrandbits(16), b"T0",
+                            b"C%d" % rng.randint(1, 60), b"M" + bytes([rng.choice(b"SEAPR")]),
+                            b"O%d" % rng.randint(0, 99)] + [b"q"] * last, rng.randint(0, 4))
+        appends = any(f in (b"MA", b"MP") for f in flags)
+        value = _text_value(rng, 8 if appends else room - len(key) - 40)
+        return b" ".join([b"ms", key, b"%d" % len(value)] + flags) + b"\r\n" + value + b"\r\n"
+    if kind == "meta_delete":
+        flags = rng.sample([b"k", b"C%d" % rng.randint(1, 60), b"O%d" % rng.randint(0, 99)]
+                           + [b"q"] * last, rng.randint(0, 2))
+        return b" ".join([b"md", key] + flags) + b"\r\n"
+    if kind == "misc":
+        return rng.choice([b"version\r\n", b"verbosity 1\r\n", b"verbosity 0 noreply\r\n",
+                           b"mn\r\n" if last else b"version\r\n",
+                           b"flush_all 0\r\n" if rng.random() < 0.1 else b"version\r\n"])
+    return rng.choice([b"bogus\r\n", b"\r\n", b"GET x\r\n", b"get\r\n", b"set k 0 0\r\n",
+                       b"set k x 0 1\r\n", b"incr k x\r\n", b"touch k x\r\n",
+                       b"delete k 1\r\n", b"mg k zz\r\n", b"mg k v v\r\n", b"ms k\r\n",
+                       b"ms k 1 MZ\r\nx\r\n", b"set " + b"k" * 251 + b" 0 0 1\r\n"])
+
+
 def oracle_requests(seed: int, count: int, keys: int = 40) -> list[bytes]:
-    """``count`` request datagrams: GET, GETK, SET, DELETE and NOOP over a small key set
-    (hits, misses, overwrites) with key lengths 1..250 and values from empty to the largest
-    a datagram carries, flags, expiry times, unknown opcodes and invalid arguments."""
+    """``count`` request datagrams over a small key set (hits, misses, overwrites), keys of
+    1..250 bytes and values from empty to the largest a datagram carries, flags and expiry
+    times: binary GET, GETK, SET (with a CAS value or not), DELETE and NOOP, unknown opcodes
+    and invalid arguments; and text datagrams of one to three commands (every storage
+    command, cas, get and gets of several keys, get-and-touch, incr, decr, touch, delete,
+    noreply, mg, ms, md, mn, version, verbosity, flush_all, and errors)."""
     rng = random.Random(seed)
     pool = [_key(rng, rng.choice([1, 2, 8, 32, 32, 100, 249, 250])) for _ in range(keys)]
     out = []
     for rid in range(1, count + 1):
         key = rng.choice(pool) if rng.random() < 0.9 else _key(rng, rng.randint(1, 250))
         opaque = rng.getrandbits(32)
-        kind = rng.choices(["get", "getk", "set", "delete", "noop", "unknown", "invalid"],
-                           [30, 15, 30, 10, 5, 3, 7])[0]
-        if kind in ("get", "getk"):
+        kind = rng.choices(["get", "getk", "set", "delete", "noop", "unknown", "invalid", "text"],
+                           [15, 8, 15, 5, 3, 2, 4, 50])[0]
+        if kind == "text":
+            room = DATAGRAM_MAX - kvp.FRAME_HEADER_SIZE - 300
+            commands, body, writes = rng.choice([1, 1, 1, 2, 3]), b"", True
+            for i in range(commands):
+                command = text_command(rng, rng.choice(pool), pool, room // commands,
+                                       i == commands - 1, writes)
+                writes = writes and not any(command.startswith(w) for w in (
+                    b"set", b"add", b"replace", b"append", b"prepend", b"cas", b"incr",
+                    b"decr", b"ms"))
+                body += command
+            out.append(kvp.FRAME_HEADER.pack(rid, 0, 1, 0) + body)
+        elif kind in ("get", "getk"):
             out.append(kvp.encode_request(rid, kvp.GET if kind == "get" else kvp.GETK, key=key,
                                           opaque=opaque))
         elif kind == "set":
             room = DATAGRAM_MAX - kvp.FRAME_HEADER_SIZE - kvp.HEADER_SIZE - 8 - len(key)
             length = rng.choice([0, 1, 10, 64, 64, 500, 1000, rng.randint(0, room), room])
             out.append(kvp.encode_set(rid, key, rng.randbytes(length), flags=rng.getrandbits(32),
-                                      expiration=_expiration(rng), opaque=opaque))
+                                      expiration=_expiration(rng), opaque=opaque,
+                                      cas=rng.choice([0] * 6 + [rng.randint(1, rid)])))
         elif kind == "delete":
-            out.append(kvp.encode_request(rid, kvp.DELETE, key=key, opaque=opaque))
+            out.append(kvp.encode_request(rid, kvp.DELETE, key=key, opaque=opaque,
+                                          cas=rng.choice([0] * 6 + [rng.randint(1, rid)])))
         elif kind == "noop":
             out.append(kvp.encode_noop(rid, opaque=opaque))
         elif kind == "unknown":
@@ -231,7 +361,9 @@ def phased_requests(seed: int, keys: int = 60) -> list[bytes]:
 
 
 def malformed_datagrams(seed: int) -> list[tuple[str, bytes]]:
-    """Datagrams that are not one whole request, each with the drop counter it must bump."""
+    """Datagrams that hold no whole request, each with the drop counter it must bump (a
+    datagram not starting with the binary magic is text: memcached waits for the rest of a
+    line without its "\n" or of a data block cut short, the store drops them)."""
     rng = random.Random(seed)
     good = kvp.encode_set(0x7000, b"malformed", b"v" * 20, opaque=1)
     header = kvp.FRAME_HEADER_SIZE + kvp.HEADER_SIZE
@@ -241,7 +373,7 @@ def malformed_datagrams(seed: int) -> list[tuple[str, bytes]]:
     long_body[header - 16:header - 12] = (len(good) - header - 3).to_bytes(4, "big")
     bad_parts = bytearray(kvp.encode_request(0x7001, kvp.GET, key=b"abc"))
     bad_parts[kvp.FRAME_HEADER_SIZE + 2:kvp.FRAME_HEADER_SIZE + 4] = (9).to_bytes(2, "big")
-    wrong_magic = bytearray(good)
+    wrong_magic = bytearray(good)                # text, then, without a "\n"
     wrong_magic[kvp.FRAME_HEADER_SIZE] = rng.choice([0x00, 0x81, 0x42])
     multi = bytearray(good)
     multi[4:6] = (2).to_bytes(2, "big")
@@ -251,6 +383,9 @@ def malformed_datagrams(seed: int) -> list[tuple[str, bytes]]:
     return [("too_short", b""), ("too_short", good[:rng.randint(1, header - 1)]),
             ("too_short", good[:header - 1]), ("bad_length", bytes(short_body)),
             ("bad_length", bytes(long_body)), ("bad_length", good[:-1]),
-            ("bad_length", bytes(bad_parts)), ("bad_magic", bytes(wrong_magic)),
+            ("bad_length", bytes(bad_parts)), ("incomplete", bytes(wrong_magic)),
             ("multi_datagram", bytes(multi)), ("multi_datagram", bytes(later)),
-            ("bad_magic", kvp.FRAME_HEADER.pack(0x7002, 0, 1, 0) + b"\x42" + rng.randbytes(50))]
+            ("incomplete", kvp.FRAME_HEADER.pack(0x7002, 0, 1, 0) + b"\x42"
+             + rng.randbytes(50).replace(b"\n", b" ")),
+            ("incomplete", kvp.FRAME_HEADER.pack(0x7003, 0, 1, 0) + b"set k 0 0 10\r\nshort\r\n"),
+            ("incomplete", kvp.FRAME_HEADER.pack(0x7004, 0, 1, 0) + b"get k")]

@@ -56,17 +56,17 @@ static bool filled(const unsigned char *p, size_t len, uint32_t seed)
 
 static int set_str(kvs_store_t *s, const char *key, uint32_t exptime, const void *rec, size_t len)
 {
-    return kvs_store_set(s, key, strlen(key), fnv1a(key, strlen(key)), exptime, rec, len);
+    return kvs_store_set(s, key, strlen(key), fnv1a(key, strlen(key)), exptime, 0, rec, len);
 }
 
 static long get_str(kvs_store_t *s, const char *key, uint32_t now, void *out, size_t cap)
 {
-    return kvs_store_get(s, key, strlen(key), fnv1a(key, strlen(key)), now, out, cap);
+    return kvs_store_get(s, key, strlen(key), fnv1a(key, strlen(key)), now, 0, out, cap);
 }
 
 static int delete_str(kvs_store_t *s, const char *key, uint32_t now)
 {
-    return kvs_store_delete(s, key, strlen(key), fnv1a(key, strlen(key)), now);
+    return kvs_store_delete(s, key, strlen(key), fnv1a(key, strlen(key)), now, 0);
 }
 
 static kvs_store_stats_t stats_of(kvs_store_t *s)
@@ -124,7 +124,7 @@ static void test_basic(void)
     CHECK(get_str(s, "k", 0, out, sizeof out) == 3 && memcmp(out, "one", 3) == 0);
     CHECK(get_str(s, long1, 0, out, sizeof out) == 5 && memcmp(out, "long1", 5) == 0);
     CHECK(get_str(s, long2, 0, out, sizeof out) == 5 && memcmp(out, "long2", 5) == 0);
-    CHECK(kvs_store_set(s, "", 0, 0, 0, "x", 1) == -1);
+    CHECK(kvs_store_set(s, "", 0, 0, 0, 0, "x", 1) == -1);
 
     /* A zero-length record is present, not absent. */
     CHECK(set_str(s, "empty", 0, NULL, 0) == 0);
@@ -134,12 +134,12 @@ static void test_basic(void)
     CHECK(get_str(s, "empty", 0, out, sizeof out) == -1);
 
     /* Keys are told apart by their bytes, not only by the caller's hash. */
-    CHECK(kvs_store_set(s, "same1", 5, 42, 0, "A", 1) == 0);
-    CHECK(kvs_store_set(s, "same2", 5, 42, 0, "B", 1) == 0);
-    CHECK(kvs_store_get(s, "same1", 5, 42, 0, out, sizeof out) == 1 && out[0] == 'A');
-    CHECK(kvs_store_get(s, "same2", 5, 42, 0, out, sizeof out) == 1 && out[0] == 'B');
-    CHECK(kvs_store_delete(s, "same1", 5, 42, 0) == 1);
-    CHECK(kvs_store_get(s, "same2", 5, 42, 0, out, sizeof out) == 1 && out[0] == 'B');
+    CHECK(kvs_store_set(s, "same1", 5, 42, 0, 0, "A", 1) == 0);
+    CHECK(kvs_store_set(s, "same2", 5, 42, 0, 0, "B", 1) == 0);
+    CHECK(kvs_store_get(s, "same1", 5, 42, 0, 0, out, sizeof out) == 1 && out[0] == 'A');
+    CHECK(kvs_store_get(s, "same2", 5, 42, 0, 0, out, sizeof out) == 1 && out[0] == 'B');
+    CHECK(kvs_store_delete(s, "same1", 5, 42, 0, 0) == 1);
+    CHECK(kvs_store_get(s, "same2", 5, 42, 0, 0, out, sizeof out) == 1 && out[0] == 'B');
 
     kvs_store_stats_t st = stats_of(s);
     CHECK(st.items == 4);  /* k, long1, long2, same2 */
@@ -280,23 +280,23 @@ static void test_take(void)
     CHECK(s != NULL);
     unsigned char rec[300], out[300];
     fill(rec, sizeof rec, 4);
-    CHECK(kvs_store_take(s, "t", 1, fnv1a("t", 1), 0, out, sizeof out) == -1);
+    CHECK(kvs_store_take(s, "t", 1, fnv1a("t", 1), 0, 0, out, sizeof out) == -1);
     CHECK(set_str(s, "t", 0, rec, sizeof rec) == 0);
     memset(out, 0, sizeof out);
-    CHECK(kvs_store_take(s, "t", 1, fnv1a("t", 1), 0, out, sizeof out) == (long)sizeof rec);
+    CHECK(kvs_store_take(s, "t", 1, fnv1a("t", 1), 0, 0, out, sizeof out) == (long)sizeof rec);
     CHECK(filled(out, sizeof rec, 4));
     CHECK(get_str(s, "t", 0, out, sizeof out) == -1);
-    CHECK(kvs_store_take(s, "t", 1, fnv1a("t", 1), 0, out, sizeof out) == -1);
+    CHECK(kvs_store_take(s, "t", 1, fnv1a("t", 1), 0, 0, out, sizeof out) == -1);
     CHECK(set_str(s, "t", 0, rec, sizeof rec) == 0);
     memset(out, 0xAA, sizeof out);
-    CHECK(kvs_store_take(s, "t", 1, fnv1a("t", 1), 0, out, 10) == (long)sizeof rec);
+    CHECK(kvs_store_take(s, "t", 1, fnv1a("t", 1), 0, 0, out, 10) == (long)sizeof rec);
     CHECK(out[0] == 0xAA);                             /* too small: length only, still removed */
     CHECK(get_str(s, "t", 0, out, sizeof out) == -1);
     CHECK(set_str(s, "empty", 0, NULL, 0) == 0);
-    CHECK(kvs_store_take(s, "empty", 5, fnv1a("empty", 5), 0, NULL, 0) == 0);
+    CHECK(kvs_store_take(s, "empty", 5, fnv1a("empty", 5), 0, 0, NULL, 0) == 0);
     CHECK(set_str(s, "old", 100, rec, 8) == 0);        /* expired: absent, and removed */
-    CHECK(kvs_store_take(s, "old", 3, fnv1a("old", 3), 100, out, sizeof out) == -1);
-    CHECK(kvs_store_take(s, "", 0, 0, 0, out, sizeof out) == -1);
+    CHECK(kvs_store_take(s, "old", 3, fnv1a("old", 3), 100, 0, out, sizeof out) == -1);
+    CHECK(kvs_store_take(s, "", 0, 0, 0, 0, out, sizeof out) == -1);
     kvs_store_stats_t st = stats_of(s);
     CHECK(st.deletes == 7 && st.expired == 1 && st.items == 0);
     kvs_store_free(s);
@@ -449,7 +449,7 @@ static void *stress_thread(void *arg)
             snprintf(key, sizeof key, "own:%u", id);
             uint32_t hash = fnv1a(key, strlen(key));
             if (what < 9) {
-                long got = kvs_store_get(s, key, strlen(key), hash, now, out, sizeof out);
+                long got = kvs_store_get(s, key, strlen(key), hash, now, 0, out, sizeof out);
                 if (got >= 0) {
                     if (!maybe[t][k])
                         stress_fail(t, key, "present after delete or failed set", got);
@@ -462,10 +462,10 @@ static void *stress_thread(void *arg)
                     h.len = (uint32_t)(len = sizeof h);
                 memcpy(rec, &h, sizeof h);
                 fill(rec + sizeof h, len - sizeof h, id * 65599u + h.version);
-                maybe[t][k] = kvs_store_set(s, key, strlen(key), hash, 0, rec, len) == 0;
+                maybe[t][k] = kvs_store_set(s, key, strlen(key), hash, 0, 0, rec, len) == 0;
                 length[t][k] = (uint32_t)len;
             } else {
-                int got = kvs_store_delete(s, key, strlen(key), hash, now);
+                int got = kvs_store_delete(s, key, strlen(key), hash, now, 0);
                 if (got != 0 && (got != 1 || !maybe[t][k]))
                     stress_fail(t, key, "delete of an absent key succeeded", got);
                 maybe[t][k] = false;
@@ -474,7 +474,7 @@ static void *stress_thread(void *arg)
             snprintf(key, sizeof key, "shared:%u", (unsigned)(r >> 20) % SHARED_KEYS);
             uint32_t hash = fnv1a(key, strlen(key));
             if (what < 10) {
-                long got = kvs_store_get(s, key, strlen(key), hash, now, out, sizeof out);
+                long got = kvs_store_get(s, key, strlen(key), hash, now, 0, out, sizeof out);
                 if (got >= 0)
                     check_shared(t, key, out, got);
             } else if (what < 18) {
@@ -484,9 +484,9 @@ static void *stress_thread(void *arg)
                 memcpy(rec, &h, sizeof h);
                 fill(rec + sizeof h, len - sizeof h, h.seed);
                 uint32_t exptime = what < 12 ? now + 1 : 0;
-                kvs_store_set(s, key, strlen(key), hash, exptime, rec, len);
+                kvs_store_set(s, key, strlen(key), hash, exptime, 0, rec, len);
             } else {
-                kvs_store_delete(s, key, strlen(key), hash, now);
+                kvs_store_delete(s, key, strlen(key), hash, now, 0);
             }
         }
     }

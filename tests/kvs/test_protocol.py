@@ -61,13 +61,14 @@ def ask(s: socket.socket, port: int, datagram: bytes) -> kvp.Response:
 
 
 @contextlib.contextmanager
-def memcached() -> Iterator[int]:
-    """A fresh memcached serving the binary protocol on a free UDP port of 127.0.0.1."""
+def memcached(*options: str) -> Iterator[int]:
+    """A fresh memcached (one thread, so that it answers datagrams in order) serving both
+    protocols on a free UDP port of 127.0.0.1; ``options``: more of its options."""
     assert MEMCACHED is not None, "install memcached (scripts/setup.sh does)"
     for _ in range(5):
         port = free_udp_port()
-        proc = subprocess.Popen([MEMCACHED, "-U", str(port), "-B", "binary", "-p", "0",
-                                 "-l", "127.0.0.1", "-u", "root"],
+        proc = subprocess.Popen([MEMCACHED, "-U", str(port), "-p", "0", "-t", "1",
+                                 "-l", "127.0.0.1", "-u", "root", *options],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
             if answers_noop(port, proc):

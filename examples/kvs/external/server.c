@@ -6,6 +6,7 @@
  *   void get_send(struct kvs_task *t)      the answer to a GET or GETK, back to the NIC
  *   void set_send(struct kvs_task *t)      the answer to a SET, back to the NIC
  *   void delete_send(struct kvs_task *t)   the answer to a DELETE (or a SET too large)
+ *   void update_send(struct kvs_task *t)   the answer to any other request (an update)
  *
  * (the NIC writes the reply), plus floem_init / floem_run_threads / floem_kill_threads /
  * floem_finalize around them.
@@ -21,9 +22,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kvs.h"
-#include "store.h"
+#include "update.h"
 
 #ifndef KVS_WORKERS
 #define KVS_WORKERS 1               /* must be kvs.py's cores (its queue instances) */
@@ -34,26 +36,50 @@
 #ifndef KVS_BUCKETS
 #define KVS_BUCKETS (1u << 17)
 #endif
+#ifndef KVS_VALUE_MAX
+#define KVS_VALUE_MAX KVS_VALUE_LIMIT   /* must be kvs.py's value_max */
+#endif
 
 static kvs_store_t *store;
 static int stopping;
 static uint64_t served[KVS_WORKERS];
 
+/* The kind of a request (task.h): what answers it. */
+enum kind { GET, SET, DELETE, UPDATE };
+
+static enum kind kind_of(const struct kvs_task *t)
+{
+    if (t->opcode == KVS_OP_GET)
+        return GET;
+    if (t->opcode == KVS_OP_SET && t->status == FLOEM_MC_VALUE_TOO_LARGE)
+        return DELETE;
+    if ((t->opcode == KVS_OP_SET || t->opcode == KVS_OP_DELETE) && t->arg == 0)
+        return t->opcode == KVS_OP_SET ? SET : DELETE;
+    return UPDATE;
+}
+
 /* Answer one request in place (see task.h). */
-static void serve(struct kvs_task *t)
+static void serve(struct kvs_task *t, enum kind kind)
 {
     uint32_t now = kvs_now();
-    if (t->opcode == FLOEM_MC_GET || t->opcode == FLOEM_MC_GETK) {
-        long n = kvs_store_get(store, t->key, t->keylen, t->hash, now, t->record, sizeof t->record);
+    if (kind == GET) {
+        long n = kvs_store_get(store, t->key, t->keylen, t->hash, now, t->oldest, t->record,
+                               sizeof t->record);
         t->reclen = n < 0 || (size_t)n > sizeof t->record ? 0 : (uint32_t)n;
-    } else if (t->opcode == FLOEM_MC_SET && t->status == FLOEM_MC_OK) {
+    } else if (kind == SET) {
         int failed = kvs_store_set(store, t->key, t->keylen, t->hash, kvs_record_expiry(t->record),
-                                   t->record, t->reclen);
+                                   t->cas, t->record, t->reclen);
         t->status = failed ? FLOEM_MC_OUT_OF_MEMORY : FLOEM_MC_OK;
-    } else {                        /* a DELETE, or a SET too large: the old value goes */
-        int found = kvs_store_delete(store, t->key, t->keylen, t->hash, now);
-        if (t->opcode == FLOEM_MC_DELETE)
+    } else if (kind == DELETE) {    /* a DELETE, or a SET too large: the old value goes */
+        int found = kvs_store_delete(store, t->key, t->keylen, t->hash, now, t->oldest);
+        if (t->opcode == KVS_OP_DELETE)
             t->status = found ? FLOEM_MC_OK : FLOEM_MC_KEY_NOT_FOUND;
+    } else {
+        static _Thread_local uint8_t result[KVS_RECORD_MAX];
+        t->reclen = kvs_store_apply(store, t->key, t->keylen, t->hash, now, t->oldest, t->opcode,
+                                    t->record, t->reclen, t->arg, t->cas, KVS_VALUE_MAX, result,
+                                    &t->status);
+        memcpy(t->record, result, t->reclen);
     }
 }
 
@@ -69,13 +95,16 @@ static void *worker(void *arg)
             continue;
         }
         idle = 0;
-        serve(t);
-        if (t->opcode == FLOEM_MC_GET || t->opcode == FLOEM_MC_GETK)
+        enum kind kind = kind_of(t);
+        serve(t, kind);
+        if (kind == GET)
             get_send(t);
-        else if (t->opcode == FLOEM_MC_SET && t->status != FLOEM_MC_VALUE_TOO_LARGE)
+        else if (kind == SET)
             set_send(t);
-        else
+        else if (kind == DELETE)
             delete_send(t);
+        else
+            update_send(t);
         served[qid]++;
     }
     return NULL;
