@@ -797,14 +797,17 @@ uint32_t kvs_record_make(uint8_t *rec, struct kvs_packet *p, uint32_t now, uint6
 
 /* ---- updates --------------------------------------------------------------------------------- */
 
-/* A record with `old`'s flags and expiry, CAS `cas`, and `value` (`len` bytes). */
+/* A record with `old`'s flags and expiry, CAS `cas`, and the value `a` (`alen` bytes) then
+ * `b` (`blen` bytes; either may be NULL when its length is 0). */
 static long remake(uint8_t *out, const uint8_t *old, uint64_t cas, const uint8_t *a, size_t alen,
                    const uint8_t *b, size_t blen)
 {
     memcpy(out, old, 8);
     kvs_record_set_cas(out, cas);
-    memmove(out + KVS_RECORD_HEADER, a, alen);
-    memmove(out + KVS_RECORD_HEADER + alen, b, blen);
+    if (alen > 0)
+        memmove(out + KVS_RECORD_HEADER, a, alen);
+    if (blen > 0)
+        memmove(out + KVS_RECORD_HEADER + alen, b, blen);
     return (long)(KVS_RECORD_HEADER + alen + blen);
 }
 

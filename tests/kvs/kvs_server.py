@@ -229,11 +229,15 @@ def text_command(rng: random.Random, key: bytes, pool: list[bytes], room: int, l
     that follows depends on the outcome; the store takes q to leave the answer out);
     ``writes``: it may take a CAS value (one write per datagram: the offload designs have
     the requests of a datagram in flight together, and a write that fails then leaves a
-    gap in the CAS values if another was handed out since)."""
+    gap in the CAS values if another was handed out since). A write is never silent
+    (noreply, ms's q): its datagram would be answered before it is done, and the next
+    datagram's write could take a CAS value before a failed one gives its value back."""
     noreply = b" noreply" if rng.random() < 0.1 else b""
     kinds = ["storage", "cas", "delete", "incr", "touch", "meta_get", "meta_set",
              "meta_delete", "misc", "error"] + ["get"] * 4 * last
     kind = rng.choice([k for k in kinds if writes or k not in WRITES])
+    if kind in WRITES:
+        noreply = b""
     if kind == "get":
         command = rng.choice([b"get", b"gets", b"gat %d" % rng.choice([0, 1000]), b"gats 0"])
         keys = [key] + [rng.choice(pool) for _ in range(rng.choice([0, 0, 1, 3]))]
@@ -262,7 +266,7 @@ def text_command(rng: random.Random, key: bytes, pool: list[bytes], room: int, l
     if kind == "meta_set":
         flags = rng.sample([b"c", b"k", b"F%d" % rng.getrandbits(16), b"T0",
                             b"C%d" % rng.randint(1, 60), b"M" + bytes([rng.choice(b"SEAPR")]),
-                            b"O%d" % rng.randint(0, 99)] + [b"q"] * last, rng.randint(0, 4))
+                            b"O%d" % rng.randint(0, 99)], rng.randint(0, 4))
         appends = any(f in (b"MA", b"MP") for f in flags)
         value = _text_value(rng, 8 if appends else room - len(key) - 40)
         return b" ".join([b"ms", key, b"%d" % len(value)] + flags) + b"\r\n" + value + b"\r\n"
