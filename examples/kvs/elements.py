@@ -569,8 +569,9 @@ class ReadItem(ItemLogElement):
             uint8_t *record = NULL;
             if (len > 0 && len <= sizeof item) {
                 dma_read((uint8_t *)%s + pos %% itemlog->size, len, item);
-                struct kvs_packet *p = state->pkt;      /* the key, in the request's frame */
-                record = kvs_item_find(item, len, pos, kvs_key(p), kvs_keylen(p), &reclen);
+                uint16_t keylen;        /* the key, in the request's frame */
+                const uint8_t *key = kvs_request_key(state->pkt, &keylen);
+                record = kvs_item_find(item, len, pos, key, keylen, &reclen);
                 if (!kvs_log_intact(&itemlog->head, itemlog->size, pos))
                     record = NULL;
             }

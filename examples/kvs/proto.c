@@ -686,6 +686,19 @@ static uint16_t split_flags(const struct kvs_packet *p)
     return floem_get16(&p->frame.reserved);
 }
 
+const uint8_t *kvs_request_key(struct kvs_packet *p, uint16_t *keylen)
+{
+    if (!kvs_is_text(p)) {
+        *keylen = kvs_keylen(p);
+        return kvs_key(p);
+    }
+    struct command c;
+    const uint8_t *data;
+    text_command(p, &c, &data);
+    *keylen = (uint16_t)c.key.len;
+    return c.key.at;
+}
+
 void kvs_parse(struct kvs_packet *p, uint32_t value_max, uint32_t now, struct kvs_request *r)
 {
     memset(r, 0, sizeof *r);

@@ -204,6 +204,9 @@ struct kvs_request {
  * relative expiry times into absolute ones; a value longer than `value_max` is too large. */
 void kvs_parse(struct kvs_packet *p, uint32_t value_max, uint32_t now, struct kvs_request *r);
 
+/* The key of single request `p` (as kvs_parse finds it), its length in *keylen. */
+const uint8_t *kvs_request_key(struct kvs_packet *p, uint16_t *keylen);
+
 /* The record a storing request makes (flags, expiry made absolute from `now`, `cas`, value)
  * into `rec` (room for KVS_RECORD_MAX bytes); returns its length. */
 uint32_t kvs_record_make(uint8_t *rec, struct kvs_packet *p, uint32_t now, uint64_t cas);

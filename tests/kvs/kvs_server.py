@@ -29,6 +29,8 @@ import protocol as kvp  # noqa: E402
 KVS = os.path.join(ROOT, "examples", "kvs", "kvs.py")
 #: The largest datagram the store receives (2048-byte frame buffers, 42 bytes of headers).
 DATAGRAM_MAX = 2006
+#: The longest value the store keeps by default (``value_max``): a binary SET of a 1-byte key.
+VALUE_MAX = DATAGRAM_MAX - kvp.FRAME_HEADER_SIZE - kvp.HEADER_SIZE - 8 - 1
 
 
 def free_udp_port() -> int:
@@ -220,32 +222,63 @@ def _text_value(rng: random.Random, room: int) -> bytes:
 WRITES = ("storage", "cas", "incr", "meta_set")
 
 
+class ValueLengths(dict):
+    """The longest value each key may hold after the requests made so far (a write that
+    may fail leaves the longer of the two), so that an append never grows a value past
+    what the store keeps (memcached keeps 1 MiB, and would store it)."""
+
+    def wrote(self, key: bytes, length: int, surely: bool) -> None:
+        """A write of a ``length``-byte value, ``surely`` done if it is a plain set."""
+        self[key] = length if surely else max(length, self.get(key, 0))
+
+    def appended(self, key: bytes, length: int) -> None:
+        self[key] = self.get(key, 0) + length
+
+    def room(self, key: bytes) -> int:
+        """How many bytes may be appended to ``key``'s value."""
+        return VALUE_MAX - self.get(key, 0)
+
+
 def text_command(rng: random.Random, key: bytes, pool: list[bytes], room: int, last: bool,
-                 writes: bool = True) -> bytes:
+                 lengths: ValueLengths, writes: bool = True, updates: bool = True) -> bytes:
     """One text command (and its data block) of the kinds memcached 1.6 answers the same
     way every time; ``last``: it may be a get or mn (after one, memcached reads the rest of
     a datagram or not, depending on when the next datagram comes: the store never does),
     or a meta command with q (whether memcached then sends the empty answer to a get's key
     that follows depends on the outcome; the store takes q to leave the answer out);
+    ``lengths``: what each key's value may hold, kept up to date (an append that could grow
+    one past ``VALUE_MAX`` becomes a set);
     ``writes``: it may take a CAS value (one write per datagram: the offload designs have
     the requests of a datagram in flight together, and a write that fails then leaves a
-    gap in the CAS values if another was handed out since). A write is never silent
+    gap in the CAS values if another was handed out since; flush_all takes one too);
+    ``updates``: it may read what a key holds to write it (add, replace, append, prepend,
+    cas, incr, decr, touch, gat, ms and md comparing a CAS value or in another mode than
+    set: split-pointer answers them "not supported"). A write is never silent
     (noreply, ms's q): its datagram would be answered before it is done, and the next
     datagram's write could take a CAS value before a failed one gives its value back."""
     noreply = b" noreply" if rng.random() < 0.1 else b""
     kinds = ["storage", "cas", "delete", "incr", "touch", "meta_get", "meta_set",
              "meta_delete", "misc", "error"] + ["get"] * 4 * last
-    kind = rng.choice([k for k in kinds if writes or k not in WRITES])
+    kind = rng.choice([k for k in kinds if (writes or k not in WRITES)
+                       and (updates or k not in ("cas", "incr", "touch"))])
     if kind in WRITES:
         noreply = b""
     if kind == "get":
-        command = rng.choice([b"get", b"gets", b"gat %d" % rng.choice([0, 1000]), b"gats 0"])
+        command = rng.choice([b"get", b"gets"]
+                             + [b"gat %d" % rng.choice([0, 1000]), b"gats 0"] * updates)
         keys = [key] + [rng.choice(pool) for _ in range(rng.choice([0, 0, 1, 3]))]
         return command + b" " + b" ".join(keys) + b"\r\n"
     if kind in ("storage", "cas"):
-        command = rng.choice([b"set", b"set", b"add", b"replace", b"append", b"prepend"])
-        # appended to, a value stays within what the store keeps (memcached keeps 1 MiB)
-        value = _text_value(rng, 8 if command in (b"append", b"prepend") else room - len(key))
+        command = rng.choice([b"set", b"set"]
+                             + [b"add", b"replace", b"append", b"prepend"] * updates)
+        appends = command in (b"append", b"prepend")
+        value = _text_value(rng, 8 if appends else room - len(key))
+        if appends and len(value) > lengths.room(key):
+            command = b"set"
+        if command in (b"append", b"prepend"):
+            lengths.appended(key, len(value))
+        else:
+            lengths.wrote(key, len(value), command == b"set" and kind == "storage")
         cas = b""
         if kind == "cas":
             command, cas = b"cas", b" %d" % rng.randint(0, 60)
@@ -255,6 +288,7 @@ def text_command(rng: random.Random, key: bytes, pool: list[bytes], room: int, l
     if kind == "delete":
         return b"delete %s%s%s\r\n" % (key, rng.choice([b"", b"", b" 0"]), noreply)
     if kind == "incr":
+        lengths.wrote(key, 20, surely=False)
         return b"%s %s %d%s\r\n" % (rng.choice([b"incr", b"decr"]), key,
                                      rng.choice([0, 1, 7, 2 ** 64 - 1]), noreply)
     if kind == "touch":
@@ -265,34 +299,48 @@ def text_command(rng: random.Random, key: bytes, pool: list[bytes], room: int, l
         return b" ".join([b"mg", key] + flags) + b"\r\n"
     if kind == "meta_set":
         flags = rng.sample([b"c", b"k", b"F%d" % rng.getrandbits(16), b"T0",
-                            b"C%d" % rng.randint(1, 60), b"M" + bytes([rng.choice(b"SEAPR")]),
-                            b"O%d" % rng.randint(0, 99)], rng.randint(0, 4))
+                            b"O%d" % rng.randint(0, 99)]
+                           + [b"C%d" % rng.randint(1, 60),
+                              b"M" + bytes([rng.choice(b"SEAPR")])] * updates,
+                           rng.randint(0, 4))
         appends = any(f in (b"MA", b"MP") for f in flags)
         value = _text_value(rng, 8 if appends else room - len(key) - 40)
+        if appends and len(value) > lengths.room(key):
+            flags = [f for f in flags if f not in (b"MA", b"MP")]
+            appends = False
+        if appends:
+            lengths.appended(key, len(value))
+        else:
+            lengths.wrote(key, len(value), surely=False)
         return b" ".join([b"ms", key, b"%d" % len(value)] + flags) + b"\r\n" + value + b"\r\n"
     if kind == "meta_delete":
-        flags = rng.sample([b"k", b"C%d" % rng.randint(1, 60), b"O%d" % rng.randint(0, 99)]
-                           + [b"q"] * last, rng.randint(0, 2))
+        flags = rng.sample([b"k", b"O%d" % rng.randint(0, 99)] + [b"q"] * last
+                           + [b"C%d" % rng.randint(1, 60)] * updates, rng.randint(0, 2))
         return b" ".join([b"md", key] + flags) + b"\r\n"
     if kind == "misc":
         return rng.choice([b"version\r\n", b"verbosity 1\r\n", b"verbosity 0 noreply\r\n",
                            b"mn\r\n" if last else b"version\r\n",
-                           b"flush_all 0\r\n" if rng.random() < 0.1 else b"version\r\n"])
+                           b"flush_all 0\r\n" if rng.random() < 0.1 and writes
+                           else b"version\r\n"])
     return rng.choice([b"bogus\r\n", b"\r\n", b"GET x\r\n", b"get\r\n", b"set k 0 0\r\n",
                        b"set k x 0 1\r\n", b"incr k x\r\n", b"touch k x\r\n",
                        b"delete k 1\r\n", b"mg k zz\r\n", b"mg k v v\r\n", b"ms k\r\n",
                        b"ms k 1 MZ\r\nx\r\n", b"set " + b"k" * 251 + b" 0 0 1\r\n"])
 
 
-def oracle_requests(seed: int, count: int, keys: int = 40) -> list[bytes]:
+def oracle_requests(seed: int, count: int, keys: int = 40, updates: bool = True) -> list[bytes]:
     """``count`` request datagrams over a small key set (hits, misses, overwrites), keys of
     1..250 bytes and values from empty to the largest a datagram carries, flags and expiry
     times: binary GET, GETK, SET (with a CAS value or not), DELETE and NOOP, unknown opcodes
-    and invalid arguments; and text datagrams of one to three commands (every storage
+    and invalid arguments; and text datagrams of one to three commands, each on keys of
+    its own (every storage
     command, cas, get and gets of several keys, get-and-touch, incr, decr, touch, delete,
-    noreply, mg, ms, md, mn, version, verbosity, flush_all, and errors)."""
+    noreply, mg, ms, md, mn, version, verbosity, flush_all, and errors); ``updates``: with
+    the requests that read what a key holds to write it (`text_command`), binary SETs and
+    DELETEs comparing a CAS value among them."""
     rng = random.Random(seed)
     pool = [_key(rng, rng.choice([1, 2, 8, 32, 32, 100, 249, 250])) for _ in range(keys)]
+    lengths = ValueLengths()
     out = []
     for rid in range(1, count + 1):
         key = rng.choice(pool) if rng.random() < 0.9 else _key(rng, rng.randint(1, 250))
@@ -302,12 +350,15 @@ def oracle_requests(seed: int, count: int, keys: int = 40) -> list[bytes]:
         if kind == "text":
             room = DATAGRAM_MAX - kvp.FRAME_HEADER_SIZE - 300
             commands, body, writes = rng.choice([1, 1, 1, 2, 3]), b"", True
+            # keys of their own: the offload designs serve them in any order
+            shuffled, share = rng.sample(pool, len(pool)), len(pool) // commands
             for i in range(commands):
-                command = text_command(rng, rng.choice(pool), pool, room // commands,
-                                       i == commands - 1, writes)
+                keys = shuffled[i * share:(i + 1) * share]
+                command = text_command(rng, rng.choice(keys), keys, room // commands,
+                                       i == commands - 1, lengths, writes, updates)
                 writes = writes and not any(command.startswith(w) for w in (
                     b"set", b"add", b"replace", b"append", b"prepend", b"cas", b"incr",
-                    b"decr", b"ms"))
+                    b"decr", b"ms", b"flush_all"))
                 body += command
             out.append(kvp.FRAME_HEADER.pack(rid, 0, 1, 0) + body)
         elif kind in ("get", "getk"):
@@ -316,12 +367,13 @@ def oracle_requests(seed: int, count: int, keys: int = 40) -> list[bytes]:
         elif kind == "set":
             room = DATAGRAM_MAX - kvp.FRAME_HEADER_SIZE - kvp.HEADER_SIZE - 8 - len(key)
             length = rng.choice([0, 1, 10, 64, 64, 500, 1000, rng.randint(0, room), room])
+            cas = rng.choice([0] * 6 + [rng.randint(1, rid)] * updates)
+            lengths.wrote(key, length, surely=cas == 0)
             out.append(kvp.encode_set(rid, key, rng.randbytes(length), flags=rng.getrandbits(32),
-                                      expiration=_expiration(rng), opaque=opaque,
-                                      cas=rng.choice([0] * 6 + [rng.randint(1, rid)])))
+                                      expiration=_expiration(rng), opaque=opaque, cas=cas))
         elif kind == "delete":
             out.append(kvp.encode_request(rid, kvp.DELETE, key=key, opaque=opaque,
-                                          cas=rng.choice([0] * 6 + [rng.randint(1, rid)])))
+                                          cas=rng.choice([0] * 6 + [rng.randint(1, rid)] * updates)))
         elif kind == "noop":
             out.append(kvp.encode_noop(rid, opaque=opaque))
         elif kind == "unknown":
