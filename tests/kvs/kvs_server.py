@@ -32,6 +32,20 @@ DATAGRAM_MAX = 2006
 #: The longest value the store keeps by default (``value_max``): a binary SET of a 1-byte key.
 VALUE_MAX = DATAGRAM_MAX - kvp.FRAME_HEADER_SIZE - kvp.HEADER_SIZE - 8 - 1
 
+#: The designs the tests run, by name: their -D options.
+DESIGNS = {
+    "cpu": ["design=cpu"],
+    "cpu-2-threads": ["design=cpu", "cores=2"],
+    "split": ["design=split", "cores=2"],
+    "split-own-queues": ["design=split", "share_queues=false"],
+    "cache-wt": ["design=cache-wt", "cores=2"],
+    "cache-wb": ["design=cache-wb", "buckets=4", "entries=2"],   # tiny: evictions all along
+    "cache-wb-unbounded": ["design=cache-wb", "entries=0", "write_alloc=false"],
+    "external": ["design=external", "cores=2"],
+    "split-pointer": ["design=split-pointer", "cores=2"],
+    "split-pointer-own-queues": ["design=split-pointer", "share_queues=false", "nic_cores=2"],
+}
+
 
 def free_udp_port() -> int:
     """A UDP port of 127.0.0.1 nobody uses now."""

@@ -34,7 +34,7 @@ import dpkt
 import pytest
 
 from conftest import ROOT, floem, floem_command
-from kvs_server import (KVS, VALUE_MAX, Client, free_udp_port, kvs_server,
+from kvs_server import (DESIGNS, KVS, VALUE_MAX, Client, free_udp_port, kvs_server,
                         malformed_datagrams, oracle_requests, phased_requests)
 from test_net import DPDK_EAL, have_dpdk
 from test_protocol import memcached
@@ -44,19 +44,6 @@ import load  # noqa: E402
 import protocol as kvp  # noqa: E402
 
 assert shutil.which("memcached"), "install memcached (scripts/setup.sh does)"
-
-DESIGNS = {
-    "cpu": ["design=cpu"],
-    "cpu-2-threads": ["design=cpu", "cores=2"],
-    "split": ["design=split", "cores=2"],
-    "split-own-queues": ["design=split", "share_queues=false"],
-    "cache-wt": ["design=cache-wt", "cores=2"],
-    "cache-wb": ["design=cache-wb", "buckets=4", "entries=2"],   # tiny: evictions all along
-    "cache-wb-unbounded": ["design=cache-wb", "entries=0", "write_alloc=false"],
-    "external": ["design=external", "cores=2"],
-    "split-pointer": ["design=split-pointer", "cores=2"],
-    "split-pointer-own-queues": ["design=split-pointer", "share_queues=false", "nic_cores=2"],
-}
 
 
 def check_against_memcached(mc: Client, kvs: Client, requests: list[bytes],

@@ -26,9 +26,9 @@ import struct
 import pytest
 
 import test_overload as overload
-from kvs_server import Client, kvs_server
+from kvs_server import DESIGNS, Client, kvs_server
 from test_faults import child_named
-from test_kvs import DESIGNS, kvp
+from test_kvs import kvp
 from test_overload import RSS_BOUND_KIB, SOCKETS, backlog_drops, rss_kib
 
 KEYS = 64
