@@ -173,11 +173,11 @@ def run_program(program: Any, timeout: float | None = None, duration: float | No
                 **opts: Any) -> RunResult:
     """Build (cached) and run every process of ``program``; the result is the main process's.
 
-    Network settings (``port``, ``pcap_in``, ``pcap_out``, ``pcap_timing``, ``pcap_loop``,
-    ``eal``) go to the runtime; ``trace=N`` traces the first N packets (`run_built`).
+    Network settings (``port``, ``listen``, ``pcap_in``, ``pcap_out``, ``pcap_timing``,
+    ``pcap_loop``, ``eal``) go to the runtime; ``trace=N`` traces the first N packets (`run_built`).
     """
-    network = {k: opts.pop(k) for k in ("port", "pcap_in", "pcap_out", "pcap_timing",
-                                        "pcap_loop", "eal") if k in opts}
+    network = {k: opts.pop(k) for k in ("port", "listen", "pcap_in", "pcap_out",
+                                        "pcap_timing", "pcap_loop", "eal") if k in opts}
     packets = opts.pop("trace", None)
     built = build_program(program, out_dir, trace=bool(packets), **opts)
     return run_built(built, program, timeout=timeout, duration=duration, args=args,
@@ -185,7 +185,8 @@ def run_program(program: Any, timeout: float | None = None, duration: float | No
                      trace=packets or None)
 
 
-def network_environment(net: str = "udp", port: int | None = None, pcap_in: str | None = None,
+def network_environment(net: str = "udp", port: int | None = None, listen: str | None = None,
+                        pcap_in: str | None = None,
                         pcap_out: str | None = None, eal: str | None = None,
                         pcap_timing: float | None = None,
                         pcap_loop: int | None = None) -> dict[str, str]:
@@ -194,7 +195,8 @@ def network_environment(net: str = "udp", port: int | None = None, pcap_in: str 
     for name, value in (("FLOEM_PCAP_IN", pcap_in), ("FLOEM_PCAP_OUT", pcap_out)):
         if value is not None:
             env[name] = os.path.abspath(value)
-    for name, value in (("FLOEM_NET_PORT", port), ("FLOEM_DPDK_EAL", eal),
+    for name, value in (("FLOEM_NET_PORT", port), ("FLOEM_NET_ADDR", listen),
+                        ("FLOEM_DPDK_EAL", eal),
                         ("FLOEM_PCAP_TIMING", pcap_timing), ("FLOEM_PCAP_LOOP", pcap_loop)):
         if value is not None:
             env[name] = repr(value) if isinstance(value, float) else str(value)

@@ -12,6 +12,7 @@ signal.signal(signal.SIGUSR1, signal.SIG_IGN)
 
 import argparse
 import importlib.metadata
+import ipaddress
 import os
 import sys
 import tempfile
@@ -110,6 +111,14 @@ def _definition(text: str) -> str:
     except FloemError:
         raise argparse.ArgumentTypeError(f"expected NAME=VALUE, not {text!r}") from None
     return text
+
+
+def _ipv4(text: str) -> str:
+    """An argparse type: an IPv4 address in dotted form."""
+    try:
+        return str(ipaddress.IPv4Address(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"need an IPv4 address, not {text!r}") from None
 
 
 def _port(text: str) -> int:
@@ -288,6 +297,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="stop the app with SIGINT after S seconds")
     run.add_argument("--port", type=_port, metavar="P",
                      help="--net udp: the UDP port to serve (default 9000)")
+    run.add_argument("--listen", type=_ipv4, metavar="ADDR",
+                     help="--net udp: the IPv4 address to serve the port on (default "
+                          "127.0.0.1: this host only; 0.0.0.0: every address, the network)")
     run.add_argument("--pcap-in", metavar="FILE",
                      help="--net pcap: packets to replay (pcap or pcapng, Ethernet)")
     run.add_argument("--pcap-out", metavar="FILE",
@@ -503,9 +515,9 @@ def _command(args: argparse.Namespace) -> int:
         with open(built.report) as f:
             sys.stderr.write(f.read())
     sys.stdout.flush()
-    env = network_environment(args.net, port=args.port, pcap_in=args.pcap_in,
-                              pcap_out=args.pcap_out, eal=args.eal, pcap_timing=args.pcap_timing,
-                              pcap_loop=args.pcap_loop)
+    env = network_environment(args.net, port=args.port, listen=args.listen,
+                              pcap_in=args.pcap_in, pcap_out=args.pcap_out, eal=args.eal,
+                              pcap_timing=args.pcap_timing, pcap_loop=args.pcap_loop)
     with tempfile.TemporaryDirectory(prefix="floem-counters-") as kept:
         if args.stats:
             env["FLOEM_COUNTERS_DIR"] = kept

@@ -117,6 +117,31 @@ def test_udp_echo(device: str) -> None:
     assert counts["freed"] == counts["rx dropped"] == counts["tx dropped"] == 0
 
 
+def bound_addresses(port: int) -> set[str]:
+    """The local IPv4 addresses of this host's UDP sockets bound to ``port`` (/proc/net/udp,
+    which prints each address as a hexadecimal number in the host's byte order)."""
+    with open("/proc/net/udp") as f:
+        local = [line.split()[1].split(":") for line in f.readlines()[1:]]
+    return {socket.inet_ntoa(struct.pack("=I", int(address, 16)))
+            for address, bound in local if int(bound, 16) == port}
+
+
+@pytest.mark.parametrize("listen, address", [([], "127.0.0.1"),
+                                             (["--listen", "0.0.0.0"], "0.0.0.0")])
+def test_udp_serves_this_host_only_unless_told(listen: list[str], address: str) -> None:
+    port = free_udp_port()
+    proc = subprocess.Popen(floem_command() + ["run", ECHO, "--port", str(port), *listen,
+                                               "--duration", "120"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        ready = f"floem: net udp: ready on UDP port {port} of {address}\n"
+        assert any(line == ready for line in proc.stderr), "no ready line"
+        assert bound_addresses(port) == {address}
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
+
+
 # -- pcap -------------------------------------------------------------------
 
 MAC_A, MAC_B = b"\x02\x00\x00\x00\x00\x0a", b"\x02\x00\x00\x00\x00\x0b"

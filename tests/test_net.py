@@ -293,7 +293,8 @@ def test_udp_port_in_use(tmp_path) -> None:
         s.bind(("0.0.0.0", 0))
         port = s.getsockname()[1]
         result = run(exe, env={"FLOEM_NET_PORT": str(port)}, status=1)
-    assert f"floem: net udp: cannot serve UDP port {port}: Address already in use" in result.stderr
+    assert (f"floem: net udp: cannot serve UDP port {port} of 127.0.0.1: Address already in use"
+            in result.stderr)
 
 
 # -- dpdk -------------------------------------------------------------------

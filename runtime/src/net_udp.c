@@ -1,7 +1,9 @@
-/* Packet I/O backend `udp` (FLOEM_NET_UDP): kernel UDP sockets on FLOEM_NET_PORT.
+/* Packet I/O backend `udp` (FLOEM_NET_UDP): kernel UDP sockets on FLOEM_NET_PORT of
+ * FLOEM_NET_ADDR.
  *
- * Each queue is a socket bound to the port on every IPv4 address (SO_REUSEPORT
- * when there are several, so the kernel spreads flows over them). Receiving
+ * Each queue is a socket bound to the port of the address (default 127.0.0.1, so
+ * that only this host reaches it; 0.0.0.0: every IPv4 address of the host), with
+ * SO_REUSEPORT when there are several, so the kernel spreads flows over them. Receiving
  * takes a batch of datagrams with recvmmsg and wraps each in a synthesised
  * frame: Ethernet (FLOEM_UDP_PEER_MAC -> FLOEM_UDP_PORT_MAC, IPv4), IPv4 (the
  * datagram's real source and destination addresses, TTL 64, no options) and
@@ -58,6 +60,7 @@ static struct {
 } queues[FLOEM_NET_MAX_QUEUES];
 static unsigned n_queues;
 static uint16_t port;
+static struct in_addr listen_addr;
 
 static uint16_t parse_port(void)
 {
@@ -69,6 +72,15 @@ static uint16_t parse_port(void)
     if (*end != '\0' || p < 1 || p > 65535)
         floem_net_fail("FLOEM_NET_PORT=%s is not a UDP port", s);
     return (uint16_t)p;
+}
+
+static struct in_addr parse_addr(void)
+{
+    const char *s = getenv("FLOEM_NET_ADDR");
+    struct in_addr a = {htonl(INADDR_LOOPBACK)};
+    if (s != NULL && s[0] != '\0' && inet_pton(AF_INET, s, &a) != 1)
+        floem_net_fail("FLOEM_NET_ADDR=%s is not an IPv4 address", s);
+    return a;
 }
 
 static void enlarge_buffer(int fd, int force, int normal)
@@ -91,15 +103,17 @@ static int open_socket(bool shared)
     enlarge_buffer(fd, SO_RCVBUFFORCE, SO_RCVBUF);
     enlarge_buffer(fd, SO_SNDBUFFORCE, SO_SNDBUF);
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(port),
-                               .sin_addr.s_addr = htonl(INADDR_ANY)};
+                               .sin_addr = listen_addr};
     if (bind(fd, (struct sockaddr *)&addr, sizeof addr) != 0)
-        floem_net_fail("cannot serve UDP port %u: %s", port, strerror(errno));
+        floem_net_fail("cannot serve UDP port %u of %s: %s", port, inet_ntoa(listen_addr),
+                       strerror(errno));
     return fd;
 }
 
 unsigned floem_backend_init(unsigned wanted)
 {
     port = parse_port();
+    listen_addr = parse_addr();
     floem_pool_init();
     n_queues = wanted;
     for (unsigned q = 0; q < n_queues; q++) {
@@ -107,7 +121,8 @@ unsigned floem_backend_init(unsigned wanted)
         queues[q].fd = open_socket(n_queues > 1);
     }
     /* Datagrams sent from now on are queued by the kernel until a thread receives them. */
-    fprintf(stderr, "floem: net udp: ready on UDP port %u\n", (unsigned)port);
+    fprintf(stderr, "floem: net udp: ready on UDP port %u of %s\n", (unsigned)port,
+            inet_ntoa(listen_addr));
     return n_queues;
 }
 

@@ -251,7 +251,7 @@ def test_usable_as_soon_as_it_says_it_is_ready() -> None:
         for line in proc.stderr:
             if line.startswith("floem: net udp: ready"):
                 break
-        assert line.strip() == f"floem: net udp: ready on UDP port {port}"
+        assert line.strip() == f"floem: net udp: ready on UDP port {port} of 127.0.0.1"
         kvs = Client(port, timeout=10)
         assert kvs.ask(kvp.encode_set(1, b"first", b"request")).status == kvp.OK
         assert kvs.ask(kvp.encode_get(2, b"first")).value == b"request"

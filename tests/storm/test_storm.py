@@ -103,7 +103,7 @@ executors = ["total", "ranker0", "counter2", "spout1"]
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout == top_users(stream, 5)
     for name, port in zip(("left", "right"), ports):
-        assert f"[{name}] floem: net udp: ready on UDP port {port}\n" in result.stderr
+        assert f"[{name}] floem: net udp: ready on UDP port {port} of 127.0.0.1\n" in result.stderr
 
 
 @pytest.mark.parametrize("text, message", [

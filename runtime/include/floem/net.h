@@ -4,6 +4,8 @@
  * defines FLOEM_NET_UDP, FLOEM_NET_PCAP or FLOEM_NET_DPDK); its run-time
  * settings come from the environment, which `floem run` fills:
  *   FLOEM_NET_PORT   udp: the UDP port to serve (default 9000)
+ *   FLOEM_NET_ADDR   udp: the IPv4 address it is served on (default 127.0.0.1;
+ *                    0.0.0.0: every address of the host)
  *   FLOEM_PCAP_IN    pcap: the capture to replay (pcap or pcapng, Ethernet link type)
  *   FLOEM_PCAP_OUT   pcap: where transmitted frames are written (classic pcap)
  *   FLOEM_PCAP_LOOP  pcap: how many times to replay the capture (0: until stopped; default 1)
