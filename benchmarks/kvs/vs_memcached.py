@@ -61,22 +61,27 @@ def free_udp_port() -> int:
         return s.getsockname()[1]
 
 
-def session_cpu_seconds(session: int) -> float:
-    """The CPU time (user + system) of every live process of ``session``."""
-    ticks = 0
+def tree_cpu_seconds(root: int) -> float:
+    """The CPU time (user + system) of process ``root`` and its live descendants."""
+    stats = {}
     for pid in filter(str.isdigit, os.listdir("/proc")):
         with contextlib.suppress(OSError):
             with open(f"/proc/{pid}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
-            if int(fields[3]) == session:       # field 6 of stat: the session id
-                ticks += int(fields[11]) + int(fields[12])
+            stats[int(pid)] = (int(fields[1]), int(fields[11]) + int(fields[12]))
+    ticks, tree = 0, {root}
+    for pid in sorted(stats):               # a child's pid is usually above its parent's
+        parent, used = stats[pid]
+        if pid == root or parent in tree:
+            tree.add(pid)
+            ticks += used
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
 @contextlib.contextmanager
 def server(name: str, floem: str) -> Iterator[tuple[int, int]]:
     """Start server ``name`` (one of SERVERS) in a session of its own; yield its port and
-    session id once it answers a NOOP."""
+    process id once it answers a NOOP."""
     port = free_udp_port()
     threads = name.split()[-2] if name.startswith("floem") else name.split()[-1]
     if name.startswith("memcached"):
@@ -149,12 +154,12 @@ def measure(name: str, floem: str, clients: dict[str, Callable[[int], tuple[int,
             ) -> dict[str, dict[str, float]]:
     """Every client against server ``name``: requests/s, CPU µs per request, cores."""
     results = {}
-    with server(name, floem) as (port, session):
+    with server(name, floem) as (port, pid):
         load.run_live(load.Workload(), [load.Server("127.0.0.1", port)], requests=1)
         for client, run in clients.items():
-            cpu, start = session_cpu_seconds(session), time.monotonic()
+            cpu, start = tree_cpu_seconds(pid), time.monotonic()
             answered, extra = run(port)
-            wall, cpu = time.monotonic() - start, session_cpu_seconds(session) - cpu
+            wall, cpu = time.monotonic() - start, tree_cpu_seconds(pid) - cpu
             results[client] = {"requests_per_s": answered / wall,
                                "cpu_us_per_request": 1e6 * cpu / max(answered, 1),
                                "cores": cpu / wall, **extra}
@@ -169,19 +174,23 @@ def medians(rounds: list[dict[str, dict[str, dict[str, float]]]]) -> dict:
 
 def table(result: dict) -> str:
     """The medians as markdown, with each floem figure's ratio to memcached's."""
-    rows = ["| server | client | requests/s | per server core | vs memcached | "
-            "server CPU µs/request | p50 / p99 µs |", "| --- " * 7 + "|"]
+    rows = ["| server | client | requests/s | server cores | per server core | vs memcached | "
+            "server CPU µs/request | p50 / p99 µs |", "| --- " * 8 + "|"]
     for name in SERVERS:
         peer = f"memcached -t {name.split()[-2]}" if name.startswith("floem") else None
         for client, r in result[name].items():
             per_core = r["requests_per_s"] / max(r["cores"], 1e-9)
+            if client == "latency":         # an offered load, not a capacity
+                rows.append(f"| {name} | {client} at {r['requests_per_s']:,.0f}/s | | "
+                            f"{r['cores']:.2f} | | | {r['cpu_us_per_request']:.2f} | "
+                            f"{r['p50_us']:.0f} / {r['p99_us']:.0f} |")
+                continue
             ratio = ""
             if peer:
                 p = result[peer][client]
                 ratio = f"{per_core / (p['requests_per_s'] / max(p['cores'], 1e-9)):.2f}x"
-            latency = (f"{r['p50_us']:.0f} / {r['p99_us']:.0f}" if "p50_us" in r else "")
-            rows.append(f"| {name} | {client} | {r['requests_per_s']:,.0f} | {per_core:,.0f} | "
-                        f"{ratio} | {r['cpu_us_per_request']:.2f} | {latency} |")
+            rows.append(f"| {name} | {client} | {r['requests_per_s']:,.0f} | {r['cores']:.2f} | "
+                        f"{per_core:,.0f} | {ratio} | {r['cpu_us_per_request']:.2f} | |")
     return "\n".join(rows)
 
 
