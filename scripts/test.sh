@@ -10,6 +10,6 @@ export PATH="$bin:$PATH"
 jobs=(-n "${FLOEM_TEST_JOBS:-2}" --dist loadfile)
 if [ "${1:-}" = "--all" ]; then
     shift
-    exec python -m pytest -q "${jobs[@]}" "$@"
+    exec python -m pytest -q "${jobs[@]}" --durations=25 "$@"
 fi
 exec python -m pytest -q "${jobs[@]}" -m "not slow" "$@"

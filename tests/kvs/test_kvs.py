@@ -89,7 +89,6 @@ def test_every_design_answers_like_memcached(design: str) -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(1200)               # builds for qemu: up to 600 s to start
 @pytest.mark.parametrize("nic, design", [("liquidio", "cache-wb"), ("bluefield", "split"),
-                                         ("bluefield", "external"),
                                          ("liquidio", "split-pointer")])
 def test_nic_platforms_answer_like_memcached(nic: str, design: str) -> None:
     """Under qemu: the big-endian LiquidIO (MIPS64) and the Arm BlueField."""
