@@ -236,7 +236,7 @@ def _text_value(rng: random.Random, room: int) -> bytes:
 WRITES = ("storage", "cas", "incr", "meta_set")
 
 
-class ValueLengths(dict):
+class ValueLengths(dict[bytes, int]):
     """The longest value each key may hold after the requests made so far (a write that
     may fail leaves the longer of the two), so that an append never grows a value past
     what the store keeps (memcached keeps 1 MiB, and would store it)."""
@@ -246,6 +246,7 @@ class ValueLengths(dict):
         self[key] = length if surely else max(length, self.get(key, 0))
 
     def appended(self, key: bytes, length: int) -> None:
+        """An append or prepend of ``length`` bytes."""
         self[key] = self.get(key, 0) + length
 
     def room(self, key: bytes) -> int:
