@@ -220,9 +220,10 @@ def test_threads_stay_within_the_cores() -> None:
 
 #: The key-value store cut as the paper's split design: the NIC parses, builds SET records
 #: and answers what it can; the host keeps the store; the NIC writes the replies.
-KVS_SPLIT = Cut("kvs", ("FromNet0", "ParseRequest0", "HashKey0", "Classify0", "MakeRecord0",
-                        "NetFree0", "Respond3", "ToNet3"),
-                ("Respond0", "ToNet0", "Respond1", "ToNet1", "Respond2", "ToNet2"))
+KVS_SPLIT = Cut("kvs", ("FromNet0", "SplitRequests0", "ParseRequest0", "HashKey0", "Classify0",
+                        "MakeRecord0", "MakeRecord1", "NetFree0", "Respond4", "ToNet4"),
+                ("Respond0", "ToNet0", "Respond1", "ToNet1", "Respond2", "ToNet2", "Respond3",
+                 "ToNet3"))
 
 
 @pytest.mark.slow
