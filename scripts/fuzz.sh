@@ -4,7 +4,7 @@
 #
 #   scripts/fuzz.sh                build every harness (fuzz/harness/), run each for
 #                                  $FUZZ_SECONDS seconds (default 60), one after another
-#   scripts/fuzz.sh --ci           the same, 8 seconds each
+#   scripts/fuzz.sh --ci           the same, 5 seconds each
 #   scripts/fuzz.sh NAME SECONDS   build every harness, run harness NAME for SECONDS
 #   scripts/fuzz.sh --replay [NAME...]  build, then run every kept regression input
 #                                  (fuzz/regressions/NAME/) and seed (fuzz/corpus/NAME/)
@@ -295,7 +295,7 @@ case "$mode" in
     done ;;
 --ci | all)
     seconds="${FUZZ_SECONDS:-60}"
-    [ "$mode" = "--ci" ] && seconds=8
+    [ "$mode" = "--ci" ] && seconds=5
     for name in "${HARNESSES[@]}"; do
         run_one "$name" "$seconds" || failed=1
     done ;;
