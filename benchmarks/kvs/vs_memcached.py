@@ -32,7 +32,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import statistics
 import struct
 import subprocess
@@ -45,6 +44,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "examples", "kvs"))
 import load  # noqa: E402
+from run import free_udp_port  # noqa: E402  (benchmarks/kvs/run.py)
 
 KVS = os.path.join(ROOT, "examples", "kvs", "kvs.py")
 BLAST = os.path.join(ROOT, "runtime", "tests", "udp_blast.c")
@@ -53,12 +53,6 @@ OPAQUE_AT = 8 + 12
 TEMPLATES = 100_000
 SERVERS = ("memcached -t 1", "memcached -t 2", "floem cpu, 1 thread", "floem cpu, 2 threads")
 CLIENTS = ("memcaslap", "udp_blast", "latency")
-
-
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def tree_cpu_seconds(root: int) -> float:
