@@ -89,9 +89,14 @@ def memcached() -> list[bytes]:
 
 
 def kvs_request() -> list[bytes]:
-    """tests/kvs's requests (valid and invalid) and malformed datagrams, in frames."""
-    return [kvp.build_frame(d, **CLIENT, ip_id=i)
-            for i, d in enumerate(KVS_REQUESTS + KVS_MALFORMED)]
+    """tests/kvs's requests (valid and invalid) and malformed datagrams, in frames; and SETs
+    longer than a frame in both protocols, cut to a frame buffer's 2048 bytes as the udp
+    backend delivers them (their IPv4 and UDP lengths the whole datagram's)."""
+    long_sets = [kvp.encode_set(1, b"k", bytes(8000)),
+                 kvp.FRAME_HEADER.pack(2, 0, 1, 0) + b"set k 0 0 8000\r\n" + bytes(8002)]
+    return ([kvp.build_frame(d, **CLIENT, ip_id=i)
+             for i, d in enumerate(KVS_REQUESTS + KVS_MALFORMED)]
+            + [kvp.build_frame(d, **CLIENT)[:2048] for d in long_sets])
 
 
 # -- Storm ---------------------------------------------------------------------------------

@@ -274,7 +274,7 @@ def test_udp_frames(tmp_path, sanitizer: str, queues: int) -> None:
     result = run(exe, env={"FLOEM_NET_PORT": str(free_udp_port()),
                            "FLOEM_NET_QUEUES": str(queues), "FLOEM_REPORT": "1"})
     assert result.stdout.startswith("ok: ") and result.stdout.rstrip().endswith(f"{queues} queues")
-    assert (f"floem: net udp: queues {queues}, rx 8, tx 8, rx dropped 1, tx dropped 2"
+    assert (f"floem: net udp: queues {queues}, rx 9, tx 8, rx dropped 0, tx dropped 3"
             in result.stderr)
 
 

@@ -38,15 +38,13 @@ static uint64_t last_cas, oldest_cas;
 static uint32_t flush_at;
 static uint8_t record[KVS_RECORD_MAX], result[KVS_RECORD_MAX], msg[KVS_REPLY_MESSAGE_MAX];
 
-/* Serve single request `p` from `store` and write its reply: the datagrams after the first
- * into new frames (sent at once), the first into the request's frame `pkt`, or a new one when it is
- * longer than the request (sent last). */
-static inline void serve(kvs_store_t *store, floem_packet_t *pkt)
+/* Serve single request `r` (parsed at `now` from `pkt`) from `store` and write its reply: the
+ * datagrams after the first into new frames (sent at once), the first into the request's frame
+ * `pkt`, or a new one when it is longer than the request (sent last). */
+static inline void serve(kvs_store_t *store, floem_packet_t *pkt, struct kvs_request r,
+                         uint32_t now)
 {
     struct kvs_packet *p = pkt->data;
-    uint32_t now = kvs_now();
-    struct kvs_request r;
-    kvs_parse(p, KVS_VALUE_LIMIT, now, &r);
     if (unlikely(r.flush))
         kvs_cas_flush(&last_cas, &oldest_cas, &flush_at, (uint32_t)r.arg, now);
     uint64_t oldest = kvs_cas_oldest(&last_cas, &oldest_cas, &flush_at, now);
@@ -109,8 +107,12 @@ static inline void serve(kvs_store_t *store, floem_packet_t *pkt)
 static inline void accept(kvs_store_t *store, floem_packet_t *pkt)
 {
     int why = kvs_check(pkt->data, pkt->len);
+    uint32_t now = kvs_now();
+    struct kvs_request r;
+    if (likely(why < 0))
+        why = kvs_parse(pkt->data, KVS_VALUE_LIMIT, now, &r);
     if (likely(why < 0)) {
-        serve(store, pkt);
+        serve(store, pkt, r, now);
     } else {
         drops[why]++;
         floem_net_free(pkt);
@@ -162,7 +164,8 @@ int main(void)
         }
         for (unsigned i = 0; i < n; i++) {
             floem_packet_t pkt = floem_net_packet(frames[i]);
-            const uint8_t *d = pkt.data;
+            uint8_t *d = pkt.data;
+            kvs_uncut(d, pkt.len);
             if (unlikely(pkt.len > FLOEM_UDP_FRAME_LEN + FLOEM_MC_UDP_HDR_LEN
                          && d[FLOEM_UDP_FRAME_LEN + FLOEM_MC_UDP_HDR_LEN] != FLOEM_MC_REQUEST
                          && kvs_check(d, pkt.len) < 0))

@@ -181,10 +181,12 @@ class SplitRequests(Element):
     """Give each request of a text datagram a frame of its own: every command, and every key
     of a get, which memcached answers on its own (proto.h's single requests). A datagram
     holding one request goes on as it is, binary ones and those `ParseRequest` drops too; a
-    datagram's last request takes its frame, the others new ones. What is left at the end
-    that is not a whole request (a line without its "\n", a data block cut short:
-    ``incomplete``) or follows a get, mn or quit (``unread``) is counted and dropped, as
-    memcached never answers it."""
+    datagram's last request takes its frame, the others new ones; a data block cut short
+    ends the last (`ParseRequest` answers it when its value is too large anyway). What is
+    left at the end that is not a request (a line without its "\n": ``incomplete``) or
+    follows a get, mn or quit (``unread``) is counted and dropped, as memcached never
+    answers it. A datagram the packet I/O backend cut (longer than its buffers) becomes a
+    datagram of the bytes it holds first (proto.h's kvs_uncut)."""
 
     c_headers = PROTO_HEADERS + net.HEADERS
     c_sources = PROTO_SOURCES
@@ -200,6 +202,7 @@ class SplitRequests(Element):
             (size_t size, uint8_t *data, void *buf) = inp();
             output multiple;
             struct kvs_packet *p = (struct kvs_packet *)data;
+            kvs_uncut(data, size);
             bool text = size > FLOEM_UDP_FRAME_LEN + FLOEM_MC_UDP_HDR_LEN
                         && data[FLOEM_UDP_FRAME_LEN + FLOEM_MC_UDP_HDR_LEN] != FLOEM_MC_REQUEST
                         && kvs_check(data, size) < 0;
@@ -265,12 +268,12 @@ class ParseRequest(Element):
         self.run_c(r'''
             (size_t size, uint8_t *data, void *buf) = inp();
             int why = kvs_check(data, size);
-            bool ok = why < 0;
             struct kvs_packet *p = (struct kvs_packet *)data;
             uint32_t now = kvs_now();
             struct kvs_request r = {.op = KVS_OP_NONE};
-            if (ok)
-                kvs_parse(p, %(value_max)d, now, &r);
+            if (why < 0)
+                why = kvs_parse(p, %(value_max)d, now, &r);
+            bool ok = why < 0;
             if (r.flush)
                 kvs_cas_flush(&versions->last, &versions->oldest, &versions->flush_at,
                               (uint32_t)r.arg, now);

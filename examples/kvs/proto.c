@@ -13,6 +13,30 @@
 
 /* ---- checking a frame -------------------------------------------------------------------- */
 
+bool kvs_uncut(uint8_t *frame, size_t size)
+{
+    if (size < FLOEM_UDP_FRAME_LEN
+        || floem_udp_parse(frame, size, 0, NULL) != FLOEM_UDP_TRUNCATED)
+        return false;
+    struct floem_udp_frame *f = (struct floem_udp_frame *)frame;
+    size_t total = floem_get16(&f->ip.total_len);
+    if (FLOEM_ETHER_LEN + total <= size || floem_get16(&f->eth.type) != FLOEM_ETHERTYPE_IPV4 || f->ip.version_ihl != 0x45
+        || f->ip.protocol != FLOEM_IPPROTO_UDP || (floem_get16(&f->ip.frag_off) & 0x3fff) != 0
+        || floem_get16(&f->udp.len) != total - FLOEM_IPV4_MIN_LEN)
+        return false;               /* lengths that disagree: not a datagram cut short */
+    floem_udp_set_length(frame, size, 0);
+    return true;
+}
+
+/* A binary SET's head: a single datagram holding the SET's header, extras and key. */
+static bool set_head(const uint8_t *payload, size_t len)
+{
+    const uint8_t *h = payload + FLOEM_MC_UDP_HDR_LEN;
+    return floem_get16(payload + 2) == 0 && floem_get16(payload + 4) == 1
+           && h[1] == FLOEM_MC_SET
+           && len >= (size_t)FLOEM_MC_UDP_HDR_LEN + FLOEM_MC_HDR_LEN + h[4] + floem_get16(h + 2);
+}
+
 int kvs_check(const uint8_t *frame, size_t size)
 {
     struct floem_udp_view udp;
@@ -33,6 +57,8 @@ int kvs_check(const uint8_t *frame, size_t size)
         break;
     case FLOEM_MC_TRUNCATED:
         return KVS_DROP_TOO_SHORT;
+    case FLOEM_MC_BODY_TRUNCATED:
+        return set_head(udp.payload, udp.payload_len) ? -1 : KVS_DROP_BAD_LENGTH;
     default:
         return KVS_DROP_BAD_LENGTH;
     }
@@ -217,6 +243,7 @@ struct command {
     int32_t vlen;                   /* a storage command's value length */
     uint64_t arg;                   /* cas unique, delta, compare value */
     size_t data;                    /* bytes of data block after the line (value + 2) */
+    bool cut;                       /* the datagram holds less of the data block (then 0) */
     uint8_t op;                     /* what it asks the store */
     unsigned meta;                  /* M_* */
     struct tokens tokens;
@@ -493,6 +520,8 @@ static void parse_command(const uint8_t *line, size_t len, struct command *c)
             return fail(c, KVS_TEXT_BAD_EXPTIME);
         c->first_key = tk->t[touch ? 2 : 1];
         c->key = c->first_key;
+        if (c->key.len == 0)            /* "gat 10": memcached answers END, asks nothing */
+            return;
         size_t from = c->first_key.at == NULL ? len : (size_t)(c->first_key.at - line);
         for (size_t k, kl; next_key(line, from, len, &k, &kl); from = k + kl)
             if (kl > KVS_KEY_MAX)       /* memcached answers only this, for the whole get */
@@ -628,10 +657,8 @@ bool kvs_split_next(const uint8_t *text, size_t len, size_t at, const struct kvs
         size_t after, after_len;
         s.more_keys = next_key(text, s.key + s.key_len, line_end, &after, &after_len);
     }
-    if (c.data > len - next)            /* a data block cut short */
-        return false;
-    s.data_len = c.data;
-    s.next = next + c.data;
+    s.data_len = c.data <= len - next ? c.data : len - next;   /* or a data block cut short */
+    s.next = next + s.data_len;
     *out = s;
     return true;
 }
@@ -677,7 +704,8 @@ static void text_command(const struct kvs_packet *p, struct command *c, const ui
         line_len = len;             /* kvs_split_write makes none without its "\n" */
     parse_command(text, line_len, c);
     *data = text + next;
-    if (c->data > len - next)       /* not one kvs_split_write made: no data block */
+    c->cut = c->data > len - next;  /* the datagram's last request, cut short */
+    if (c->cut)
         c->data = 0;
 }
 
@@ -699,7 +727,7 @@ const uint8_t *kvs_request_key(struct kvs_packet *p, uint16_t *keylen)
     return c.key.at;
 }
 
-void kvs_parse(struct kvs_packet *p, uint32_t value_max, uint32_t now, struct kvs_request *r)
+int kvs_parse(struct kvs_packet *p, uint32_t value_max, uint32_t now, struct kvs_request *r)
 {
     memset(r, 0, sizeof *r);
     if (!kvs_is_text(p)) {
@@ -717,28 +745,31 @@ void kvs_parse(struct kvs_packet *p, uint32_t value_max, uint32_t now, struct kv
         case FLOEM_MC_DELETE:
             if (!keyed || extlen != 0 || vallen != 0) {
                 r->status = FLOEM_MC_INVALID_ARGUMENTS;
-                return;
+                return -1;
             }
             r->op = p->mc.opcode == FLOEM_MC_DELETE ? KVS_OP_DELETE : KVS_OP_GET;
             r->arg = r->op == KVS_OP_DELETE ? cas : 0;
-            return;
+            return -1;
         case FLOEM_MC_SET:
             if (!keyed || extlen != 8) {
                 r->status = FLOEM_MC_INVALID_ARGUMENTS;
-                return;
+                return -1;
             }
+            if (vallen <= value_max
+                && kvs_text_len(p) - FLOEM_MC_HDR_LEN < floem_get32(&p->mc.body_len))
+                return KVS_DROP_BAD_LENGTH;         /* a value cut short */
             r->op = KVS_OP_SET;
             r->status = vallen <= value_max ? FLOEM_MC_OK : FLOEM_MC_VALUE_TOO_LARGE;
             r->arg = cas;
             r->writes = r->status == FLOEM_MC_OK;
-            return;
+            return -1;
         case FLOEM_MC_NOOP:
             if (keylen != 0 || extlen != 0 || vallen != 0)
                 r->status = FLOEM_MC_INVALID_ARGUMENTS;
-            return;
+            return -1;
         default:
             r->status = FLOEM_MC_UNKNOWN_COMMAND;
-            return;
+            return -1;
         }
     }
     struct command c;
@@ -749,36 +780,39 @@ void kvs_parse(struct kvs_packet *p, uint32_t value_max, uint32_t now, struct kv
     r->key = c.key.at;
     r->keylen = (uint16_t)c.key.len;
     if (c.status != FLOEM_MC_OK)
-        return;
+        return -1;
     switch (c.kind) {
     case K_SET: case K_ADD: case K_REPLACE: case K_APPEND: case K_PREPEND: case K_CAS: case K_MS:
         r->arg = c.arg;
         if ((uint32_t)c.vlen > value_max) {
             r->status = FLOEM_MC_VALUE_TOO_LARGE;       /* memcached unlinks the key's old */
             r->op = c.kind == K_SET || c.kind == K_MS ? KVS_OP_SET : KVS_OP_NONE;   /* value */
+        } else if (c.cut) {
+            r->op = KVS_OP_NONE;
+            return KVS_DROP_INCOMPLETE;
         } else if (c.data < 2 || data[c.data - 2] != '\r' || data[c.data - 1] != '\n') {
             r->status = KVS_TEXT_BAD_CHUNK;
             r->op = KVS_OP_NONE;
         } else {
             r->writes = true;
         }
-        return;
+        return -1;
     case K_INCR: case K_DECR:
         r->arg = c.arg;
         r->writes = true;
-        return;
+        return -1;
     case K_TOUCH: case K_GAT: case K_GATS:
         r->arg = absolute_expiry(c.exptime, now);
-        return;
+        return -1;
     case K_MD:
         r->arg = c.arg;
-        return;
+        return -1;
     case K_FLUSH:
         r->flush = true;
         r->arg = c.exptime > 0 ? (uint32_t)c.exptime : 0;
-        return;
+        return -1;
     default:
-        return;
+        return -1;
     }
 }
 

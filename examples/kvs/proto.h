@@ -81,8 +81,16 @@ enum kvs_drop {
     KVS_DROPS
 };
 
-/* -1 when `frame` (`size` bytes) is a whole single-datagram request, else why not. A text
- * datagram passes when it holds at least one byte; kvs_split_next judges its commands. */
+/* A datagram longer than the packet I/O backend's buffer arrives cut (floem/net.h): its
+ * IPv4 and UDP lengths reach past the `size` bytes of `frame`. Make it a datagram of the
+ * bytes it holds (lengths set to them), so that the request at its head can be answered
+ * when it needs no more (a SET too large); true if it was cut. */
+bool kvs_uncut(uint8_t *frame, size_t size);
+
+/* -1 when `frame` (`size` bytes) is a whole single-datagram request, or the head of a
+ * binary SET (its extras and key, the value cut short: kvs_parse judges it), else why not.
+ * A text datagram passes when it holds at least one byte; kvs_split_next judges its
+ * commands. */
 int kvs_check(const uint8_t *frame, size_t size);
 
 /* True for a text request (any first byte but the binary magic). */
@@ -140,9 +148,11 @@ static inline uint16_t kvs_split_flags(const struct kvs_split *s)
 
 /* The single request of `text` (`len` bytes) at offset `at`, memcached's way, after `prev`
  * (NULL: the first): the next key of the get in progress or the next command and its data
- * block. False when none is left whole (a line without "\n", a data block cut short:
- * memcached waits for what never comes, the store drops the rest) or when `prev` was a
- * get, mn or quit (after which memcached 1.6 reads no more of a datagram). */
+ * block. A data block cut short makes the last request, with what there is of it
+ * (kvs_parse answers it if its value is too large anyway, and drops it otherwise, as
+ * memcached waits for what never comes). False when none is left (a line without "\n")
+ * or when `prev` was a get, mn or quit (after which memcached 1.6 reads no more of a
+ * datagram). */
 bool kvs_split_next(const uint8_t *text, size_t len, size_t at, const struct kvs_split *prev,
                     struct kvs_split *out);
 
@@ -201,8 +211,11 @@ struct kvs_request {
 
 /* Parse single request `p` (accepted by kvs_check; a text one as kvs_split_write made it)
  * for the store: what it asks, or the status it is answered with at once. `now` turns
- * relative expiry times into absolute ones; a value longer than `value_max` is too large. */
-void kvs_parse(struct kvs_packet *p, uint32_t value_max, uint32_t now, struct kvs_request *r);
+ * relative expiry times into absolute ones; a value longer than `value_max` is too large,
+ * whether the datagram holds it or not (memcached answers from the command). Returns -1,
+ * or why the request is dropped: a storing command whose value is not too large but cut
+ * short (KVS_DROP_INCOMPLETE, KVS_DROP_BAD_LENGTH for binary). */
+int kvs_parse(struct kvs_packet *p, uint32_t value_max, uint32_t now, struct kvs_request *r);
 
 /* The key of single request `p` (as kvs_parse finds it), its length in *keylen. */
 const uint8_t *kvs_request_key(struct kvs_packet *p, uint16_t *keylen);

@@ -1,16 +1,18 @@
 /* Fuzz target: a datagram to the key-value store (examples/kvs/proto.c), the way its
  * elements (examples/kvs/elements.py) handle one: SplitRequests (kvs_split_next and
  * kvs_split_write, for a text datagram: every command, every key of a get, in a frame of
- * its own), ParseRequest (kvs_check, kvs_parse), MakeRecord for a storing request
- * (kvs_record_make), the store's update (kvs_update) and Respond (kvs_reply,
- * kvs_reply_datagrams, kvs_reply_write, every datagram of the reply).
+ * its own; kvs_uncut for a datagram the backend cut), ParseRequest (kvs_check,
+ * kvs_parse), MakeRecord for a storing request (kvs_record_make), the store's update
+ * (kvs_update) and Respond (kvs_reply, kvs_reply_datagrams, kvs_reply_write, every
+ * datagram of the reply).
  *
- * The input is one received frame, binary or text. A request is answered from a record
- * chosen by the low bit of its first byte: none, or the largest a SET can make (a reply of
- * two datagrams), which an update then changes. Checks: nothing is read past a frame; a
- * refused frame has a reason; an accepted one has its key inside it; every single request
- * fits the frame buffer; every reply datagram is a valid frame numbered `seq` of the count
- * announced, and together they carry the whole message.
+ * The input is one received frame, binary or text. A request that asks the store (an
+ * operation) is answered from a record chosen by the low bit of its first byte: none, or
+ * the largest a SET can make (a reply of two datagrams), which an update then changes;
+ * one that does not, as Classify sends it, from none. Checks: nothing is read past a
+ * frame; a refused frame has a reason; an accepted one has its key inside it; every single
+ * request fits the frame buffer; every reply datagram is a valid frame numbered `seq` of
+ * the count announced, and together they carry the whole message.
  */
 #include "fuzz.h"
 #include "proto.h"
@@ -60,7 +62,11 @@ static void serve(uint8_t *frame, size_t size, bool big)
     }
     struct kvs_packet *p = (struct kvs_packet *)frame;
     struct kvs_request r;
-    kvs_parse(p, KVS_VALUE_LIMIT, NOW, &r);
+    why = kvs_parse(p, KVS_VALUE_LIMIT, NOW, &r);
+    if (why >= 0) {
+        FUZZ_CHECK(why < KVS_DROPS);
+        return;
+    }
     FUZZ_CHECK(r.keylen == 0 || (r.key >= frame && r.key + r.keylen <= frame + size));
     static uint8_t record[KVS_RECORD_MAX], result[KVS_RECORD_MAX];
     static uint8_t msg[KVS_REPLY_MESSAGE_MAX];
@@ -69,8 +75,9 @@ static void serve(uint8_t *frame, size_t size, bool big)
         reclen = kvs_record_make(record, p, NOW, 7);
         FUZZ_CHECK(reclen >= KVS_RECORD_HEADER && reclen <= sizeof record);
     }
-    const uint8_t *rec = big ? big_record : NULL;
-    uint32_t len = big ? sizeof big_record : 0;
+    bool stored = big && r.op != KVS_OP_NONE;      /* Classify: no op, no store */
+    const uint8_t *rec = stored ? big_record : NULL;
+    uint32_t len = stored ? sizeof big_record : 0;
     uint16_t status = r.status;
     if (r.status == FLOEM_MC_OK && r.op != KVS_OP_GET && r.op != KVS_OP_NONE) {
         long n = kvs_update(r.op, rec, len, record, reclen, r.arg, 7, KVS_VALUE_LIMIT, result,
@@ -99,6 +106,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bool big = size > 0 && (data[0] & 1);
     uint8_t *frame = fuzz_frame(data, size);
     struct kvs_packet *p = (struct kvs_packet *)frame;
+    kvs_uncut(frame, size);
     bool text = size > FLOEM_UDP_FRAME_LEN + FLOEM_MC_UDP_HDR_LEN
                 && frame[FLOEM_UDP_FRAME_LEN + FLOEM_MC_UDP_HDR_LEN] != FLOEM_MC_REQUEST
                 && kvs_check(frame, size) < 0;

@@ -14,7 +14,10 @@
  * port; so an element that swaps the addresses answers the sender. Frames that
  * are not IPv4/UDP, or whose UDP length does not fit the frame, are dropped and
  * counted. A datagram larger than a buffer (FLOEM_NET_BUFFER_BYTES minus the
- * 42 header bytes) is dropped and counted on receipt. The report adds the
+ * 42 header bytes) arrives cut, as a capture's snap length cuts a frame: the
+ * frame holds its first bytes, its IPv4 and UDP lengths are the whole datagram's
+ * (so they reach past the frame, and checking a frame's lengths finds it cut) and
+ * its UDP checksum is 0 (none). The report adds the
  * datagrams the kernel dropped at the sockets because their receive buffers
  * were full (the sockets' drop counts, SO_MEMINFO): with the frames received
  * and those dropped on receipt, they account for every datagram that reached
@@ -170,9 +173,10 @@ static uint16_t get16(const uint8_t *p)
     return (uint16_t)(p[0] << 8 | p[1]);
 }
 
-/* Write the Ethernet, IPv4 and UDP headers in front of `payload` bytes at frame + HEADERS. */
-static void synthesise(uint8_t *frame, size_t payload, const struct sockaddr_in *from,
-                       struct in_addr to, uint16_t ip_id)
+/* Write the Ethernet, IPv4 and UDP headers of a datagram of `payload` bytes in front of the
+ * `held` of them at frame + HEADERS (fewer when the datagram was cut: no UDP checksum). */
+static void synthesise(uint8_t *frame, size_t payload, size_t held,
+                       const struct sockaddr_in *from, struct in_addr to, uint16_t ip_id)
 {
     uint8_t *eth = frame, *ip = frame + 14, *udp = frame + 34;
     memcpy(eth, port_mac, 6);
@@ -193,6 +197,8 @@ static void synthesise(uint8_t *frame, size_t payload, const struct sockaddr_in 
     put16(udp + 2, port);
     put16(udp + 4, (uint16_t)(8 + payload));
     put16(udp + 6, 0);
+    if (held < payload)
+        return;
     uint32_t sum = sum_bytes(0, ip + 12, 8);  /* pseudo header: addresses, protocol, length */
     sum += IPPROTO_UDP + 8 + (uint32_t)payload;
     uint16_t check = fold(sum_bytes(sum, udp, 8 + payload));
@@ -237,7 +243,7 @@ unsigned floem_backend_rx(unsigned q, floem_packet_t *pkts, unsigned max)
                                           .msg_control = control[i].buf,
                                           .msg_controllen = sizeof control[i].buf};
     }
-    int got = use == 0 ? 0 : recvmmsg(queues[q].fd, msgs, use, MSG_DONTWAIT, NULL);
+    int got = use == 0 ? 0 : recvmmsg(queues[q].fd, msgs, use, MSG_DONTWAIT | MSG_TRUNC, NULL);
     if (got <= 0) {
         idle(q);
         return 0;
@@ -253,14 +259,16 @@ unsigned floem_backend_rx(unsigned q, floem_packet_t *pkts, unsigned max)
                 memcpy(&info, CMSG_DATA(c), sizeof info);
                 to = info.ipi_addr;
             }
-        if ((h->msg_flags & MSG_TRUNC) || h->msg_namelen != sizeof from[i]) {
+        if (h->msg_namelen != sizeof from[i]) {
             floem_net_queue[q].rx_dropped++;
             continue;
         }
+        size_t datagram = msgs[i].msg_len;      /* its whole length, with MSG_TRUNC */
+        size_t held = datagram < iov[i].iov_len ? datagram : iov[i].iov_len;
         uint8_t *frame = spare[i];
-        synthesise(frame, msgs[i].msg_len, &from[i], to, queues[q].ip_id++);
-        floem_pool_frame(frame, HEADERS + msgs[i].msg_len);
-        pkts[n++] = (floem_packet_t){frame, HEADERS + msgs[i].msg_len, frame};
+        synthesise(frame, datagram, held, &from[i], to, queues[q].ip_id++);
+        floem_pool_frame(frame, (uint32_t)(HEADERS + held));
+        pkts[n++] = (floem_packet_t){frame, (uint32_t)(HEADERS + held), frame};
         spare[i] = NULL;
     }
     /* Keep the buffers that hold nothing for the next call, packed at the front. */

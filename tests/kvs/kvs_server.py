@@ -27,8 +27,11 @@ import load  # noqa: E402
 import protocol as kvp  # noqa: E402
 
 KVS = os.path.join(ROOT, "examples", "kvs", "kvs.py")
-#: The largest datagram the store receives (2048-byte frame buffers, 42 bytes of headers).
+#: The longest datagram a frame holds (2048-byte buffers, 42 bytes of headers); the udp
+#: backend delivers longer ones cut.
 DATAGRAM_MAX = 2006
+#: The longest UDP payload over IPv4.
+UDP_MAX = 65507
 #: The longest value the store keeps by default (``value_max``): a binary SET of a 1-byte key.
 VALUE_MAX = DATAGRAM_MAX - kvp.FRAME_HEADER_SIZE - kvp.HEADER_SIZE - 8 - 1
 
