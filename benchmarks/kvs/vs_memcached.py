@@ -1,12 +1,13 @@
-"""memcached 1.6 against the key-value store's ``cpu`` design, side by side, over kernel UDP.
+"""memcached 1.6 against the key-value store's ``cpu`` design, side by side, over kernel UDP,
+and the ``cpu`` design over DPDK.
 
-    python3 benchmarks/kvs/vs_memcached.py                 # 3 rounds, about 5 minutes
+    python3 benchmarks/kvs/vs_memcached.py                 # 3 rounds, about 6 minutes
     python3 benchmarks/kvs/vs_memcached.py --rounds 1 --seconds 2 --json out.json
 
 Servers, each on a UDP port of 127.0.0.1: memcached with one worker thread (``-t 1``) and
 with two, and ``floem run examples/kvs/kvs.py -D design=cpu`` with one thread and with two.
-Clients, each run against every server in turn, the servers' order alternating between
-rounds:
+Clients, each run against every kernel-UDP server in turn, the servers' order alternating
+between rounds:
 
 * ``memcaslap -U`` (libmemcached-tools; the text protocol, 90% get, 64-byte values) for
   ``--seconds``: requests/s as it counts them;
@@ -17,16 +18,33 @@ rounds:
 * ``load.py --rate`` (an open loop well below either server's saturation): the p50 and
   p99 latency of a request.
 
+The servers keep the workload's keys: each is preloaded (every key SET) before its clients
+run.
+
+One more server, in the same rounds: the ``cpu`` design with one thread over DPDK, ``floem
+run kvs.py -D design=cpu --net dpdk`` with a net_memif vdev (memif server, no hugepages),
+and dpdk_blast.c (benchmarks/kvs/, on Floem's packet I/O API) as the memif client in
+another process: the kernel is on neither side's path. Its clients: dpdk_blast in
+throughput mode (udp_blast's requests with up to ``--window`` outstanding, a new one sent
+as each is answered, for ``--seconds``; requests/s by dpdk_blast's own clock, from its first
+request to its last reply, so EAL's start-up is not counted) and in latency mode (an open
+loop at ``--rate``: p50 and p99). The keys are preloaded by dpdk_blast, which is also how
+the script knows the store is up.
+
 Server CPU per request: the CPU time of the server's processes (utime + stime, /proc)
 during a client's run over the requests it answered; cores: that CPU time over the run's
-wall time. The store's threads poll, so it takes its threads' cores whatever the load.
-Client and server share the machine's cores. Every figure is the median over the rounds;
-ratios are against memcached with the same number of threads, measured in the same run.
+time (DPDK: dpdk_blast's seconds). The store's threads poll (backing off to short sleeps
+when idle), so they take CPU time even at a light load. Client and server share the
+machine's cores. Every figure is the median over the rounds; ratios are per server core
+against memcached with the same number of threads, measured in the same run (the DPDK
+store's: against memcached -t 1 under udp_blast, the same requests).
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
+import glob
+import importlib.util
 import json
 import os
 import re
@@ -38,7 +56,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -46,13 +65,25 @@ sys.path.insert(0, os.path.join(ROOT, "examples", "kvs"))
 import load  # noqa: E402
 from run import free_udp_port  # noqa: E402  (benchmarks/kvs/run.py)
 
+_spec = importlib.util.spec_from_file_location(
+    "echo_bench", os.path.join(ROOT, "benchmarks", "echo", "run.py"))
+echo_bench = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(echo_bench)    # its runtime_parent and clean_runtime_dir
+
 KVS = os.path.join(ROOT, "examples", "kvs", "kvs.py")
 BLAST = os.path.join(ROOT, "runtime", "tests", "udp_blast.c")
+DPDK_BLAST = os.path.join(HERE, "dpdk_blast.c")
 #: Where a binary request's opaque field is in a datagram: the 8-byte frame header, then 12.
 OPAQUE_AT = 8 + 12
 TEMPLATES = 100_000
-SERVERS = ("memcached -t 1", "memcached -t 2", "floem cpu, 1 thread", "floem cpu, 2 threads")
-CLIENTS = ("memcaslap", "udp_blast", "latency")
+DPDK = "floem cpu over DPDK memif, 1 thread"
+SERVERS = ("memcached -t 1", "memcached -t 2", "floem cpu, 1 thread", "floem cpu, 2 threads",
+           DPDK)
+#: A client whose ratio is against another client's figure for memcached: the same requests.
+PEER_CLIENT = {"dpdk_blast": "udp_blast"}
+#: EAL's arguments for both ends of the memif pair: no hugepages, no PCI, EAL's files apart.
+EAL = "--no-huge --no-pci -m 256 --no-shconf --no-telemetry"
+SERVER_PREFIX, CLIENT_PREFIX = "kvsbench", "kvsblast"
 
 
 def tree_cpu_seconds(root: int) -> float:
@@ -74,8 +105,8 @@ def tree_cpu_seconds(root: int) -> float:
 
 @contextlib.contextmanager
 def server(name: str, floem: str) -> Iterator[tuple[int, int]]:
-    """Start server ``name`` (one of SERVERS) in a session of its own; yield its port and
-    process id once it answers a NOOP."""
+    """Start kernel-UDP server ``name`` (one of SERVERS) in a session of its own; yield its
+    port and process id once it answers a NOOP and holds the workload's keys."""
     port = free_udp_port()
     threads = name.split()[-2] if name.startswith("floem") else name.split()[-1]
     if name.startswith("memcached"):
@@ -92,14 +123,20 @@ def server(name: str, floem: str) -> Iterator[tuple[int, int]]:
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit(f"{name} did not start: {' '.join(command)}\n"
                                  + proc.stderr.read().decode())
+        load.run_live(load.Workload(), [load.Server("127.0.0.1", port)], requests=1)
         yield port, proc.pid
     finally:
-        os.killpg(proc.pid, signal.SIGINT)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        stop(proc)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """Stop a server started in a session of its own: SIGINT, then SIGKILL after 30 s."""
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def run_memcaslap(port: int, seconds: float) -> int:
@@ -113,11 +150,11 @@ def run_memcaslap(port: int, seconds: float) -> int:
     return sum(map(int, counts.values()))
 
 
-def write_templates(path: str) -> None:
-    """The paper's workload as udp_blast's templates (a 16-bit length, then the datagram)."""
-    workload = load.Workload()
+def write_templates(path: str, operations: Iterator[load.Operation]) -> None:
+    """Requests as udp_blast's and dpdk_blast's templates (a 16-bit length, then the
+    datagram)."""
     with open(path, "wb") as f:
-        for op in workload.operations(TEMPLATES):
+        for op in operations:
             datagram = op.encode(0, 0)
             f.write(struct.pack("<H", len(datagram)) + datagram)
 
@@ -144,19 +181,119 @@ def run_latency(port: int, seconds: float, rate: float) -> tuple[int, dict[str, 
                               "p99_us": summary.latency_us["p99"]}
 
 
-def measure(name: str, floem: str, clients: dict[str, Callable[[int], tuple[int, dict]]]
+def build_dpdk_blast(exe: str) -> None:
+    """Compile dpdk_blast.c with Floem's packet I/O runtime for DPDK (as tests/test_net.py's
+    build() compiles runtime/tests/test_net_dpdk.c)."""
+    def pkg_config(flag: str) -> list[str]:
+        return subprocess.run(["pkg-config", flag, "libdpdk"], capture_output=True, text=True,
+                              check=True).stdout.split()
+    src = os.path.join(ROOT, "runtime", "src")
+    sources = sorted(glob.glob(os.path.join(src, "net*.c"))) + [
+        os.path.join(src, f) for f in ("threads.c", "shared.c", "count.c")]
+    subprocess.run([os.environ.get("CC", "gcc"), "-std=c11", "-Wall", "-Wextra", "-Werror",
+                    "-O2", "-pthread", "-I" + os.path.join(ROOT, "runtime", "include"),
+                    "-I" + os.path.join(ROOT, "library", "c"), "-DFLOEM_NET_DPDK",
+                    *pkg_config("--cflags"), DPDK_BLAST,
+                    os.path.join(ROOT, "library", "c", "headers.c"), *sources, "-o", exe,
+                    *pkg_config("--libs")], check=True)
+
+
+@dataclass
+class DpdkStore:
+    """The store over DPDK: the EAL arguments of a memif client connecting to it, the
+    summary of dpdk_blast's preload, and (once stopped) what the store printed on stderr,
+    its FLOEM_REPORT counters among it."""
+
+    client_eal: str
+    preload: dict[str, float] = field(default_factory=dict)
+    stderr: str = ""
+
+
+def run_dpdk_blast(exe: str, store: DpdkStore, *args: str) -> dict[str, float]:
+    """dpdk_blast MODE TEMPLATES OPAQUE_AT SECONDS [N] (``args``) against ``store``: its
+    summary's figures (sent, answered, lost, late, wrong, misses, seconds, p50_us, p99_us)."""
+    done = subprocess.run([exe, *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "FLOEM_DPDK_EAL": store.client_eal})
+    summary = {k: float(v) for k, v in re.findall(r"(\w+)=([\d.]+)", done.stdout)}
+    if done.returncode != 0 or "answered" not in summary:
+        raise SystemExit(f"dpdk_blast {' '.join(args)} failed:\n{done.stdout}{done.stderr}")
+    return summary
+
+
+@contextlib.contextmanager
+def dpdk_server(floem: list[str], exe: str, preload: str, tmp: str
+                ) -> Iterator[tuple[DpdkStore, int]]:
+    """Start the store over DPDK (``floem run kvs.py -D design=cpu --net dpdk``, the memif
+    server) in a session of its own; yield it and its process id once dpdk_blast, run as
+    the memif client, has preloaded it with the requests of template file ``preload``.
+    EAL's runtime directories are removed afterwards."""
+    socket = os.path.join(tmp, "memif.sock")    # memif's default: an abstract socket by name
+    store = DpdkStore(f"{EAL} --file-prefix={CLIENT_PREFIX} "
+                      f"--vdev=net_memif0,role=client,socket={socket}")
+    command = [*floem, "run", KVS, "-D", "design=cpu", "-D", "cores=1", "--net", "dpdk",
+               "--eal", f"{EAL} --file-prefix={SERVER_PREFIX} "
+                        f"--vdev=net_memif0,role=server,socket={socket}"]
+    parent_existed = os.path.exists(echo_bench.runtime_parent())
+    with tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err, text=True,
+                                start_new_session=True, env={**os.environ, "FLOEM_REPORT": "1"})
+        try:
+            deadline = time.monotonic() + 300
+            while True:     # until the store (built on its first run) serves the memif socket
+                try:
+                    store.preload = run_dpdk_blast(exe, store, "preload", preload,
+                                                   str(OPAQUE_AT), "60")
+                    break
+                except SystemExit as failed:
+                    # only the port not starting (no memif server yet) is worth a retry
+                    if (proc.poll() is not None or time.monotonic() > deadline
+                            or "floem: net dpdk:" not in str(failed)):
+                        err.seek(0)
+                        raise SystemExit(f"{failed}\n{' '.join(command)}:\n{err.read()}")
+                    time.sleep(0.3)
+            yield store, proc.pid
+        finally:
+            stop(proc)
+            err.seek(0)
+            store.stderr = err.read()
+            for prefix in (SERVER_PREFIX, CLIENT_PREFIX):
+                echo_bench.clean_runtime_dir(prefix, parent_existed)
+
+
+def run_dpdk_throughput(exe: str, templates: str, store: DpdkStore, seconds: float,
+                        window: int) -> tuple[int, dict[str, float]]:
+    """dpdk_blast's throughput mode: the requests answered, and its seconds."""
+    s = run_dpdk_blast(exe, store, "throughput", templates, str(OPAQUE_AT), f"{seconds:g}",
+                       str(window))
+    return int(s["answered"]), {"seconds": s["seconds"]}
+
+
+def run_dpdk_latency(exe: str, templates: str, store: DpdkStore, seconds: float,
+                     rate: float) -> tuple[int, dict[str, float]]:
+    """dpdk_blast's open loop at ``rate``: the requests answered, its seconds, the p50/p99
+    latency (µs)."""
+    s = run_dpdk_blast(exe, store, "latency", templates, str(OPAQUE_AT), f"{seconds:g}",
+                       f"{rate:g}")
+    return int(s["answered"]), {"seconds": s["seconds"], "p50_us": s["p50_us"],
+                                "p99_us": s["p99_us"]}
+
+
+def measure(serving: contextlib.AbstractContextManager, clients: dict[str, Callable]
             ) -> dict[str, dict[str, float]]:
-    """Every client against server ``name``: requests/s, CPU µs per request, cores."""
+    """Every client against the server that ``serving`` starts (it yields what the clients
+    take and the server's process id): requests/s, CPU µs per request, cores. A client
+    returns the requests it had answered and more figures; its ``seconds`` among them, when
+    there, are the run's time instead of the wall time around it."""
     results = {}
-    with server(name, floem) as (port, pid):
-        load.run_live(load.Workload(), [load.Server("127.0.0.1", port)], requests=1)
+    with serving as (endpoint, pid):
         for client, run in clients.items():
             cpu, start = tree_cpu_seconds(pid), time.monotonic()
-            answered, extra = run(port)
+            answered, extra = run(endpoint)
             wall, cpu = time.monotonic() - start, tree_cpu_seconds(pid) - cpu
-            results[client] = {"requests_per_s": answered / wall,
+            seconds = extra.pop("seconds", wall)
+            results[client] = {"requests_per_s": answered / seconds,
                                "cpu_us_per_request": 1e6 * cpu / max(answered, 1),
-                               "cores": cpu / wall, **extra}
+                               "cores": cpu / seconds, **extra}
     return results
 
 
@@ -181,7 +318,7 @@ def table(result: dict) -> str:
                 continue
             ratio = ""
             if peer:
-                p = result[peer][client]
+                p = result[peer][PEER_CLIENT.get(client, client)]
                 ratio = f"{per_core / (p['requests_per_s'] / max(p['cores'], 1e-9)):.2f}x"
             rows.append(f"| {name} | {client} | {r['requests_per_s']:,.0f} | {r['cores']:.2f} | "
                         f"{per_core:,.0f} | {ratio} | {r['cpu_us_per_request']:.2f} | |")
@@ -195,22 +332,38 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=4.0, help="each client's run")
     ap.add_argument("--rate", type=float, default=5000,
                     help="the latency run's offered load, requests/s")
+    ap.add_argument("--window", type=int, default=256,
+                    help="dpdk_blast's requests outstanding at most (up to 1024)")
     ap.add_argument("--json", help="write the medians here")
     args = ap.parse_args()
     floem = shutil.which("floem") or sys.exit("floem is not on PATH (scripts/setup.sh)")
     shutil.which("memcaslap") or sys.exit("memcaslap is missing (libmemcached-tools)")
+    if subprocess.run(["pkg-config", "--exists", "libdpdk"]).returncode != 0:
+        sys.exit("DPDK is missing (libdpdk-dev and pkg-config)")
     with tempfile.TemporaryDirectory() as tmp:
         exe, templates = os.path.join(tmp, "udp_blast"), os.path.join(tmp, "templates")
+        dpdk_exe, preload = os.path.join(tmp, "dpdk_blast"), os.path.join(tmp, "preload")
         subprocess.run([os.environ.get("CC", "gcc"), "-std=c11", "-O2", "-pthread", BLAST,
                         "-o", exe], check=True)
-        write_templates(templates)
+        build_dpdk_blast(dpdk_exe)
+        workload = load.Workload()
+        write_templates(templates, workload.operations(TEMPLATES))
+        write_templates(preload, workload.preload_operations())
         clients = {"memcaslap": lambda port: (run_memcaslap(port, args.seconds), {}),
                    "udp_blast": lambda port: (run_blast(exe, templates, port, args.seconds), {}),
                    "latency": lambda port: run_latency(port, args.seconds, args.rate)}
+        dpdk_clients = {
+            "dpdk_blast": lambda store: run_dpdk_throughput(dpdk_exe, templates, store,
+                                                            args.seconds, args.window),
+            "latency": lambda store: run_dpdk_latency(dpdk_exe, templates, store, args.seconds,
+                                                      args.rate)}
         rounds = []
         for r in range(args.rounds):
             order = SERVERS if r % 2 == 0 else SERVERS[::-1]
-            rounds.append({name: measure(name, floem, clients) for name in order})
+            rounds.append({name: measure(dpdk_server([floem], dpdk_exe, preload, tmp),
+                                         dpdk_clients)
+                           if name == DPDK else measure(server(name, floem), clients)
+                           for name in order})
             print(f"round {r + 1} of {args.rounds} done", file=sys.stderr)
     result = medians(rounds)
     print(table(result))
