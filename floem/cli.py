@@ -438,15 +438,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _options(args: argparse.Namespace) -> dict[str, Any]:
+def _options(args: argparse.Namespace) -> BuildOptions:
+    """The `BuildOptions` the options of ``build`` and ``run`` give."""
     counting = {"count_instructions": True} if getattr(args, "count_instructions", None) else {}
     if getattr(args, "count_elements", False):
         counting["count_elements"] = True
-    return {**counting, **_pass_options(args), "net": args.net, "dump_after": args.dump_after,
-            "report_file": args.report, "trace": bool(args.trace),
-            "trace_filter": args.trace_filter,
-            "dma_model": {k: getattr(args, f"dma_{k}") for k in DMA_OPTIONS
-                          if getattr(args, f"dma_{k}") is not None}}
+    return BuildOptions(**counting, **_pass_options(args), net=args.net, trace=bool(args.trace),
+                        trace_filter=args.trace_filter,
+                        dma_model={k: getattr(args, f"dma_{k}") for k in DMA_OPTIONS
+                                   if getattr(args, f"dma_{k}") is not None})
 
 
 def _pass_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -484,7 +484,7 @@ def _command(args: argparse.Namespace) -> int:
         sys.stdout.write(params.describe(params.declared()))
         return 0
     if args.command == "check":
-        ir = check_program(program, **_pass_options(args))
+        ir = check_program(program, BuildOptions(**_pass_options(args)))
         _warn(ir.warnings)
         print(f"{args.app}: ok ({_count_of(len(ir.segments), 'segment')}, "
               f"{_count_of(len(ir.nodes()), 'element')})")
@@ -499,7 +499,7 @@ def _command(args: argparse.Namespace) -> int:
         return 0
     if args.command == "build":
         out = args.out or os.path.join("build", program.display_name)
-        result = build_program(program, out, **_options(args))
+        result = build_program(program, _options(args), out, args.dump_after, args.report)
         _warn(result.warnings)
         if result.report:
             with open(result.report) as f:
@@ -509,7 +509,7 @@ def _command(args: argparse.Namespace) -> int:
                           if not os.path.relpath(p, result.out_dir).startswith("runtime"))
         print(f"floem: {state} {result.out_dir}: {names}")
         return 0
-    built = build_program(program, args.out, **_options(args))
+    built = build_program(program, _options(args), args.out, args.dump_after, args.report)
     _warn(built.warnings)
     if built.report:
         with open(built.report) as f:
