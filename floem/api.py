@@ -12,6 +12,7 @@ from typing import Any
 
 from floem.builder import build_program, run_program
 from floem.errors import FloemError
+from floem.ir import BuildOptions
 from floem.lang import params
 from floem.lang.program import Program, current_program, loaded_program, reset_default_program
 from floem.lang.segment import Segment
@@ -89,9 +90,12 @@ def _forget_shadowed_modules(directory: str) -> None:
             del sys.modules[name]
 
 
-def build(out_dir: str | None = None, **opts: Any) -> Any:
-    """Compile the current program into ``out_dir``; returns a `BuildResult` naming every file."""
-    return build_program(current_program(), out_dir, **opts)
+def build(out_dir: str | None = None, dump_after: str | None = None, report_file: bool = False,
+          **opts: Any) -> Any:
+    """Compile the current program into ``out_dir`` with the build options ``opts``
+    (`BuildOptions` fields); returns a `BuildResult` naming every file."""
+    return build_program(current_program(), BuildOptions.from_keywords(**opts), out_dir,
+                         dump_after, report_file)
 
 
 def run(timeout: float | None = None, **opts: Any) -> Any:

@@ -50,10 +50,11 @@ class BuildResult:
     receives: bool = False              # some element receives packets (FromNet)
 
 
-def check_program(program: Any, stop_after: str | None = None, **opts: Any) -> ProgramIR:
-    """Run the front end and every pass (or up to ``stop_after``; no C compiler) with the
-    build options ``opts`` (`BuildOptions` fields)."""
-    return run_pipeline(program, BuildOptions.from_keywords(**opts), stop_after=stop_after)
+def check_program(program: Any, options: BuildOptions = BuildOptions(),
+                  stop_after: str | None = None) -> ProgramIR:
+    """Run the front end and every pass (or up to ``stop_after``; no C compiler) with
+    ``options``."""
+    return run_pipeline(program, options, stop_after=stop_after)
 
 
 @dataclass
@@ -154,11 +155,12 @@ BUILD_STEPS = [_compile_passes, _choose_flags, _generate_files, _choose_director
                _compile_c]
 
 
-def build_program(program: Any, out_dir: str | None = None, dump_after: str | None = None,
-                  report_file: bool = False, **opts: Any) -> BuildResult:
-    """Compile ``program`` into ``out_dir`` (default: a content-addressed cache directory)
-    with the build options ``opts`` (`BuildOptions` fields): the `BUILD_STEPS`."""
-    b = Build(program, BuildOptions.from_keywords(**opts), out_dir, dump_after, report_file)
+def build_program(program: Any, options: BuildOptions = BuildOptions(),
+                  out_dir: str | None = None, dump_after: str | None = None,
+                  report_file: bool = False) -> BuildResult:
+    """Compile ``program`` with ``options`` into ``out_dir`` (default: a content-addressed
+    cache directory): the `BUILD_STEPS`."""
+    b = Build(program, options, out_dir, dump_after, report_file)
     for step in BUILD_STEPS:
         step(b)
     return b.result
@@ -170,18 +172,21 @@ def _has_nic(ir: ProgramIR) -> bool:
 
 def run_program(program: Any, timeout: float | None = None, duration: float | None = None,
                 args: list[str] | None = None, capture: bool = True, out_dir: str | None = None,
+                dump_after: str | None = None, report_file: bool = False,
                 **opts: Any) -> RunResult:
     """Build (cached) and run every process of ``program``; the result is the main process's.
 
     Network settings (``port``, ``listen``, ``pcap_in``, ``pcap_out``, ``pcap_timing``,
-    ``pcap_loop``, ``eal``) go to the runtime; ``trace=N`` traces the first N packets (`run_built`).
+    ``pcap_loop``, ``eal``) go to the runtime; ``trace=N`` traces the first N packets (`run_built`);
+    the other keywords are `BuildOptions` fields.
     """
     network = {k: opts.pop(k) for k in ("port", "listen", "pcap_in", "pcap_out",
                                         "pcap_timing", "pcap_loop", "eal") if k in opts}
     packets = opts.pop("trace", None)
-    built = build_program(program, out_dir, trace=bool(packets), **opts)
+    options = BuildOptions.from_keywords(trace=bool(packets), **opts)
+    built = build_program(program, options, out_dir, dump_after, report_file)
     return run_built(built, program, timeout=timeout, duration=duration, args=args,
-                     capture=capture, env=network_environment(opts.get("net", "udp"), **network),
+                     capture=capture, env=network_environment(options.net, **network),
                      trace=packets or None)
 
 

@@ -17,6 +17,7 @@ import os
 import sys
 import tempfile
 import textwrap
+from dataclasses import Field, fields
 from typing import Any, Callable
 
 from floem.api import load_app
@@ -24,12 +25,11 @@ from floem.builder import Counting, build_program, check_program, network_enviro
 from floem.errors import FloemError, warning_line
 from floem.explore.model import model_platforms
 from floem.graph import GRAPH_FORMATS, to_dot, write_graph
-from floem.ir.options import NET_BACKENDS, NIC_PLATFORMS, BuildOptions
+from floem.ir.options import BuildOptions, Flag, flags
 from floem.lang import params
 from floem.launcher import STOP_SIGNALS, TIMEOUT_STATUS, follow_parent, stopped_note
 from floem.passes import pass_names
 from floem.paths import path_problem
-from floem.platforms import DMA_MEANINGS, DMA_OPTIONS
 from floem.stats import load_counts, save_counts, stats
 from floem.trace import MAX_PACKETS as TRACE_MAX_PACKETS
 
@@ -243,50 +243,19 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("-D", dest="define", action="append", default=[], type=_definition,
                        metavar=values, help=define_help)
 
-    def pass_options(p: argparse.ArgumentParser) -> None:
-        """The options that change what the passes decide."""
-        p.add_argument("--nic", choices=NIC_PLATFORMS, default=BuildOptions.nic, help="NIC platform")
-        p.add_argument("--nic-managers", type=int, default=BuildOptions.nic_managers, metavar="N",
-                       help="NIC cores running the queue synchronization layer (0: inline)")
-        p.add_argument("--no-sync-layer", action="store_true",
-                       help="blocking, unbatched DMA per queue entry instead of the sync layer")
-        p.add_argument("--send-all-fields", action="store_true",
-                       help="queues carry the whole per-packet state, not only live fields")
-        p.add_argument("--no-counters", action="store_true",
-                       help="leave out the per-element packet counters (--report, floem stats)")
-        p.add_argument("--no-slicing", action="store_true",
-                       help="frames cross between CPU and NIC whole (no payload kept on the NIC)")
-        p.add_argument("--slice-threshold", type=int, default=BuildOptions.slice_threshold,
-                       metavar="BYTES", help="frames shorter than this cross whole")
-        p.add_argument("--slice-pool", type=int, default=BuildOptions.slice_pool, metavar="N",
-                       help="frames the NIC keeps at most while their headers are away")
-        p.add_argument("--slice-timeout", type=int, default=BuildOptions.slice_timeout_ms,
-                       metavar="MS", help="a kept frame not back after MS ms is reclaimed")
-
-    def target_options(p: argparse.ArgumentParser) -> None:
+    def target_options(p: argparse.ArgumentParser, name: str) -> None:
         app_argument(p)
-        pass_options(p)
-        p.add_argument("--trace-filter", metavar="EXPR",
-                       help="with --trace: trace only the packets for which this C expression "
-                            "is true: on their per-packet state (state->op == 1, decided once "
-                            "their segment has written what it reads) or on the values they "
-                            "enter the program with (v0, v1, ...)")
-        for name, unit in DMA_OPTIONS.items():
-            p.add_argument(f"--dma-{name.replace('_', '-')}", type=float, metavar=unit,
-                           help=f"the emulated NIC's DMA engine: {DMA_MEANINGS[name]}")
-        p.add_argument("--net", choices=NET_BACKENDS, default=BuildOptions.net, help="packet I/O backend")
+        build_option_arguments(p, name)
         p.add_argument("--dump-after", type=_pass_name, metavar="PASS",
                        help="write the IR after PASS (or 'all')")
         p.add_argument("--report", action="store_true", help="write report.txt and print it")
 
     build = command("build", "compile an app into C and executables")
-    target_options(build)
-    build.add_argument("--trace", action="store_true",
-                       help="with the packet-trace code (its processes trace FLOEM_TRACE packets)")
+    target_options(build, "build")
     build.add_argument("-o", "--out", metavar="DIR", help="output directory (default: ./build/<app>)")
 
     run = command("run", "build (cached) and run an app")
-    target_options(run)
+    target_options(run, "run")
     run.add_argument("-o", "--out", metavar="DIR", help="build directory (default: the cache)")
     run.add_argument("--trace", type=_packets, metavar="N",
                      help="print the path of the first N packets to enter the program through "
@@ -317,9 +286,6 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--count-instructions", metavar="BASE",
                      help="--nic emu: run every process under callgrind, counting what its "
                           "segment threads execute on packets into BASE.PROCESS (floem explore)")
-    run.add_argument("--count-elements", action="store_true",
-                     help="--count-instructions: keep every element's function out of line, so "
-                          "that each is counted on its own (floem place)")
     run.add_argument("--count-cache", action="append", default=[], type=_count_cache,
                      metavar="PROCESS=I1:D1:LL",
                      help="--count-instructions: simulate PROCESS's caches with this geometry "
@@ -329,7 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = command("check", "front end and all passes, no C compiler")
     app_argument(check)
-    pass_options(check)
+    build_option_arguments(check, "check")
 
     graph = command("graph", "draw the program (DOT; SVG/PNG with Graphviz)")
     app_argument(graph)
@@ -423,8 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
                               "(default 12)")
     placing.add_argument("--timeout", type=_positive, metavar="S",
                          help="start no check after S seconds")
-    placing.add_argument("--nic-managers", type=int, default=BuildOptions.nic_managers,
-                         metavar="N", help="NIC cores running the sync layer (default 1)")
+    build_option_arguments(placing, "place")
     placing.add_argument("--option", action="append", default=[], metavar="OPTION",
                          help="an option for every `floem run`, e.g. --option=--no-slicing")
     placing.add_argument("--explain", action="store_true",
@@ -438,24 +403,40 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _options(args: argparse.Namespace) -> dict[str, Any]:
-    counting = {"count_instructions": True} if getattr(args, "count_instructions", None) else {}
-    if getattr(args, "count_elements", False):
-        counting["count_elements"] = True
-    return {**counting, **_pass_options(args), "net": args.net, "dump_after": args.dump_after,
-            "report_file": args.report, "trace": bool(args.trace),
-            "trace_filter": args.trace_filter,
-            "dma_model": {k: getattr(args, f"dma_{k}") for k in DMA_OPTIONS
-                          if getattr(args, f"dma_{k}") is not None}}
+def _dest(option: Field[Any], flag: Flag) -> str:
+    """Where argparse keeps a build option's flag: the field's name (and the flag's key)."""
+    return f"{option.name}_{flag.key}" if flag.key else option.name
 
 
-def _pass_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The `BuildOptions` the options of ``pass_options`` give."""
-    return {"nic": args.nic, "nic_managers": args.nic_managers,
-            "sync_layer": not args.no_sync_layer, "send_all_fields": args.send_all_fields,
-            "counters": not args.no_counters, "slicing": not args.no_slicing,
-            "slice_threshold": args.slice_threshold, "slice_pool": args.slice_pool,
-            "slice_timeout_ms": args.slice_timeout}
+def build_option_arguments(p: argparse.ArgumentParser, command: str) -> None:
+    """The flags of the build options ``command`` takes, in `BuildOptions`'s order."""
+    for option in fields(BuildOptions):
+        for flag in flags(option):
+            if command not in flag.commands:
+                continue
+            if isinstance(option.default, bool):
+                p.add_argument(flag.name, dest=option.name, help=flag.help,
+                               action="store_false" if option.default else "store_true")
+            else:
+                p.add_argument(flag.name, dest=_dest(option, flag), type=flag.type,
+                               default=None if flag.key else option.default,
+                               metavar=flag.metavar, choices=flag.choices, help=flag.help)
+
+
+def _build_options(args: argparse.Namespace) -> BuildOptions:
+    """The `BuildOptions` the command's flags give; ``floem run --trace N`` and
+    ``--count-instructions BASE`` build with the packet-trace and counting code."""
+    values: dict[str, Any] = {}
+    for option in fields(BuildOptions):
+        taken = [flag for flag in flags(option) if args.command in flag.commands]
+        if any(flag.key for flag in taken):
+            values[option.name] = {flag.key: value for flag in taken
+                                   if (value := getattr(args, _dest(option, flag))) is not None}
+        elif taken:
+            values[option.name] = getattr(args, option.name)
+    if args.command == "run":
+        values |= {"trace": bool(args.trace), "count_instructions": bool(args.count_instructions)}
+    return BuildOptions(**values)
 
 
 def _count_of(n: int, noun: str) -> str:
@@ -484,7 +465,7 @@ def _command(args: argparse.Namespace) -> int:
         sys.stdout.write(params.describe(params.declared()))
         return 0
     if args.command == "check":
-        ir = check_program(program, **_pass_options(args))
+        ir = check_program(program, _build_options(args))
         _warn(ir.warnings)
         print(f"{args.app}: ok ({_count_of(len(ir.segments), 'segment')}, "
               f"{_count_of(len(ir.nodes()), 'element')})")
@@ -499,7 +480,7 @@ def _command(args: argparse.Namespace) -> int:
         return 0
     if args.command == "build":
         out = args.out or os.path.join("build", program.display_name)
-        result = build_program(program, out, **_options(args))
+        result = build_program(program, _build_options(args), out, args.dump_after, args.report)
         _warn(result.warnings)
         if result.report:
             with open(result.report) as f:
@@ -509,7 +490,7 @@ def _command(args: argparse.Namespace) -> int:
                           if not os.path.relpath(p, result.out_dir).startswith("runtime"))
         print(f"floem: {state} {result.out_dir}: {names}")
         return 0
-    built = build_program(program, args.out, **_options(args))
+    built = build_program(program, _build_options(args), args.out, args.dump_after, args.report)
     _warn(built.warnings)
     if built.report:
         with open(built.report) as f:

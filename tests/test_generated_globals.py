@@ -14,7 +14,7 @@ from conftest import PROGRAMS, ROOT
 from floem.api import load_app
 from floem.builder import check_program
 from floem.codegen.emit import generate
-from floem.ir import ProgramIR
+from floem.ir import BuildOptions, ProgramIR
 from floem.ir.cnames import GENERATED_GLOBALS, c_global
 from floem.passes.plan_code import _checked_globals
 
@@ -52,7 +52,7 @@ def owners(ir: ProgramIR) -> dict[str, list[str]]:
 
 def generated(app: str, options: dict) -> tuple[ProgramIR, set[str]]:
     """The program of ``app`` after the passes, and the globals its generated C defines."""
-    ir = check_program(load_app(app), **options)
+    ir = check_program(load_app(app), BuildOptions(**options))
     files = [f for f in generate(ir, [], []) if f.name.endswith((".c", ".h"))]
     return ir, set().union(*(defined_globals(f.text) for f in files))
 

@@ -1,7 +1,7 @@
 """The compiler's modules are layered without import cycles (lang -> ir -> passes -> codegen
--> build driver -> CLI, leaf modules below): no module of floem/ imports, at run time,
-directly or not, a module that imports it back. Imports only for type checking
-(``if TYPE_CHECKING:``) do not count."""
+-> build driver -> CLI, leaf modules below): no module of floem/ imports, directly or not, a
+module that imports it back. Imports only for type checking (``if TYPE_CHECKING:``) count
+too: a type a lower module needs from a higher one belongs lower down."""
 from __future__ import annotations
 
 import ast
@@ -24,17 +24,12 @@ def module_names() -> dict[str, str]:
     return names
 
 
-def runtime_imports(path: str, module: str, known: dict[str, str]) -> set[str]:
-    """floem modules ``path`` imports outside ``if TYPE_CHECKING:`` blocks."""
+def floem_imports(path: str, module: str, known: dict[str, str]) -> set[str]:
+    """floem modules ``path`` imports, wherever in it (type-checking-only imports too)."""
     tree = ast.parse(open(path).read())
     package = module if path.endswith("__init__.py") else module.rsplit(".", 1)[0]
-    typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
-                   and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
-                   for n in ast.walk(node)}
     found = set()
     for node in ast.walk(tree):
-        if id(node) in typing_only:
-            continue
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names if a.name.split(".")[0] == "floem"}
         elif isinstance(node, ast.ImportFrom):
@@ -54,7 +49,7 @@ def test_no_import_cycle_inside_floem() -> None:
     graph = nx.DiGraph()
     graph.add_nodes_from(known)
     for module, path in known.items():
-        graph.add_edges_from((module, imported) for imported in runtime_imports(path, module, known))
+        graph.add_edges_from((module, imported) for imported in floem_imports(path, module, known))
     cycles = [sorted(c) for c in nx.strongly_connected_components(graph) if len(c) > 1]
     assert cycles == [], f"import cycles: {cycles}"
 
@@ -63,7 +58,7 @@ def test_passes_and_codegen_do_not_import_the_build_driver_or_the_cli() -> None:
     known = module_names()
     for module, path in known.items():
         if module.startswith(("floem.lang", "floem.ir", "floem.passes", "floem.codegen")):
-            upward = {m for m in runtime_imports(path, module, known)
+            upward = {m for m in floem_imports(path, module, known)
                       if m in ("floem.builder", "floem.cli", "floem.api")
                       or m.startswith("floem.explore")}
             assert upward == set(), f"{module} imports {upward}"

@@ -1,13 +1,15 @@
-"""The build options: every choice a build takes besides the program, with its default,
-in one place. The CLI, ``floem.build``/``floem.run`` and `floem explore` make one; the
+"""The build options: every choice a build takes besides the program, with its default
+and the command-line flags that give it, in one place. The CLI (its flags made from
+`BuildOptions`'s fields), ``floem.build``/``floem.run`` and `floem place` make one; the
 passes and code generation read it from ``ProgramIR.options``."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable
+from dataclasses import Field, dataclass, field, fields
 from typing import Any
 
 from floem.errors import FloemError, Location
-from floem.platforms import DMA_OPTIONS, PLATFORMS
+from floem.platforms import DMA_MEANINGS, DMA_OPTIONS, PLATFORMS
 
 NIC_PLATFORMS = tuple(PLATFORMS)
 NET_BACKENDS = ("udp", "dpdk", "pcap")
@@ -38,27 +40,85 @@ class Cut:
         return f"{rx} | {cpu} || {tx}"
 
 
+#: The commands taking the options that change what the passes decide, and those that build.
+COMPILING = ("check", "build", "run")
+BUILDING = ("build", "run")
+
+
+@dataclass(frozen=True)
+class Flag:
+    """How the ``floem`` command takes a build option: the flag (a bool option's is a
+    switch: ``--X`` turns it on, ``--no-X`` off), its help, the commands taking it, the type
+    of its value, its metavar and choices; ``key``: the entry it sets in a dict option (one
+    flag per entry)."""
+
+    name: str
+    help: str
+    commands: tuple[str, ...] = COMPILING
+    type: Callable[[str], Any] = str
+    metavar: str | None = None
+    choices: tuple[str, ...] | None = None
+    key: str | None = None
+
+
+def option(default: Any, *flags: Flag) -> Any:
+    """A `BuildOptions` field: its default (a dict's: empty) and its command-line flags."""
+    if isinstance(default, dict):
+        return field(default_factory=dict, metadata={"flags": flags})
+    return field(default=default, metadata={"flags": flags})
+
+
+def flags(option_field: Field[Any]) -> tuple[Flag, ...]:
+    """The command-line flags of a `BuildOptions` field (none: keywords only)."""
+    return option_field.metadata["flags"]
+
+
 @dataclass(frozen=True)
 class BuildOptions:
-    """How to build a program (``floem build --help`` lists them as flags)."""
+    """How to build a program: each option with its default and the flags the ``floem``
+    command takes it as (the CLI's options are made from these fields, in this order)."""
 
-    nic: str = "emu"                        # --nic: the NIC platform
-    nic_managers: int = 1                   # --nic-managers: sync-layer manager cores (0: inline)
-    sync_layer: bool = True                 # --no-sync-layer turns it off (blocking DMA)
-    send_all_fields: bool = False           # --send-all-fields: no liveness across queues
-    dma_model: dict[str, float] = field(default_factory=dict)   # --dma-*: the NIC's DMA cost model
-    net: str = "udp"                        # --net: the packet I/O backend
-    count_instructions: bool = False        # --count-instructions: the NIC build counts (emu)
-    cache_steering: bool = True             # caches steer misses by key to queue instances
-    counters: bool = True                   # --no-counters: no per-element packet counters
-    slicing: bool = True                    # --no-slicing: frames cross CPU-NIC whole
-    slice_threshold: int = 512              # --slice-threshold: shorter frames cross whole
-    slice_pool: int = 1024                  # --slice-pool: frames kept at most on the NIC
-    slice_timeout_ms: int = 1000            # --slice-timeout: a kept frame is reclaimed after
-    trace: bool = False                     # --trace: the packet-trace code (floem run --trace N)
-    trace_filter: str | None = None         # --trace-filter EXPR: which entering packets to trace
-    cuts: tuple[Cut, ...] = ()              # floem place: cuts of target.AUTO segments
-    count_elements: bool = False            # floem place: element functions out of line, counted
+    nic: str = option("emu", Flag("--nic", "NIC platform", choices=NIC_PLATFORMS))
+    nic_managers: int = option(1, Flag(
+        "--nic-managers", "NIC cores running the queue synchronization layer (0: inline)",
+        commands=COMPILING + ("place",), type=int, metavar="N"))
+    sync_layer: bool = option(True, Flag(
+        "--no-sync-layer", "blocking, unbatched DMA per queue entry instead of the sync layer"))
+    send_all_fields: bool = option(False, Flag(
+        "--send-all-fields", "queues carry the whole per-packet state, not only live fields"))
+    counters: bool = option(True, Flag(
+        "--no-counters", "leave out the per-element packet counters (--report, floem stats)"))
+    slicing: bool = option(True, Flag(
+        "--no-slicing", "frames cross between CPU and NIC whole (no payload kept on the NIC)"))
+    slice_threshold: int = option(512, Flag(
+        "--slice-threshold", "frames shorter than this cross whole", type=int, metavar="BYTES"))
+    slice_pool: int = option(1024, Flag(
+        "--slice-pool", "frames the NIC keeps at most while their headers are away", type=int,
+        metavar="N"))
+    slice_timeout_ms: int = option(1000, Flag(
+        "--slice-timeout", "a kept frame not back after MS ms is reclaimed", type=int,
+        metavar="MS"))
+    trace_filter: str | None = option(None, Flag(
+        "--trace-filter", "with --trace: trace only the packets for which this C expression "
+        "is true: on their per-packet state (state->op == 1, decided once their segment has "
+        "written what it reads) or on the values they enter the program with (v0, v1, ...)",
+        metavar="EXPR"))
+    dma_model: dict[str, float] = option({}, *(Flag(
+        f"--dma-{key.replace('_', '-')}", f"the emulated NIC's DMA engine: {DMA_MEANINGS[key]}",
+        commands=BUILDING, type=float, metavar=unit, key=key) for key, unit in DMA_OPTIONS.items()))
+    net: str = option("udp", Flag("--net", "packet I/O backend", commands=BUILDING,
+                                  choices=NET_BACKENDS))
+    # also on with floem run --trace N (a run option: how many packets to trace)
+    trace: bool = option(False, Flag(
+        "--trace", "with the packet-trace code (its processes trace FLOEM_TRACE packets)",
+        commands=("check", "build")))
+    count_elements: bool = option(False, Flag(
+        "--count-elements", "keep every element's function out of line, so that "
+        "--count-instructions counts each on its own (floem place)"))
+    # on with floem run --count-instructions BASE (a run option: where the counts go)
+    count_instructions: bool = option(False)
+    cache_steering: bool = option(True)     # caches steer misses by key to queue instances
+    cuts: tuple[Cut, ...] = option(())      # floem place: cuts of target.AUTO segments
 
     def __post_init__(self) -> None:
         if self.nic not in NIC_PLATFORMS:
@@ -70,11 +130,12 @@ class BuildOptions:
             raise FloemError(f"unknown DMA model options: {', '.join(sorted(unknown))}")
         if self.net not in NET_BACKENDS:
             raise FloemError(f"--net must be one of {', '.join(NET_BACKENDS)}, not {self.net!r}")
-        for name in ("slice_threshold", "slice_pool", "slice_timeout_ms"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                flag = "--" + name.replace("_ms", "").replace("_", "-")
-                raise FloemError(f"{flag} must be a whole number, 0 or more, not {value!r}")
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in ("slice_threshold", "slice_pool", "slice_timeout_ms") and (
+                    not isinstance(value, int) or isinstance(value, bool) or value < 0):
+                raise FloemError(f"{flags(f)[0].name} must be a whole number, 0 or more, "
+                                 f"not {value!r}")
         if self.count_instructions and self.nic != "emu":
             raise FloemError("--count-instructions runs the NIC natively under callgrind: "
                              "use --nic emu")

@@ -4,7 +4,7 @@ from __future__ import annotations
 from floem.errors import Location
 from floem.lang.element import Element, Input, Output
 from floem.lang.location import caller_location
-from floem.lang.program import current_program
+from floem.lang.registry import current_registry
 
 
 class CacheEnd(Element):
@@ -42,7 +42,7 @@ class Cache:
                  entries: int | None = 4, policy: str = WRITE_THROUGH,
                  write_miss: str = WRITE_ALLOC) -> None:
         self.loc: Location = caller_location()
-        self.program = current_program()
+        self.program = current_registry()
         self.name = self.program.claim_name(name, "cache", self.loc)
         if policy not in (self.WRITE_THROUGH, self.WRITE_BACK):
             raise self.loc.error(f"Cache policy must be Cache.WRITE_THROUGH or Cache.WRITE_BACK, "
@@ -66,7 +66,7 @@ class Cache:
             end = CacheEnd(name=f"{self.name}_{point}", configure=[self, point])
             end.segment = None          # each point joins the segment it is connected in
             self.ends[point] = end
-        self.program.caches.append(self)
+        self.program.register(self)
 
     @property
     def get_start(self) -> CacheEnd:

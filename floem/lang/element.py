@@ -3,16 +3,13 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from floem.errors import Location
 from floem.lang.location import caller_location, string_location
-from floem.lang.program import Program, current_program
+from floem.lang.registry import Registry, Scope, ScopeKind, current_registry
 from floem.lang.state import Persistent, State
 from floem.lang.types import Type, TypeLike, as_type
-
-if TYPE_CHECKING:
-    from floem.lang.segment import Flow, Segment
 
 
 class Port:
@@ -69,7 +66,7 @@ class Node:
 
     name: str
     loc: Location
-    program: Program
+    program: Registry
 
     def __init__(self) -> None:
         object.__setattr__(self, "inputs", {})
@@ -140,18 +137,18 @@ class Element(Node):
     def __init__(self, name: str | None = None, configure: Any = None,
                  states: list[Any] | None = None, **kwargs: Any) -> None:
         super().__init__()
-        self.program = current_program()
+        self.program = current_registry()
         self.loc = caller_location()
         self.name = self.program.claim_name(name, type(self).__name__, self.loc)
         self.persistent: dict[str, Any] = {}
         self.code: CBody | None = None
         self.nic_code: CBody | None = None
         self._in_nic_impl = False
-        self.segment: Segment | None = self.program.innermost("segment")
-        self.flow: Flow | None = self.program.innermost("flow")
+        self.segment: Scope | None = self.program.innermost(ScopeKind.SEGMENT)
+        self.flow: Scope | None = self.program.innermost(ScopeKind.FLOW)
         self._configure(configure, kwargs)
         self._bind_states(states)
-        self.program.elements.append(self)
+        self.program.register(self)
         self.impl()
         if type(self).impl_nic is not Element.impl_nic:
             self._in_nic_impl = True
@@ -212,8 +209,10 @@ class CBody:
     loc: Location
 
 
-class Composite(Node):
+class Composite(Node, Scope):
     """Elements grouped behind the composite's own ports (declared in `configure`)."""
+
+    scope_kind = ScopeKind.COMPOSITE
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
@@ -221,7 +220,7 @@ class Composite(Node):
 
     def __init__(self, name: str | None = None, configure: Any = None, **kwargs: Any) -> None:
         super().__init__()
-        self.program = current_program()
+        self.program = current_registry()
         self.loc = caller_location()
         self.name = self.program.claim_name(name, type(self).__name__, self.loc)
         self._configure(configure, kwargs)
@@ -244,9 +243,9 @@ def connect(src: Any, dst: Any, loc: Location) -> Any:
         return dst.connect_from(src, loc)
     out = _source_port(src, loc)
     inp, result = _dest_port(dst, loc)
-    program = current_program()
-    scope = program.innermost("segment")
-    program.connections.append(Connection(out, inp, loc, scope.name if scope else None))
+    program = current_registry()
+    scope = program.innermost(ScopeKind.SEGMENT)
+    program.register(Connection(out, inp, loc, scope.name if scope else None))
     return result
 
 

@@ -1,29 +1,22 @@
-"""The program being built: everything an app file creates is registered here."""
+"""The program being built: the container of everything an app file makes, and the
+app-level functions (main, include, depend, cflags, cut, origin) acting on it."""
 from __future__ import annotations
 
-import keyword
 import os
 import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, cast
 
 from floem.errors import Location
+from floem.lang.cache import Cache
+from floem.lang.element import Connection, Element
 from floem.lang.location import caller_location, string_location
-
-if TYPE_CHECKING:
-    from floem.lang.element import Connection, Element
-    from floem.lang.segment import Flow, Order, Segment
-    from floem.lang.state import MemoryRegion, State
-
-_C_RESERVED = {
-    "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
-    "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
-    "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch",
-    "typedef", "union", "unsigned", "void", "volatile", "while", "main", "state", "bool",
-}
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+from floem.lang.queue import Queue
+from floem.lang.registry import Registry, current_registry, make_current
+from floem.lang.segment import Flow, Order, Segment
+from floem.lang.state import MemoryRegion, State
 
 
 @dataclass
@@ -52,7 +45,7 @@ class CutText:
 
 
 @dataclass
-class Program:
+class Program(Registry):
     """One Floem program: elements, connections, segments, states and build options.
 
     Use as a context manager (``with Program("kvs") as p: ...``) or rely on the
@@ -60,15 +53,15 @@ class Program:
     """
 
     name: str | None = None
-    elements: list["Element"] = field(default_factory=list)
-    connections: list["Connection"] = field(default_factory=list)
-    segments: list["Segment"] = field(default_factory=list)
-    flows: list["Flow"] = field(default_factory=list)
-    states: list["State"] = field(default_factory=list)
-    memory_regions: list["MemoryRegion"] = field(default_factory=list)
-    orders: list["Order"] = field(default_factory=list)
-    queues: list[Any] = field(default_factory=list)
-    caches: list[Any] = field(default_factory=list)
+    elements: list[Element] = field(default_factory=list)
+    connections: list[Connection] = field(default_factory=list)
+    segments: list[Segment] = field(default_factory=list)
+    flows: list[Flow] = field(default_factory=list)
+    states: list[State] = field(default_factory=list)
+    memory_regions: list[MemoryRegion] = field(default_factory=list)
+    orders: list[Order] = field(default_factory=list)
+    queues: list[Queue] = field(default_factory=list)
+    caches: list[Cache] = field(default_factory=list)
     main_code: CodeText | None = None
     main_process: str | None = None
     external: ExternalMain | None = None
@@ -79,64 +72,30 @@ class Program:
     cuts: list[CutText] = field(default_factory=list)
     origins: dict[str, str] = field(default_factory=dict)   # app file copy -> original's dir
     warnings: list[str] = field(default_factory=list)        # found loading the app file
-    app_file: str | None = None
-    _scopes: list[Any] = field(default_factory=list)
-    _names: dict[str, Location] = field(default_factory=dict)
-    _counters: dict[str, int] = field(default_factory=dict)
-    _previous: "Program | None" = None
+    _previous: Registry | None = None
 
-    def __enter__(self) -> "Program":
-        global _current
+    def __post_init__(self) -> None:
+        Registry.__init__(self)
+
+    def __enter__(self) -> Program:
         entered.append(self)
-        self._previous = _current
-        _current = self
+        self._previous = make_current(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        global _current
-        _current = self._previous or _default
+        make_current(self._previous or _default)
 
-    # -- naming and scopes -------------------------------------------------
-
-    def claim_name(self, wanted: str | None, prefix: str, loc: Location) -> str:
-        """A unique C identifier: ``wanted`` if given (checked), else ``prefix<N>``."""
-        if self.app_file is None and loc.file != "<unknown>":
-            self.app_file = loc.file
-        if wanted is not None:
-            if not isinstance(wanted, str) or not _IDENT.match(wanted) \
-                    or wanted in _C_RESERVED or keyword.iskeyword(wanted) \
-                    or wanted.startswith("floem_"):
-                raise loc.error(f"name {wanted!r} is not usable: names must be C identifiers, "
-                                "not C keywords, 'main', 'state' or 'floem_*'")
-            if wanted in self._names:
-                raise loc.error(f"name {wanted!r} is already used (at {self._names[wanted]})")
-            self._names[wanted] = loc
-            return wanted
-        base = re.sub(r"\W", "_", prefix)
-        while True:
-            n = self._counters.get(base, 0)
-            self._counters[base] = n + 1
-            name = f"{base}{n}"
-            if name not in self._names:
-                self._names[name] = loc
-                return name
-
-    @property
-    def names(self) -> frozenset[str]:
-        """Every name claimed so far (elements, segments, queues, caches, states...)."""
-        return frozenset(self._names)
-
-    def scope(self, owner: Any) -> "_Scope":
-        """Context in which created elements belong to ``owner`` (segment, composite, flow)."""
-        return _Scope(self, owner)
-
-    def innermost(self, kind: str) -> Any:
-        """The innermost open scope of the given kind (its class's ``scope_kind``:
-        ``"segment"`` or ``"flow"``), or None."""
-        for owner in reversed(self._scopes):
-            if getattr(type(owner), "scope_kind", None) == kind:
-                return owner
-        return None
+    def register(self, made: object) -> None:
+        """Keep an object the app made in the list of its kind."""
+        kinds: tuple[tuple[type, list[Any]], ...] = (
+            (Element, self.elements), (Connection, self.connections), (Segment, self.segments),
+            (Flow, self.flows), (State, self.states), (MemoryRegion, self.memory_regions),
+            (Order, self.orders), (Queue, self.queues), (Cache, self.caches))
+        for kind, kept in kinds:
+            if isinstance(made, kind):
+                kept.append(made)
+                return
+        raise TypeError(f"a program keeps no {type(made).__name__}")
 
     # -- build configuration -----------------------------------------------
 
@@ -215,34 +174,21 @@ class Program:
         return "floem_app"
 
 
-class _Scope:
-    def __init__(self, program: Program, owner: Any) -> None:
-        self.program = program
-        self.owner = owner
-
-    def __enter__(self) -> Any:
-        self.program._scopes.append(self.owner)
-        return self.owner
-
-    def __exit__(self, *exc: object) -> None:
-        self.program._scopes.pop()
-
-
 _default = Program()
-_current = _default
+make_current(_default)
 entered: list[Program] = []
 
 
 def current_program() -> Program:
     """The program objects are being registered in."""
-    return _current
+    return cast(Program, current_registry())
 
 
 def reset_default_program(name: str | None = None) -> Program:
     """Start a fresh default program (the CLI does this before running an app file)."""
-    global _default, _current
+    global _default
     _default = Program(name)
-    _current = _default
+    make_current(_default)
     entered.clear()
     return _default
 

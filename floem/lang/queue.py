@@ -6,7 +6,7 @@ from typing import Any
 from floem.errors import Location
 from floem.lang.element import Element, Input, Output, Port, connect
 from floem.lang.location import caller_location
-from floem.lang.program import current_program
+from floem.lang.registry import current_registry
 
 
 class Enqueue(Element):
@@ -46,7 +46,7 @@ class Queue:
                  size: int = 256, lossless: bool = True, enq_atomic: bool | None = None,
                  deq_atomic: bool | None = None, entry_size: int | None = None) -> None:
         self.loc: Location = caller_location()
-        self.program = current_program()
+        self.program = current_registry()
         self.name = self.program.claim_name(name, "queue", self.loc)
         for what, value in (("channel", channel), ("inst", inst), ("size", size)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -71,7 +71,7 @@ class Queue:
             self.program.claim_name(generated, generated, self.loc)
         for end in self.enqueuers + [self.dequeuer]:
             end.segment = None          # each end joins the segment it is connected in
-        self.program.queues.append(self)
+        self.program.register(self)
 
     @property
     def enq(self) -> Any:

@@ -7,7 +7,7 @@ from typing import Any
 from floem.errors import Location
 from floem.lang.element import Element, Input, Node, Output, Port
 from floem.lang.location import caller_location
-from floem.lang.program import current_program
+from floem.lang.registry import Scope, ScopeKind, current_registry
 from floem.lang.state import PerPacket, State
 
 
@@ -45,14 +45,14 @@ class Return(Element):
         self.inp = Input(*types)
 
 
-class Segment:
+class Segment(Scope):
     """Elements run to completion per packet by ``len(cores)`` threads on one device.
 
     Subclass and wire elements in `impl`; instantiate with
     ``MySeg("name", device=target.CPU, cores=[0, 1], process="p")``.
     """
 
-    scope_kind = "segment"           # Program.innermost("segment") finds it
+    scope_kind = ScopeKind.SEGMENT
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
@@ -60,7 +60,7 @@ class Segment:
 
     def __init__(self, name: str | None = None, device: str = target.CPU,
                  cores: list[int] | None = None, process: str | None = None, **kwargs: Any) -> None:
-        self.program = current_program()
+        self.program = current_registry()
         self.loc = caller_location()
         self.name = self.program.claim_name(name, type(self).__name__, self.loc)
         if device not in (target.CPU, target.NIC, target.AUTO):
@@ -83,9 +83,9 @@ class Segment:
             raise self.loc.error(f"cores lists core {twice[0]} twice: each thread of a segment "
                                  f"runs on a core of its own")
         self.process = process
-        self.flow: Flow | None = self.program.innermost("flow")
+        self.flow = self.program.innermost(ScopeKind.FLOW)
         self._core_id: CoreId | None = None
-        self.program.segments.append(self)
+        self.program.register(self)
         with self.program.scope(self):
             self.setup(**kwargs)
             self.impl()
@@ -143,10 +143,10 @@ class CallableSegment(Segment):
         object.__setattr__(self, key, value)
 
 
-class Flow:
+class Flow(Scope):
     """Groups segments and elements that share one per-packet state (``state = PerPacket(S)``)."""
 
-    scope_kind = "flow"
+    scope_kind = ScopeKind.FLOW
 
     state: PerPacket | None = None
 
@@ -155,10 +155,10 @@ class Flow:
         cls.class_loc = caller_location()
 
     def __init__(self, name: str | None = None) -> None:
-        self.program = current_program()
+        self.program = current_registry()
         self.loc = caller_location()
         self.name = self.program.claim_name(name, type(self).__name__, self.loc)
-        self.program.flows.append(self)
+        self.program.register(self)
         with self.program.scope(self):
             self.impl()
 
@@ -187,4 +187,4 @@ def run_order(before: Any, after: Any) -> None:
     for node in befores + [after]:
         if not isinstance(node, Element):
             raise loc.error(f"run_order takes elements, not {node!r}")
-    current_program().orders.append(Order(befores, after, loc))
+    current_registry().register(Order(befores, after, loc))

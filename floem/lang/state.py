@@ -6,7 +6,7 @@ from typing import Any, ClassVar
 
 from floem.errors import FloemError, Location
 from floem.lang.location import caller_location
-from floem.lang.program import current_program
+from floem.lang.registry import current_registry
 from floem.lang.types import Pointer, SizeT, Type, TypeLike, Void, as_type
 
 _order = itertools.count()
@@ -132,7 +132,7 @@ class State:
     def __init__(self, name: str | None = None, init: Any = None, _loc: Location | None = None) -> None:
         object.__setattr__(self, "values", {})
         self.loc = _loc or caller_location()
-        self.program = current_program()
+        self.program = current_registry()
         self.name = self.program.claim_name(name, "_" + type(self).__name__.lower(), self.loc)
         args, kwargs = ([], init) if isinstance(init, dict) else (list(init or []), {})
         try:
@@ -144,7 +144,7 @@ class State:
                 c_initializer(value)
             except TypeError as e:
                 raise self.loc.error(f"{type(self).__name__}.init sets {key}: {e}") from None
-        self.program.states.append(self)
+        self.program.register(self)
 
     def init(self, *args: Any, **kwargs: Any) -> None:
         """Assign initial values: ``self.total = total``. Default: all zero."""
@@ -182,10 +182,10 @@ class MemoryRegion:
 
     def __init__(self, name: str, size: int | str) -> None:
         self.loc = caller_location()
-        self.program = current_program()
+        self.program = current_registry()
         self.name = self.program.claim_name(name, "region", self.loc)
         self.size = size
-        self.program.memory_regions.append(self)
+        self.program.register(self)
 
 
 # -- C initializers of State instances (build_graph copies them into the IR) --

@@ -36,7 +36,7 @@ from floem.lang.cache import CacheEnd
 from floem.lang.element import Composite, Connection, Element, Port
 from floem.lang.program import Program
 from floem.lang.queue import Dequeue, Enqueue, Queue
-from floem.lang.segment import CallableSegment, CallArgs, CoreId, Return, Segment, target
+from floem.lang.segment import CallableSegment, CallArgs, CoreId, Flow, Return, Segment, target
 from floem.lang.state import Frame, State, state_initializer
 
 NAME = "build_graph"
@@ -78,8 +78,8 @@ def run(program: Program, options: BuildOptions) -> ProgramIR:
         for before in order.before:
             ir.graph.add_edge(before.name, order.after.name, kind=EdgeKind.ORDER, out_port="",
                               in_port="", types=[], loc=order.loc, rank=len(ir.graph.edges))
-    for q in ir.queues.values():
-        for names in q.enqueuers:
+    for queue in ir.queues.values():
+        for names in queue.enqueuers:
             names.extend(_enqueuer_per_segment(ir, names[0]) if names[0] in ir.graph else [])
     _support_code(program, ir)
     return ir
@@ -192,7 +192,8 @@ def _segment_ir(seg: Segment, default_process: str, layout: _LayoutMaker) -> Seg
         device=device, cores=seg.cores, pinned=seg.pinned and device == Device.CPU, loc=seg.loc,
         process=NIC_PROCESS if device == Device.NIC else seg.process or default_process,
         process_given=seg.process,
-        packet_state=layout(flow.state_class) if flow and flow.state_class else None,
+        packet_state=(layout(flow.state_class)
+                      if isinstance(flow, Flow) and flow.state_class else None),
         default_return=seg.default_return if callable_ else None, auto=auto,
     )
 
@@ -247,7 +248,7 @@ def _element_node(el: Element, segment: str, ir: ProgramIR, layout: _LayoutMaker
             Enqueue: Role.ENQUEUE, Dequeue: Role.DEQUEUE}.get(type(el), Role.ELEMENT)
     if isinstance(el, CacheEnd):
         role = Role(f"cache_{el.point}")
-    if el.flow:
+    if isinstance(el.flow, Flow):
         packet_state = layout(el.flow.state_class) if el.flow.state_class else None
     else:
         packet_state = ir.segments[segment].packet_state

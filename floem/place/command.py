@@ -22,7 +22,7 @@ from floem.explore.measure import RunFailed, Workload, measure
 from floem.explore.latency import Latency
 from floem.explore.model import Platform, Prediction, load_platform, predict
 from floem.explore.sweep import configurations, layout, make_workload, parse_sweep, summary
-from floem.ir import Cut, Device, ProgramIR
+from floem.ir import BuildOptions, Cut, Device, ProgramIR
 from floem.lang import params
 from floem.lang.program import Program
 from floem.passes.split_auto import queue_shape
@@ -99,8 +99,9 @@ class Search:
         key = _key(cuts)
         if key not in self.layouts:
             try:
-                self.layouts[key] = check_program(self.program, nic="emu", cuts=tuple(
-                    Cut(c.segment, c.rx, c.tx) for c in cuts))
+                options = BuildOptions(nic="emu", cuts=tuple(Cut(c.segment, c.rx, c.tx)
+                                                             for c in cuts))
+                self.layouts[key] = check_program(self.program, options)
             except FloemError as e:
                 self.layouts[key] = None
                 if len(cuts) == 1:
@@ -297,8 +298,8 @@ def _count(app: str, search: Search, options: list[str], workload: Workload,
     for label, cuts in probes:
         label = f"{search.label}: counting {label}" if search.label else f"counting {label}"
         progress.start(label)
-        placed = check_program(search.program, nic="emu", cuts=tuple(cuts),
-                               count_elements=True)
+        placed = check_program(search.program, BuildOptions(nic="emu", cuts=tuple(cuts),
+                                                            count_elements=True))
         try:
             probe = count_probe(app, search.defines, options, workload, placed, cuts, caches)
         except RunFailed as e:

@@ -15,6 +15,7 @@ import random
 import re
 import shlex
 import warnings
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
@@ -24,7 +25,7 @@ from floem.api import load_app
 from floem.builder import build_program, check_program, network_environment, run_built
 from floem.errors import FloemError
 from floem.explore.counters import THREAD
-from floem.ir import Cut
+from floem.ir import BuildOptions, Cut
 from floem.launcher import TIMEOUT_STATUS
 from floem.place.app_file import cut_call
 from floem.place.cuts import candidates, segment_order
@@ -88,9 +89,9 @@ class Variant:
         return shlex.join(["floem", "run", *flags, *define, app]) + \
             (f"\n  with the app file ending in:{cuts}" if cuts else "")
 
-    def build_options(self) -> dict[str, object]:
-        """The build options (`floem.builder.build_program`'s keywords)."""
-        options: dict[str, object] = dict(
+    def build_options(self) -> BuildOptions:
+        """The build options."""
+        options: dict[str, Any] = dict(
             nic=self.platform, send_all_fields=self.send_all_fields, sync_layer=self.sync_layer,
             nic_managers=self.nic_managers, trace=bool(self.trace), slicing=self.slicing)
         for name in ("net", "slice_threshold", "slice_pool", "slice_timeout_ms"):
@@ -98,7 +99,7 @@ class Variant:
                 options[name] = getattr(self, name)
         if self.cuts:
             options["cuts"] = self.cuts
-        return options
+        return BuildOptions(**options)
 
 
 def frames(batch: list[Program], rng: random.Random | None = None) -> dict[str, object]:
@@ -161,7 +162,7 @@ def build_and_run(app: str, variant: Variant) -> str:
     ``hang-N.txt`` and the test warns, so the rare loss is seen without failing CI. A second
     hang, and any other failure, fails the test."""
     program = load_app(app, {"nic": ",".join(variant.nic), "auto": ",".join(variant.auto)})
-    built = build_program(program, **variant.build_options())
+    built = build_program(program, variant.build_options())
     env = {**REPORT, **(network_environment(variant.net) if variant.net else {})}
     before = _cpu_times()
     result = run_built(built, program, timeout=RUN_TIMEOUT[variant.platform], env=env,
@@ -360,7 +361,7 @@ def auto_variant(batch: list[Program], app: str, seed: int, platform: str = "emu
         if threads * (bool(cut.rx) + bool(cut.tx)) > room:
             continue
         try:
-            check_program(program, nic=platform, cuts=tuple(chosen + [cut]))
+            check_program(program, BuildOptions(nic=platform, cuts=tuple(chosen + [cut])))
         except FloemError:
             continue
         chosen.append(cut)
