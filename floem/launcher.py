@@ -12,7 +12,8 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from typing import IO, Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import IO, Any
 
 from floem.errors import FloemError
 

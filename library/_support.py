@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from floem.lang.types import Type, TypeLike, as_type
 

@@ -11,7 +11,8 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Iterator
+from collections.abc import Iterator
+from typing import IO
 
 import pytest
 

@@ -27,7 +27,7 @@ import statistics
 import subprocess
 import sys
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))

@@ -21,7 +21,8 @@ import enum
 import socket
 import struct
 from dataclasses import dataclass, replace
-from typing import Iterable, Iterator, NamedTuple
+from collections.abc import Iterable, Iterator
+from typing import NamedTuple
 
 import dpkt
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 from floem import (Composite, Element, FloemError, Input, Output, Segment, State, param,
                    target)

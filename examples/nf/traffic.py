@@ -29,7 +29,7 @@ import random
 import struct
 import sys
 from dataclasses import dataclass
-from typing import Sequence
+from collections.abc import Sequence
 
 try:
     import dpkt

@@ -10,7 +10,8 @@ check the rules of the output forms.
 from __future__ import annotations
 
 import difflib
-from typing import Callable, Sequence, TypeVar
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from pycparser import c_ast
 

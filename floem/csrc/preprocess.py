@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Sequence
+from collections.abc import Sequence
 
 #: The fake C library headers (package data).
 FAKE_LIBC = Path(__file__).with_name("fake_libc")

@@ -375,7 +375,9 @@ class ProgramIR:
         return "\n".join(lines) + "\n"
 
     def _dump_node(self, n: ElementNode) -> list[str]:
-        ports = lambda ps: ", ".join(f"{p}({', '.join(t)})" for p, t in ps.items())
+        def ports(ps: dict[str, list[str]]) -> str:
+            return ", ".join(f"{p}({', '.join(t)})" for p, t in ps.items())
+
         flags = [str(n.role)] if n.role != Role.ELEMENT else []
         if n.join:
             flags.append("join")

@@ -20,7 +20,7 @@ generation prints these and decides nothing::
 from __future__ import annotations
 
 from collections import deque
-from typing import Callable
+from collections.abc import Callable
 
 import networkx as nx
 

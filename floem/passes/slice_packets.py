@@ -49,7 +49,7 @@ def run(ir: ProgramIR) -> ProgramIR:
     crossings = [(q, c, (_state(ir, q), name), bytes_) for q in ir.queues.values()
                  for c, carried in enumerate(q.packets) for name, bytes_ in carried.items()]
     every_byte = ir.options.send_all_fields
-    for q, _, (state, name), bytes_ in crossings:
+    for q, _, (_, name), bytes_ in crossings:
         f = ir.node(q.dequeuer).packet_state.field(name)
         bytes_.window = None if every_byte else _window(bytes_.ranges)
         if f.frame is not None:

@@ -11,7 +11,8 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from floem.api import load_app
 from floem.builder import check_program
@@ -278,8 +279,9 @@ def _probe_cuts(valid: dict[str, list[Cut]],
         return None
     cpu = [Cut(name) for name in valid]
     nic = [biggest(cuts, lambda c: True) or Cut(name) for name, cuts in valid.items()]
+    # (biggest calls its predicate before the comprehension moves on: n is the current one.)
     both = [biggest(cuts, lambda c: bool(c.rx and c.tx))
-            or biggest(cuts, lambda c: bool(c.rx) and c != n) or n
+            or biggest(cuts, lambda c: bool(c.rx) and c != n) or n  # noqa: B023
             for cuts, n in zip(valid.values(), nic)]
     probes = [("all on the CPU", cpu)]
     if any(size(c) for c in nic):

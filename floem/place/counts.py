@@ -40,7 +40,7 @@ class Cost:
     atomics: float = 0.0
     misses: dict[Geometry, Misses] = field(default_factory=dict)
 
-    def add(self, other: "Cost", scale: float = 1.0) -> None:
+    def add(self, other: Cost, scale: float = 1.0) -> None:
         """Add ``scale`` times ``other``."""
         self.instructions += scale * other.instructions
         self.atomics += scale * other.atomics
@@ -48,7 +48,7 @@ class Cost:
             mine = self.misses.get(g, Misses())
             self.misses[g] = Misses(mine.first + scale * m.first, mine.last + scale * m.last)
 
-    def scaled(self, factor: float) -> "Cost":
+    def scaled(self, factor: float) -> Cost:
         """This cost times ``factor``."""
         result = Cost()
         result.add(self, factor)

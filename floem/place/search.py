@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from floem.codegen.queues import channels
 from floem.explore.measure import Machine, Measurement, SegmentCounts, Workload
@@ -105,7 +105,7 @@ class Figures:
     engine: dict[tuple[str, Device], tuple[float, float]] = field(default_factory=dict)
 
     @classmethod
-    def merge(cls, cpu: Probe, others: list[tuple[Probe, dict[str, float]]]) -> "Figures":
+    def merge(cls, cpu: Probe, others: list[tuple[Probe, dict[str, float]]]) -> Figures:
         """``cpu`` (the all-CPU probe) and the other probes, each with how often its
         boundaries were crossed per packet."""
         elements = {(n, d): c for n, (d, c) in cpu.elements.items()}

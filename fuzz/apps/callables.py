@@ -11,7 +11,7 @@ import importlib
 import os
 import sys
 from types import ModuleType
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from floem import (CallableSegment, Composite, Element, Flow, Input, Int, Output, PerPacket,
                    SizeT, State, Uint)

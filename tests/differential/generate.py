@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Iterator
+from collections.abc import Iterator
 
 from hypothesis import strategies as st
 

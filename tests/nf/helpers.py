@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import dpkt
 

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
