@@ -37,7 +37,8 @@ class Site:
     def fields(self) -> list[tuple[str, str]]:
         """The per-packet fields its events hold values of, with their number kind."""
         text = self.attrs.get("fields", "-")
-        return [] if text == "-" else [tuple(f.split(":", 1)) for f in text.split(",")]
+        return [] if text == "-" else [(name, kind) for name, _, kind in
+                                       (f.partition(":") for f in text.split(","))]
 
     @property
     def targets(self) -> list[str]:

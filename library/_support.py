@@ -19,7 +19,7 @@ def c_file(name: str) -> str:
     return os.path.join(C_DIR, name)
 
 
-def type_list(ty: TypeLike | Sequence[TypeLike] | None) -> list[Type]:
+def type_list(ty: TypeLike | list[TypeLike] | tuple[TypeLike, ...] | None) -> list[Type]:
     """``ty`` as a list of types: one type, a list or tuple of them, or None (no value)."""
     if ty is None:
         return []

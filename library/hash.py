@@ -55,7 +55,8 @@ class _KeyHash(Element):
 
     def impl(self) -> None:
         read, names = read_values("inp", self.inp.types, "k")
-        data, length = (names[0], names[1]) if self.data is None else (self.data, self.length)
+        data, length = (names[0], names[1]) if self.data is None or self.length is None \
+            else (self.data, self.length)
         store = "" if self.into is None else f"{self.into} = h;"
         fire = "h" if self.into is None else ", ".join(names)
         self.run_c(f'''

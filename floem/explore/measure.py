@@ -301,7 +301,8 @@ def _measurement(run: Callable[[dict[str, Geometry], dict[str, str]], Counted],
     program takes locks: the counts per packet."""
     first: Counted | None = None
     misses: dict[tuple[str, str], dict[Geometry, Misses]] = {}
-    for pair in geometries or [None]:
+    pairs: list[tuple[Geometry, Geometry] | None] = [*geometries] or [None]
+    for pair in pairs:
         caches = {p: pair[0] if nic else pair[1] for layout in layouts.values()
                   for p, nic in layout.processes.items()} if pair else {}
         counted = run(caches, {})

@@ -172,8 +172,8 @@ def _unclone(profile: Profile) -> Profile:
             for i, value in enumerate(vector):
                 into[i] += value
     called: dict[str, dict[str, int]] = {}
-    for caller, callees in profile.called.items():
-        for callee, times in callees.items():
+    for caller, counted in profile.called.items():
+        for callee, times in counted.items():
             mine = called.setdefault(base(caller), {})
             mine[base(callee)] = mine.get(base(callee), 0) + times
     return Profile(profile.events, profile.totals, merge(profile.inclusive), calls, called)

@@ -13,6 +13,7 @@ searchable.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 import networkx as nx
@@ -78,16 +79,17 @@ def _receiving_problem(ir: ProgramIR, seg: SegmentIR, rx: frozenset[str]) -> str
     return boundary_problem(ir, "rx", "cpu", leaving, rx) if leaving else None
 
 
-def _graph(ir: ProgramIR, seg: SegmentIR) -> nx.DiGraph:
+def _graph(ir: ProgramIR, seg: SegmentIR) -> nx.DiGraph[str]:
     members = set(seg.elements)
-    graph = nx.DiGraph()
+    graph: nx.DiGraph[str] = nx.DiGraph()
     graph.add_nodes_from(seg.elements)
     graph.add_edges_from((u, v) for u, v in ir.graph.edges() if u in members and v in members)
     return graph
 
 
 def _closed(order: list[str], before: Callable[[str], Iterable[str]],
-            forced: set[str] = frozenset(), barred: set[str] = frozenset()) -> list[frozenset[str]]:
+            forced: AbstractSet[str] = frozenset(),
+            barred: AbstractSet[str] = frozenset()) -> list[frozenset[str]]:
     """Every subset of ``order`` (topologically sorted for ``before``) that holds, with each
     element, everything ``before(element)`` names; holding every ``forced`` element and no
     ``barred`` one."""

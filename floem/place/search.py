@@ -124,8 +124,8 @@ class Figures:
         for probe, _ in others:
             for n, (d, c) in probe.serial.items():
                 serial.setdefault((n, d), c)
-            for n, (d, c, b) in probe.engine.items():
-                engine.setdefault((n, d), (c, b))
+            for n, (d, calls, moved) in probe.engine.items():
+                engine.setdefault((n, d), (calls, moved))
         return cls(elements, overhead, crossing, cpu.edges, cpu.received, cpu.replies, serial,
                    engine)
 
