@@ -13,8 +13,7 @@ NIC process faults on it). Read such results on the CPU side of a queue.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from typing import Any
+from typing import Any, Sequence
 
 from floem import Array, Element, Field, Input, Int, Output, Persistent, State, Uint
 from floem.lang.types import Type, TypeLike

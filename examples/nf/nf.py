@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from floem import (Composite, Element, FloemError, Input, Output, Segment, State, param,
                    target)
