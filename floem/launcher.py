@@ -11,8 +11,8 @@ import subprocess
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import IO, Any
 
 from floem.errors import FloemError

@@ -36,8 +36,8 @@ import socket
 import sys
 import time
 import zlib
-from dataclasses import dataclass, field
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 
 try:
     import dpkt

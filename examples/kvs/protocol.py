@@ -20,8 +20,8 @@ from __future__ import annotations
 import enum
 import socket
 import struct
-from dataclasses import dataclass, replace
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import dpkt

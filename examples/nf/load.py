@@ -48,9 +48,9 @@ import string
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
-from collections.abc import Callable, Sequence
 
 try:
     import dpkt

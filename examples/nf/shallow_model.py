@@ -15,8 +15,8 @@ import hashlib
 import ipaddress
 import struct
 from collections import Counter
-from dataclasses import dataclass, field
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 #: `floem.library.packets.CHECK_REASONS`, in its order.
 CHECK_REASONS = ("truncated", "not_ipv4", "ip_options", "bad_ip_length", "fragment",

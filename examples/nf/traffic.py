@@ -28,8 +28,8 @@ import os
 import random
 import struct
 import sys
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 try:
     import dpkt

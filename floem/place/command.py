@@ -10,8 +10,8 @@ import os
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from floem.api import load_app

@@ -15,8 +15,8 @@ liveness leaves in them, as the front end lays them out for that cut). The model
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 
 from floem.codegen.queues import channels
 from floem.explore.measure import Machine, Measurement, SegmentCounts, Workload

@@ -31,8 +31,8 @@ against it too.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 
