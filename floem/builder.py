@@ -398,7 +398,8 @@ def _result(ir: ProgramIR, out_dir: str, written: list[str], platform: Platform)
     main = ir.main_process
     return BuildResult(out_dir=out_dir, files=written + list(executables.values()) + libraries,
                        executables=executables, commands=commands, libraries=libraries, headers=headers,
-                       main_executable=executables.get(main) if main else None, warnings=list(ir.warnings),
+                       main_executable=executables.get(main) if main else None,
+                       warnings=list(ir.warnings),
                        receives=any(n.receives_packets for n in ir.nodes()))
 
 

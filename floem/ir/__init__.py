@@ -7,7 +7,8 @@ from floem.ir.plan import ElementPlan, ProcessPlan, QueueSide
 from floem.ir.state import (CCode, CType, Device, FieldLayout, FrameParts, Home, MemoryRegionIR,
                             PersistentState, Role, SegmentKind, StateLayout)
 
-__all__ = ["BuildOptions", "CacheIR", "CachePoint", "CachePolicy", "CCode", "CType", "Cut", "Device", "Edge", "EdgeKind", "ElementNode",
+__all__ = ["BuildOptions", "CacheIR", "CachePoint", "CachePolicy", "CCode", "CType", "Cut",
+           "Device", "Edge", "EdgeKind", "ElementNode",
            "ElementPlan", "FieldLayout", "FrameCrossing", "FrameParts", "Home", "MainIR",
            "MemoryRegionIR", "PacketBytes", "PersistentState", "ProcessIR", "ProcessPlan",
            "ProgramIR", "QueueIR", "QueueSide", "Role", "SegmentIR", "SegmentKind", "StateLayout",

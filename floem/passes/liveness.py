@@ -40,7 +40,8 @@ from floem.ir import TO_THE_END, EdgeKind, ElementNode, PacketBytes, ProgramIR, 
 
 NAME = "liveness"
 #: What this pass needs done before it, and what it gives the passes after it.
-REQUIRES: frozenset[str] = frozenset({"bodies", "sources", "queues", "cache_regions", "trace_field"})
+REQUIRES: frozenset[str] = frozenset({"bodies", "sources", "queues", "cache_regions",
+                                      "trace_field"})
 PROVIDES: frozenset[str] = frozenset({"queue_fields", "segment_uses"})
 
 

@@ -42,8 +42,8 @@ NAME = "plan_code"
 #: (with -g: 28 s and 1.3 GB for 1,000 elements; 0.2 s for 100).
 INLINE_DEPTH = 64
 #: What this pass needs done before it, and what it gives the passes after it.
-REQUIRES: frozenset[str] = frozenset({"processes", "state_homes", "queue_sides", "queues_lowered", "bodies",
-                      "packet_windows", "trace_field"})
+REQUIRES: frozenset[str] = frozenset({"processes", "state_homes", "queue_sides",
+                                      "queues_lowered", "bodies", "packet_windows", "trace_field"})
 PROVIDES: frozenset[str] = frozenset({"code_plan"})
 
 
@@ -246,7 +246,8 @@ def _plan_counters(ir: ProgramIR, proc: ProcessIR) -> None:
         for port in n.outputs if n.name in once else ():
             sums[(n.name, port)] = (runs,) if runs is not None else fed_by
         c = ElementCounters(
-            has_inputs=bool(n.inputs), runs=runs, ended=runs + 1 if own_ended and runs is not None else None,
+            has_inputs=bool(n.inputs), runs=runs,
+            ended=runs + 1 if own_ended and runs is not None else None,
             fed_by=fed_by, outs=tuple((p, outs.get((n.name, p))) for p in n.outputs),
             shared=seg.kind == SegmentKind.CALLABLE or len(seg.cores) > 1,
             never_ends=bool(n.inputs) and _always_switches(n))

@@ -388,8 +388,8 @@ def _stash(ir: ProgramIR, wanted: str, segment: str, d: dict[str, Any], held: li
     return _add(ir, wanted, "CutStash", segment, {"inp": types}, {"out": []}, code, loc)
 
 
-def _unstash(ir: ProgramIR, wanted: str, segment: str, d: dict[str, Any], held: list[tuple[str, str]],
-             loc: Location) -> str:
+def _unstash(ir: ProgramIR, wanted: str, segment: str, d: dict[str, Any],
+             held: list[tuple[str, str]], loc: Location) -> str:
     """An element handing the values a stash put in the fields ``held`` on along ``d``
     (under the test hook `BREAK_ENV`, the first one less one)."""
     broken = " - 1" if os.environ.get(BREAK_ENV) else ""

@@ -56,9 +56,10 @@ def candidates(ir: ProgramIR, seg: SegmentIR) -> list[Candidate]:
             continue
         rest = [n for n in reversed(order) if n not in rx]
         # Packet I/O is on one side: with a receiving part, every other I/O element sends.
-        # (The inner loop ends before rx changes, so its lambda sees the current rx.)
         io = {n for n in rest if ir.node(n).uses_network}
-        for tx in _closed(rest, lambda n: (s for s in graph.successors(n) if s not in rx),  # noqa: B023
+        # (The inner loop ends before rx changes: its lambda sees the current rx.)
+        for tx in _closed(rest,
+                          lambda n: (s for s in graph.successors(n) if s not in rx),  # noqa: B023
                           forced=io if rx else set(), barred=set() if rx else io):
             found.append(Candidate(seg.name, rx, tx, cut_problem(ir, seg, rx, tx)))
             if len(found) > MAX_CUTS:
