@@ -502,12 +502,12 @@ def _command(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="floem-counters-") as kept:
         if args.stats:
             env["FLOEM_COUNTERS_DIR"] = kept
-        result = run_built(built, program, timeout=args.timeout, duration=args.duration,
-                           args=args.args, capture=False, env=env,
-                           count=_counting(args), trace=args.trace)
+        ran = run_built(built, program, timeout=args.timeout, duration=args.duration,
+                        args=args.args, capture=False, env=env,
+                        count=_counting(args), trace=args.trace)
         if args.stats:
             save_counts(kept, args.stats)
-    return result.returncode
+    return ran.returncode
 
 
 class _Stopped(BaseException):

@@ -70,7 +70,8 @@ def option(default: Any, *flags: Flag) -> Any:
 
 def flags(option_field: Field[Any]) -> tuple[Flag, ...]:
     """The command-line flags of a `BuildOptions` field (none: keywords only)."""
-    return option_field.metadata["flags"]
+    found: tuple[Flag, ...] = option_field.metadata["flags"]
+    return found
 
 
 @dataclass(frozen=True)
