@@ -17,8 +17,9 @@ import os
 import sys
 import tempfile
 import textwrap
+from collections.abc import Callable
 from dataclasses import Field, fields
-from typing import Any, Callable
+from typing import Any
 
 from floem.api import load_app
 from floem.builder import Counting, build_program, check_program, network_environment, run_built

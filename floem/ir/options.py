@@ -144,7 +144,7 @@ class BuildOptions:
             raise FloemError("--trace-filter selects the packets --trace traces: give --trace too")
 
     @classmethod
-    def from_keywords(cls, **opts: Any) -> "BuildOptions":
+    def from_keywords(cls, **opts: Any) -> BuildOptions:
         """The options given as keywords (``floem.build(nic="liquidio")``); an unknown
         keyword is an error naming the known ones."""
         known = {f.name for f in fields(cls)}

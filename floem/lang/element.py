@@ -25,7 +25,7 @@ class Port:
                 raise caller_location().error(f"a port cannot carry an array ({t}); "
                                               "pass a pointer or put the array in a State")
         self.name = ""
-        self.owner: "Node | None" = None
+        self.owner: Node | None = None
 
     @property
     def c_types(self) -> list[str]:

@@ -50,7 +50,7 @@ class Frame(Field):
     keeps its payload on the NIC (docs/slicing.md).
     """
 
-    def __init__(self, layout: type["State"]) -> None:
+    def __init__(self, layout: type[State]) -> None:
         if not (isinstance(layout, type) and issubclass(layout, State)):
             raise caller_location().error(f"Frame({layout!r}): not a State subclass")
         super().__init__(Pointer(layout))
