@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from floem.codegen.emit import GeneratedFile, generate, launcher
 from floem.codegen.report import report
@@ -29,6 +29,7 @@ DEFAULT_CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-O2", "-g", "-Wall", "-Wextra",
                   "-Werror=implicit-function-declaration", "-pthread"]
 #: What a build's directory is called in the error when it cannot be created.
 BUILD_DIRECTORY = "the build directory"
+T = TypeVar("T")
 
 
 @dataclass
@@ -82,6 +83,12 @@ class Build:
         return self.out_dir or os.path.join(cache_root(), "staging")
 
 
+def _ready(value: T | None) -> T:
+    """A field of the `Build` that an earlier step filled."""
+    assert value is not None
+    return value
+
+
 def _compile_passes(b: Build) -> None:
     """The pass pipeline (dumps with ``dump_after``)."""
     dump_dir = make_directory(b.staging, BUILD_DIRECTORY) if b.dump_after else None
@@ -93,10 +100,11 @@ def _choose_flags(b: Build) -> None:
     I/O), the NIC platform (its tools checked when a process is on the NIC) and its flags."""
     app_dir = [f"-I{os.path.dirname(b.program.app_file)}"] if b.program.app_file else []
     user = shlex.split(os.environ.get("FLOEM_CFLAGS", ""))
+    ir = _ready(b.ir)
     b.platform = PLATFORMS[b.options.nic]
-    if _has_nic(b.ir):
+    if _has_nic(ir):
         b.platform.check_tools()
-    net_flags, b.net_libs = _network_flags(b.ir, b.options.net, b.platform, _has_nic(b.ir))
+    net_flags, b.net_libs = _network_flags(ir, b.options.net, b.platform, _has_nic(ir))
     counting = ["-DFLOEM_COUNT_INSTRUCTIONS"] if b.options.count_instructions else []
     b.cflags = DEFAULT_CFLAGS + app_dir + b.program.extra_cflags + user + net_flags + counting
     b.nic_cflags = _nic_cflags(b.cflags, b.platform, b.options)
@@ -105,17 +113,19 @@ def _choose_flags(b: Build) -> None:
 def _generate_files(b: Build) -> None:
     """The C of every process, its header and the Makefile."""
     b.runtime_sources = _runtime_sources()
-    b.files = generate(b.ir, b.cflags, [f"runtime/src/{s}" for s in b.runtime_sources],
-                       b.platform.compiler(), b.nic_cflags, b.net_libs)
+    b.files = generate(_ready(b.ir), b.cflags, [f"runtime/src/{s}" for s in b.runtime_sources],
+                       _ready(b.platform).compiler(), b.nic_cflags, b.net_libs)
 
 
 def _choose_directory(b: Build) -> None:
     """The content key of everything the build reads, and the directory (given, or the
     cache's entry for the key, which then receives the dumps)."""
-    headers = [c.text.split('"')[1] for c in b.ir.includes if c.text.startswith('#include "/')]
-    external = [f for p in b.ir.processes.values() for f in p.external_main]
-    b.key = _content_key(b.files, b.cflags + b.nic_cflags, b.ir.depends + headers + external,
-                         [b.platform.compiler()] if _has_nic(b.ir) else [], b.program.params)
+    ir = _ready(b.ir)
+    headers = [c.text.split('"')[1] for c in ir.includes if c.text.startswith('#include "/')]
+    external = [f for p in ir.processes.values() for f in p.external_main]
+    b.key = _content_key(b.files, b.cflags + b.nic_cflags, ir.depends + headers + external,
+                         [_ready(b.platform).compiler()] if _has_nic(ir) else [],
+                         b.program.params)
     if b.out_dir is None:
         b.out_dir = os.path.join(cache_root(), b.key[:24])
         if b.dump_after:
@@ -125,29 +135,31 @@ def _choose_directory(b: Build) -> None:
 
 def _write_files(b: Build) -> None:
     """The generated files, the launcher script, the runtime's sources, the report."""
-    script = launcher(b.ir, list(b.platform.emulator))
+    ir, platform, out_dir = _ready(b.ir), _ready(b.platform), _ready(b.out_dir)
+    script = launcher(ir, list(platform.emulator))
     if script is not None:
         b.files.append(script)
-    written = [_write(b.out_dir, f.name, f.text) for f in b.files]
+    written = [_write(out_dir, f.name, f.text) for f in b.files]
     if script is not None:
-        os.chmod(os.path.join(b.out_dir, "run"), 0o755)
-    written += _copy_floem_c(b.out_dir)
-    b.result = _result(b.ir, b.out_dir, written, b.platform)
-    b.result.traced, b.result.trace_filter = b.options.trace, b.options.trace_filter
+        os.chmod(os.path.join(out_dir, "run"), 0o755)
+    written += _copy_floem_c(out_dir)
+    b.result = result = _result(ir, out_dir, written, platform)
+    result.traced, result.trace_filter = b.options.trace, b.options.trace_filter
     if b.report_file:
-        b.result.report = _write(b.out_dir, "report.txt", report(b.ir))
-        b.result.files.append(b.result.report)
+        result.report = _write(out_dir, "report.txt", report(ir))
+        result.files.append(result.report)
 
 
 def _compile_c(b: Build) -> None:
     """make, unless the directory already holds this key's outputs."""
-    stamp = os.path.join(b.out_dir, ".floem-build")
-    outputs = list(b.result.executables.values()) + b.result.libraries
+    out_dir, result = _ready(b.out_dir), _ready(b.result)
+    stamp = os.path.join(out_dir, ".floem-build")
+    outputs = list(result.executables.values()) + result.libraries
     if _read(stamp) == b.key and all(os.path.exists(p) for p in outputs):
-        b.result.compiled = False
+        result.compiled = False
         return
-    b.result.warnings += _make(b.out_dir, b.files, b.ir)
-    _write(b.out_dir, ".floem-build", b.key)
+    result.warnings += _make(out_dir, b.files, _ready(b.ir))
+    _write(out_dir, ".floem-build", b.key)
 
 
 #: The build driver, in order; each step reads and fills the `Build`.
@@ -163,7 +175,7 @@ def build_program(program: Any, options: BuildOptions = BuildOptions(),
     b = Build(program, options, out_dir, dump_after, report_file)
     for step in BUILD_STEPS:
         step(b)
-    return b.result
+    return _ready(b.result)
 
 
 def _has_nic(ir: ProgramIR) -> bool:
@@ -200,11 +212,11 @@ def network_environment(net: str = "udp", port: int | None = None, listen: str |
     for name, value in (("FLOEM_PCAP_IN", pcap_in), ("FLOEM_PCAP_OUT", pcap_out)):
         if value is not None:
             env[name] = os.path.abspath(value)
-    for name, value in (("FLOEM_NET_PORT", port), ("FLOEM_NET_ADDR", listen),
-                        ("FLOEM_DPDK_EAL", eal),
-                        ("FLOEM_PCAP_TIMING", pcap_timing), ("FLOEM_PCAP_LOOP", pcap_loop)):
-        if value is not None:
-            env[name] = repr(value) if isinstance(value, float) else str(value)
+    for name, setting in (("FLOEM_NET_PORT", port), ("FLOEM_NET_ADDR", listen),
+                          ("FLOEM_DPDK_EAL", eal),
+                          ("FLOEM_PCAP_TIMING", pcap_timing), ("FLOEM_PCAP_LOOP", pcap_loop)):
+        if setting is not None:
+            env[name] = repr(setting) if isinstance(setting, float) else str(setting)
     return env
 
 
@@ -386,7 +398,8 @@ def _result(ir: ProgramIR, out_dir: str, written: list[str], platform: Platform)
     main = ir.main_process
     return BuildResult(out_dir=out_dir, files=written + list(executables.values()) + libraries,
                        executables=executables, commands=commands, libraries=libraries, headers=headers,
-                       main_executable=executables.get(main), warnings=list(ir.warnings),
+                       main_executable=executables.get(main) if main else None,
+                       warnings=list(ir.warnings),
                        receives=any(n.receives_packets for n in ir.nodes()))
 
 
@@ -434,7 +447,7 @@ def _compile_error(output: str, out_dir: str, files: list[GeneratedFile], ir: Pr
     if generated is not None:
         owner = _owner(generated, line, ir)
         where = f"({os.path.join(out_dir, generated.name)}:{line})"
-        if owner in ir.graph:
+        if owner is not None and owner in ir.graph:
             n = ir.node(owner)
             return FloemError(f"C compiler, in code generated for this element {where}: {msg}",
                               n.loc.file, n.loc.line, owner)

@@ -17,8 +17,9 @@ import os
 import sys
 import tempfile
 import textwrap
+from collections.abc import Callable
 from dataclasses import Field, fields
-from typing import Any, Callable
+from typing import Any
 
 from floem.api import load_app
 from floem.builder import Counting, build_program, check_program, network_environment, run_built
@@ -502,12 +503,12 @@ def _command(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="floem-counters-") as kept:
         if args.stats:
             env["FLOEM_COUNTERS_DIR"] = kept
-        result = run_built(built, program, timeout=args.timeout, duration=args.duration,
-                           args=args.args, capture=False, env=env,
-                           count=_counting(args), trace=args.trace)
+        ran = run_built(built, program, timeout=args.timeout, duration=args.duration,
+                        args=args.args, capture=False, env=env,
+                        count=_counting(args), trace=args.trace)
         if args.stats:
             save_counts(kept, args.stats)
-    return result.returncode
+    return ran.returncode
 
 
 class _Stopped(BaseException):

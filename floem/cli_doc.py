@@ -30,7 +30,9 @@ def _metavar(action: argparse.Action) -> str:
 def _invocation(action: argparse.Action) -> str:
     """How an argument is written, e.g. ``-o DIR, --out DIR`` or ``--pcap-timing [FACTOR]``."""
     m = _metavar(action)
-    value = {None: m, "?": f"[{m}]", "*": f"[{m} ...]", "+": f"{m} [{m} ...]"}.get(action.nargs, m)
+    forms: dict[int | str | None, str] = {None: m, "?": f"[{m}]", "*": f"[{m} ...]",
+                                          "+": f"{m} [{m} ...]"}
+    value = forms.get(action.nargs, m)
     if not action.option_strings:
         return value
     if action.nargs == 0:
@@ -62,10 +64,11 @@ def markdown(parser: argparse.ArgumentParser | None = None) -> str:
     statuses."""
     parser = parser or build_parser()
     commands, helps = _subcommands(parser)
+    description = (parser.description or "").replace("``", "`")
     out = ["# The `floem` command", "",
            "<!-- Generated from floem/cli.py by `python -m floem.cli_doc > docs/cli.md`; "
            "tests/test_cli.py checks that it is current. Do not edit by hand. -->", "",
-           f"{_sentence(parser.description.replace('``', '`'))} `floem --version` prints the "
+           f"{_sentence(description)} `floem --version` prints the "
            "version, "
            "`python -m floem` is the same command, and every subcommand's `--help` ends with "
            "an example. The language and what each command does in detail: "

@@ -54,7 +54,8 @@ class FloemErrors(FloemError):
 
     def __init__(self, errors: list[FloemError]) -> None:
         flat = [one for e in errors for one in (e.errors if isinstance(e, FloemErrors) else [e])]
-        self.errors = sorted(flat, key=lambda e: (e.file or "", e.line or 0, e.body_line or 0))
+        self.errors: list[FloemError] = sorted(
+            flat, key=lambda e: (e.file or "", e.line or 0, e.body_line or 0))
         first = self.errors[0]
         super().__init__(first.message, first.file, first.line, first.element, first.body_line)
 

@@ -11,8 +11,9 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import IO, Any, Callable, Sequence
+from typing import IO, Any
 
 from floem.errors import FloemError
 
@@ -113,7 +114,11 @@ def launch(main: str, others: dict[str, list[str]], args: list[str], timeout: fl
     try:
         for name, argv in commands:
             procs.append(_Proc(name, argv, out, err, child_env))
-        previous.update(_handle([signal.SIGUSR1], lambda sig, _frame: [p.signal(sig) for p in procs]))
+
+        def forward(sig: int, _frame: object) -> None:
+            for p in procs:
+                p.signal(sig)
+        previous.update(_handle([signal.SIGUSR1], forward))
         deadline, timed_out, notes, crashed = _supervise(procs, caught, timeout, duration)
     finally:
         _stop(procs, time.monotonic() if deadline is None else deadline)

@@ -71,5 +71,5 @@ def path_problem(e: OSError, path: str | None = None) -> str:
     elif e.errno == errno.EEXIST and not os.path.isdir(failed):
         reason = "it exists and is not a directory"
     else:
-        reason = e.strerror
+        reason = e.strerror or str(e)
     return reason if os.fspath(failed) == path else f"{failed}: {reason}"

@@ -37,7 +37,8 @@ class Site:
     def fields(self) -> list[tuple[str, str]]:
         """The per-packet fields its events hold values of, with their number kind."""
         text = self.attrs.get("fields", "-")
-        return [] if text == "-" else [tuple(f.split(":", 1)) for f in text.split(",")]
+        return [] if text == "-" else [(name, kind) for name, _, kind in
+                                       (f.partition(":") for f in text.split(","))]
 
     @property
     def targets(self) -> list[str]:
@@ -51,7 +52,7 @@ class Site:
         return f"queue {self.attrs['queue']}[{self.attrs['channel']}] ({self.attrs['route']})"
 
     @staticmethod
-    def parse(line: str) -> "Site":
+    def parse(line: str) -> Site:
         """The site of a line of a trace file's site table."""
         kind, element, *pairs = line.split()
         return Site(kind, element, dict(p.split("=", 1) for p in pairs))
@@ -123,7 +124,7 @@ class _Step:
 
     name: str
     element: str                    # the element whose site made it (for a crossing: the enqueue)
-    came_from: "_Step | None" = None
+    came_from: _Step | None = None
     port: str = ""                  # the port of came_from it came through (when it has several)
     changed: dict[str, int | float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)

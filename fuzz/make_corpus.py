@@ -17,7 +17,7 @@ import shutil
 import struct
 import sys
 import tempfile
-from typing import Callable
+from collections.abc import Callable
 from unittest import mock
 
 import dpkt

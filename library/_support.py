@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from floem.lang.types import Type, TypeLike, as_type
 
@@ -18,7 +19,7 @@ def c_file(name: str) -> str:
     return os.path.join(C_DIR, name)
 
 
-def type_list(ty: TypeLike | Sequence[TypeLike] | None) -> list[Type]:
+def type_list(ty: TypeLike | list[TypeLike] | tuple[TypeLike, ...] | None) -> list[Type]:
     """``ty`` as a list of types: one type, a list or tuple of them, or None (no value)."""
     if ty is None:
         return []

@@ -40,7 +40,7 @@ class _KeyHash(Element):
     def _ports(self, data: str | None, length: str | None, into: str | None) -> None:
         if (data is None) != (length is None):
             raise self.loc.error(f"{type(self).__name__}: give both data= and length=, or neither")
-        self.data, self.length, self.into = data, length, into
+        self.into, self.key = into, (None if data is None or length is None else (data, length))
         in_types = list(KEY) if data is None else []
         self.inp = Input(*in_types)
         self.out = Output(*(in_types if into is not None else [Uint(32)]))
@@ -55,7 +55,7 @@ class _KeyHash(Element):
 
     def impl(self) -> None:
         read, names = read_values("inp", self.inp.types, "k")
-        data, length = (names[0], names[1]) if self.data is None else (self.data, self.length)
+        data, length = self.key or (names[0], names[1])
         store = "" if self.into is None else f"{self.into} = h;"
         fire = "h" if self.into is None else ", ".join(names)
         self.run_c(f'''

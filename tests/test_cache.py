@@ -342,7 +342,7 @@ def test_cache_compile_errors(tmp_path, case: str) -> None:
     text = ERROR_APP.replace("CASE", body)
     app = tmp_path / "app.py"
     app.write_text(text)
-    line = next(i for i, l in enumerate(text.splitlines(), 1) if marker in l)
+    line = next(i for i, text_line in enumerate(text.splitlines(), 1) if marker in text_line)
     result = floem("check", str(app))
     assert result.returncode == 1, result.stdout
     assert f"{app}:{line}: error: " in result.stderr, result.stderr

@@ -74,7 +74,7 @@ def wait_until_serving(s: socket.socket, port: int, proc: subprocess.Popen) -> N
         try:
             first, _ = s.recvfrom(4096)
             break
-        except socket.timeout:
+        except TimeoutError:
             continue
     else:
         pytest.fail("the echo never answered")

@@ -78,7 +78,7 @@ Work("work", device=target.NIC, cores=list(range(8)))   # <-- 4 + 8 + 1 manager 
 def test_liquidio_core_limit_is_an_error_at_the_segment(tmp_path) -> None:
     app = tmp_path / "app.py"
     app.write_text(LIMIT_APP)
-    line = LIMIT_APP.splitlines().index(next(l for l in LIMIT_APP.splitlines() if "<--" in l)) + 1
+    line = LIMIT_APP.splitlines().index(next(ln for ln in LIMIT_APP.splitlines() if "<--" in ln)) + 1
     result = floem("build", str(app), "--nic", "liquidio", "-o", str(tmp_path / "out"))
     assert result.returncode == 1
     assert f"{app}:{line}: error: " in result.stderr

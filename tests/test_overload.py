@@ -78,7 +78,7 @@ class Client:
         self.sent += 1
         try:
             reply, addr = self.socket.recvfrom(4096)
-        except socket.timeout:
+        except TimeoutError:
             return None
         assert addr == self.server
         self.received += 1

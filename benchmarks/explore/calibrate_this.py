@@ -61,7 +61,7 @@ def caches() -> dict[str, list[int]]:
     for index in sorted(os.listdir(root)):
         if not index.startswith("index"):
             continue
-        def read(name: str) -> str:
+        def read(name: str, index: str = index) -> str:
             with open(os.path.join(root, index, name)) as f:
                 return f.read().strip()
         level, kind = int(read("level")), read("type")

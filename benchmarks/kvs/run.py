@@ -89,7 +89,7 @@ class FloemRun:
         for d in defines + [f"value_max={value_max}"]:
             self.command += ["-D", d]
 
-    def __enter__(self) -> "FloemRun":
+    def __enter__(self) -> FloemRun:
         self._err = tempfile.TemporaryFile("w+")
         self.proc = subprocess.Popen(self.command, stdout=subprocess.DEVNULL, stderr=self._err,
                                      text=True)

@@ -249,7 +249,8 @@ def dpdk_server(floem: list[str], exe: str, preload: str, tmp: str
                     if (proc.poll() is not None or time.monotonic() > deadline
                             or "floem: net dpdk:" not in str(failed)):
                         err.seek(0)
-                        raise SystemExit(f"{failed}\n{' '.join(command)}:\n{err.read()}")
+                        raise SystemExit(
+                            f"{failed}\n{' '.join(command)}:\n{err.read()}") from failed
                     time.sleep(0.3)
             yield store, proc.pid
         finally:

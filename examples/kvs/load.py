@@ -36,8 +36,8 @@ import socket
 import sys
 import time
 import zlib
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Sequence
 
 try:
     import dpkt
@@ -419,7 +419,7 @@ def answers_noop(server: Server, timeout: float = DEFAULT_TIMEOUT) -> bool:
         sock.send(kvp.encode_noop(1))
         try:
             return kvp.decode_response(sock.recv(65536)).opcode == kvp.NOOP
-        except (socket.timeout, ConnectionRefusedError, kvp.ProtocolError):
+        except (TimeoutError, ConnectionRefusedError, kvp.ProtocolError):
             return False
 
 

@@ -20,8 +20,9 @@ from __future__ import annotations
 import enum
 import socket
 import struct
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
-from typing import Iterable, Iterator, NamedTuple
+from typing import NamedTuple
 
 import dpkt
 

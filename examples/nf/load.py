@@ -48,9 +48,9 @@ import string
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Callable, Sequence
 
 try:
     import dpkt
@@ -457,7 +457,7 @@ def probe(kind: str, server: kvs_load.Server | str, timeout: float = 0.2) -> boo
         sock.send(payload)
         try:
             return len(sock.recv(65536)) == len(payload)
-        except (socket.timeout, ConnectionRefusedError):
+        except (TimeoutError, ConnectionRefusedError):
             return False
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 from floem import (Composite, Element, Flow, FloemError, Frame, Input, Output, PerPacket, Queue,
                    Segment, State, param, target)

@@ -15,8 +15,8 @@ import hashlib
 import ipaddress
 import struct
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 #: `floem.library.packets.CHECK_REASONS`, in its order.
 CHECK_REASONS = ("truncated", "not_ipv4", "ip_options", "bad_ip_length", "fragment",
@@ -83,13 +83,13 @@ class Flow:
     dport: int
 
     @classmethod
-    def of(cls, frame: bytes) -> "Flow":
+    def of(cls, frame: bytes) -> Flow:
         """The 5-tuple of a frame that `check_reason` passes."""
         src, dst = struct.unpack("!II", frame[26:34])
         sport, dport = struct.unpack("!HH", frame[34:38])
         return cls(frame[23], src, sport, dst, dport)
 
-    def reverse(self) -> "Flow":
+    def reverse(self) -> Flow:
         """The flow of the replies."""
         return Flow(self.proto, self.dst, self.dport, self.src, self.sport)
 

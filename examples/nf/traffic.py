@@ -28,8 +28,8 @@ import os
 import random
 import struct
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 try:
     import dpkt

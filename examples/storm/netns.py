@@ -54,7 +54,7 @@ class Network:
             raise NetworkError(f"`{shlex.join(command)}` failed: {result.stderr.strip()}"
                                + ("" if os.geteuid() == 0 else " (--net dpdk needs root)"))
 
-    def __enter__(self) -> "Network":
+    def __enter__(self) -> Network:
         try:
             for name in [self.switch] + [self.namespace(s) for s in self.topology.servers]:
                 self._ip("netns", "add", name)

@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
                     break
                 time.sleep(0.05)
         finally:
-            for name, p in processes.items():
+            for p in processes.values():
                 if p.poll() is None:
                     p.send_signal(signal.SIGTERM)
             for name, p in processes.items():

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 try:
     import numpy as np

@@ -219,7 +219,7 @@ def dispatchers(ir: ProgramIR, n: ElementNode, joins_here: bool) -> list[Dispatc
             packet_begin=n.plan.begins_packets, new_packet=n.plan.emits_packets,
             next_seq=n.plan.emits_packets and joins_here,
             clear_state=n.plan.emits_packets and bool(ir.segments[n.segment].read_first),
-            fresh_state=n.packet_state.name if n.plan.fresh_state else "",
+            fresh_state=n.packet_state.name if n.plan.fresh_state and n.packet_state else "",
             counter=counters.port(port) if counters else None,
             shared=bool(counters and counters.shared),
             tracked=bool(counters and counters.ended is not None),

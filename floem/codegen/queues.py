@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from floem.codegen.render import fragment
-from floem.ir import (Device, ElementNode, FieldLayout, FrameCrossing, PacketBytes, ProgramIR,
-                      QueueIR, StateLayout)
+from floem.ir import (Device, ElementNode, FieldLayout, FrameCrossing, FrameParts, PacketBytes,
+                      ProgramIR, QueueIR, StateLayout)
 from floem.ir.cnames import c_global
 from floem.ir.plan import QueueSide
 
@@ -137,6 +137,12 @@ class Channel:
                 + 8 * len(self.variable))
 
 
+def _frame(f: FieldLayout) -> FrameParts:
+    """The parts of frame field ``f`` (a field whose packet crosses as a frame)."""
+    assert f.frame is not None
+    return f.frame
+
+
 def channels(ir: ProgramIR, q: QueueIR) -> list[Channel]:
     """The channels of ``q`` with their fields split into fixed and variable-size."""
     state = ir.node(q.dequeuer).packet_state
@@ -144,9 +150,9 @@ def channels(ir: ProgramIR, q: QueueIR) -> list[Channel]:
     result = []
     for c, names in enumerate(q.fields):
         packets = q.packets[c] if c < len(q.packets) else {}
-        crossing = {n: b for n, b in packets.items() if b.crossing is not None
+        crossing = {n: b.crossing for n, b in packets.items() if b.crossing is not None
                     and b.crossing != FrameCrossing.STAYS}
-        buffers = {by_name[n].frame.buffer for n in crossing}
+        buffers = {_frame(by_name[n]).buffer for n in crossing}
         fixed, variable = [], []
         for f in (by_name[n] for n in names):
             if f.name in buffers:
@@ -162,8 +168,8 @@ def channels(ir: ProgramIR, q: QueueIR) -> list[Channel]:
             else:
                 fixed.append(f)
         kept = {v.name for v in variable if v.keeps}
-        references = [Reference(by_name[n].frame.buffer, n, b.crossing, n in kept)
-                      for n, b in crossing.items() if by_name[n].frame.buffer in names]
+        references = [Reference(_frame(by_name[n]).buffer, n, how, n in kept)
+                      for n, how in crossing.items() if _frame(by_name[n]).buffer in names]
         result.append(Channel(q, c, fixed, variable, references))
     return result
 

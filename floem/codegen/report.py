@@ -65,7 +65,8 @@ def _queue(ir: ProgramIR, q: QueueIR) -> list[str]:
     if q.entry_size:
         lines.append(f"    entry: {q.entry_size} bytes (fixed by entry_size=)")
     elif None not in payloads:
-        largest = max(p + ch.variable_room for p, ch in zip(payloads, channels(ir, q)))
+        known = [p for p in payloads if p is not None]
+        largest = max(p + ch.variable_room for p, ch in zip(known, channels(ir, q)))
         lines.append(f"    entry: {entry_size(largest)} bytes (8-byte header, rounded)")
     return lines
 
@@ -103,8 +104,10 @@ _CROSSINGS = {
 
 def channel_bytes(ch: Channel) -> int | None:
     """Bytes a channel's entries carry besides variable-size contents (None: unknown)."""
-    sizes = [field_size(f) for f in ch.fixed]
-    return None if None in sizes else sum(sizes) + 4 * len(ch.variable) + 8 * len(ch.references)
+    sizes = [size for f in ch.fixed if (size := field_size(f)) is not None]
+    if len(sizes) < len(ch.fixed):
+        return None
+    return sum(sizes) + 4 * len(ch.variable) + 8 * len(ch.references)
 
 
 def _bytes(n: int | None) -> str:

@@ -10,7 +10,8 @@ check the rules of the output forms.
 from __future__ import annotations
 
 import difflib
-from typing import Callable, Sequence, TypeVar
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from pycparser import c_ast
 
@@ -117,7 +118,7 @@ def _analyze_body(body: Body, forms: Forms, top: c_ast.Compound) -> BodyInfo:
         form=form,
         calls=calls,
         always_fires={c.port for c in ports.calls if form == BodyForm.BLOCK and c.direct},
-        switch_ports=[c.port for c in sorted(ports.calls, key=lambda c: c.case)] if switch else [],
+        switch_ports=[c.port for c in sorted(ports.calls, key=_case)] if switch else [],
         switch_has_else=switch and forms.outputs[0].cases[-1].is_else,
         fields=state.fields,
         persistent_used=state.persistent_used,
@@ -127,7 +128,7 @@ def _analyze_body(body: Body, forms: Forms, top: c_ast.Compound) -> BodyInfo:
     )
 
 
-def _check_form(body: Body, forms: Forms, ports: PortVisitor) -> str | None:
+def _check_form(body: Body, forms: Forms, ports: PortVisitor) -> BodyForm | None:
     """Check the output form rules; return the kind of the body's form."""
     found = forms.outputs
     if len(found) > 1:
@@ -176,15 +177,21 @@ def _looks_like_a_port(name: str, ports: list[str]) -> bool:
 
 def _check_block(ports: PortVisitor, names: str) -> None:
     if not ports.calls:         # firing nothing: a call spelled like a port is a typo
-        for call in ports.others:
-            if _looks_like_a_port(call.name, list(ports.outputs)):
-                raise _not_a_port(call, names)
+        for other in ports.others:
+            if _looks_like_a_port(other.name, list(ports.outputs)):
+                raise _not_a_port(other, names)
     first: dict[str, int] = {}
     for call in ports.calls:
         if call.port in first:
             raise BodyError(f"output port '{call.port}' is called twice in the output block "
                             f"(body lines {first[call.port]} and {call.line})", call.line)
         first[call.port] = call.line
+
+
+def _case(call: Call) -> int:
+    """The case of a switch holding ``call`` (`_check_switch`: each call is in one)."""
+    assert call.case is not None
+    return call.case
 
 
 def _check_switch(ports: PortVisitor, switch: OutputForm, names: str) -> None:

@@ -110,28 +110,30 @@ class StateVisitor(ParentVisitor):
             if not self._unevaluated:
                 self.persistent_written.add(node.name)
         elif node.name == STATE and not self._local_state:
-            self._check_state(node.coord.line)
+            fields = self._state_fields(node.coord.line)
             if not self._unevaluated:
-                every = set(self.body.state_fields)
+                every = set(fields)
                 self.fields.uses |= every
                 self.fields.writes |= every
 
-    def _check_state(self, line: int) -> None:
+    def _state_fields(self, line: int) -> dict[str, str]:
+        """The per-packet fields, for a use of the state at `line`."""
         if self.body.state_fields is None:
             raise BodyError("'state' used, but this element has no per-packet state "
                             "(create it inside a Flow with a PerPacket state)", line)
+        return self.body.state_fields
 
     def _field(self, ref: c_ast.StructRef) -> None:
         line = ref.coord.line
-        self._check_state(line)
+        fields = self._state_fields(line)
         name = ref.field.name
-        if name not in self.body.state_fields:
-            known = ", ".join(sorted(self.body.state_fields)) or "none"
+        if name not in fields:
+            known = ", ".join(sorted(fields)) or "none"
             raise BodyError(f"the per-packet state has no field '{name}' (fields: {known})", line)
         if self._unevaluated:
             return
         node, steps, chain, parent, grandparent = self._context(ref)
-        for kind in self._effect(node, steps, parent, grandparent, self.body.state_fields[name]):
+        for kind in self._effect(node, steps, parent, grandparent, fields[name]):
             getattr(self.fields, kind).add(name)
         if name in self.body.packets:
             self._bytes(name, chain, parent, grandparent, line)

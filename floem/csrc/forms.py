@@ -126,7 +126,9 @@ def _tuple_at(tl: TokenList, index: int, inputs: dict[str, Port]) -> TupleRead |
         return None
     close = tl.match[index]
     assign = tl.next(close)
-    call = tl.next(assign) if tl.text_is(assign, "=") else None
+    if not tl.text_is(assign, "="):
+        return None
+    call = tl.next(assign)
     if call is None or tl[call].kind != "ident" or tl[call].text not in inputs:
         return None
     call_open = tl.next(call)
@@ -220,7 +222,7 @@ def form_replacements(tl: TokenList, form: OutputForm, label: str) -> dict[int, 
     """Spell an output form as C: `label` replaces ``output``; a switch becomes if/else."""
     replace = {form.start: label}
     if form.kind in (BodyForm.SWITCH, BodyForm.MULTIPLE):
-        replace[tl.next(form.start)] = ""
+        replace[tl.after(form.start)] = ""
     for k, case in enumerate(form.cases):
         if case.is_else:
             replace[case.keyword] = "} else" if k else ""

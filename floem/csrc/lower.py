@@ -40,7 +40,7 @@ def lower(info: BodyInfo, read_exprs: dict[str, list[str]], output_funcs: dict[s
     if form.kind == BodyForm.MULTIPLE:
         replace[form.end] = ""
         return directive(1) + _line_end(render(tl.tokens, replace))
-    brace = tl.next(form.start) if form.kind == BodyForm.BLOCK else tl.next(tl.next(form.start))
+    brace = tl.after(form.start) if form.kind == BodyForm.BLOCK else tl.after(tl.after(form.start))
     before = render(tl.tokens, replace, 0, form.start)
     moved = render(tl.tokens, replace, brace, form.end + 1)
     rest = render(tl.tokens, replace, form.end + 1)

@@ -43,7 +43,7 @@ class PacketView:
 Range = tuple[int, int]
 
 
-def merge_ranges(ranges: "list[Range] | set[Range]", gap: int = 0) -> list[Range]:
+def merge_ranges(ranges: list[Range] | set[Range], gap: int = 0) -> list[Range]:
     """``ranges`` sorted, with those that overlap or are at most ``gap`` bytes apart joined."""
     merged: list[Range] = []
     for lo, hi in sorted(ranges):

@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Sequence
 
 #: The fake C library headers (package data).
 FAKE_LIBC = Path(__file__).with_name("fake_libc")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from floem.csrc.model import BodyError
 
@@ -67,6 +68,7 @@ def tokenize(code: str) -> list[Token]:
             kind = "pp"
         else:
             m = _TOKEN.match(code, pos)
+            assert m is not None and m.lastgroup is not None     # `other` takes any character
             kind = m.lastgroup
             if kind in _BAD:
                 raise BodyError(_BAD[kind], line)
@@ -93,7 +95,9 @@ def mentions(name: str, texts: list[str]) -> bool:
 def _pp_end(code: str, pos: int) -> int:
     """End of the preprocessor directive starting at `pos` (before its newline)."""
     while pos < len(code) and code[pos] != "\n":
-        pos = _PP_PIECE.match(code, pos).end()
+        piece = _PP_PIECE.match(code, pos)
+        assert piece is not None                # it matches any character but a newline
+        pos = piece.end()
     return pos
 
 
@@ -115,12 +119,17 @@ class TokenList:
         k = self._rank[index] + 1
         return self.significant[k] if k < len(self.significant) else None
 
+    def after(self, index: int) -> int:
+        """Index of the significant token after token `index`, which the caller knows is
+        there (`next` would find it)."""
+        return self.significant[self._rank[index] + 1]
+
     def prev(self, index: int) -> int | None:
         """Index of the significant token before token `index`, or None."""
         k = self._rank[index] - 1
         return self.significant[k] if k >= 0 else None
 
-    def text_is(self, index: int | None, *texts: str) -> bool:
+    def text_is(self, index: int | None, *texts: str) -> TypeGuard[int]:
         """Is token `index` (None: no token) spelled as one of `texts`?"""
         return index is not None and self.tokens[index].text in texts
 

@@ -21,7 +21,8 @@ pycparser reports without a position get the position of the current token.
 """
 from __future__ import annotations
 
-from typing import NoReturn, Sequence
+from collections.abc import Sequence
+from typing import NoReturn
 
 from pycparser import c_ast, c_parser
 from pycparser.c_lexer import CLexer, _Token

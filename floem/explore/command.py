@@ -6,7 +6,7 @@ import os
 import signal
 import sys
 import tempfile
-from typing import Callable
+from collections.abc import Callable
 
 from floem.explore import output
 from floem.explore.sweep import (Study, configurations, load_sweep_file, make_workload,

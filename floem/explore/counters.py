@@ -64,7 +64,7 @@ class Thread:
         """A thread running a segment (not a NIC manager core)."""
         return self.segment != MANAGER
 
-    def minus(self, other: "Thread") -> "Thread":
+    def minus(self, other: Thread) -> Thread:
         """What this thread did since ``other``, an earlier snapshot of it."""
         return Thread(self.segment, self.index, self.process, self.runs - other.runs,
                       self.packets - other.packets, self.work_ns - other.work_ns,
@@ -98,7 +98,7 @@ class Counters:
         """Work of every NIC worker thread (manager cores excluded), as CPU time."""
         return sum(t.work_ns for t in self.threads if t.on_nic and t.worker)
 
-    def minus(self, other: "Counters") -> "Counters":
+    def minus(self, other: Counters) -> Counters:
         """The difference of two snapshots of one run (thread lists matched by name)."""
         before = {(t.segment, t.index, t.process): t for t in other.threads}
         threads = [t.minus(before[key]) if (key := (t.segment, t.index, t.process)) in before

@@ -29,8 +29,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import dpkt
 
@@ -52,7 +52,7 @@ class Workload:
     frame_bytes: float
 
     @classmethod
-    def read(cls, path: str) -> "Workload":
+    def read(cls, path: str) -> Workload:
         """Count the frames of the capture at ``path``."""
         try:
             with open(path, "rb") as f:
@@ -169,7 +169,7 @@ class Replay:
             self.command += ["-D", d]
         self.env = {**os.environ, **(env or {})}
 
-    def __enter__(self) -> "Replay":
+    def __enter__(self) -> Replay:
         self._err = tempfile.TemporaryFile("w+")
         self.proc = subprocess.Popen(self.command, stdout=subprocess.DEVNULL, stderr=self._err,
                                      text=True, env=self.env, start_new_session=True)
@@ -301,7 +301,8 @@ def _measurement(run: Callable[[dict[str, Geometry], dict[str, str]], Counted],
     program takes locks: the counts per packet."""
     first: Counted | None = None
     misses: dict[tuple[str, str], dict[Geometry, Misses]] = {}
-    for pair in geometries or [None]:
+    pairs: list[tuple[Geometry, Geometry] | None] = [*geometries] or [None]
+    for pair in pairs:
         caches = {p: pair[0] if nic else pair[1] for layout in layouts.values()
                   for p, nic in layout.processes.items()} if pair else {}
         counted = run(caches, {})
@@ -319,7 +320,7 @@ def _measurement(run: Callable[[dict[str, Geometry], dict[str, str]], Counted],
     m.hit_rate = hits / lookups if lookups else None
     for machine, (report, counts) in first.items():
         _add_machine(m, machine, report, counts, layouts[machine], packets)
-        for name, tally in counts.items():
+        for name in counts:
             m.segments[_named(machine, name)].misses = {
                 g: Misses(n.first / packets, n.last / packets)
                 for g, n in misses.get((machine, name), {}).items()}
@@ -337,7 +338,7 @@ def _named(machine: str, name: str) -> str:
     return f"{machine}/{name}" if machine else name
 
 
-def _add_machine(m: Measurement, machine: str, c: Counters, counts: "Counts", layout: Layout,
+def _add_machine(m: Measurement, machine: str, c: Counters, counts: Counts, layout: Layout,
                  n: int) -> None:
     """One machine's counters and counts, per packet, into ``m``."""
     m.machines[machine] = record = Machine(
@@ -398,7 +399,7 @@ class Tally:
     first_misses: int = 0                   # loads and fetches missing the first level,
     last_misses: int = 0                    # and the last
 
-    def minus(self, other: "Tally") -> "Tally":
+    def minus(self, other: Tally) -> Tally:
         return Tally(self.process, self.threads, self.instructions - other.instructions,
                      self.atomics - other.atomics, self.first_misses - other.first_misses,
                      self.last_misses - other.last_misses)

@@ -1,13 +1,14 @@
 """The graph IR the passes transform: a networkx MultiDiGraph plus program tables."""
-from floem.ir.graph import (TO_THE_END, CacheIR, CachePoint, CachePolicy, EdgeKind, ElementNode,
-                            FrameCrossing, MainIR, PacketBytes, ProcessIR, ProgramIR, QueueIR,
-                            SegmentIR, TraceFilter, WriteMiss)
+from floem.ir.graph import (TO_THE_END, CacheIR, CachePoint, CachePolicy, Edge, EdgeKind,
+                            ElementNode, FrameCrossing, MainIR, PacketBytes, ProcessIR, ProgramIR,
+                            QueueIR, SegmentIR, TraceFilter, WriteMiss)
 from floem.ir.options import BuildOptions, Cut
 from floem.ir.plan import ElementPlan, ProcessPlan, QueueSide
 from floem.ir.state import (CCode, CType, Device, FieldLayout, FrameParts, Home, MemoryRegionIR,
                             PersistentState, Role, SegmentKind, StateLayout)
 
-__all__ = ["BuildOptions", "CacheIR", "CachePoint", "CachePolicy", "CCode", "CType", "Cut", "Device", "EdgeKind", "ElementNode",
+__all__ = ["BuildOptions", "CacheIR", "CachePoint", "CachePolicy", "CCode", "CType", "Cut",
+           "Device", "Edge", "EdgeKind", "ElementNode",
            "ElementPlan", "FieldLayout", "FrameCrossing", "FrameParts", "Home", "MainIR",
            "MemoryRegionIR", "PacketBytes", "PersistentState", "ProcessIR", "ProcessPlan",
            "ProgramIR", "QueueIR", "QueueSide", "Role", "SegmentIR", "SegmentKind", "StateLayout",

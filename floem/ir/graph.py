@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 from dataclasses import dataclass, field
+from typing import Any
+
 import networkx as nx
 
 from floem.csrc.model import BodyInfo
@@ -17,6 +19,10 @@ from floem.ir.options import BuildOptions, Cut
 from floem.ir.plan import ElementPlan, ProcessPlan
 from floem.ir.state import (CCode, Device, Home, MemoryRegionIR, PersistentState, Role,
                             SegmentKind, StateLayout)
+
+#: An edge of the graph as networkx gives it with its data: source, destination and the
+#: edge's attributes (``kind``, ``out_port``, ``in_port``, ``rank``, ...).
+Edge = tuple[str, str, dict[str, Any]]
 
 
 class EdgeKind(StrEnum):
@@ -74,6 +80,12 @@ class ElementNode:
     cut_queue: str = ""             # split_auto: the queue a stash or unstash serves
     cache: str = ""
     plan: ElementPlan = field(default_factory=ElementPlan)     # plan_code
+
+    @property
+    def body_info(self) -> BodyInfo:
+        """``info``, in a pass after parse_bodies, which analyses every body."""
+        assert self.info is not None, f"{self.name}: body not analysed"
+        return self.info
 
     @property
     def is_source(self) -> bool:
@@ -264,7 +276,7 @@ class ProgramIR:
 
     name: str = "program"
     app_file: str | None = None
-    graph: nx.MultiDiGraph = field(default_factory=nx.MultiDiGraph)
+    graph: nx.MultiDiGraph[str] = field(default_factory=nx.MultiDiGraph)
     segments: dict[str, SegmentIR] = field(default_factory=dict)
     processes: dict[str, ProcessIR] = field(default_factory=dict)
     queues: dict[str, QueueIR] = field(default_factory=dict)
@@ -289,7 +301,8 @@ class ProgramIR:
 
     def node(self, name: str) -> ElementNode:
         """The `ElementNode` named ``name``."""
-        return self.graph.nodes[name]["node"]
+        node: ElementNode = self.graph.nodes[name]["node"]
+        return node
 
     def replace_layout(self, old: StateLayout, new: StateLayout) -> None:
         """Use per-packet state layout ``new`` wherever ``old`` is used: by elements,
@@ -321,13 +334,13 @@ class ProgramIR:
         """All element nodes in insertion order."""
         return [d["node"] for _, d in self.graph.nodes(data=True)]
 
-    def out_edges(self, name: str, port: str | None = None, kind: str = EdgeKind.DATA) -> list[tuple[str, str, dict]]:
+    def out_edges(self, name: str, port: str | None = None, kind: str = EdgeKind.DATA) -> list[Edge]:
         """Edges leaving ``name`` (from ``port`` if given), in fan-out program order."""
         edges = [(u, v, d) for u, v, d in self.graph.out_edges(name, data=True)
                  if d["kind"] == kind and (port is None or d["out_port"] == port)]
         return sorted(edges, key=lambda e: e[2]["rank"])
 
-    def in_edges(self, name: str, kind: str = EdgeKind.DATA) -> list[tuple[str, str, dict]]:
+    def in_edges(self, name: str, kind: str = EdgeKind.DATA) -> list[Edge]:
         """Edges entering ``name``, in program order."""
         edges = [(u, v, d) for u, v, d in self.graph.in_edges(name, data=True) if d["kind"] == kind]
         return sorted(edges, key=lambda e: e[2]["rank"])
@@ -357,13 +370,14 @@ class ProgramIR:
                 lines.append(f"  channel {c} carries {', '.join(fields) or '(nothing)'}")
                 packets = q.packets[c] if c < len(q.packets) else {}
                 lines += [f"    {name}: {b.describe()}" for name, b in packets.items()]
-        for c in self.caches.values():
-            steering = f"steers over {c.steer_instances} instances" if c.steer_instances \
-                else "no steering"
+        for cache in self.caches.values():
+            steering = f"steers over {cache.steer_instances} instances" \
+                if cache.steer_instances else "no steering"
             deferred = ", fills defer their write-backs to set_start's segment" \
-                if c.defer_fill_evictions else ""
-            lines.append(f"cache {c.name}: {c.policy}, {c.write_miss}, {c.buckets} buckets of "
-                         f"{c.entries or 'unbounded'} entries, {steering}{deferred}")
+                if cache.defer_fill_evictions else ""
+            lines.append(f"cache {cache.name}: {cache.policy}, {cache.write_miss}, "
+                         f"{cache.buckets} buckets of {cache.entries or 'unbounded'} entries, "
+                         f"{steering}{deferred}")
         for proc in self.processes.values():
             main = "external" if proc.external_main else "yes" if proc.has_main else "no"
             lines.append(f"process {proc.name} ({proc.device}): segments={proc.segments} "
@@ -375,7 +389,9 @@ class ProgramIR:
         return "\n".join(lines) + "\n"
 
     def _dump_node(self, n: ElementNode) -> list[str]:
-        ports = lambda ps: ", ".join(f"{p}({', '.join(t)})" for p, t in ps.items())
+        def ports(ps: dict[str, list[str]]) -> str:
+            return ", ".join(f"{p}({', '.join(t)})" for p, t in ps.items())
+
         flags = [str(n.role)] if n.role != Role.ELEMENT else []
         if n.join:
             flags.append("join")

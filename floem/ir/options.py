@@ -70,7 +70,8 @@ def option(default: Any, *flags: Flag) -> Any:
 
 def flags(option_field: Field[Any]) -> tuple[Flag, ...]:
     """The command-line flags of a `BuildOptions` field (none: keywords only)."""
-    return option_field.metadata["flags"]
+    found: tuple[Flag, ...] = option_field.metadata["flags"]
+    return found
 
 
 @dataclass(frozen=True)
@@ -143,7 +144,7 @@ class BuildOptions:
             raise FloemError("--trace-filter selects the packets --trace traces: give --trace too")
 
     @classmethod
-    def from_keywords(cls, **opts: Any) -> "BuildOptions":
+    def from_keywords(cls, **opts: Any) -> BuildOptions:
         """The options given as keywords (``floem.build(nic="liquidio")``); an unknown
         keyword is an error naming the known ones."""
         known = {f.name for f in fields(cls)}

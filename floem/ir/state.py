@@ -115,8 +115,8 @@ class FieldLayout:
     type: CType
     loc: Location
     size: str | None = None
-    nested: "StateLayout | None" = None
-    points_to: "StateLayout | None" = None
+    nested: StateLayout | None = None
+    points_to: StateLayout | None = None
     frame: FrameParts | None = None
 
     @property
@@ -147,7 +147,7 @@ class StateLayout:
         """The field called ``name``, or None."""
         return next((f for f in self.fields if f.name == name), None)
 
-    def extended(self, extra: list[FieldLayout]) -> "StateLayout":
+    def extended(self, extra: list[FieldLayout]) -> StateLayout:
         """The same struct with ``extra`` fields appended."""
         return replace(self, fields=self.fields + tuple(extra))
 

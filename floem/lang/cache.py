@@ -14,7 +14,7 @@ class CacheEnd(Element):
     eviction logic of the cache's policy.
     """
 
-    def configure(self, cache: "Cache", point: str) -> None:
+    def configure(self, cache: Cache, point: str) -> None:
         self.inp = Input()
         self.out = Output()
         self.cache = cache

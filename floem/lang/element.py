@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from floem.errors import Location
 from floem.lang.location import caller_location, string_location
@@ -24,7 +25,7 @@ class Port:
                 raise caller_location().error(f"a port cannot carry an array ({t}); "
                                               "pass a pointer or put the array in a State")
         self.name = ""
-        self.owner: "Node | None" = None
+        self.owner: Node | None = None
 
     @property
     def c_types(self) -> list[str]:
@@ -67,6 +68,7 @@ class Node:
     name: str
     loc: Location
     program: Registry
+    class_loc: ClassVar[Location]           # where the subclass is defined
 
     def __init__(self) -> None:
         object.__setattr__(self, "inputs", {})
@@ -108,8 +110,11 @@ class Node:
             raise self.loc.error(f"{type(self).__name__}.configure: {e}") from None
         self.configure(*args, **kwargs)
 
-    def configure(self) -> None:
-        """Declare ports (``self.inp = Input(Int)``); may take parameters."""
+    if TYPE_CHECKING:                       # a subclass's configure takes its own parameters
+        configure: Callable[..., None]
+    else:
+        def configure(self) -> None:
+            """Declare ports (``self.inp = Input(Int)``); may take parameters."""
 
 
 class Element(Node):

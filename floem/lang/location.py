@@ -5,6 +5,7 @@ import ast
 import functools
 import os
 import sys
+from types import FrameType
 
 from floem.errors import Location
 
@@ -21,7 +22,7 @@ def _internal(filename: str) -> bool:
 
 def caller_location() -> Location:
     """The innermost frame outside the compiler: the user's line that made the object."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and _internal(frame.f_code.co_filename):
         frame = frame.f_back
     if frame is None:

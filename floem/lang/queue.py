@@ -13,7 +13,7 @@ class Enqueue(Element):
     """Enqueue side of one queue channel: sends the packet's live fields. A lossy queue's
     enqueue has an output ``full`` that the packet leaves by when its instance is full."""
 
-    def configure(self, queue: "Queue", channel: int) -> None:
+    def configure(self, queue: Queue, channel: int) -> None:
         self.inp = Input()
         if not queue.lossless:
             self.full = Output()
@@ -24,7 +24,7 @@ class Enqueue(Element):
 class Dequeue(Element):
     """Dequeue side of a queue: a source with one output port per channel."""
 
-    def configure(self, queue: "Queue") -> None:
+    def configure(self, queue: Queue) -> None:
         self.queue = queue
         for c in range(queue.channels):
             setattr(self, f"out{c}", Output())

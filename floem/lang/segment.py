@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from floem.errors import Location
 from floem.lang.element import Element, Input, Node, Output, Port
@@ -53,6 +53,7 @@ class Segment(Scope):
     """
 
     scope_kind = ScopeKind.SEGMENT
+    class_loc: ClassVar[Location]
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
@@ -113,7 +114,8 @@ class CallableSegment(Segment):
     ``default_return`` (C expression) is returned when the path to ``out`` does not fire.
     """
 
-    def setup(self, default_return: str | None = None) -> None:
+    def setup(self, default_return: str | None = None, **kwargs: Any) -> None:
+        super().setup(**kwargs)
         self.default_return = default_return
         self.args: CallArgs | None = None
         self.ret: Return | None = None
@@ -147,6 +149,7 @@ class Flow(Scope):
     """Groups segments and elements that share one per-packet state (``state = PerPacket(S)``)."""
 
     scope_kind = ScopeKind.FLOW
+    class_loc: ClassVar[Location]
 
     state: PerPacket | None = None
 
@@ -165,7 +168,7 @@ class Flow(Scope):
     @property
     def state_class(self) -> type[State] | None:
         """The per-packet `State` class, if the flow declares one."""
-        return self.state.state_class if isinstance(type(self).state, PerPacket) else None
+        return state.state_class if isinstance(state := type(self).state, PerPacket) else None
 
     def impl(self) -> None:
         """Create the flow's segments and elements."""

@@ -1,6 +1,7 @@
 """State: C structs declared in Python, shared (persistent) or per packet."""
 from __future__ import annotations
 
+import builtins
 import itertools
 from typing import Any, ClassVar
 
@@ -23,11 +24,11 @@ class Field:
     def __init__(self, type: TypeLike, size: str | None = None) -> None:
         self.type: Type = as_type(type)
         self.state_class = self.type.state
-        self.points_to: type[State] | None = self.type.points_to
+        self.points_to: builtins.type[State] | None = self.type.points_to
         self.size = size
         self.loc = caller_location()
         self.name = ""
-        self.order = next(_order)
+        self.order: float = next(_order)
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
@@ -49,7 +50,7 @@ class Frame(Field):
     keeps its payload on the NIC (docs/slicing.md).
     """
 
-    def __init__(self, layout: type["State"]) -> None:
+    def __init__(self, layout: type[State]) -> None:
         if not (isinstance(layout, type) and issubclass(layout, State)):
             raise caller_location().error(f"Frame({layout!r}): not a State subclass")
         super().__init__(Pointer(layout))
@@ -94,6 +95,7 @@ class State:
     declare: ClassVar[bool] = True
     report: ClassVar[bool] = False
     class_loc: ClassVar[Location]
+    values: dict[str, Any]                  # what init assigned, by field
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
@@ -121,8 +123,8 @@ class State:
                 raise FloemError(f"{cls.__name__}.layout names unknown field {name!r}",
                                  cls.class_loc.file, cls.class_loc.line)
             ordered.append(found[name])
-            if isinstance(found[name], Frame):
-                ordered.extend(found[name].companions)
+            if isinstance(frame := found[name], Frame):
+                ordered.extend(frame.companions)
         missing = set(found) - {f.name for f in ordered}
         if missing:
             raise FloemError(f"{cls.__name__}.layout leaves out {sorted(missing)}",

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from floem.errors import FloemError
 
@@ -55,7 +55,7 @@ def Sint(bits: int) -> Type:
     return Type(f"int{bits}_t")
 
 
-def Pointer(t: "TypeLike") -> Type:
+def Pointer(t: TypeLike) -> Type:
     """Pointer to ``t``; a pointer to a `State` remembers it (``points_to``), so that a
     variable-size field of that type is a *typed packet* the compiler reads member by member."""
     inner = as_type(t)
@@ -63,13 +63,13 @@ def Pointer(t: "TypeLike") -> Type:
     return Type(_normalise_c(inner.c + "*"), points_to=pointee)
 
 
-def Array(t: "TypeLike", n: int) -> Type:
+def Array(t: TypeLike, n: int) -> Type:
     """``n`` elements of ``t`` (for state fields)."""
     inner = as_type(t)
     return Type(inner.c, n, inner.state)
 
 
-TypeLike = Union[Type, str, type]
+TypeLike = Type | str | type
 
 
 def as_type(t: TypeLike) -> Type:

@@ -23,6 +23,7 @@ later stages read only the IR, never the user's objects.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import networkx as nx
 
@@ -41,8 +42,9 @@ from floem.lang.state import Frame, State, state_initializer
 
 NAME = "build_graph"
 #: What this pass needs done before it, and what it gives the passes after it.
-REQUIRES = frozenset()
-PROVIDES = frozenset({"graph", "segments", "queues", "caches", "support_code", "states"})
+REQUIRES: frozenset[str] = frozenset()
+PROVIDES: frozenset[str] = frozenset({"graph", "segments", "queues", "caches", "support_code",
+                                      "states"})
 NIC_PROCESS = "nic"
 
 
@@ -72,7 +74,7 @@ def run(program: Program, options: BuildOptions) -> ProgramIR:
         ir.graph.add_node(el.name, node=_element_node(el, membership[el.name], ir, layout))
         ir.segments[membership[el.name]].elements.append(el.name)
     for rank, (src, dst, loc) in enumerate(_flatten(program.connections)):
-        ir.graph.add_edge(src.owner.name, dst.owner.name, kind=EdgeKind.DATA, out_port=src.name,
+        ir.graph.add_edge(_owner(src), _owner(dst), kind=EdgeKind.DATA, out_port=src.name,
                           in_port=dst.name, types=src.c_types, loc=loc, rank=rank)
     for order in program.orders:
         for before in order.before:
@@ -138,12 +140,21 @@ def _support_code(program: Program, ir: ProgramIR) -> None:
                 ir.depends.append(source)
 
 
+def _owner(port: Port) -> str:
+    """The name of the element ``port`` belongs to (a connected port has one)."""
+    assert port.owner is not None
+    return port.owner.name
+
+
+def _cut_keywords(keywords: dict[str, Any]) -> dict[str, Any]:
+    """``floem.cut``'s keywords as `Cut` takes them (its lists as tuples)."""
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in keywords.items()}
+
+
 def _cuts(program: Program, ir: ProgramIR) -> None:
     """The cut of each ``target.AUTO`` segment: the build option's (``floem place``), else
     the app's ``floem.cut``."""
-    given = [Cut(c.segment, loc=c.loc, **{k: tuple(v) if isinstance(v, list) else v
-                                          for k, v in c.keywords.items()})
-             for c in program.cuts]
+    given = [Cut(c.segment, loc=c.loc, **_cut_keywords(c.keywords)) for c in program.cuts]
     seen: set[str] = set()
     for cut in given + list(ir.options.cuts):
         seg = ir.segments.get(cut.segment)
@@ -175,10 +186,10 @@ def _enqueuer_per_segment(ir: ProgramIR, name: str) -> list[str]:
         ir.graph.remove_edge(u, name, key)
         ir.graph.add_edge(u, clones[segment], **d)
     for _, v, key, d in list(ir.graph.out_edges(name, keys=True, data=True)):
-        clone = clones.get(ir.node(v).segment)          # a full port used in that segment
-        if clone is not None:
+        cloned = clones.get(ir.node(v).segment)         # a full port used in that segment
+        if cloned is not None:
             ir.graph.remove_edge(name, v, key)
-            ir.graph.add_edge(clone, v, **d)
+            ir.graph.add_edge(cloned, v, **d)
     return list(clones.values())
 
 
@@ -194,7 +205,8 @@ def _segment_ir(seg: Segment, default_process: str, layout: _LayoutMaker) -> Seg
         process_given=seg.process,
         packet_state=(layout(flow.state_class)
                       if isinstance(flow, Flow) and flow.state_class else None),
-        default_return=seg.default_return if callable_ else None, auto=auto,
+        default_return=seg.default_return if isinstance(seg, CallableSegment) else None,
+        auto=auto,
     )
 
 
@@ -207,8 +219,8 @@ def _queue_ir(q: Queue) -> QueueIR:
 
 def _unused_queue_ends(program: Program) -> set[str]:
     """Ends of queues nothing is connected to (dropped); half-connected channels are errors."""
-    connected = {p.owner.name for c in program.connections for p in (c.src, c.dst)}
-    sources = {(c.src.owner.name, c.src.name) for c in program.connections}
+    connected = {_owner(p) for c in program.connections for p in (c.src, c.dst)}
+    sources = {(_owner(c.src), c.src.name) for c in program.connections}
     unused = set()
     for q in program.queues:
         used_deq = q.dequeuer.name in connected
@@ -229,7 +241,7 @@ def _unused_queue_ends(program: Program) -> set[str]:
 
 def _unused_cache_points(program: Program) -> set[str]:
     """Cache points nothing is connected to (a get-only cache has no set points)."""
-    connected = {p.owner.name for c in program.connections for p in (c.src, c.dst)}
+    connected = {_owner(p) for c in program.connections for p in (c.src, c.dst)}
     unused = set()
     for c in program.caches:
         for start, end in (("get_start", "get_end"), ("set_start", "set_end")):
@@ -273,10 +285,10 @@ def _assign_segments(program: Program, ir: ProgramIR, unused: set[str]) -> dict[
                                      for el in program.elements if el.name not in unused}
     for c in program.connections:
         for port in (c.src, c.dst):
-            if c.segment and seg_of.get(port.owner.name, "") is None:
-                seg_of[port.owner.name] = c.segment       # made by a `>>` inside the segment
-    pairs = [(s.owner.name, d.owner.name) for s, d, _ in _flatten(program.connections)
-             if s.owner.name not in unused and d.owner.name not in unused]
+            if c.segment and seg_of.get(_owner(port), "") is None:
+                seg_of[_owner(port)] = c.segment       # made by a `>>` inside the segment
+    pairs = [(_owner(s), _owner(d)) for s, d, _ in _flatten(program.connections)
+             if _owner(s) not in unused and _owner(d) not in unused]
     pairs += [(b.name, o.after.name) for o in program.orders for b in o.before]
     changed = True
     while changed:
@@ -286,7 +298,7 @@ def _assign_segments(program: Program, ir: ProgramIR, unused: set[str]) -> dict[
                 seg_of[b], changed = seg_of[a], True
             elif seg_of[b] and not seg_of[a]:
                 seg_of[a], changed = seg_of[b], True
-    loose = nx.Graph()
+    loose: nx.Graph[str] = nx.Graph()
     loose.add_nodes_from(n for n, s in seg_of.items() if s is None)
     loose.add_edges_from((a, b) for a, b in pairs if seg_of[a] is None and seg_of[b] is None)
     by_name = {el.name: el for el in program.elements if el.name not in unused}

@@ -21,8 +21,8 @@ from floem.ir import EdgeKind, ProgramIR, Role, SegmentIR, SegmentKind
 
 NAME = "check_callables"
 #: What this pass needs done before it, and what it gives the passes after it.
-REQUIRES = frozenset({"bodies", "sources"})
-PROVIDES = frozenset()
+REQUIRES: frozenset[str] = frozenset({"bodies", "sources"})
+PROVIDES: frozenset[str] = frozenset()
 
 
 def run(ir: ProgramIR) -> ProgramIR:

@@ -40,8 +40,9 @@ from floem.ir import TO_THE_END, EdgeKind, ElementNode, PacketBytes, ProgramIR, 
 
 NAME = "liveness"
 #: What this pass needs done before it, and what it gives the passes after it.
-REQUIRES = frozenset({"bodies", "sources", "queues", "cache_regions", "trace_field"})
-PROVIDES = frozenset({"queue_fields", "segment_uses"})
+REQUIRES: frozenset[str] = frozenset({"bodies", "sources", "queues", "cache_regions",
+                                      "trace_field"})
+PROVIDES: frozenset[str] = frozenset({"queue_fields", "segment_uses"})
 
 
 def run(ir: ProgramIR) -> ProgramIR:
@@ -113,8 +114,8 @@ def _kills(n: ElementNode) -> set[str]:
 
 
 def _live(ir: ProgramIR, succ: dict[str, list[str]]) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
-    live_in = {n: set() for n in succ}
-    live_out = {n: set() for n in succ}
+    live_in: dict[str, set[str]] = {n: set() for n in succ}
+    live_out: dict[str, set[str]] = {n: set() for n in succ}
     changed = True
     while changed:
         changed = False
@@ -194,8 +195,9 @@ def _packet_bytes(ir: ProgramIR, succ: dict[str, list[str]], q: QueueIR, c: int)
             ranges += _byte_uses(n, f.name)
             use = n.info.fields.bytes.get(f.name) if n.info is not None else None
             if use is not None and use.unbounded is not None:
-                line = n.info.body.app_line + use.unbounded[0] - 1
-                causes.append(f"'{n.name}' (made at {n.loc}), {n.info.body.app_file}:{line}: "
+                body = n.body_info.body
+                line = body.app_line + use.unbounded[0] - 1
+                causes.append(f"'{n.name}' (made at {n.loc}), {body.app_file}:{line}: "
                               f"{use.unbounded[1]}")
             if f.name in _kills(n):
                 continue
@@ -225,8 +227,8 @@ def _check_cut_fields(ir: ProgramIR, q: QueueIR) -> None:
             if f is None or not f.type.c.endswith("*") or f.size is not None or name in framed:
                 continue
             made_here = q.boundary == "rx" or any(_writes(ir.node(n), name) for n in sender)
-            reader = next((n for n in receiver if ir.node(n).info is not None
-                           and name in ir.node(n).info.fields.uses), None)
+            reader = next((n for n in receiver if (info := ir.node(n).info) is not None
+                           and name in info.fields.uses), None)
             if made_here and reader is not None:
                 raise q.loc.error(f"the cut's queue '{q.name}' would carry per-packet field "
                                   f"{state.name}.{name}, a pointer into the memory of the side "

@@ -19,8 +19,8 @@ from floem.ir import EdgeKind, ElementNode, ProgramIR, Role
 
 NAME = "lower_queues"
 #: What this pass needs done before it, and what it gives the passes after it.
-REQUIRES = frozenset({"queue_fields"})
-PROVIDES = frozenset({"queues_lowered"})
+REQUIRES: frozenset[str] = frozenset({"queue_fields"})
+PROVIDES: frozenset[str] = frozenset({"queues_lowered"})
 
 
 def run(ir: ProgramIR) -> ProgramIR:

@@ -20,8 +20,8 @@ from floem.ir import Device, ElementNode, Home, ProgramIR, QueueIR, SegmentKind
 
 NAME = "place_memory"
 #: What this pass needs done before it, and what it gives the passes after it.
-REQUIRES = frozenset({"processes", "queues_lowered", "main_info"})
-PROVIDES = frozenset({"state_homes", "queue_sides"})
+REQUIRES: frozenset[str] = frozenset({"processes", "queues_lowered", "main_info"})
+PROVIDES: frozenset[str] = frozenset({"state_homes", "queue_sides"})
 
 
 def run(ir: ProgramIR) -> ProgramIR:
@@ -51,7 +51,7 @@ def run(ir: ProgramIR) -> ProgramIR:
 
 def _dereferences(n: ElementNode, name: str) -> bool:
     """True when the body follows pointer ``name`` itself (``name->f`` or ``name[i]``)."""
-    tokens = [t for t in tokenize(n.info.body.code) if t.kind not in ("ws", "comment")]
+    tokens = [t for t in tokenize(n.body_info.body.code) if t.kind not in ("ws", "comment")]
     return any(t.kind == "ident" and t.text == name and after.text in ("->", "[")
                for t, after in zip(tokens, tokens[1:]))
 

@@ -21,8 +21,8 @@ from floem.platforms import PLATFORMS
 
 NAME = "placement"
 #: What this pass needs done before it, and what it gives the passes after it.
-REQUIRES = frozenset({"sources", "main_info"})
-PROVIDES = frozenset({"processes", "main_process"})
+REQUIRES: frozenset[str] = frozenset({"sources", "main_info"})
+PROVIDES: frozenset[str] = frozenset({"processes", "main_process"})
 
 
 def run(ir: ProgramIR) -> ProgramIR:

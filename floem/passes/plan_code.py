@@ -20,7 +20,7 @@ generation prints these and decides nothing::
 from __future__ import annotations
 
 from collections import deque
-from typing import Callable
+from collections.abc import Callable, Mapping
 
 import networkx as nx
 
@@ -42,9 +42,9 @@ NAME = "plan_code"
 #: (with -g: 28 s and 1.3 GB for 1,000 elements; 0.2 s for 100).
 INLINE_DEPTH = 64
 #: What this pass needs done before it, and what it gives the passes after it.
-REQUIRES = frozenset({"processes", "state_homes", "queue_sides", "queues_lowered", "bodies",
-                      "packet_windows", "trace_field"})
-PROVIDES = frozenset({"code_plan"})
+REQUIRES: frozenset[str] = frozenset({"processes", "state_homes", "queue_sides",
+                                      "queues_lowered", "bodies", "packet_windows", "trace_field"})
+PROVIDES: frozenset[str] = frozenset({"code_plan"})
 
 
 def run(ir: ProgramIR) -> ProgramIR:
@@ -115,8 +115,8 @@ def _checked_globals(ir: ProgramIR) -> set[str]:
     names (`GENERATED_GLOBALS`: ``<queue>_inst``, ``<cache>_evict``, ``<segment>_thread``...)
     and the C types of states; an element may not have one of them (FloemError at the
     element)."""
-    owners = {"queue": ir.queues, "cache": ir.caches, "segment": ir.segments,
-              "state": ir.states}
+    owners: dict[str, Mapping[str, object]] = {"queue": ir.queues, "cache": ir.caches,
+                                               "segment": ir.segments, "state": ir.states}
     made = {c_global(kind, name, suffix): f"{kind} {name}'s {suffix}"
             for kind, suffixes in GENERATED_GLOBALS.items() for name in owners[kind]
             for suffix in suffixes}
@@ -246,7 +246,8 @@ def _plan_counters(ir: ProgramIR, proc: ProcessIR) -> None:
         for port in n.outputs if n.name in once else ():
             sums[(n.name, port)] = (runs,) if runs is not None else fed_by
         c = ElementCounters(
-            has_inputs=bool(n.inputs), runs=runs, ended=runs + 1 if own_ended else None,
+            has_inputs=bool(n.inputs), runs=runs,
+            ended=runs + 1 if own_ended and runs is not None else None,
             fed_by=fed_by, outs=tuple((p, outs.get((n.name, p))) for p in n.outputs),
             shared=seg.kind == SegmentKind.CALLABLE or len(seg.cores) > 1,
             never_ends=bool(n.inputs) and _always_switches(n))
@@ -350,7 +351,8 @@ def _element_trace(ir: ProgramIR, n: ElementNode, admissions: dict[str, _Admissi
     """The trace sites of ``n`` (``site(line)`` adds one and returns its index), given how
     its ports admit packets (``admissions``: for an entry) and the ports of the segment that
     decide the filter."""
-    enter, enter_fields, end, carries = None, (), None, False
+    enter, end, carries = None, None, False
+    enter_fields: tuple[tuple[str, str], ...] = ()
     if n.role == Role.ENQUEUE:
         q = ir.queues[n.queue]
         carries = TRACE_FIELD in q.fields[n.channel]

@@ -39,8 +39,8 @@ from floem.ir import (TO_THE_END, Device, FieldLayout, FrameCrossing, PacketByte
 
 NAME = "slice_packets"
 #: What this pass needs done before it, and what it gives the passes after it.
-REQUIRES = frozenset({"queue_fields", "queue_sides"})
-PROVIDES = frozenset({"packet_windows"})
+REQUIRES: frozenset[str] = frozenset({"queue_fields", "queue_sides"})
+PROVIDES: frozenset[str] = frozenset({"packet_windows"})
 
 
 def run(ir: ProgramIR) -> ProgramIR:
@@ -49,8 +49,8 @@ def run(ir: ProgramIR) -> ProgramIR:
     crossings = [(q, c, (_state(ir, q), name), bytes_) for q in ir.queues.values()
                  for c, carried in enumerate(q.packets) for name, bytes_ in carried.items()]
     every_byte = ir.options.send_all_fields
-    for q, _, (state, name), bytes_ in crossings:
-        f = ir.node(q.dequeuer).packet_state.field(name)
+    for q, _, (_, name), bytes_ in crossings:
+        f = _field(ir, q, name)
         bytes_.window = None if every_byte else _window(bytes_.ranges)
         if f.frame is not None:
             bytes_.crossing = _crossing(q, f, ports)
@@ -60,6 +60,14 @@ def run(ir: ProgramIR) -> ProgramIR:
                 bytes_.window = written if bytes_.crossing == FrameCrossing.RETURNS else used
                 bytes_.sliced = True
     return ir
+
+
+def _field(ir: ProgramIR, q: QueueIR, name: str) -> FieldLayout:
+    """The field ``name`` of the state ``q`` carries, a typed packet."""
+    state = ir.node(q.dequeuer).packet_state
+    f = state.field(name) if state is not None else None
+    assert f is not None                      # it carries the packet
+    return f
 
 
 def _state(ir: ProgramIR, q: QueueIR) -> str:
@@ -105,7 +113,9 @@ def _sliced(ir: ProgramIR, crossings: list[tuple[QueueIR, int, tuple[str, str], 
                 if key == frame and b.crossing != FrameCrossing.STAYS]
         if FrameCrossing.RETURNS not in {b.crossing for _, _, b in mine}:
             continue
-        buffer = ir.node(mine[0][0].dequeuer).packet_state.field(name).frame.buffer
+        parts = _field(ir, mine[0][0], name).frame
+        assert parts is not None                  # the frame crosses
+        buffer = parts.buffer
         if any(name in q.fields[c] and buffer not in q.fields[c] for q, c, _ in mine):
             continue
         ends, written, blocking = [], [], []
@@ -115,8 +125,9 @@ def _sliced(ir: ProgramIR, crossings: list[tuple[QueueIR, int, tuple[str, str], 
                     or ir.segments[n.segment].device == port):
                 continue
             if use.unbounded is not None:
-                line = n.info.body.app_line + use.unbounded[0] - 1
-                blocking.append(f"'{n.name}' (made at {n.loc}) at {n.info.body.app_file}:"
+                body = n.body_info.body
+                line = body.app_line + use.unbounded[0] - 1
+                blocking.append(f"'{n.name}' (made at {n.loc}) at {body.app_file}:"
                                 f"{line}: {use.unbounded[1]}")
             ends += [hi for _, hi in use.reads | use.writes]
             written += [hi for _, hi in use.writes]

@@ -28,17 +28,18 @@ import dataclasses
 import math
 import os
 from collections.abc import Iterable
+from typing import Any
 
 from floem.csrc import BodyForm
 from floem.errors import FloemError, Location
-from floem.ir import (CCode, CType, Cut, Device, EdgeKind, ElementNode, FieldLayout, FrameParts,
-                      ProgramIR, QueueIR, Role, SegmentIR, StateLayout)
+from floem.ir import (CCode, CType, Cut, Device, Edge, EdgeKind, ElementNode, FieldLayout,
+                      FrameParts, ProgramIR, QueueIR, Role, SegmentIR, StateLayout)
 from floem.passes.build_graph import NIC_PROCESS
 
 NAME = "split_auto"
 #: What this pass needs done before it, and what it gives the passes after it.
-REQUIRES = frozenset({"graph", "segments"})
-PROVIDES = frozenset({"cuts_made"})
+REQUIRES: frozenset[str] = frozenset({"graph", "segments"})
+PROVIDES: frozenset[str] = frozenset({"cuts_made"})
 #: A frame's values on a port: length, first byte, buffer (``floem.library.FRAME``).
 FRAME_TYPES = ("size_t", "uint8_t *", "void *")
 #: The C type of a crossing frame's bytes (a typed packet whose headers are unknown).
@@ -74,11 +75,11 @@ def part_of(name: str, rx: Iterable[str], tx: Iterable[str]) -> str:
 
 
 def crossing_edges(ir: ProgramIR, seg: SegmentIR, rx: Iterable[str],
-                   tx: Iterable[str]) -> dict[tuple[str, str], list[tuple[str, str, dict]]]:
+                   tx: Iterable[str]) -> dict[tuple[str, str], list[Edge]]:
     """The edges of ``seg`` from one part to another, by (from part, to part), in program
     order."""
     members = set(seg.elements)
-    found: dict[tuple[str, str], list[tuple[str, str, dict]]] = {}
+    found: dict[tuple[str, str], list[Edge]] = {}
     for u, v, d in sorted(ir.graph.edges(data=True), key=lambda e: e[2]["rank"]):
         if u in members and v in members:
             pair = (part_of(u, rx, tx), part_of(v, rx, tx))
@@ -188,7 +189,7 @@ def nic_problem(ir: ProgramIR, name: str) -> str | None:
     return None
 
 
-def boundary_problem(ir: ProgramIR, a: str, b: str, edges: list[tuple[str, str, dict]],
+def boundary_problem(ir: ProgramIR, a: str, b: str, edges: list[Edge],
                      before: Iterable[str]) -> str | None:
     """Why the edges from part ``a`` to part ``b`` (``rx``, ``cpu``, ``tx``) cannot become
     one queue's channels, or None; ``before``: the elements a packet runs through in the
@@ -284,7 +285,7 @@ def _split(ir: ProgramIR, seg: SegmentIR, cut: Cut) -> None:
 
 
 def _queue(ir: ProgramIR, seg: SegmentIR, boundary: str, from_seg: str, to_seg: str,
-           edges: list[tuple[str, str, dict]]) -> list[FieldLayout]:
+           edges: list[Edge]) -> list[FieldLayout]:
     """The queue of ``boundary`` (``rx`` or ``tx``) replacing ``edges`` (one channel each)
     from segment ``from_seg`` to ``to_seg``; the per-packet fields its stashes add."""
     name = ir.fresh_name(f"{seg.name}_{boundary}q")
@@ -339,7 +340,7 @@ def queue_shape(producers: int, consumers: int) -> tuple[int, int]:
     return instances, max(MIN_INSTANCE_SIZE, ROOM * consumers // instances)
 
 
-def _edge(d: dict, out_port: str, in_port: str) -> dict:
+def _edge(d: dict[str, Any], out_port: str, in_port: str) -> dict[str, Any]:
     """An edge carrying no value, at ``d``'s place in program order."""
     return {**d, "out_port": out_port, "in_port": in_port, "types": []}
 
@@ -376,7 +377,7 @@ def _value_fields(prefix: str, types: list[str],
     return fields, held
 
 
-def _stash(ir: ProgramIR, wanted: str, segment: str, d: dict, held: list[tuple[str, str]],
+def _stash(ir: ProgramIR, wanted: str, segment: str, d: dict[str, Any], held: list[tuple[str, str]],
            loc: Location) -> str:
     """An element writing the values of edge ``d`` into the per-packet fields ``held``."""
     types = d["types"]
@@ -387,8 +388,8 @@ def _stash(ir: ProgramIR, wanted: str, segment: str, d: dict, held: list[tuple[s
     return _add(ir, wanted, "CutStash", segment, {"inp": types}, {"out": []}, code, loc)
 
 
-def _unstash(ir: ProgramIR, wanted: str, segment: str, d: dict, held: list[tuple[str, str]],
-             loc: Location) -> str:
+def _unstash(ir: ProgramIR, wanted: str, segment: str, d: dict[str, Any],
+             held: list[tuple[str, str]], loc: Location) -> str:
     """An element handing the values a stash put in the fields ``held`` on along ``d``
     (under the test hook `BREAK_ENV`, the first one less one)."""
     broken = " - 1" if os.environ.get(BREAK_ENV) else ""

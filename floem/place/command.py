@@ -10,8 +10,9 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from floem.api import load_app
 from floem.builder import check_program
@@ -278,8 +279,9 @@ def _probe_cuts(valid: dict[str, list[Cut]],
         return None
     cpu = [Cut(name) for name in valid]
     nic = [biggest(cuts, lambda c: True) or Cut(name) for name, cuts in valid.items()]
+    # (biggest calls its predicate before the comprehension moves on: n is the current one.)
     both = [biggest(cuts, lambda c: bool(c.rx and c.tx))
-            or biggest(cuts, lambda c: bool(c.rx) and c != n) or n
+            or biggest(cuts, lambda c: bool(c.rx) and c != n) or n  # noqa: B023
             for cuts, n in zip(valid.values(), nic)]
     probes = [("all on the CPU", cpu)]
     if any(size(c) for c in nic):
@@ -353,7 +355,9 @@ def _predict(search: Search, figures: Figures, workload: Workload, nic: Platform
     key = rank_key(objective, rate)
     cpu = [cuts for cuts in every if not any(c.rx or c.tx for c in cuts)]
     rows = [p for cuts in cpu if (p := placement(cuts, True)) is not None]
-    bounds = sorted((placement(cuts, False) for cuts in every if cuts not in cpu), key=key)
+    # (Never None: a bound is not compiled.)
+    bounds = sorted((b for cuts in every if cuts not in cpu
+                     if (b := placement(cuts, False)) is not None), key=key)
     best = sorted(map(key, rows))[:wanted]  # the keys of the ``wanted`` best rows
     for i, bound in enumerate(bounds):
         if len(best) == wanted and key(bound) >= best[-1]:
@@ -405,7 +409,7 @@ def _check(app: str, searches: dict[str, Search], options: list[str], workload: 
         if not p.cuts:
             p.check_note = "nothing cut"
     references: dict[str, list[bytes]] = {}
-    picked = []
+    picked: list[Placement] = []
     for p in chosen[:top]:
         need = 1 + (p.label not in {q.label for q in picked})
         if need > builds:

@@ -40,7 +40,7 @@ class Cost:
     atomics: float = 0.0
     misses: dict[Geometry, Misses] = field(default_factory=dict)
 
-    def add(self, other: "Cost", scale: float = 1.0) -> None:
+    def add(self, other: Cost, scale: float = 1.0) -> None:
         """Add ``scale`` times ``other``."""
         self.instructions += scale * other.instructions
         self.atomics += scale * other.atomics
@@ -48,7 +48,7 @@ class Cost:
             mine = self.misses.get(g, Misses())
             self.misses[g] = Misses(mine.first + scale * m.first, mine.last + scale * m.last)
 
-    def scaled(self, factor: float) -> "Cost":
+    def scaled(self, factor: float) -> Cost:
         """This cost times ``factor``."""
         result = Cost()
         result.add(self, factor)
@@ -172,8 +172,8 @@ def _unclone(profile: Profile) -> Profile:
             for i, value in enumerate(vector):
                 into[i] += value
     called: dict[str, dict[str, int]] = {}
-    for caller, callees in profile.called.items():
-        for callee, times in callees.items():
+    for caller, counted in profile.called.items():
+        for callee, times in counted.items():
             mine = called.setdefault(base(caller), {})
             mine[base(callee)] = mine.get(base(callee), 0) + times
     return Profile(profile.events, profile.totals, merge(profile.inclusive), calls, called)

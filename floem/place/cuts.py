@@ -13,6 +13,7 @@ searchable.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 import networkx as nx
@@ -56,7 +57,9 @@ def candidates(ir: ProgramIR, seg: SegmentIR) -> list[Candidate]:
         rest = [n for n in reversed(order) if n not in rx]
         # Packet I/O is on one side: with a receiving part, every other I/O element sends.
         io = {n for n in rest if ir.node(n).uses_network}
-        for tx in _closed(rest, lambda n: (s for s in graph.successors(n) if s not in rx),
+        # (The inner loop ends before rx changes: its lambda sees the current rx.)
+        for tx in _closed(rest,
+                          lambda n: (s for s in graph.successors(n) if s not in rx),  # noqa: B023
                           forced=io if rx else set(), barred=set() if rx else io):
             found.append(Candidate(seg.name, rx, tx, cut_problem(ir, seg, rx, tx)))
             if len(found) > MAX_CUTS:
@@ -77,16 +80,17 @@ def _receiving_problem(ir: ProgramIR, seg: SegmentIR, rx: frozenset[str]) -> str
     return boundary_problem(ir, "rx", "cpu", leaving, rx) if leaving else None
 
 
-def _graph(ir: ProgramIR, seg: SegmentIR) -> nx.DiGraph:
+def _graph(ir: ProgramIR, seg: SegmentIR) -> nx.DiGraph[str]:
     members = set(seg.elements)
-    graph = nx.DiGraph()
+    graph: nx.DiGraph[str] = nx.DiGraph()
     graph.add_nodes_from(seg.elements)
     graph.add_edges_from((u, v) for u, v in ir.graph.edges() if u in members and v in members)
     return graph
 
 
 def _closed(order: list[str], before: Callable[[str], Iterable[str]],
-            forced: set[str] = frozenset(), barred: set[str] = frozenset()) -> list[frozenset[str]]:
+            forced: AbstractSet[str] = frozenset(),
+            barred: AbstractSet[str] = frozenset()) -> list[frozenset[str]]:
     """Every subset of ``order`` (topologically sorted for ``before``) that holds, with each
     element, everything ``before(element)`` names; holding every ``forced`` element and no
     ``barred`` one."""

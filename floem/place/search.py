@@ -15,8 +15,8 @@ liveness leaves in them, as the front end lays them out for that cut). The model
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
 
 from floem.codegen.queues import channels
 from floem.explore.measure import Machine, Measurement, SegmentCounts, Workload
@@ -105,7 +105,7 @@ class Figures:
     engine: dict[tuple[str, Device], tuple[float, float]] = field(default_factory=dict)
 
     @classmethod
-    def merge(cls, cpu: Probe, others: list[tuple[Probe, dict[str, float]]]) -> "Figures":
+    def merge(cls, cpu: Probe, others: list[tuple[Probe, dict[str, float]]]) -> Figures:
         """``cpu`` (the all-CPU probe) and the other probes, each with how often its
         boundaries were crossed per packet."""
         elements = {(n, d): c for n, (d, c) in cpu.elements.items()}
@@ -124,8 +124,8 @@ class Figures:
         for probe, _ in others:
             for n, (d, c) in probe.serial.items():
                 serial.setdefault((n, d), c)
-            for n, (d, c, b) in probe.engine.items():
-                engine.setdefault((n, d), (c, b))
+            for n, (d, calls, moved) in probe.engine.items():
+                engine.setdefault((n, d), (calls, moved))
         return cls(elements, overhead, crossing, cpu.edges, cpu.received, cpu.replies, serial,
                    engine)
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import Callable, Sequence
 
 from floem import (CallableSegment, Composite, Element, Flow, Input, Int, Output, PerPacket,
                    SizeT, State, Uint)

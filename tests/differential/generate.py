@@ -31,8 +31,8 @@ against it too.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 from hypothesis import strategies as st
 

@@ -172,7 +172,7 @@ def build_and_run(app: str, variant: Variant) -> str:
         evidence = _keep_hang(app, variant, result.stdout,
                               f"machine CPU seconds during the run: {spent}\n{result.stderr}")
         warnings.warn(f"{variant.command(app)} hung; ran it again (counters in {evidence}); "
-                      f"steal {spent['steal']:.1f} s, {_hang_summary(result.stderr)}")
+                      f"steal {spent['steal']:.1f} s, {_hang_summary(result.stderr)}", stacklevel=1)
         result = run_built(built, program, timeout=RUN_TIMEOUT[variant.platform], env=env,
                            trace=variant.trace or None)
     if result.returncode != 0:

@@ -17,8 +17,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 from conftest import ROOT, floem_command
 
@@ -185,7 +185,7 @@ class Client:
         try:
             self.sock.recvfrom(65536)
             return False
-        except socket.timeout:
+        except TimeoutError:
             return True
         finally:
             self.sock.settimeout(self.timeout)

@@ -103,7 +103,10 @@ def test_nic_platforms_answer_like_memcached(nic: str, design: str) -> None:
 def test_relative_expiry_is_honoured_like_memcached(design: str) -> None:
     with memcached() as mc_port, kvs_server(f"design={design}") as server:
         mc, kvs = Client(mc_port), Client(server.port)
-        both = lambda datagram: (mc.ask(datagram).without_cas(), kvs.ask(datagram).without_cas())
+
+        def both(datagram: bytes) -> tuple[kvp.Response, kvp.Response]:
+            return mc.ask(datagram).without_cas(), kvs.ask(datagram).without_cas()
+
         set_, get = kvp.encode_set(1, b"soon", b"gone in 2 s", flags=5, expiration=2), \
             kvp.encode_get(2, b"soon")
         for answer in (both(set_), both(get)):

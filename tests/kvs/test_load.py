@@ -246,7 +246,7 @@ class FakeServer(threading.Thread):
                     self.overlaps += 1
                 first = first if held else time.monotonic()
                 held.append((request, peer))
-            except socket.timeout:
+            except TimeoutError:
                 pass
             self.max_held = max(self.max_held, len(held))
             if held and (len(held) >= self.hold or time.monotonic() - first > 0.002):
@@ -416,7 +416,7 @@ def test_pcap(tmp_path) -> None:
         assert reader.datalink() == dpkt.pcap.DLT_EN10MB
         frames = list(reader)
     assert len(frames) == 1000
-    for i, ((ts, frame), op) in enumerate(zip(frames, expected)):
+    for i, ((_, frame), op) in enumerate(zip(frames, expected)):
         eth = dpkt.ethernet.Ethernet(frame)
         ip, udp = eth.data, eth.data.data
         assert (eth.src.hex(), eth.dst.hex()) == ("02aa00000002", "02bb00000001")

@@ -17,7 +17,7 @@ import struct
 import subprocess
 import sys
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 import dpkt
 import pytest

@@ -205,7 +205,7 @@ def test_memcached(tmp_path) -> None:
 
     lines = iter(out)
     passed = 0
-    for i, (d, f) in enumerate(zip(datagrams, frames, strict=True)):
+    for i, (d, _) in enumerate(zip(datagrams, frames, strict=True)):
         req = parse(d) if i < len(frames) - 1 else None
         if req is None:
             assert next(lines) == "R -1"

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 from collections import Counter
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import dpkt
 import pytest
@@ -82,7 +82,7 @@ def fake_server(answer: Callable[[int, bytes], bytes | None]) -> Iterator[str]:
         while not stop.is_set():
             try:
                 data, peer = sock.recvfrom(65536)
-            except socket.timeout:
+            except TimeoutError:
                 continue
             reply = answer(count, data)
             count += 1

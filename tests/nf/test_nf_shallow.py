@@ -18,7 +18,7 @@ import re
 import shutil
 import sys
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 import dpkt
 import pytest

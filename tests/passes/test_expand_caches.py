@@ -118,7 +118,9 @@ def queued(inst_to: int, inst_back: int) -> Program:
                     def impl(self):
                         back.deq[0] >> c.get_end >> Leaf()
                         back.deq[1] >> c.set_end >> Leaf()
-                Front("front"); Store("store"); Back("back_seg")
+                Front("front")
+                Store("store")
+                Back("back_seg")
         F()
     return p
 

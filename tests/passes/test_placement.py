@@ -1,7 +1,6 @@
 """placement: segments grouped into processes; one process holds main."""
 from __future__ import annotations
 
-import pytest
 
 from floem import CallableSegment, Element, Input, Int, Output, Program, Queue, Segment
 
