@@ -43,17 +43,18 @@ def to_dot(ir: ProgramIR, run: RunCounts | None = None) -> str:
             style = f', color="{DROP_COLOUR}", penwidth=2' if dropped else ""
             lines.append(f'    "{n.name}" [label="{label}"{style}];')
         lines.append("  }")
-    for u, v, d in ir.graph.edges(data=True):
-        if d["kind"] == EdgeKind.DATA:
-            types = ", ".join(d["types"])
-            if ir.node(u).role == Role.CACHE_UPDATE and d["out_port"] == "region" and \
+    for edge in ir.edges():
+        u, v = edge.src, edge.dst
+        if edge.kind == EdgeKind.DATA:
+            types = ", ".join(edge.types)
+            if ir.node(u).role == Role.CACHE_UPDATE and edge.out_port == "region" and \
                     ir.caches[ir.node(u).cache].policy == CachePolicy.WRITE_BACK:
                 types = "write-back: evictions" + (", misses" if ir.caches[ir.node(u).cache]
                                                    .write_miss == WriteMiss.NO_WRITE_ALLOC else "")
-            sent = counts[u].outs.get(d["out_port"]) if u in counts else None
+            sent = counts[u].outs.get(edge.out_port) if u in counts else None
             label = types if sent is None else f"{sent} pkts" + (f"\\n{types}" if types else "")
-            lines.append(f'  "{u}" -> "{v}" [taillabel="{d["out_port"]}", '
-                         f'headlabel="{d["in_port"]}", label="{label}"];')
+            lines.append(f'  "{u}" -> "{v}" [taillabel="{edge.out_port}", '
+                         f'headlabel="{edge.in_port}", label="{label}"];')
         else:
             lines.append(f'  "{u}" -> "{v}" [style=dashed, label="run_order"];')
     for q in ir.queues.values():

@@ -183,7 +183,7 @@ def element_function(ir: ProgramIR, n: ElementNode,
         where=f"{os.path.basename(n.loc.file)}:{n.loc.line}",
         pointers=[(attr, n.persistent[attr]) for attr in n.plan.pointers], uses_state=True,
         statements=statements or [],
-        orders=[v for _, v, _ in ir.out_edges(n.name, kind=EdgeKind.ORDER)],
+        orders=[e.dst for e in ir.out_edges(n.name, kind=EdgeKind.ORDER)],
         counters=n.plan.counters, trace=n.plan.trace)
     if n.role == Role.ARGS:
         out = next(iter(n.outputs))
@@ -209,10 +209,10 @@ def dispatchers(ir: ProgramIR, n: ElementNode, joins_here: bool) -> list[Dispatc
     counters = n.plan.counters
     for port, types in n.outputs.items():
         calls = []
-        for _, v, d in ir.out_edges(n.name, port):
-            target = ir.node(v)
-            function = target.plan.entries[d["in_port"]] if target.join else v
-            calls.append(Call(function, len(target.inputs[d["in_port"]])))
+        for e in ir.out_edges(n.name, port):
+            target = ir.node(e.dst)
+            function = target.plan.entries[e.in_port] if target.join else e.dst
+            calls.append(Call(function, len(target.inputs[e.in_port])))
         result.append(Dispatcher(
             owner=n.name, port=port, function=dispatcher_signature(n, port), calls=calls,
             used=min(len(types), max((c.values for c in calls), default=0)),

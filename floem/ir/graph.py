@@ -1,15 +1,14 @@
 """IR data: element nodes, segments, processes, and a readable dump.
 
 Nodes of ``ProgramIR.graph`` are element instance names; node attribute
-``node`` holds an `ElementNode`. Edges carry ``kind`` (``data`` or
-``order``), ``out_port``, ``in_port``, ``types`` (C types of the values),
-``loc`` (the ``>>`` that made them) and ``rank`` (program order of a fan-out).
+``node`` holds an `ElementNode`. Each edge's attribute ``edge`` holds its `Edge`
+record (add them with `ProgramIR.add_edge`, read them with `ProgramIR.edges`,
+``out_edges`` and ``in_edges``).
 """
 from __future__ import annotations
 
 from enum import StrEnum
 from dataclasses import dataclass, field
-from typing import Any
 
 import networkx as nx
 
@@ -20,16 +19,28 @@ from floem.ir.plan import ElementPlan, ProcessPlan
 from floem.ir.state import (CCode, Device, Home, MemoryRegionIR, PersistentState, Role,
                             SegmentKind, StateLayout)
 
-#: An edge of the graph as networkx gives it with its data: source, destination and the
-#: edge's attributes (``kind``, ``out_port``, ``in_port``, ``rank``, ...).
-Edge = tuple[str, str, dict[str, Any]]
-
-
 class EdgeKind(StrEnum):
     """Kinds of IR edges."""
 
     DATA = "data"
     ORDER = "order"
+
+
+@dataclass(frozen=True)
+class Edge:
+    """One edge of the graph: the values of ``src``'s output ``out_port`` go to ``dst``'s
+    input ``in_port`` (a ``DATA`` edge), or ``dst`` runs after ``src`` (an ``ORDER`` edge,
+    no ports). ``types``: the C types of the values; ``loc``: the ``>>`` or ``run_order``
+    that made it; ``rank``: its place in program order, which orders a fan-out."""
+
+    src: str
+    dst: str
+    kind: EdgeKind
+    out_port: str
+    in_port: str
+    types: tuple[str, ...]
+    loc: Location
+    rank: int
 
 
 class CachePolicy(StrEnum):
@@ -334,16 +345,33 @@ class ProgramIR:
         """All element nodes in insertion order."""
         return [d["node"] for _, d in self.graph.nodes(data=True)]
 
-    def out_edges(self, name: str, port: str | None = None, kind: str = EdgeKind.DATA) -> list[Edge]:
-        """Edges leaving ``name`` (from ``port`` if given), in fan-out program order."""
-        edges = [(u, v, d) for u, v, d in self.graph.out_edges(name, data=True)
-                 if d["kind"] == kind and (port is None or d["out_port"] == port)]
-        return sorted(edges, key=lambda e: e[2]["rank"])
+    def add_edge(self, edge: Edge) -> None:
+        """Add ``edge`` to the graph."""
+        self.graph.add_edge(edge.src, edge.dst, edge=edge)
 
-    def in_edges(self, name: str, kind: str = EdgeKind.DATA) -> list[Edge]:
-        """Edges entering ``name``, in program order."""
-        edges = [(u, v, d) for u, v, d in self.graph.in_edges(name, data=True) if d["kind"] == kind]
-        return sorted(edges, key=lambda e: e[2]["rank"])
+    def remove_edge(self, edge: Edge) -> None:
+        """Remove ``edge`` from the graph."""
+        key = next(k for _, _, k, d in self.graph.out_edges(edge.src, keys=True, data=True)
+                   if d["edge"] is edge)
+        self.graph.remove_edge(edge.src, edge.dst, key)
+
+    def edges(self, kind: EdgeKind | None = None) -> list[Edge]:
+        """Every edge (of ``kind`` if given), in the graph's order."""
+        edges: list[Edge] = [d["edge"] for _, _, d in self.graph.edges(data=True)]
+        return [e for e in edges if kind is None or e.kind == kind]
+
+    def out_edges(self, name: str, port: str | None = None,
+                  kind: EdgeKind | None = EdgeKind.DATA) -> list[Edge]:
+        """Edges leaving ``name`` (from ``port`` if given; of ``kind``, None: either), in
+        fan-out program order."""
+        edges: list[Edge] = [d["edge"] for _, _, d in self.graph.out_edges(name, data=True)]
+        return sorted((e for e in edges if (kind is None or e.kind == kind)
+                       and (port is None or e.out_port == port)), key=lambda e: e.rank)
+
+    def in_edges(self, name: str, kind: EdgeKind | None = EdgeKind.DATA) -> list[Edge]:
+        """Edges entering ``name`` (of ``kind``, None: either), in program order."""
+        edges: list[Edge] = [d["edge"] for _, _, d in self.graph.in_edges(name, data=True)]
+        return sorted((e for e in edges if kind is None or e.kind == kind), key=lambda e: e.rank)
 
     def dump(self) -> str:
         """A readable text form of the IR, stable for golden comparisons."""
@@ -402,9 +430,9 @@ class ProgramIR:
             out.append(f"    form={n.info.form or '-'} uses={sorted(f.uses)} writes={sorted(f.writes)}")
         if self.planned and n.plan.describe():
             out.append(f"    plan: {n.plan.describe()}")
-        for _, v, d in self.out_edges(n.name) + self.out_edges(n.name, kind=EdgeKind.ORDER):
-            if d["kind"] == EdgeKind.DATA:
-                out.append(f"    {d['out_port']} -> {v}.{d['in_port']}")
+        for e in self.out_edges(n.name) + self.out_edges(n.name, kind=EdgeKind.ORDER):
+            if e.kind == EdgeKind.DATA:
+                out.append(f"    {e.out_port} -> {e.dst}.{e.in_port}")
             else:
-                out.append(f"    then -> {v}")
+                out.append(f"    then -> {e.dst}")
         return out

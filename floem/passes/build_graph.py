@@ -29,7 +29,7 @@ import networkx as nx
 
 from floem.errors import FloemError, Location
 from floem.ir import (BuildOptions, CacheIR, CachePoint, CachePolicy, CCode, CType, Cut,
-                      Device, EdgeKind, ElementNode, FieldLayout, FrameParts, MainIR,
+                      Device, Edge, EdgeKind, ElementNode, FieldLayout, FrameParts, MainIR,
                       MemoryRegionIR, PersistentState, ProgramIR, QueueIR, Role, SegmentIR,
                       SegmentKind, StateLayout, WriteMiss)
 from floem.ir.state import layouts_in_order
@@ -74,12 +74,12 @@ def run(program: Program, options: BuildOptions) -> ProgramIR:
         ir.graph.add_node(el.name, node=_element_node(el, membership[el.name], ir, layout))
         ir.segments[membership[el.name]].elements.append(el.name)
     for rank, (src, dst, loc) in enumerate(_flatten(program.connections)):
-        ir.graph.add_edge(_owner(src), _owner(dst), kind=EdgeKind.DATA, out_port=src.name,
-                          in_port=dst.name, types=src.c_types, loc=loc, rank=rank)
+        ir.add_edge(Edge(_owner(src), _owner(dst), EdgeKind.DATA, src.name, dst.name,
+                         tuple(src.c_types), loc, rank))
     for order in program.orders:
         for before in order.before:
-            ir.graph.add_edge(before.name, order.after.name, kind=EdgeKind.ORDER, out_port="",
-                              in_port="", types=[], loc=order.loc, rank=len(ir.graph.edges))
+            ir.add_edge(Edge(before.name, order.after.name, EdgeKind.ORDER, "", "", (),
+                             order.loc, len(ir.graph.edges)))
     for queue in ir.queues.values():
         for names in queue.enqueuers:
             names.extend(_enqueuer_per_segment(ir, names[0]) if names[0] in ir.graph else [])
@@ -174,8 +174,8 @@ def _enqueuer_per_segment(ir: ProgramIR, name: str) -> list[str]:
     (which continues, on a full instance, to what its segment connected to the full port)."""
     original = ir.node(name)
     clones: dict[str, str] = {}                         # segment -> its enqueue
-    for u, _, key, d in list(ir.graph.in_edges(name, keys=True, data=True)):
-        segment = ir.node(u).segment
+    for e in ir.in_edges(name, kind=None):
+        segment = ir.node(e.src).segment
         if segment == original.segment:
             continue
         if segment not in clones:
@@ -183,13 +183,13 @@ def _enqueuer_per_segment(ir: ProgramIR, name: str) -> list[str]:
             clone = dataclasses.replace(original, name=clones[segment], segment=segment)
             ir.graph.add_node(clones[segment], node=clone)
             ir.segments[segment].elements.append(clones[segment])
-        ir.graph.remove_edge(u, name, key)
-        ir.graph.add_edge(u, clones[segment], **d)
-    for _, v, key, d in list(ir.graph.out_edges(name, keys=True, data=True)):
-        cloned = clones.get(ir.node(v).segment)         # a full port used in that segment
+        ir.remove_edge(e)
+        ir.add_edge(dataclasses.replace(e, dst=clones[segment]))
+    for e in ir.out_edges(name, kind=None):
+        cloned = clones.get(ir.node(e.dst).segment)     # a full port used in that segment
         if cloned is not None:
-            ir.graph.remove_edge(name, v, key)
-            ir.graph.add_edge(cloned, v, **d)
+            ir.remove_edge(e)
+            ir.add_edge(dataclasses.replace(e, src=cloned))
     return list(clones.values())
 
 

@@ -58,10 +58,10 @@ def _surely_run(ir: ProgramIR, source: str) -> set[str]:
     fed: dict[str, set[str]] = {}
     while work:
         name = work.pop()
-        reached = [(v, {d["in_port"]}) for port in _surely_fired(ir, name)
-                   for _, v, d in ir.out_edges(name, port)]
-        reached += [(v, set(ir.node(v).inputs or {""}))
-                    for _, v, _ in ir.out_edges(name, kind=EdgeKind.ORDER)]
+        reached = [(e.dst, {e.in_port}) for port in _surely_fired(ir, name)
+                   for e in ir.out_edges(name, port)]
+        reached += [(e.dst, set(ir.node(e.dst).inputs or {""}))
+                    for e in ir.out_edges(name, kind=EdgeKind.ORDER)]
         for v, ports in reached:
             fed.setdefault(v, set()).update(ports)
             if v not in done and (not ir.node(v).join or fed[v] >= set(ir.node(v).inputs)):
@@ -93,9 +93,9 @@ def _returns(ir: ProgramIR, name: str, found: set[str], surely_run: set[str]) ->
         return True
 
     def port_returns(port: str) -> bool:
-        return any(v in found for _, v, _ in ir.out_edges(name, port))
+        return any(e.dst in found for e in ir.out_edges(name, port))
 
-    if any(v in found for _, v, _ in ir.out_edges(name, kind=EdgeKind.ORDER)):
+    if any(e.dst in found for e in ir.out_edges(name, kind=EdgeKind.ORDER)):
         return True
     if node.role in (Role.ARGS, Role.CORE_ID) or (node.info and node.info.form == BodyForm.BLOCK):
         return any(port_returns(p) for p in _surely_fired(ir, name))

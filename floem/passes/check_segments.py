@@ -31,11 +31,11 @@ def run(ir: ProgramIR) -> ProgramIR:
     """Check the segment rules: every edge joining two segments in one report; then every
     segment (its first mistake) and every cut's queue in one report."""
     errors: list[FloemError] = []
-    for u, v, d in ir.graph.edges(data=True):
-        su, sv = ir.node(u).segment, ir.node(v).segment
+    for e in ir.edges():
+        su, sv = ir.node(e.src).segment, ir.node(e.dst).segment
         if su != sv:
-            errors.append(d["loc"].error(f"{u} (segment {su}) >> {v} (segment {sv}) joins two "
-                                         "segments; connect segments through a Queue"))
+            errors.append(e.loc.error(f"{e.src} (segment {su}) >> {e.dst} (segment {sv}) joins "
+                                      "two segments; connect segments through a Queue"))
     raise_together(errors)          # the segments' own checks assume they are apart
     for seg in ir.segments.values():
         try:

@@ -22,13 +22,11 @@ PROVIDES: frozenset[str] = frozenset()
 def run(ir: ProgramIR) -> ProgramIR:
     """Raise for the edges whose types differ from their input port's."""
     errors: list[FloemError] = []
-    for u, v, d in ir.graph.edges(data=True):
-        if d["kind"] != EdgeKind.DATA:
-            continue
-        want = ir.node(v).inputs[d["in_port"]]
-        if want and d["types"] != want:
-            have = ", ".join(d["types"]) or "no value"
-            errors.append(d["loc"].error(f"type mismatch: {u}.{d['out_port']} ({have}) >> "
-                                         f"{v}.{d['in_port']} ({', '.join(want)})"))
+    for e in ir.edges(EdgeKind.DATA):
+        want = ir.node(e.dst).inputs[e.in_port]
+        if want and list(e.types) != want:
+            have = ", ".join(e.types) or "no value"
+            errors.append(e.loc.error(f"type mismatch: {e.src}.{e.out_port} ({have}) >> "
+                                      f"{e.dst}.{e.in_port} ({', '.join(want)})"))
     raise_together(errors)
     return ir

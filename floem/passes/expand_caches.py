@@ -113,28 +113,28 @@ def _extend_state(state: StateLayout, c: CacheIR) -> StateLayout:
 
 def _rewire(ir: ProgramIR, c: CacheIR) -> None:
     """Give each point its expanded role and ports; add the hit and done shortcuts."""
-    after = {p: [(v, d) for _, v, d in ir.out_edges(n, "out")] for p, n in c.points.items()}
+    after = {p: ir.out_edges(n, "out") for p, n in c.points.items()}
     for point, name in c.points.items():
         n = ir.node(name)
         n.role, ports = _EXPANSION[point]
         if point == CachePoint.SET_START and c.policy == CachePolicy.WRITE_THROUGH:
             ports = ["region"]                  # write-through always runs the set region
         n.outputs = {p: [] for p in ports}
-        for _, _, d in ir.graph.out_edges(name, data=True):
-            if d["kind"] == EdgeKind.DATA:
-                d["out_port"] = _INTO_REGION.get(point, "out")
+        for e in ir.out_edges(name):
+            ir.remove_edge(e)
+            ir.add_edge(dataclasses.replace(e, out_port=_INTO_REGION.get(point, "out")))
     for start, end, port in ((CachePoint.GET_START, CachePoint.GET_END, "hit"),
                              (CachePoint.SET_START, CachePoint.SET_END, "done")):
         if start not in c.points or port not in ir.node(c.points[start]).outputs:
             continue
-        first = [(v, d) for v, d in after[end]]
+        first = [e.dst for e in after[end]]
         segment = ir.node(c.points[start]).segment
         if ir.node(c.points[end]).segment != segment:
-            clones = _clone_chain(ir, [v for v, _ in first], segment, port)
-            first = [(clones[v], d) for v, d in first]
-        for v, d in first:
-            ir.graph.add_edge(c.points[start], v, **{**d, "out_port": port,
-                                                     "rank": len(ir.graph.edges)})
+            clones = _clone_chain(ir, first, segment, port)
+            first = [clones[v] for v in first]
+        for e, v in zip(after[end], first):
+            ir.add_edge(dataclasses.replace(e, src=c.points[start], dst=v, out_port=port,
+                                            rank=len(ir.graph.edges)))
 
 
 def _clone_chain(ir: ProgramIR, heads: list[str], segment: str, tag: str) -> dict[str, str]:
@@ -149,7 +149,7 @@ def _clone_chain(ir: ProgramIR, heads: list[str], segment: str, tag: str) -> dic
         if name in chain:
             continue
         chain.append(name)
-        todo += [v for _, v, _ in ir.graph.out_edges(name, data=True)]
+        todo += [e.dst for e in ir.out_edges(name, kind=None)]
     clones = {name: ir.fresh_name(f"{name}_{tag}") for name in chain}
     for name, clone in clones.items():
         node = dataclasses.replace(ir.node(name), name=clone, segment=segment)
@@ -158,8 +158,8 @@ def _clone_chain(ir: ProgramIR, heads: list[str], segment: str, tag: str) -> dic
         if node.role == Role.ENQUEUE:
             ir.queues[node.queue].enqueuers[node.channel].append(clone)
     for name, clone in clones.items():
-        for _, v, d in list(ir.graph.out_edges(name, data=True)):
-            ir.graph.add_edge(clone, clones[v], **d)
+        for e in ir.out_edges(name, kind=None):
+            ir.add_edge(dataclasses.replace(e, src=clone, dst=clones[e.dst]))
     return clones
 
 
@@ -197,7 +197,7 @@ def _region(ir: ProgramIR, c: CacheIR, start: CachePoint, end: CachePoint) -> li
     if start not in c.points:
         return []
     port = "miss" if start == CachePoint.GET_START else "region"
-    todo = [v for _, v, _ in ir.out_edges(c.points[start], port)]
+    todo = [e.dst for e in ir.out_edges(c.points[start], port)]
     seen: list[str] = []
     while todo:
         name = todo.pop(0)
@@ -205,13 +205,13 @@ def _region(ir: ProgramIR, c: CacheIR, start: CachePoint, end: CachePoint) -> li
             continue
         seen.append(name)
         n = ir.node(name)
-        todo += [v for _, v, _ in ir.out_edges(name)]
-        todo += [v for _, v, _ in ir.out_edges(name, kind=EdgeKind.ORDER)]
+        todo += [e.dst for e in ir.out_edges(name)]
+        todo += [e.dst for e in ir.out_edges(name, kind=EdgeKind.ORDER)]
         if n.role == Role.ENQUEUE:
             q = ir.queues[n.queue]
             if q.dequeuer not in seen:
                 seen.append(q.dequeuer)
-            todo += [v for _, v, _ in ir.out_edges(q.dequeuer, f"out{n.channel}")]
+            todo += [e.dst for e in ir.out_edges(q.dequeuer, f"out{n.channel}")]
     return seen
 
 

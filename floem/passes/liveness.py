@@ -53,7 +53,7 @@ def run(ir: ProgramIR) -> ProgramIR:
     send_all = ir.options.send_all_fields
     for q in ir.queues.values():
         order = _field_order(ir.node(q.dequeuer))
-        carried = [set().union(*(live_in[v] for _, v, _ in ir.out_edges(q.dequeuer, f"out{c}")))
+        carried = [set().union(*(live_in[e.dst] for e in ir.out_edges(q.dequeuer, f"out{c}")))
                    for c in range(q.channels)]
         q.fields = [[f for f in order if send_all or f in carried[c]] for c in range(q.channels)]
         q.packets = [_packet_bytes(ir, succ, q, c) for c in range(q.channels)]
@@ -86,13 +86,13 @@ def run(ir: ProgramIR) -> ProgramIR:
 def _successors(ir: ProgramIR) -> dict[str, list[str]]:
     """Execution successors; an enqueue's are the elements its channel is dequeued into,
     and those its ``full`` port feeds."""
-    succ = {n.name: [v for _, v, _ in ir.out_edges(n.name)]
-            + [v for _, v, _ in ir.out_edges(n.name, kind=EdgeKind.ORDER)] for n in ir.nodes()}
+    succ = {n.name: [e.dst for e in ir.out_edges(n.name)]
+            + [e.dst for e in ir.out_edges(n.name, kind=EdgeKind.ORDER)] for n in ir.nodes()}
     for q in ir.queues.values():
         for c, names in enumerate(q.enqueuers):
             for enq in names:
                 if enq in succ:
-                    succ[enq] = [v for _, v, _ in ir.out_edges(q.dequeuer, f"out{c}")] + succ[enq]
+                    succ[enq] = [e.dst for e in ir.out_edges(q.dequeuer, f"out{c}")] + succ[enq]
     return succ
 
 
@@ -137,8 +137,8 @@ def _must_defined(ir: ProgramIR, succ: dict[str, list[str]]) -> dict[str, set[st
         if ir.node(name).role == Role.DEQUEUE:
             continue                      # its channels' enqueuers stand in for it
         ports: dict[str, set[str]] = {}
-        for _, v, d in ir.graph.out_edges(name, data=True):
-            ports.setdefault(v, set()).add(d["in_port"])
+        for e in ir.out_edges(name, kind=None):
+            ports.setdefault(e.dst, set()).add(e.in_port)
         for t in targets:
             preds[t].append((name, next(iter(sorted(ports.get(t, ()))), "")))
     everything = {f.name for n in ir.nodes() if n.packet_state for f in n.packet_state.fields}
@@ -187,7 +187,7 @@ def _packet_bytes(ir: ProgramIR, succ: dict[str, list[str]], q: QueueIR, c: int)
             continue
         ranges: list[Range] = []
         causes: list[str] = []
-        start = [v for _, v, _ in ir.out_edges(q.dequeuer, f"out{c}")]
+        start = [e.dst for e in ir.out_edges(q.dequeuer, f"out{c}")]
         seen = set(start)
         while start:
             name = start.pop()

@@ -15,7 +15,9 @@ entry back to the producer once its last use is over::
 """
 from __future__ import annotations
 
-from floem.ir import EdgeKind, ElementNode, ProgramIR, Role
+import dataclasses
+
+from floem.ir import Edge, EdgeKind, ElementNode, ProgramIR, Role
 
 NAME = "lower_queues"
 #: What this pass needs done before it, and what it gives the passes after it.
@@ -34,17 +36,16 @@ def run(ir: ProgramIR) -> ProgramIR:
                                packet_state=deq.packet_state, role=Role.SAVE, queue=q.name, channel=c)
             ir.graph.add_node(save.name, node=save)
             seg.elements.insert(seg.elements.index(deq.name) + 1 + c, save.name)
-            for u, v, key, d in list(ir.graph.out_edges(deq.name, keys=True, data=True)):
-                if d["kind"] == EdgeKind.DATA and d["out_port"] == f"out{c}":
-                    ir.graph.remove_edge(u, v, key)
-                    ir.graph.add_edge(save.name, v, **{**d, "out_port": "out"})
-            ir.graph.add_edge(deq.name, save.name, kind=EdgeKind.DATA, out_port=f"out{c}",
-                              in_port="inp", types=[], loc=q.loc, rank=-1)
+            for e in ir.out_edges(deq.name, f"out{c}"):
+                ir.remove_edge(e)
+                ir.add_edge(dataclasses.replace(e, src=save.name, out_port="out"))
+            ir.add_edge(Edge(deq.name, save.name, EdgeKind.DATA, f"out{c}", "inp", (), q.loc,
+                             -1))
         release = ElementNode(name=f"{q.name}_release", cls_name="QueueRelease", loc=q.loc,
                               inputs={}, outputs={}, segment=deq.segment,
                               packet_state=deq.packet_state, role=Role.RELEASE, queue=q.name)
         ir.graph.add_node(release.name, node=release)
         seg.elements.append(release.name)
-        ir.graph.add_edge(deq.name, release.name, kind=EdgeKind.ORDER, out_port="", in_port="",
-                          types=[], loc=q.loc, rank=len(ir.graph.edges))
+        ir.add_edge(Edge(deq.name, release.name, EdgeKind.ORDER, "", "", (), q.loc,
+                         len(ir.graph.edges)))
     return ir

@@ -26,17 +26,16 @@ def run(ir: ProgramIR) -> ProgramIR:
     for n in ir.nodes():
         if len(n.inputs) > 1:
             n.join = True
-            connected = {d["in_port"] for _, _, d in ir.in_edges(n.name)}
+            connected = {e.in_port for e in ir.in_edges(n.name)}
             for port in n.inputs:
                 if port not in connected:
                     raise n.loc.error(f"join element '{n.name}' never runs: input port "
                                       f"'{port}' is not connected")
-    for u, v, d in ir.graph.edges(data=True):
-        if d["kind"] != EdgeKind.ORDER:
-            continue
-        if ir.node(u).segment != ir.node(v).segment:
-            raise d["loc"].error(f"run_order({u}, {v}): elements are in different segments")
-        if ir.node(v).inputs:
-            raise d["loc"].error(f"run_order({u}, {v}): '{v}' has input ports; run_order "
-                                 "orders an element with no data dependency")
+    for e in ir.edges(EdgeKind.ORDER):
+        if ir.node(e.src).segment != ir.node(e.dst).segment:
+            raise e.loc.error(f"run_order({e.src}, {e.dst}): elements are in different "
+                              "segments")
+        if ir.node(e.dst).inputs:
+            raise e.loc.error(f"run_order({e.src}, {e.dst}): '{e.dst}' has input ports; "
+                              "run_order orders an element with no data dependency")
     return ir

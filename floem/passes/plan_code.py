@@ -237,7 +237,7 @@ def _plan_counters(ir: ProgramIR, proc: ProcessIR) -> None:
     sums: dict[tuple[str, str], tuple[int, ...]] = {k: (i,) for k, i in outs.items()}
     total, layout = len(outs), []
     for n, seg in counted:
-        feeds = [sums.get((u, d["out_port"])) for u, _, d in ir.in_edges(n.name)]
+        feeds = [sums.get((e.src, e.out_port)) for e in ir.in_edges(n.name)]
         own_runs = bool(n.inputs) and (n.join or not feeds or None in feeds)
         own_ended = bool(n.inputs) and not _sends_at_most_once(n)
         runs = total if own_runs or own_ended else None
@@ -310,7 +310,7 @@ def _flow_order(ir: ProgramIR, seg: SegmentIR) -> list[str]:
             continue
         seen.add(name)
         order.append(name)
-        frontier.extend(v for _, v, _ in ir.out_edges(name))
+        frontier.extend(e.dst for e in ir.out_edges(name))
     return order + [e for e in seg.elements if e not in seen]
 
 
@@ -365,7 +365,7 @@ def _element_trace(ir: ProgramIR, n: ElementNode, admissions: dict[str, _Admissi
     written = _numbers(ir, n, sorted(n.info.fields.writes) if n.info else [])
     ports, untraced = [], False
     for port in n.outputs:
-        targets = [v for _, v, _ in ir.out_edges(n.name, port)]
+        targets = [e.dst for e in ir.out_edges(n.name, port)]
         common = f"{n.name} port={port} ports={len(n.outputs)} to={','.join(targets) or '-'}"
         if n.role == Role.SAVE:
             q = ir.queues[n.queue]
@@ -403,7 +403,7 @@ def _admissions(ir: ProgramIR, n: ElementNode, seg: SegmentIR) -> dict[str, _Adm
     e.g. a qid, admits none: the packet comes out of the queue)."""
     result = {}
     for port in n.outputs:
-        targets = [v for _, v, _ in ir.out_edges(n.name, port)]
+        targets = [e.dst for e in ir.out_edges(n.name, port)]
         if targets and all(ir.node(v).role == Role.DEQUEUE for v in targets):
             continue
         result[port] = _admission(ir, n, port, seg)
@@ -451,14 +451,14 @@ def _decisions(ir: ProgramIR, entry: ElementNode, port: str, seg: SegmentIR,
     which every field of ``needed`` has been written on every path from there (and before
     which not): where a filter reading them is decided."""
     written = set(entry.info.fields.writes) if entry.info else set()
-    reached = {v for _, v, _ in ir.out_edges(entry.name, port)}
+    reached = {e.dst for e in ir.out_edges(entry.name, port)}
     frontier = deque(sorted(reached))
     while frontier:
         name = frontier.popleft()
-        for _, v, _ in ir.out_edges(name):
-            if v in seg.elements and v not in reached:
-                reached.add(v)
-                frontier.append(v)
+        for e in ir.out_edges(name):
+            if e.dst in seg.elements and e.dst not in reached:
+                reached.add(e.dst)
+                frontier.append(e.dst)
     region = ir.graph.subgraph(reached)
     if not nx.is_directed_acyclic_graph(region):
         return []                       # a loop in the segment: no place surely decides
@@ -467,11 +467,11 @@ def _decisions(ir: ProgramIR, entry: ElementNode, port: str, seg: SegmentIR,
     for name in nx.lexicographical_topological_sort(region):
         n = ir.node(name)
         feeds = []
-        for u, _, d in ir.in_edges(name):
-            if u == entry.name and d["out_port"] == port:
+        for e in ir.in_edges(name):
+            if e.src == entry.name and e.out_port == port:
                 feeds.append(written)
-            elif u in defined_in:
-                feeds.append(defined_in[u] | _writes(ir.node(u)))
+            elif e.src in defined_in:
+                feeds.append(defined_in[e.src] | _writes(ir.node(e.src)))
         merged = set().union(*feeds) if n.join else set.intersection(*feeds) if feeds else set()
         defined_in[name] = merged
         out = merged | _writes(n)

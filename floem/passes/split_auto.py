@@ -27,8 +27,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Sequence
 
 from floem.csrc import BodyForm
 from floem.errors import FloemError, Location
@@ -80,11 +79,11 @@ def crossing_edges(ir: ProgramIR, seg: SegmentIR, rx: Iterable[str],
     order."""
     members = set(seg.elements)
     found: dict[tuple[str, str], list[Edge]] = {}
-    for u, v, d in sorted(ir.graph.edges(data=True), key=lambda e: e[2]["rank"]):
-        if u in members and v in members:
-            pair = (part_of(u, rx, tx), part_of(v, rx, tx))
+    for e in sorted(ir.edges(), key=lambda e: e.rank):
+        if e.src in members and e.dst in members:
+            pair = (part_of(e.src, rx, tx), part_of(e.dst, rx, tx))
             if pair[0] != pair[1]:
-                found.setdefault(pair, []).append((u, v, d))
+                found.setdefault(pair, []).append(e)
     return found
 
 
@@ -108,12 +107,14 @@ def cut_problem(ir: ProgramIR, seg: SegmentIR, rx: Iterable[str],
     if twice:
         return f"'{twice[0]}' is in both rx and tx"
     side = {n: Device.CPU if part_of(n, rx, tx) == "cpu" else Device.NIC for n in members}
-    for u, v, _ in ir.graph.edges(data=True):
-        if u in members and v in members:
-            if v in rx and u not in rx:
-                return f"'{u}' runs before '{v}' (on the NIC, receiving): it must be there too"
-            if u in tx and v not in tx:
-                return f"'{v}' runs after '{u}' (on the NIC, sending): it must be there too"
+    for e in ir.edges():
+        if e.src in members and e.dst in members:
+            if e.dst in rx and e.src not in rx:
+                return (f"'{e.src}' runs before '{e.dst}' (on the NIC, receiving): it must be "
+                        "there too")
+            if e.src in tx and e.dst not in tx:
+                return (f"'{e.dst}' runs after '{e.src}' (on the NIC, sending): it must be "
+                        "there too")
     for name in sorted(rx | tx):
         problem = nic_problem(ir, name)
         if problem is not None:
@@ -121,7 +122,7 @@ def cut_problem(ir: ProgramIR, seg: SegmentIR, rx: Iterable[str],
     for name in sorted(members):
         n = ir.node(name)
         if len(n.inputs) > 1:
-            apart = [u for u, _, _ in ir.in_edges(name) if side[u] != side[name]]
+            apart = [e.src for e in ir.in_edges(name) if side[e.src] != side[name]]
             if apart:
                 return f"join '{name}' and its input from '{apart[0]}' would be on different sides"
     network = {side[n] for n in members if ir.node(n).uses_network}
@@ -133,8 +134,9 @@ def cut_problem(ir: ProgramIR, seg: SegmentIR, rx: Iterable[str],
         return problem
     crossing = crossing_edges(ir, seg, rx, tx)
     if ("rx", "tx") in crossing:
-        u, v, _ = crossing[("rx", "tx")][0]
-        return f"'{u}' (NIC, receiving) feeds '{v}' (NIC, sending) without the CPU part"
+        e = crossing[("rx", "tx")][0]
+        return (f"'{e.src}' (NIC, receiving) feeds '{e.dst}' (NIC, sending) without the CPU "
+                "part")
     parts = {p: [n for n in members if part_of(n, rx, tx) == p] for p in PARTS}
     for (a, b), edges in crossing.items():
         problem = boundary_problem(ir, a, b, edges, parts[a])
@@ -195,12 +197,12 @@ def boundary_problem(ir: ProgramIR, a: str, b: str, edges: list[Edge],
     one queue's channels, or None; ``before``: the elements a packet runs through in the
     segment before it crosses (several edges may cross only if each packet takes one path
     through them, see `several_paths`)."""
-    for u, v, d in edges:
-        if d["kind"] == EdgeKind.ORDER:
-            return f"run_order({u}, {v}) keeps them in one segment"
-        problem = _values_problem(d["types"])
+    for e in edges:
+        if e.kind == EdgeKind.ORDER:
+            return f"run_order({e.src}, {e.dst}) keeps them in one segment"
+        problem = _values_problem(e.types)
         if problem is not None:
-            return f"'{u}'.{d['out_port']} -> '{v}' carries {problem}"
+            return f"'{e.src}'.{e.out_port} -> '{e.dst}' carries {problem}"
     if len(edges) > 1:
         forked = several_paths(ir, before)
         if forked is not None:
@@ -218,7 +220,7 @@ def several_paths(ir: ProgramIR, names: Iterable[str]) -> str | None:
     once the bodies are analysed."""
     for name in sorted(names):
         n = ir.node(name)
-        ports = [d["out_port"] for _, _, d in ir.out_edges(name)]
+        ports = [e.out_port for e in ir.out_edges(name)]
         if len(set(ports)) < len(ports):
             return f"'{name}'.{next(p for p in ports if ports.count(p) > 1)} fans out"
         if n.info is None or n.role == Role.DEQUEUE:     # a dequeue: one channel per entry
@@ -228,7 +230,7 @@ def several_paths(ir: ProgramIR, names: Iterable[str]) -> str | None:
     return None
 
 
-def _values_problem(types: list[str]) -> str | None:
+def _values_problem(types: Sequence[str]) -> str | None:
     """What in a port's values cannot cross between the CPU and the NIC, or None."""
     i = 0
     while i < len(types):
@@ -297,7 +299,7 @@ def _queue(ir: ProgramIR, seg: SegmentIR, boundary: str, from_seg: str, to_seg: 
     ir.segments[to_seg].elements.insert(0, deq.name)
     fields: list[FieldLayout] = []
     enqueuers = []
-    for c, (u, v, d) in enumerate(edges):
+    for c, e in enumerate(edges):
         enq = ElementNode(name=f"{name}_enq{c}", cls_name="Enqueue", loc=loc,
                           inputs={"inp": []}, outputs={}, segment=from_seg,
                           packet_state=seg.packet_state, role=Role.ENQUEUE, queue=name,
@@ -305,22 +307,21 @@ def _queue(ir: ProgramIR, seg: SegmentIR, boundary: str, from_seg: str, to_seg: 
         ir.graph.add_node(enq.name, node=enq)
         ir.segments[from_seg].elements.append(enq.name)
         enqueuers.append([enq.name])
-        for key in [k for k, dd in ir.graph.get_edge_data(u, v).items() if dd is d]:
-            ir.graph.remove_edge(u, v, key)
+        ir.remove_edge(e)
         head, tail = enq.name, deq.name
         tail_port = f"out{c}"
-        if d["types"]:
+        if e.types:
             prefix = f"{name}_{c}"
-            stored, held = _value_fields(prefix, d["types"], loc)
+            stored, held = _value_fields(prefix, e.types, loc)
             fields += stored
-            stash = _stash(ir, f"{name}_stash{c}", from_seg, d, held, loc)
-            unstash = _unstash(ir, f"{name}_unstash{c}", to_seg, d, held, loc)
+            stash = _stash(ir, f"{name}_stash{c}", from_seg, e, held, loc)
+            unstash = _unstash(ir, f"{name}_unstash{c}", to_seg, e, held, loc)
             ir.node(stash).cut_queue = ir.node(unstash).cut_queue = name
-            ir.graph.add_edge(stash, enq.name, **_edge(d, "out", "inp"))
-            ir.graph.add_edge(deq.name, unstash, **_edge(d, tail_port, "inp"))
+            ir.add_edge(_empty(e, stash, enq.name, "out", "inp"))
+            ir.add_edge(_empty(e, deq.name, unstash, tail_port, "inp"))
             head, tail, tail_port = stash, unstash, "out"
-        ir.graph.add_edge(u, head, **{**d, "in_port": "inp"})
-        ir.graph.add_edge(tail, v, **{**d, "out_port": tail_port})
+        ir.add_edge(dataclasses.replace(e, dst=head, in_port="inp"))
+        ir.add_edge(dataclasses.replace(e, src=tail, out_port=tail_port))
     instances, size = queue_shape(len(ir.segments[from_seg].cores),
                                   len(ir.segments[to_seg].cores))
     ir.queues[name] = QueueIR(name=name, channels=len(edges), instances=instances, size=size,
@@ -340,9 +341,10 @@ def queue_shape(producers: int, consumers: int) -> tuple[int, int]:
     return instances, max(MIN_INSTANCE_SIZE, ROOM * consumers // instances)
 
 
-def _edge(d: dict[str, Any], out_port: str, in_port: str) -> dict[str, Any]:
-    """An edge carrying no value, at ``d``'s place in program order."""
-    return {**d, "out_port": out_port, "in_port": in_port, "types": []}
+def _empty(e: Edge, src: str, dst: str, out_port: str, in_port: str) -> Edge:
+    """An edge carrying no value, at ``e``'s place in program order."""
+    return dataclasses.replace(e, src=src, dst=dst, out_port=out_port, in_port=in_port,
+                               types=())
 
 
 #: Where the typed-packet layout of crossing frames comes from (the compiler, no app line).
@@ -352,7 +354,7 @@ _FRAME_LAYOUT = StateLayout(FRAME_BYTES, (FieldLayout("first", CType("uint8_t"),
                             _COMPILER)
 
 
-def _value_fields(prefix: str, types: list[str],
+def _value_fields(prefix: str, types: Sequence[str],
                   loc: Location) -> tuple[list[FieldLayout], list[tuple[str, str]]]:
     """The per-packet fields holding values of ``types`` across a queue (a frame becomes a
     `Frame` field ``prefix_frameN`` with its ``_len`` and ``_buf``, a scalar a field), and
@@ -377,10 +379,10 @@ def _value_fields(prefix: str, types: list[str],
     return fields, held
 
 
-def _stash(ir: ProgramIR, wanted: str, segment: str, d: dict[str, Any], held: list[tuple[str, str]],
+def _stash(ir: ProgramIR, wanted: str, segment: str, e: Edge, held: list[tuple[str, str]],
            loc: Location) -> str:
-    """An element writing the values of edge ``d`` into the per-packet fields ``held``."""
-    types = d["types"]
+    """An element writing the values of edge ``e`` into the per-packet fields ``held``."""
+    types = list(e.types)
     read = ", ".join(f"{t}{'' if t.endswith('*') else ' '}v{i}" for i, t in enumerate(types))
     writes = " ".join(f"state->{field} = {'(void *)' if cast else ''}v{i};"
                       for i, (field, cast) in enumerate(held))
@@ -388,15 +390,16 @@ def _stash(ir: ProgramIR, wanted: str, segment: str, d: dict[str, Any], held: li
     return _add(ir, wanted, "CutStash", segment, {"inp": types}, {"out": []}, code, loc)
 
 
-def _unstash(ir: ProgramIR, wanted: str, segment: str, d: dict[str, Any],
+def _unstash(ir: ProgramIR, wanted: str, segment: str, e: Edge,
              held: list[tuple[str, str]], loc: Location) -> str:
-    """An element handing the values a stash put in the fields ``held`` on along ``d``
+    """An element handing the values a stash put in the fields ``held`` on along ``e``
     (under the test hook `BREAK_ENV`, the first one less one)."""
     broken = " - 1" if os.environ.get(BREAK_ENV) else ""
     values = ", ".join(f"{cast}state->{field}{broken if i == 0 else ''}"
                        for i, (field, cast) in enumerate(held))
     code = f"inp(); output {{ out({values}); }}"
-    return _add(ir, wanted, "CutUnstash", segment, {"inp": []}, {"out": d["types"]}, code, loc)
+    return _add(ir, wanted, "CutUnstash", segment, {"inp": []}, {"out": list(e.types)}, code,
+                loc)
 
 
 def _add(ir: ProgramIR, wanted: str, cls_name: str, segment: str, inputs: dict[str, list[str]],

@@ -55,8 +55,8 @@ def run(ir: ProgramIR) -> ProgramIR:
                 if name in ir.graph:            # as liveness: only the enqueues there are
                     _add_fields(ir, name, kills={TRACE_FIELD})
         for c in range(q.channels):
-            for _, v, _ in ir.out_edges(q.dequeuer, f"out{c}"):
-                _add_fields(ir, v, uses={TRACE_FIELD})
+            for e in ir.out_edges(q.dequeuer, f"out{c}"):
+                _add_fields(ir, e.dst, uses={TRACE_FIELD})
     if ir.options.trace_filter is not None:
         ir.trace_filter = _read_filter(ir, ir.options.trace_filter)
     return ir

@@ -75,8 +75,8 @@ def _receiving_problem(ir: ProgramIR, seg: SegmentIR, rx: frozenset[str]) -> str
         if problem is not None:
             return problem
     members = set(seg.elements)
-    leaving = sorted(((u, v, d) for u, v, d in ir.graph.edges(data=True)
-                      if u in rx and v in members and v not in rx), key=lambda e: e[2]["rank"])
+    leaving = sorted((e for e in ir.edges() if e.src in rx and e.dst in members
+                      and e.dst not in rx), key=lambda e: e.rank)
     return boundary_problem(ir, "rx", "cpu", leaving, rx) if leaving else None
 
 

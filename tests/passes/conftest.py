@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 from floem import Element, Input, Int, Output, Program
-from floem.ir import BuildOptions, ProgramIR
+from floem.ir import BuildOptions, EdgeKind, ProgramIR
 from floem.passes import run_pipeline
 
 
@@ -25,8 +25,7 @@ def here() -> int:
 
 def edges(ir: ProgramIR, kind: str = "data") -> list[tuple[str, str, str, str]]:
     """Every edge of ``kind`` as ``(from, out_port, to, in_port)``, in rank order."""
-    found = [(d["rank"], u, d["out_port"], v, d["in_port"])
-             for u, v, d in ir.graph.edges(data=True) if d["kind"] == kind]
+    found = [(e.rank, e.src, e.out_port, e.dst, e.in_port) for e in ir.edges(EdgeKind(kind))]
     return [e[1:] for e in sorted(found)]
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from floem import (CallableSegment, Composite, Field, Flow, Input, Int, Output, PerPacket,
                    Program, Segment, State, run_order)
+from floem.ir import EdgeKind
 
 from .conftest import Gen, Inc, Sink, Tick, edges, here, run_until
 
@@ -60,9 +61,9 @@ def test_chain_becomes_nodes_and_located_edges():
     ir = run_until(p, "build_graph")
     assert list(ir.graph.nodes) == ["g", "i", "k"]
     assert edges(ir) == [("g", "out", "i", "inp"), ("i", "out", "k", "inp")]
-    for _, _, d in ir.graph.edges(data=True):
-        assert d["types"] == ["int"]
-        assert (d["loc"].file, d["loc"].line) == (__file__, seg.line)
+    for e in ir.edges():
+        assert e.types == ("int",)
+        assert (e.loc.file, e.loc.line) == (__file__, seg.line)
     assert ir.segments["s"].elements == ["g", "i", "k"]
     assert all(n.segment == "s" for n in ir.nodes())
     assert ir.node("i").inputs == {"inp": ["int"]} and ir.node("i").outputs == {"out": ["int"]}
@@ -166,8 +167,8 @@ def test_run_order_becomes_an_order_edge():
     ir = run_until(p, "build_graph")
     assert edges(ir, "order") == [("last", "", "tick", "")]
     assert edges(ir) == [("g", "out", "last", "inp")]
-    (_, _, d), = ir.graph.in_edges("tick", data=True)
-    assert d["loc"].line == seg.line and d["types"] == []
+    e, = ir.in_edges("tick", kind=EdgeKind.ORDER)
+    assert e.loc.line == seg.line and e.types == ()
 
 
 def test_callable_segment_args_and_return():

@@ -90,7 +90,7 @@ def test_each_channel_gets_a_save_between_the_dequeue_and_its_targets():
         ("q_deq", "out0", "q_save0", "inp"), ("q_deq", "out1", "q_save1", "inp"),
         ("q_save0", "out", "get", "inp"), ("q_save0", "out", "get2", "inp"),
         ("q_save1", "out", "set", "inp")])
-    assert [v for _, v, _ in ir.out_edges("q_save0")] == ["get", "get2"]   # fan-out order kept
+    assert [e.dst for e in ir.out_edges("q_save0")] == ["get", "get2"]    # fan-out order kept
     for c in (0, 1):
         save = ir.node(f"q_save{c}")
         assert (save.role, save.queue, save.channel, save.segment) == ("save", "q", c, "rx")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from floem import Composite, Element, FloemError, Input, Int, Output, Program, Segment, run_order
+from floem.ir import EdgeKind
 
 from .conftest import Gen, Inc, Sink, Tick, here, run_until
 
@@ -40,9 +41,9 @@ def test_fan_out_ranks_follow_program_order_of_the_connections():
                 g.out >> y
         S("s")
     ir = run_until(p, "order_graph")
-    assert [v for _, v, _ in ir.out_edges("g")] == ["x", "s1", "s2", "y"]
-    assert [v for _, v, _ in ir.out_edges("g", "out")] == ["x", "s1", "s2", "y"]
-    ranks = [d["rank"] for _, _, d in ir.out_edges("g")]
+    assert [e.dst for e in ir.out_edges("g")] == ["x", "s1", "s2", "y"]
+    assert [e.dst for e in ir.out_edges("g", "out")] == ["x", "s1", "s2", "y"]
+    ranks = [e.rank for e in ir.out_edges("g")]
     assert ranks == sorted(ranks) and len(set(ranks)) == 4
 
 
@@ -58,7 +59,7 @@ def test_element_with_two_inputs_is_a_join():
     ir = run_until(p, "order_graph")
     assert ir.node("j").join
     assert not any(ir.node(n).join for n in ("g", "left", "right"))
-    assert [(u, d["in_port"]) for u, _, d in ir.in_edges("j")] == [("left", "a"), ("right", "b")]
+    assert [(e.src, e.in_port) for e in ir.in_edges("j")] == [("left", "a"), ("right", "b")]
 
 
 def test_join_with_an_unconnected_input_never_runs():
@@ -86,7 +87,7 @@ def test_run_order_edges_in_the_same_segment():
                 run_order([l1, l2], Tick(name="after"))
         S("s")
     ir = run_until(p, "order_graph")
-    assert [u for u, _, _ in ir.in_edges("after", kind="order")] == ["l1", "l2"]
+    assert [e.src for e in ir.in_edges("after", kind=EdgeKind.ORDER)] == ["l1", "l2"]
     assert not ir.in_edges("after")
     assert not ir.node("after").join
 
