@@ -6,8 +6,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 
-from floem.codegen.queues import channels
-from floem.codegen.report import channel_bytes
 from floem.errors import FloemError
 from floem.ir import (CachePolicy, Device, EdgeKind, Home, ProgramIR, QueueIR, Role,
                       WriteMiss)
@@ -58,7 +56,7 @@ def to_dot(ir: ProgramIR, run: RunCounts | None = None) -> str:
         else:
             lines.append(f'  "{u}" -> "{v}" [style=dashed, label="run_order"];')
     for q in ir.queues.values():
-        carried = _carried(ir, q)
+        carried = _carried(q)
         taken = _taken(q, queue_counts.get(q.name))
         for c, names in enumerate(q.enqueuers):
             for name in names:
@@ -84,15 +82,15 @@ def _taken(q: QueueIR, instances: list[QueueCounts] | None) -> str:
     return f"\\n{', '.join(parts)}{every}"
 
 
-def _carried(ir: ProgramIR, q: QueueIR) -> list[str]:
+def _carried(q: QueueIR) -> list[str]:
     """Per channel of ``q``, a label line saying what its entries carry (once liveness has
     chosen the fields): the fields and their bytes."""
-    if len(q.fields) != q.channels:
+    if len(q.entries) != q.channels:
         return [""] * q.channels
     result = []
-    for ch in channels(ir, q):
+    for ch in q.entries:
         names = ", ".join(f.name for f in ch.fixed + ch.variable) or "nothing"
-        size = channel_bytes(ch)
+        size = ch.fixed_bytes
         result.append(f"\\n{names}" + (f" ({size} B)" if size is not None else ""))
     return result
 

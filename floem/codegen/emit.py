@@ -128,7 +128,6 @@ class _ProcessEmitter:
         self.proc = ir.processes[process]
         self.segments: list[SegmentIR] = [ir.segments[s] for s in self.proc.segments]
         self.nodes: list[ElementNode] = [ir.node(n) for s in self.segments for n in s.elements]
-        self.channels = {q.name: qgen.channels(ir, q) for q in ir.queues.values()}
         self.nic = self.proc.device == Device.NIC
         self.plan = self.proc.plan
         mine = {n.name for n in self.nodes}
@@ -167,7 +166,7 @@ class _ProcessEmitter:
             nic=self.nic, managers=self.plan.managers, network=self.plan.network,
             net_queues=self.plan.net_queues, counters=self.plan.counters,
             kept_frames=self.plan.kept_frames,
-            packets=any(qgen.carries_packets(self.channels[q.name]) for q in used),
+            packets=any(qgen.carries_packets(q.entries) for q in used),
             kept_frame_timeout_ms=self.plan.kept_frame_timeout_ms,
             counter_layout=self.plan.counter_layout.splitlines(),
             counter_notes=[{"line": line, **self._reported(self.ir.states[state])}
@@ -183,7 +182,7 @@ class _ProcessEmitter:
             shadows=[self._queue(q) for q in used if self.plan.queues[q.name].synced],
             used_queues=[self._queue(q) for q in used],
             entry_structs=[s for q in queues if q in used or q.home == Home.HOST   # in the layout
-                           for s in qgen.entry_structs(self.channels[q.name])],
+                           for s in qgen.entry_structs(q.entries)],
             wire_functions=[qgen.wire_function(s) for s in self.ir.layouts if self.nic],
             caches=[{"name": v.cache.name, "buckets": v.cache.buckets,
                      "entries": v.cache.entries or 0, "evict": cgen.evict_function(v),
@@ -226,7 +225,7 @@ class _ProcessEmitter:
         return {"type": s.layout.name, "pointer": s.pointer, "init": s.initializer}
 
     def _queue(self, q: QueueIR) -> qgen.QueueView:
-        return qgen.QueueView(q, self.channels[q.name], self.plan.queues.get(q.name, qgen.HOLDS))
+        return qgen.QueueView(q, q.entries, self.plan.queues.get(q.name, qgen.HOLDS))
 
     def _join(self, n: ElementNode) -> dict[str, Any]:
         return {"element": n.name, "record": n.plan.inputs_record,
@@ -246,11 +245,11 @@ class _ProcessEmitter:
         q = self.ir.queues[n.queue]
         access = self._queue(q).access
         if n.role == Role.ENQUEUE:
-            return qgen.enqueue_body(n, self.channels[q.name][n.channel], access)
+            return qgen.enqueue_body(n, q, q.entries[n.channel], access)
         if n.role == Role.DEQUEUE:
             return qgen.dequeue_body(n, q, len(self.ir.segments[n.segment].cores), access)
         if n.role == Role.SAVE:
-            return qgen.save_body(n, self.channels[q.name][n.channel], access)
+            return qgen.save_body(n, q.entries[n.channel], access)
         return qgen.release_body(q, access)
 
     def _return_slot(self, seg: SegmentIR) -> dict[str, str]:

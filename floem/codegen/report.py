@@ -1,9 +1,8 @@
 """The ``--report`` text: segments, devices, cores, per-packet state and what each segment uses."""
 from __future__ import annotations
 
-from floem.codegen.queues import Channel, Variable, channels
-from floem.ir.sizes import entry_size, field_size, state_size
-from floem.ir import TO_THE_END, FrameCrossing, PacketBytes, ProgramIR, QueueIR
+from floem.ir import TO_THE_END, FrameCrossing, PacketBytes, ProgramIR, QueueIR, VariablePart
+from floem.ir.sizes import entry_size, state_size
 
 
 def report(ir: ProgramIR) -> str:
@@ -49,8 +48,8 @@ def _queue(ir: ProgramIR, q: QueueIR) -> list[str]:
     lines = [f"  {q.name}: {q.channels} channel(s) on {q.instances} instance(s) of {q.size} "
              f"entries, {'lossless' if q.lossless else 'lossy'}, {variant}"]
     payloads = []
-    for ch in channels(ir, q):
-        fixed = channel_bytes(ch)
+    for ch in q.entries:
+        fixed = ch.fixed_bytes
         payloads.append(fixed)
         sent = ", ".join([f.name for f in ch.fixed] + [_variable(v) for v in ch.variable]
                          + [f"{r.name} (reference)" for r in ch.references])
@@ -66,12 +65,12 @@ def _queue(ir: ProgramIR, q: QueueIR) -> list[str]:
         lines.append(f"    entry: {q.entry_size} bytes (fixed by entry_size=)")
     elif None not in payloads:
         known = [p for p in payloads if p is not None]
-        largest = max(p + ch.variable_room for p, ch in zip(known, channels(ir, q)))
+        largest = max(p + ch.variable_room for p, ch in zip(known, q.entries))
         lines.append(f"    entry: {entry_size(largest)} bytes (8-byte header, rounded)")
     return lines
 
 
-def _variable(v: Variable) -> str:
+def _variable(v: VariablePart) -> str:
     if v.packet is None:
         return f"{v.name} (variable)"
     window = "whole" if v.packet.window is None else f"bytes 0-{v.packet.window}"
@@ -100,14 +99,6 @@ _CROSSINGS = {
     FrameCrossing.AWAY: "is away from its port's device",
     FrameCrossing.RETURNS: "returns to its port's device",
 }
-
-
-def channel_bytes(ch: Channel) -> int | None:
-    """Bytes a channel's entries carry besides variable-size contents (None: unknown)."""
-    sizes = [size for f in ch.fixed if (size := field_size(f)) is not None]
-    if len(sizes) < len(ch.fixed):
-        return None
-    return sum(sizes) + 4 * len(ch.variable) + 8 * len(ch.references)
 
 
 def _bytes(n: int | None) -> str:

@@ -14,6 +14,7 @@ import networkx as nx
 
 from floem.csrc.model import BodyInfo
 from floem.errors import Location
+from floem.ir.entries import EntryLayout, PacketBytes
 from floem.ir.options import BuildOptions, Cut
 from floem.ir.plan import ElementPlan, ProcessPlan
 from floem.ir.state import (CCode, Device, Home, MemoryRegionIR, PersistentState, Role,
@@ -136,51 +137,6 @@ class SegmentIR:
     cut: Cut | None = None              # the cut asked for (floem.cut, floem place)
 
 
-class FrameCrossing(StrEnum):
-    """How a frame crosses a queue channel (``slice_packets``), by where its ends are
-    relative to the process owning the network port (the frame's buffer is there)."""
-
-    STAYS = "stays"         # both ends by the port: pointer, length and buffer cross
-    LEAVES = "leaves"       # away from the port: bytes cross; the frame is kept there or freed
-    RETURNS = "returns"     # back to the port: bytes go onto the kept frame, or a new buffer
-    AWAY = "away"           # both ends away from the port: bytes and the reference cross
-
-
-#: The end of a byte range that runs to the end of a typed packet (its size expression).
-TO_THE_END = 1 << 40
-
-
-@dataclass
-class PacketBytes:
-    """What a queue channel carries of one typed packet field: the byte ranges live after
-    it (``liveness``; a range ending at `TO_THE_END` runs to the packet's end, and
-    ``causes`` say which accesses made it so), then (``slice_packets``) the window that
-    crosses, bytes ``[0, window)`` (None: the whole packet), for a frame how it crosses, and
-    whether its payload stays by the port (``sliced``: the window is then the header part
-    the other side uses, and a frame that crossed whole crosses whole again)."""
-
-    ranges: list[tuple[int, int]]
-    causes: list[str] = field(default_factory=list)
-    window: int | None = None
-    crossing: FrameCrossing | None = None
-    sliced: bool = False
-
-    @property
-    def whole(self) -> bool:
-        """True when some byte range runs to the packet's end."""
-        return any(hi == TO_THE_END for _, hi in self.ranges)
-
-    def describe(self) -> str:
-        """One line for the IR dump: the bytes in use, then what crosses and how."""
-        used = ", ".join(f"{lo}-{'end' if hi == TO_THE_END else hi}" for lo, hi in self.ranges)
-        text = f"bytes in use {used or '(none)'}"
-        if self.window is not None or self.crossing is not None:
-            text += f"; window {'whole' if self.window is None else self.window}"
-        if self.crossing is not None:
-            text += f"; frame {self.crossing}{', sliced' if self.sliced else ''}"
-        return text
-
-
 @dataclass
 class QueueIR:
     """A queue: its channels' ends, instances, and (after liveness) what each entry carries."""
@@ -198,6 +154,7 @@ class QueueIR:
     entry_size: int | None = None
     fields: list[list[str]] = field(default_factory=list)
     packets: list[dict[str, PacketBytes]] = field(default_factory=list)
+    entries: tuple[EntryLayout, ...] = ()   # plan_entries: each channel's entry layout
     multi_producer: bool = False
     multi_consumer: bool = False
     sync_batch: int = 1                     # plan_code: entries the sync layer moves at once
@@ -398,6 +355,8 @@ class ProgramIR:
                 lines.append(f"  channel {c} carries {', '.join(fields) or '(nothing)'}")
                 packets = q.packets[c] if c < len(q.packets) else {}
                 lines += [f"    {name}: {b.describe()}" for name, b in packets.items()]
+                if c < len(q.entries):
+                    lines.append(f"    {q.entries[c].describe()}")
         for cache in self.caches.values():
             steering = f"steers over {cache.steer_instances} instances" \
                 if cache.steer_instances else "no steering"

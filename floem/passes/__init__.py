@@ -9,7 +9,7 @@ from floem.ir import BuildOptions, ProgramIR
 from floem.lang.program import Program
 from floem.passes import (build_graph, check_callables, check_segments, check_types,
                           expand_caches, find_sources, liveness, lower_queues, order_graph,
-                          parse_bodies, place_memory, placement, plan_code,
+                          parse_bodies, place_memory, placement, plan_code, plan_entries,
                           slice_packets, split_auto, trace_packets)
 
 #: The passes after the front end (``build_graph``, which makes the IR from the program).
@@ -28,6 +28,7 @@ PIPELINE: list[ModuleType] = [
     placement,
     place_memory,
     slice_packets,
+    plan_entries,
     plan_code,
 ]
 

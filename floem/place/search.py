@@ -18,7 +18,6 @@ import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from floem.codegen.queues import channels
 from floem.explore.measure import Machine, Measurement, SegmentCounts, Workload
 from floem.explore.model import Prediction
 from floem.ir import Cut, Device, ProgramIR
@@ -298,7 +297,7 @@ def _entries(placed: ProgramIR | None, crossings: dict[str, float],
         if not q.boundary or not crossings[q.boundary]:
             continue
         sizes = []
-        for ch in channels(placed, q):
+        for ch in q.entries:
             fixed = sum(field_size(f) or 0 for f in ch.fixed)
             variable = sum(v.packet.window if v.packet is not None and v.packet.window
                            is not None else workload.frame_bytes for v in ch.variable)
