@@ -9,7 +9,7 @@ from floem.ir.state import FieldLayout, StateLayout
 
 def field_size(f: FieldLayout) -> int | None:
     """Bytes of field ``f`` (``None`` when unknown, e.g. a struct from a user header)."""
-    if f.type.c.endswith("*"):
+    if f.type.pointer:
         one: int | None = 8
     elif f.nested is not None:
         one = state_size(f.nested)
@@ -24,7 +24,7 @@ def field_size(f: FieldLayout) -> int | None:
 def field_alignment(f: FieldLayout) -> int:
     """The C alignment of field ``f``'s type (its size known): a scalar's (or an array
     element's) size up to 8, a nested state's own alignment."""
-    if f.nested is not None and not f.type.c.endswith("*"):
+    if f.nested is not None and not f.type.pointer:
         return state_alignment(f.nested)
     size = field_size(f)
     assert size is not None

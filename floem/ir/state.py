@@ -82,6 +82,11 @@ class CType:
         return c_declaration(self.c, self.array_len, name)
 
     @property
+    def pointer(self) -> bool:
+        """True for a pointer type (``uint8_t *``, ``struct kvs_packet *``)."""
+        return self.c.rstrip().endswith("*")
+
+    @property
     def scalar(self) -> Scalar | None:
         """The scalar type (`floem.ir.scalars`) it is; None for anything else (an array, a
         pointer, a struct, a type from a user header)."""

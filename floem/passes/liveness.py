@@ -224,7 +224,7 @@ def _check_cut_fields(ir: ProgramIR, q: QueueIR) -> None:
     for names in q.fields:
         for name in names:
             f = state.field(name)
-            if f is None or not f.type.c.endswith("*") or f.size is not None or name in framed:
+            if f is None or not f.type.pointer or f.size is not None or name in framed:
                 continue
             made_here = q.boundary == "rx" or any(_writes(ir.node(n), name) for n in sender)
             reader = next((n for n in receiver if (info := ir.node(n).info) is not None
