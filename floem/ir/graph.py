@@ -7,8 +7,8 @@ record (add them with `ProgramIR.add_edge`, read them with `ProgramIR.edges`,
 """
 from __future__ import annotations
 
-from enum import StrEnum
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 import networkx as nx
 
@@ -19,6 +19,7 @@ from floem.ir.options import BuildOptions, Cut
 from floem.ir.plan import ElementPlan, ProcessPlan
 from floem.ir.state import (CCode, Device, Home, MemoryRegionIR, PersistentState, Role,
                             SegmentKind, StateLayout)
+
 
 class EdgeKind(StrEnum):
     """Kinds of IR edges."""
