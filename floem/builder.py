@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from floem.codegen.emit import GeneratedFile, generate, launcher
 from floem.codegen.report import report
@@ -29,7 +29,6 @@ DEFAULT_CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-O2", "-g", "-Wall", "-Wextra",
                   "-Werror=implicit-function-declaration", "-pthread"]
 #: What a build's directory is called in the error when it cannot be created.
 BUILD_DIRECTORY = "the build directory"
-T = TypeVar("T")
 
 
 @dataclass
@@ -58,124 +57,110 @@ def check_program(program: Any, options: BuildOptions = BuildOptions(),
     return run_pipeline(program, options, stop_after=stop_after)
 
 
-@dataclass
-class Build:
-    """One build in progress: what it was asked, and what its steps have made so far."""
+@dataclass(frozen=True)
+class Toolchain:
+    """How a build compiles: the NIC platform, the host's and the NIC's C flags, and the
+    packet I/O libraries."""
 
-    program: Any
-    options: BuildOptions
-    out_dir: str | None
-    dump_after: str | None
-    report_file: bool
-    ir: ProgramIR | None = None
-    platform: Platform | None = None
-    cflags: list[str] = field(default_factory=list)
-    nic_cflags: list[str] = field(default_factory=list)
-    net_libs: list[str] = field(default_factory=list)
-    runtime_sources: list[str] = field(default_factory=list)
-    files: list[GeneratedFile] = field(default_factory=list)
-    key: str = ""
-    result: BuildResult | None = None
-
-    @property
-    def staging(self) -> str:
-        """Where pass dumps go before the build directory is known."""
-        return self.out_dir or os.path.join(cache_root(), "staging")
+    platform: Platform
+    cflags: list[str]
+    nic_cflags: list[str]
+    net_libs: list[str]
 
 
-def _ready(value: T | None) -> T:
-    """A field of the `Build` that an earlier step filled."""
-    assert value is not None
-    return value
+@dataclass(frozen=True)
+class Written:
+    """A build directory written but not compiled: its files, their content key, and what
+    the build made (`compile_build` compiles it)."""
+
+    ir: ProgramIR
+    files: list[GeneratedFile]
+    key: str
+    result: BuildResult
 
 
-def _compile_passes(b: Build) -> None:
-    """The pass pipeline (dumps with ``dump_after``)."""
-    dump_dir = make_directory(b.staging, BUILD_DIRECTORY) if b.dump_after else None
-    b.ir = run_pipeline(b.program, b.options, dump_after=b.dump_after, dump_dir=dump_dir)
+def compile_ir(program: Any, options: BuildOptions, out_dir: str | None = None,
+               dump_after: str | None = None) -> ProgramIR:
+    """The pass pipeline; dumps (``dump_after``) into ``out_dir``, or into the cache's
+    staging directory when the build directory is not known yet."""
+    dump_dir = make_directory(_staging(out_dir), BUILD_DIRECTORY) if dump_after else None
+    return run_pipeline(program, options, dump_after=dump_after, dump_dir=dump_dir)
 
 
-def _choose_flags(b: Build) -> None:
-    """The host's C flags (defaults, app directory, ``cflags(...)``, $FLOEM_CFLAGS, packet
-    I/O), the NIC platform (its tools checked when a process is on the NIC) and its flags."""
-    app_dir = [f"-I{os.path.dirname(b.program.app_file)}"] if b.program.app_file else []
-    user = shlex.split(os.environ.get("FLOEM_CFLAGS", ""))
-    ir = _ready(b.ir)
-    b.platform = PLATFORMS[b.options.nic]
-    if _has_nic(ir):
-        b.platform.check_tools()
-    net_flags, b.net_libs = _network_flags(ir, b.options.net, b.platform, _has_nic(ir))
-    counting = ["-DFLOEM_COUNT_INSTRUCTIONS"] if b.options.count_instructions else []
-    b.cflags = DEFAULT_CFLAGS + app_dir + b.program.extra_cflags + user + net_flags + counting
-    b.nic_cflags = _nic_cflags(b.cflags, b.platform, b.options)
-
-
-def _generate_files(b: Build) -> None:
-    """The C of every process, its header and the Makefile."""
-    b.runtime_sources = _runtime_sources()
-    b.files = generate(_ready(b.ir), b.cflags, [f"runtime/src/{s}" for s in b.runtime_sources],
-                       _ready(b.platform).compiler(), b.nic_cflags, b.net_libs)
-
-
-def _choose_directory(b: Build) -> None:
-    """The content key of everything the build reads, and the directory (given, or the
-    cache's entry for the key, which then receives the dumps)."""
-    ir = _ready(b.ir)
+def write_build(program: Any, ir: ProgramIR, options: BuildOptions, out_dir: str | None = None,
+                dump_after: str | None = None, report_file: bool = False) -> Written:
+    """The generated files of ``ir`` (``program`` compiled with ``options``), written with
+    the launcher script, the runtime's sources and the report into ``out_dir`` (default:
+    the cache's directory for their content key, which then receives the dumps)."""
+    tools = _toolchain(program, ir, options)
+    sources = _runtime_sources()
+    files = generate(ir, tools.cflags, [f"runtime/src/{s}" for s in sources],
+                     tools.platform.compiler(), tools.nic_cflags, tools.net_libs)
     headers = [c.text.split('"')[1] for c in ir.includes if c.text.startswith('#include "/')]
     external = [f for p in ir.processes.values() for f in p.external_main]
-    b.key = _content_key(b.files, b.cflags + b.nic_cflags, ir.depends + headers + external,
-                         [_ready(b.platform).compiler()] if _has_nic(ir) else [],
-                         b.program.params)
-    if b.out_dir is None:
-        b.out_dir = os.path.join(cache_root(), b.key[:24])
-        if b.dump_after:
-            shutil.copytree(b.staging, b.out_dir, dirs_exist_ok=True)
-    make_directory(b.out_dir, BUILD_DIRECTORY)
-
-
-def _write_files(b: Build) -> None:
-    """The generated files, the launcher script, the runtime's sources, the report."""
-    ir, platform, out_dir = _ready(b.ir), _ready(b.platform), _ready(b.out_dir)
-    script = launcher(ir, list(platform.emulator))
+    key = _content_key(files, tools.cflags + tools.nic_cflags, ir.depends + headers + external,
+                       [tools.platform.compiler()] if _has_nic(ir) else [], program.params)
+    if out_dir is None:
+        out_dir = os.path.join(cache_root(), key[:24])
+        if dump_after:
+            shutil.copytree(_staging(None), out_dir, dirs_exist_ok=True)
+    make_directory(out_dir, BUILD_DIRECTORY)
+    script = launcher(ir, list(tools.platform.emulator))
     if script is not None:
-        b.files.append(script)
-    written = [_write(out_dir, f.name, f.text) for f in b.files]
+        files.append(script)
+    written = [_write(out_dir, f.name, f.text) for f in files]
     if script is not None:
         os.chmod(os.path.join(out_dir, "run"), 0o755)
     written += _copy_floem_c(out_dir)
-    b.result = result = _result(ir, out_dir, written, platform)
-    result.traced, result.trace_filter = b.options.trace, b.options.trace_filter
-    if b.report_file:
+    result = _result(ir, out_dir, written, tools.platform)
+    result.traced, result.trace_filter = options.trace, options.trace_filter
+    if report_file:
         result.report = _write(out_dir, "report.txt", report(ir))
         result.files.append(result.report)
+    return Written(ir, files, key, result)
 
 
-def _compile_c(b: Build) -> None:
-    """make, unless the directory already holds this key's outputs."""
-    out_dir, result = _ready(b.out_dir), _ready(b.result)
-    stamp = os.path.join(out_dir, ".floem-build")
+def compile_build(build: Written) -> None:
+    """make in the build directory, unless it already holds this key's outputs."""
+    result = build.result
+    stamp = os.path.join(result.out_dir, ".floem-build")
     outputs = list(result.executables.values()) + result.libraries
-    if _read(stamp) == b.key and all(os.path.exists(p) for p in outputs):
+    if _read(stamp) == build.key and all(os.path.exists(p) for p in outputs):
         result.compiled = False
         return
-    result.warnings += _make(out_dir, b.files, _ready(b.ir))
-    _write(out_dir, ".floem-build", b.key)
-
-
-#: The build driver, in order; each step reads and fills the `Build`.
-BUILD_STEPS = [_compile_passes, _choose_flags, _generate_files, _choose_directory, _write_files,
-               _compile_c]
+    result.warnings += _make(result.out_dir, build.files, build.ir)
+    _write(result.out_dir, ".floem-build", build.key)
 
 
 def build_program(program: Any, options: BuildOptions = BuildOptions(),
                   out_dir: str | None = None, dump_after: str | None = None,
                   report_file: bool = False) -> BuildResult:
     """Compile ``program`` with ``options`` into ``out_dir`` (default: a content-addressed
-    cache directory): the `BUILD_STEPS`."""
-    b = Build(program, options, out_dir, dump_after, report_file)
-    for step in BUILD_STEPS:
-        step(b)
-    return _ready(b.result)
+    cache directory): the passes, the files written, make."""
+    ir = compile_ir(program, options, out_dir, dump_after)
+    build = write_build(program, ir, options, out_dir, dump_after, report_file)
+    compile_build(build)
+    return build.result
+
+
+def _toolchain(program: Any, ir: ProgramIR, options: BuildOptions) -> Toolchain:
+    """The host's C flags (defaults, app directory, ``cflags(...)``, $FLOEM_CFLAGS, packet
+    I/O), the NIC platform (its tools checked when a process is on the NIC) and its flags."""
+    app_dir = [f"-I{os.path.dirname(program.app_file)}"] if program.app_file else []
+    user = shlex.split(os.environ.get("FLOEM_CFLAGS", ""))
+    platform = PLATFORMS[options.nic]
+    if _has_nic(ir):
+        platform.check_tools()
+    net_flags, net_libs = _network_flags(ir, options.net, platform, _has_nic(ir))
+    counting = ["-DFLOEM_COUNT_INSTRUCTIONS"] if options.count_instructions else []
+    cflags = DEFAULT_CFLAGS + app_dir + program.extra_cflags + user + net_flags + counting
+    return Toolchain(platform, cflags, _nic_cflags(cflags, platform, options), net_libs)
+
+
+def _staging(out_dir: str | None) -> str:
+    """Where pass dumps go: the build directory, or the cache's staging directory while it
+    is not known."""
+    return out_dir or os.path.join(cache_root(), "staging")
 
 
 def _has_nic(ir: ProgramIR) -> bool:
