@@ -7,7 +7,6 @@ from typing import Any
 import jinja2
 
 from floem.ir.cnames import GENERATED_GLOBALS, c_global
-from floem.ir.scalars import SCALARS
 from floem.ir.plan import TRACE_FIELD
 
 TEMPLATES = jinja2.Environment(
@@ -17,8 +16,6 @@ TEMPLATES = jinja2.Environment(
 )
 #: The hidden per-packet field holding a traced packet's id across a queue.
 TEMPLATES.globals["TRACE_FIELD"] = TRACE_FIELD
-#: C types whose values are single bytes: never converted between byte orders.
-TEMPLATES.globals["BYTE_TYPES"] = tuple(name for name, s in SCALARS.items() if s.byte)
 
 #: ``{{ q.name|queue_global("inst") }}``: the global C names of `GENERATED_GLOBALS`, one filter
 #: per kind (``queue_global``, ``cache_global``, ...).

@@ -3,19 +3,18 @@ NIC platforms alike), for reports and for the members of typed packets."""
 from __future__ import annotations
 
 from floem.csrc.model import Member, PacketView
-from floem.ir.scalars import SCALARS
-from floem.ir.state import FieldLayout, StateLayout
+from floem.ir.state import FieldLayout, StateLayout, TypeKind
 
 
 def field_size(f: FieldLayout) -> int | None:
     """Bytes of field ``f`` (``None`` when unknown, e.g. a struct from a user header)."""
-    if f.type.pointer:
+    element = f.type.element
+    if element.kind == TypeKind.POINTER:
         one: int | None = 8
     elif f.nested is not None:
         one = state_size(f.nested)
     else:
-        scalar = SCALARS.get(f.type.c)
-        one = scalar.size if scalar is not None else None
+        one = element.scalar.size if element.scalar is not None else None
     if one is None:
         return None
     return one * (f.type.array_len or 1)

@@ -70,9 +70,21 @@ class CCode:
     loc: Location
 
 
+class TypeKind(StrEnum):
+    """What a C type is."""
+
+    SCALAR = "scalar"       # one of `floem.ir.scalars`
+    POINTER = "pointer"
+    ARRAY = "array"         # of `CType.element`, `CType.array_len` of them
+    STRUCT = "struct"       # ``struct X`` (a state's, or one a header declares)
+    OPAQUE = "opaque"       # a name the compiler does not know (a user header's typedef)
+
+
 @dataclass(frozen=True)
 class CType:
-    """A C type as a field or port declares it: its spelling and, for an array, its length."""
+    """A C type as a field or port declares it: its spelling (an array's, its element's)
+    and, for an array, its length; what it is (`kind`) and what it is made of (`element`,
+    `pointee`, `scalar`) follow from them."""
 
     c: str
     array_len: int | None = None
@@ -82,15 +94,43 @@ class CType:
         return c_declaration(self.c, self.array_len, name)
 
     @property
+    def kind(self) -> TypeKind:
+        """What the type is."""
+        if self.array_len is not None:
+            return TypeKind.ARRAY
+        if self.c.rstrip().endswith("*"):
+            return TypeKind.POINTER
+        if self.c in SCALARS:
+            return TypeKind.SCALAR
+        return TypeKind.STRUCT if self.c.startswith("struct ") else TypeKind.OPAQUE
+
+    @property
+    def element(self) -> CType:
+        """An array's element type; any other type itself."""
+        return CType(self.c)
+
+    @property
+    def pointee(self) -> CType | None:
+        """What a pointer points at (None for any other type)."""
+        if self.kind != TypeKind.POINTER:
+            return None
+        return CType(self.c.rstrip()[:-1].rstrip())
+
+    @property
     def pointer(self) -> bool:
-        """True for a pointer type (``uint8_t *``, ``struct kvs_packet *``)."""
-        return self.c.rstrip().endswith("*")
+        """True for a pointer, or an array of pointers."""
+        return self.element.kind == TypeKind.POINTER
+
+    @property
+    def byte(self) -> bool:
+        """A single-byte scalar, or an array of them: the same in either byte order."""
+        scalar = self.element.scalar
+        return scalar is not None and scalar.byte
 
     @property
     def scalar(self) -> Scalar | None:
-        """The scalar type (`floem.ir.scalars`) it is; None for anything else (an array, a
-        pointer, a struct, a type from a user header)."""
-        return SCALARS.get(self.c) if self.array_len is None else None
+        """The scalar type (`floem.ir.scalars`) it is; None for anything else."""
+        return SCALARS.get(self.c) if self.kind == TypeKind.SCALAR else None
 
     @property
     def number(self) -> NumberKind | None:

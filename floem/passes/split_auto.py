@@ -237,7 +237,7 @@ def _values_problem(types: Sequence[str]) -> str | None:
         if tuple(types[i:i + 3]) == FRAME_TYPES:
             i += 3
             continue
-        if types[i].endswith("*"):
+        if CType(types[i]).pointer:
             return f"a pointer ({types[i]}) that would point into the other side's memory"
         i += 1
     return None
@@ -383,7 +383,7 @@ def _stash(ir: ProgramIR, wanted: str, segment: str, e: Edge, held: list[tuple[s
            loc: Location) -> str:
     """An element writing the values of edge ``e`` into the per-packet fields ``held``."""
     types = list(e.types)
-    read = ", ".join(f"{t}{'' if t.endswith('*') else ' '}v{i}" for i, t in enumerate(types))
+    read = ", ".join(CType(t).declare(f"v{i}") for i, t in enumerate(types))
     writes = " ".join(f"state->{field} = {'(void *)' if cast else ''}v{i};"
                       for i, (field, cast) in enumerate(held))
     code = f"{read if len(types) == 1 else f'({read})'} = inp(); {writes} output {{ out(); }}"
