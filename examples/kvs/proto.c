@@ -20,20 +20,26 @@ bool kvs_uncut(uint8_t *frame, size_t size)
         return false;
     struct floem_udp_frame *f = (struct floem_udp_frame *)frame;
     size_t total = floem_get16(&f->ip.total_len);
-    if (FLOEM_ETHER_LEN + total <= size || floem_get16(&f->eth.type) != FLOEM_ETHERTYPE_IPV4 || f->ip.version_ihl != 0x45
-        || f->ip.protocol != FLOEM_IPPROTO_UDP || (floem_get16(&f->ip.frag_off) & 0x3fff) != 0
+    if (FLOEM_ETHER_LEN + total <= size || floem_get16(&f->eth.type) != FLOEM_ETHERTYPE_IPV4
+        || f->ip.version_ihl != 0x45 || f->ip.protocol != FLOEM_IPPROTO_UDP
+        || (floem_get16(&f->ip.frag_off) & 0x3fff) != 0
         || floem_get16(&f->udp.len) != total - FLOEM_IPV4_MIN_LEN)
         return false;               /* lengths that disagree: not a datagram cut short */
     floem_udp_set_length(frame, size, 0);
     return true;
 }
 
+/* A request in one datagram: its frame header numbers it 0 of 1. */
+static bool one_datagram(const uint8_t *payload)
+{
+    return floem_get16(payload + 2) == 0 && floem_get16(payload + 4) == 1;
+}
+
 /* A binary SET's head: a single datagram holding the SET's header, extras and key. */
 static bool set_head(const uint8_t *payload, size_t len)
 {
     const uint8_t *h = payload + FLOEM_MC_UDP_HDR_LEN;
-    return floem_get16(payload + 2) == 0 && floem_get16(payload + 4) == 1
-           && h[1] == FLOEM_MC_SET
+    return one_datagram(payload) && h[1] == FLOEM_MC_SET
            && len >= (size_t)FLOEM_MC_UDP_HDR_LEN + FLOEM_MC_HDR_LEN + h[4] + floem_get16(h + 2);
 }
 
@@ -48,8 +54,7 @@ int kvs_check(const uint8_t *frame, size_t size)
         return KVS_DROP_TOO_SHORT;
     uint8_t magic = udp.payload[FLOEM_MC_UDP_HDR_LEN];
     if (magic != FLOEM_MC_REQUEST) {            /* text: kvs_split_next reads the commands */
-        bool single = floem_get16(udp.payload + 2) == 0 && floem_get16(udp.payload + 4) == 1;
-        return single ? -1 : KVS_DROP_MULTI_DATAGRAM;
+        return one_datagram(udp.payload) ? -1 : KVS_DROP_MULTI_DATAGRAM;
     }
     struct floem_mc_msg m;
     switch (floem_mc_parse(udp.payload, udp.payload_len, &m)) {
