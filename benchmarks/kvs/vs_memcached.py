@@ -245,9 +245,11 @@ def dpdk_server(floem: list[str], exe: str, preload: str, tmp: str
                                                    str(OPAQUE_AT), "60")
                     break
                 except SystemExit as failed:
-                    # only the port not starting (no memif server yet) is worth a retry
+                    # only the store not serving yet is worth a retry: no memif server, or
+                    # one whose threads (a loaded machine) did not answer the first NOOP
                     if (proc.poll() is not None or time.monotonic() > deadline
-                            or "floem: net dpdk:" not in str(failed)):
+                            or not any(m in str(failed) for m in (
+                                "floem: net dpdk:", "did not answer a NOOP"))):
                         err.seek(0)
                         raise SystemExit(
                             f"{failed}\n{' '.join(command)}:\n{err.read()}") from failed
