@@ -380,7 +380,7 @@ def _result(ir: ProgramIR, out_dir: str, written: list[str], platform: Platform)
     libraries = [os.path.join(out_dir, f"lib{p.name}.{ext}") for p in ir.processes.values()
                  if p.callables for ext in ("a", "so")]
     headers = [os.path.join(out_dir, f"{p.name}.h") for p in ir.processes.values()]
-    main = ir.main_process
+    main = ir.placement.main
     return BuildResult(out_dir=out_dir, files=written + list(executables.values()) + libraries,
                        executables=executables, commands=commands, libraries=libraries, headers=headers,
                        main_executable=executables.get(main) if main else None,

@@ -7,7 +7,7 @@ import shutil
 import subprocess
 
 from floem.errors import FloemError
-from floem.ir import (CachePolicy, Device, EdgeKind, Home, ProgramIR, QueueIR, Role,
+from floem.ir import (CachePolicy, Device, EdgeKind, EntryLayouts, Home, ProgramIR, QueueIR, Role,
                       WriteMiss)
 from floem.stats import QueueCounts, RunCounts
 
@@ -56,8 +56,8 @@ def to_dot(ir: ProgramIR, run: RunCounts | None = None) -> str:
         else:
             lines.append(f'  "{u}" -> "{v}" [style=dashed, label="run_order"];')
     for q in ir.queues.values():
-        carried = _carried(q)
-        taken = _taken(q, queue_counts.get(q.name))
+        carried = _carried(ir, q)
+        taken = _taken(ir, q, queue_counts.get(q.name))
         for c, names in enumerate(q.enqueuers):
             for name in names:
                 if name in ir.graph and q.dequeuer in ir.graph:
@@ -67,14 +67,15 @@ def to_dot(ir: ProgramIR, run: RunCounts | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _taken(q: QueueIR, instances: list[QueueCounts] | None) -> str:
+def _taken(ir: ProgramIR, q: QueueIR, instances: list[QueueCounts] | None) -> str:
     """A label line with what queue ``q``'s instances took in, gave out and dropped in a
     run (all its channels together: the instances count entries, not channels), as far as
     they count it: the NIC's end of a queue in host memory counts nothing there."""
     if not instances:
         return ""
-    nic_end = {end for end, device in (("enq", q.enq_device), ("deq", q.deq_device))
-               if device == Device.NIC and q.home == Home.HOST}
+    home = ir.queue_home(q.name)
+    nic_end = {end for end, device in (("enq", home.enq_device), ("deq", home.deq_device))
+               if device == Device.NIC and home.home == Home.HOST}
     parts = [f"{sum(getattr(i, what) for i in instances)} {what}"
              for what, end in (("enqueued", "enq"), ("dequeued", "deq"), ("dropped", "enq"))
              if end not in nic_end]
@@ -82,13 +83,13 @@ def _taken(q: QueueIR, instances: list[QueueCounts] | None) -> str:
     return f"\\n{', '.join(parts)}{every}"
 
 
-def _carried(q: QueueIR) -> list[str]:
-    """Per channel of ``q``, a label line saying what its entries carry (once liveness has
-    chosen the fields): the fields and their bytes."""
-    if len(q.entries) != q.channels:
+def _carried(ir: ProgramIR, q: QueueIR) -> list[str]:
+    """Per channel of ``q``, a label line saying what its entries carry (once their layouts
+    are made): the fields and their bytes."""
+    if EntryLayouts not in ir.results:
         return [""] * q.channels
     result = []
-    for ch in q.entries:
+    for ch in ir.entry_layouts.entries[q.name]:
         names = ", ".join(f.name for f in ch.fixed + ch.variable) or "nothing"
         size = ch.fixed_bytes
         result.append(f"\\n{names}" + (f" ({size} B)" if size is not None else ""))

@@ -63,8 +63,8 @@ def test_every_global_named_after_a_program_name_is_reserved_from_elements() -> 
         for options in OPTIONS:
             ir, defined = generated(app, options)
             taken = ir.names() | _checked_globals(ir)
-            for n in ir.nodes():
-                taken |= {*n.plan.ports.values(), *n.plan.entries.values(), n.plan.inputs_record}
+            for plan in ir.plan.elements.values():
+                taken |= {*plan.ports.values(), *plan.entries.values(), plan.inputs_record}
             for kind, names in owners(ir).items():
                 derived = {g for g in defined for name in names if g.startswith(f"{name}_")}
                 unknown = derived - taken

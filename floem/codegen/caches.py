@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from floem.codegen.render import fragment
-from floem.ir import CacheIR, ElementNode, StateLayout
+from floem.ir import CacheIR, ElementNode, ElementPlan, StateLayout
 from floem.ir.cnames import c_global
 
 _MACROS = "caches.c.j2"
@@ -29,24 +29,24 @@ class CacheView:
         return next(f.type.c for f in self.state.fields if f.name == name)
 
 
-def lookup_body(v: CacheView, n: ElementNode) -> list[str]:
+def lookup_body(v: CacheView, n: ElementNode, plan: ElementPlan) -> list[str]:
     """get_start: a hit skips the get region with the cached value; a miss enters it."""
-    return fragment(_MACROS, "lookup", v, n)
+    return fragment(_MACROS, "lookup", v, n, plan)
 
 
-def fill_body(v: CacheView, n: ElementNode) -> list[str]:
+def fill_body(v: CacheView, n: ElementNode, plan: ElementPlan) -> list[str]:
     """get_end: cache what the get region fetched, unless a set raced it (then return the set's)."""
-    return fragment(_MACROS, "fill", v, n)
+    return fragment(_MACROS, "fill", v, n, plan)
 
 
-def update_body(v: CacheView, n: ElementNode) -> list[str]:
+def update_body(v: CacheView, n: ElementNode, plan: ElementPlan) -> list[str]:
     """set_start: update the cache by policy, then the set region or straight past it."""
-    return fragment(_MACROS, "update", v, n)
+    return fragment(_MACROS, "update", v, n, plan)
 
 
-def set_end_body(v: CacheView, n: ElementNode) -> list[str]:
+def set_end_body(v: CacheView, n: ElementNode, plan: ElementPlan) -> list[str]:
     """set_end: an eviction stops here; a set query goes on."""
-    return fragment(_MACROS, "set_end", v, n)
+    return fragment(_MACROS, "set_end", v, n, plan)
 
 
 def evict_function(v: CacheView) -> str:

@@ -50,7 +50,7 @@ def generate(ir: ProgramIR, cflags: list[str], runtime_sources: list[str],
 
 def launcher(ir: ProgramIR, emulator: list[str]) -> GeneratedFile | None:
     """``run``: a shell script starting the program's processes the way ``floem run`` does."""
-    main = ir.main_process
+    main = ir.placement.main
     if main not in ir.processes or not ir.processes[main].has_main:
         return None
     others = [(p.name, " ".join(emulator + [f'"$here/{p.name}"']) if p.device == Device.NIC
@@ -129,9 +129,10 @@ class _ProcessEmitter:
         self.segments: list[SegmentIR] = [ir.segments[s] for s in self.proc.segments]
         self.nodes: list[ElementNode] = [ir.node(n) for s in self.segments for n in s.elements]
         self.nic = self.proc.device == Device.NIC
-        self.plan = self.proc.plan
+        self.plan = ir.plan.processes[process]
         mine = {n.name for n in self.nodes}
-        self.caches = [cgen.CacheView(c, c.state, ir.node(c.points[CachePoint.SET_START]).plan
+        self.caches = [cgen.CacheView(c, c.state,
+                                      ir.element_plan(c.points[CachePoint.SET_START])
                                       .ports["region"] if CachePoint.SET_START in c.points else "")
                        for c in ir.caches.values()
                        if c.state is not None and set(c.points.values()) & mine]
@@ -156,7 +157,8 @@ class _ProcessEmitter:
 
     def source(self) -> GeneratedFile:
         c_file = f"{self.process}.c"
-        homes = self.ir.state_homes
+        homes = self.ir.homes.states
+        layouts = self.ir.entry_layouts.entries
         states = list(self.ir.states.values())
         queues = list(self.ir.queues.values())
         used = [q for q in queues if q.name in self.plan.queues]
@@ -166,7 +168,7 @@ class _ProcessEmitter:
             nic=self.nic, managers=self.plan.managers, network=self.plan.network,
             net_queues=self.plan.net_queues, counters=self.plan.counters,
             kept_frames=self.plan.kept_frames,
-            packets=any(qgen.carries_packets(q.entries) for q in used),
+            packets=any(qgen.carries_packets(layouts[q.name]) for q in used),
             kept_frame_timeout_ms=self.plan.kept_frame_timeout_ms,
             counter_layout=self.plan.counter_layout.splitlines(),
             counter_notes=[{"line": line, **self._reported(self.ir.states[state])}
@@ -177,24 +179,24 @@ class _ProcessEmitter:
             states=[self._state(s) for s in states if homes[s.name] == Home.HOST],
             nic_states=[self._state(s) for s in states if self.nic and homes[s.name] == Home.NIC],
             regions=[{"name": r.name, "size": r.size} for r in self.ir.regions],
-            queues=[self._queue(q) for q in queues if q.home == Home.HOST],
-            nic_queues=[self._queue(q) for q in queues if self.nic and q.home == Home.NIC],
+            queues=[self._queue(q) for q in queues if self._home(q) == Home.HOST],
+            nic_queues=[self._queue(q) for q in queues if self.nic and self._home(q) == Home.NIC],
             shadows=[self._queue(q) for q in used if self.plan.queues[q.name].synced],
             used_queues=[self._queue(q) for q in used],
-            entry_structs=[s for q in queues if q in used or q.home == Home.HOST   # in the layout
-                           for s in qgen.entry_structs(q.entries)],
+            entry_structs=[s for q in queues if q in used or self._home(q) == Home.HOST  # laid out
+                           for s in qgen.entry_structs(layouts[q.name])],
             wire_functions=[qgen.wire_function(s) for s in self.ir.layouts if self.nic],
             caches=[{"name": v.cache.name, "buckets": v.cache.buckets,
                      "entries": v.cache.entries or 0, "evict": cgen.evict_function(v),
                      "drain": cgen.drain_function(v) if v.cache.defer_fill_evictions else ""}
                     for v in self.caches],
-            prototypes=fn.prototypes(self.nodes),
+            prototypes=fn.prototypes(self.ir, self.nodes),
             joins=[self._join(n) for n in self.nodes if n.join],
             returns=[self._return_slot(s) for s in self.segments
                      if s.kind == SegmentKind.CALLABLE and fn.return_element(self.ir, s)],
             elements=[fn.element_function(self.ir, n, self._statements(n)) for n in self.nodes],
             dispatchers=[d for n in self.nodes for d in fn.dispatchers(self.ir, n, joins_here)],
-            join_entries=[j for n in self.nodes if n.join for j in fn.join_entries(n)],
+            join_entries=[j for n in self.nodes if n.join for j in fn.join_entries(self.ir, n)],
             threads=[self._thread(s) for s in self.segments if s.kind == SegmentKind.THREAD],
             callables=[self._callable(s) for s in self.segments if s.kind == SegmentKind.CALLABLE],
             main=self._main() if self.proc.has_main and not self.proc.external_main else None,
@@ -211,7 +213,7 @@ class _ProcessEmitter:
         home = Home.NIC if self.nic else Home.HOST
         used = {s.name for n in self.nodes for s in n.persistent.values()}
         return [self._reported(s) for s in self.ir.states.values()
-                if s.name in used and s.layout.report and self.ir.state_homes[s.name] == home]
+                if s.name in used and s.layout.report and self.ir.homes.states[s.name] == home]
 
     @staticmethod
     def _reported(s: PersistentState) -> dict[str, Any]:
@@ -224,11 +226,16 @@ class _ProcessEmitter:
     def _state(s: PersistentState) -> dict[str, str]:
         return {"type": s.layout.name, "pointer": s.pointer, "init": s.initializer}
 
+    def _home(self, q: QueueIR) -> Home:
+        return self.ir.queue_home(q.name).home
+
     def _queue(self, q: QueueIR) -> qgen.QueueView:
-        return qgen.QueueView(q, q.entries, self.plan.queues.get(q.name, qgen.HOLDS))
+        return qgen.QueueView(q, self.ir.entry_layouts.entries[q.name],
+                              self.plan.queues.get(q.name, qgen.HOLDS), self.ir.queue_home(q.name),
+                              self.ir.plan.sync_batches[q.name])
 
     def _join(self, n: ElementNode) -> dict[str, Any]:
-        return {"element": n.name, "record": n.plan.inputs_record,
+        return {"element": n.name, "record": self.ir.element_plan(n.name).inputs_record,
                 "ports": [{"name": p, "fields": fn.values(types, f"{p}_")}
                           for p, types in n.inputs.items()]}
 
@@ -238,18 +245,19 @@ class _ProcessEmitter:
             return self._queue_statements(n)
         if n.role in _CACHE_BODIES:
             view = next(v for v in self.caches if v.cache.name == n.cache)
-            return _CACHE_BODIES[n.role](view, n)
+            return _CACHE_BODIES[n.role](view, n, self.ir.element_plan(n.name))
         return None
 
     def _queue_statements(self, n: ElementNode) -> list[str]:
         q = self.ir.queues[n.queue]
-        access = self._queue(q).access
+        view = self._queue(q)
+        access, plan = view.access, self.ir.element_plan(n.name)
         if n.role == Role.ENQUEUE:
-            return qgen.enqueue_body(n, q, q.entries[n.channel], access)
+            return qgen.enqueue_body(n, plan, q, view.channels[n.channel], access)
         if n.role == Role.DEQUEUE:
-            return qgen.dequeue_body(n, q, len(self.ir.segments[n.segment].cores), access)
+            return qgen.dequeue_body(n, plan, q, len(self.ir.segments[n.segment].cores), access)
         if n.role == Role.SAVE:
-            return qgen.save_body(n, q.entries[n.channel], access)
+            return qgen.save_body(n, plan, view.channels[n.channel], access)
         return qgen.release_body(q, access)
 
     def _return_slot(self, seg: SegmentIR) -> dict[str, str]:
@@ -260,7 +268,7 @@ class _ProcessEmitter:
         has_return = fn.return_element(self.ir, seg) is not None
         return {"name": seg.name, "function": fn.callable_signature(self.ir, seg),
                 "state": seg.packet_state.name if seg.packet_state else "",
-                "zero": bool(seg.read_first),
+                "zero": bool(self.ir.liveness.read_first[seg.name]),
                 "slot": fn.return_slot(seg.name) if has_return else "",
                 "has_value": bool(fn.return_type(self.ir, seg)),
                 "source": seg.source,
@@ -271,14 +279,16 @@ class _ProcessEmitter:
         return {"segment": seg.name, "count": len(seg.cores), "source": seg.source,
                 "cpus": seg.cores if seg.pinned else [-1] * len(seg.cores),
                 "state": seg.packet_state.name if seg.packet_state
-                and not self.ir.node(seg.source).plan.fresh_state else "",
-                "zero": bool(seg.read_first), "manage": self.plan.threads_manage}
+                and not self.ir.element_plan(seg.source).fresh_state else "",
+                "zero": bool(self.ir.liveness.read_first[seg.name]),
+                "manage": self.plan.threads_manage}
 
     def _main(self) -> dict[str, Any]:
         info = self.ir.main_info
-        if info is None or self.ir.main_body is None or self.ir.main_process != self.process:
+        body = self.ir.plan.main_body
+        if info is None or body is None or self.ir.placement.main != self.process:
             return {"body": None, "pointers": []}
-        return {"body": self.ir.main_body,
+        return {"body": body,
                 "pointers": [(s.name, s) for s in self.ir.states.values()
                              if s.name in info.persistent_used]}
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from floem.csrc.tokens import mentions
 from floem.ir import EdgeKind, ElementNode, PersistentState, ProgramIR, Role, SegmentIR
 from floem.ir.cnames import c_global
-from floem.ir.plan import ElementCounters, ElementTrace, TracedPort
+from floem.ir.plan import ElementCounters, ElementPlan, ElementTrace, TracedPort
 
 
 @dataclass(frozen=True)
@@ -137,35 +137,37 @@ def input_params(n: ElementNode, port: str | None) -> list[Param]:
     return [v for p in ports for v in values(n.inputs[p], f"{p}_")]
 
 
-def element_signature(n: ElementNode) -> Function:
-    """An element's function: the state, and its input values (none for a join, whose
-    entry functions take them; an argument element takes the callable's arguments)."""
+def element_signature(n: ElementNode, plan: ElementPlan) -> Function:
+    """An element's function (planned as ``plan``): the state, and its input values (none for
+    a join, whose entry functions take them; an argument element takes the callable's
+    arguments)."""
     if n.role == Role.ARGS:
         params = values(next(iter(n.outputs.values())), "arg")
     else:
         params = [] if n.join else input_params(n, None)
-    return Function(n.name, [state_param(n)] + params, noinline=n.plan.out_of_line)
+    return Function(n.name, [state_param(n)] + params, noinline=plan.out_of_line)
 
 
-def dispatcher_signature(n: ElementNode, port: str) -> Function:
-    """The function firing output ``port`` of ``n``."""
-    return Function(n.plan.ports[port], [state_param(n)] + values(n.outputs[port], "v"),
+def dispatcher_signature(n: ElementNode, plan: ElementPlan, port: str) -> Function:
+    """The function firing output ``port`` of ``n`` (planned as ``plan``)."""
+    return Function(plan.ports[port], [state_param(n)] + values(n.outputs[port], "v"),
                     inline=True)
 
 
-def join_entry_signature(n: ElementNode, port: str) -> Function:
-    """The entry function of input ``port`` of join ``n``."""
-    return Function(n.plan.entries[port], [state_param(n)] + input_params(n, port))
+def join_entry_signature(n: ElementNode, plan: ElementPlan, port: str) -> Function:
+    """The entry function of input ``port`` of join ``n`` (planned as ``plan``)."""
+    return Function(plan.entries[port], [state_param(n)] + input_params(n, port))
 
 
-def prototypes(nodes: list[ElementNode]) -> list[Function]:
+def prototypes(ir: ProgramIR, nodes: list[ElementNode]) -> list[Function]:
     """Every element, dispatcher and join entry function of ``nodes``."""
     result = []
     for n in nodes:
-        result.append(element_signature(n))
-        result.extend(dispatcher_signature(n, p) for p in n.outputs)
+        plan = ir.element_plan(n.name)
+        result.append(element_signature(n, plan))
+        result.extend(dispatcher_signature(n, plan, p) for p in n.outputs)
         if n.join:
-            result.extend(join_entry_signature(n, p) for p in n.inputs)
+            result.extend(join_entry_signature(n, plan, p) for p in n.inputs)
     return result
 
 
@@ -178,27 +180,26 @@ def element_function(ir: ProgramIR, n: ElementNode,
                      statements: list[str] | None) -> ElementFunction:
     """The function of ``n``; ``statements``: the compiler's C of a queue or cache element
     (None for the others)."""
+    plan = ir.element_plan(n.name)
     e = ElementFunction(
-        node=n, function=element_signature(n),
+        node=n, function=element_signature(n, plan),
         where=f"{os.path.basename(n.loc.file)}:{n.loc.line}",
-        pointers=[(attr, n.persistent[attr]) for attr in n.plan.pointers], uses_state=True,
+        pointers=[(attr, n.persistent[attr]) for attr in plan.pointers], uses_state=True,
         statements=statements or [],
         orders=[e.dst for e in ir.out_edges(n.name, kind=EdgeKind.ORDER)],
-        counters=n.plan.counters, trace=n.plan.trace)
+        counters=plan.counters, trace=plan.trace)
     if n.role == Role.ARGS:
         out = next(iter(n.outputs))
-        e.forward = Call(n.plan.ports[out], len(n.outputs[out]))
+        e.forward = Call(plan.ports[out], len(n.outputs[out]))
     elif n.role == Role.RETURN:
         e.return_slot, e.return_value = return_slot(n.segment), bool(n.inputs["inp"])
     elif statements is None:
-        e.body = n.plan.body
-        e.alone = n.plan.alone and mentions("floem_add", [e.body])
+        e.body = plan.body
+        e.alone = plan.alone and mentions("floem_add", [e.body])
     e.uses_state = bool(e.forward or e.orders or (e.trace and (e.trace.carries
                                                                or e.trace.enter_fields))) \
         or mentions("state", [e.body] + e.statements)
-    if not e.forward and not e.return_value:    # they pass on every argument, or inp_0
-        e.unused = [p.name for p in e.function.params[1:]
-                    if not mentions(p.name, [e.body] + e.statements)]
+    e.unused = list(plan.unused)
     return e
 
 
@@ -206,30 +207,32 @@ def dispatchers(ir: ProgramIR, n: ElementNode, joins_here: bool) -> list[Dispatc
     """The functions of ``n``'s output ports; ``joins_here``: the process has a join, so
     packets carry sequence numbers."""
     result = []
-    counters = n.plan.counters
+    plan = ir.element_plan(n.name)
+    counters = plan.counters
     for port, types in n.outputs.items():
         calls = []
         for e in ir.out_edges(n.name, port):
             target = ir.node(e.dst)
-            function = target.plan.entries[e.in_port] if target.join else e.dst
+            function = ir.element_plan(e.dst).entries[e.in_port] if target.join else e.dst
             calls.append(Call(function, len(target.inputs[e.in_port])))
         result.append(Dispatcher(
-            owner=n.name, port=port, function=dispatcher_signature(n, port), calls=calls,
+            owner=n.name, port=port, function=dispatcher_signature(n, plan, port), calls=calls,
             used=min(len(types), max((c.values for c in calls), default=0)),
-            packet_begin=n.plan.begins_packets, new_packet=n.plan.emits_packets,
-            next_seq=n.plan.emits_packets and joins_here,
-            clear_state=n.plan.emits_packets and bool(ir.segments[n.segment].read_first),
-            fresh_state=n.packet_state.name if n.plan.fresh_state and n.packet_state else "",
+            packet_begin=plan.begins_packets, new_packet=plan.emits_packets,
+            next_seq=plan.emits_packets and joins_here,
+            clear_state=plan.emits_packets and bool(ir.liveness.read_first[n.segment]),
+            fresh_state=n.packet_state.name if plan.fresh_state and n.packet_state else "",
             counter=counters.port(port) if counters else None,
             shared=bool(counters and counters.shared),
             tracked=bool(counters and counters.ended is not None),
-            trace=n.plan.trace.port(port) if n.plan.trace else None))
+            trace=plan.trace.port(port) if plan.trace else None))
     return result
 
 
-def join_entries(n: ElementNode) -> list[JoinEntry]:
+def join_entries(ir: ProgramIR, n: ElementNode) -> list[JoinEntry]:
     """The entry functions of join ``n``'s input ports."""
-    return [JoinEntry(n.name, n.plan.inputs_record, port, join_entry_signature(n, port),
+    plan = ir.element_plan(n.name)
+    return [JoinEntry(n.name, plan.inputs_record, port, join_entry_signature(n, plan, port),
                       len(n.inputs[port]),
                       [p for p in n.inputs if p != port]) for port in n.inputs]
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from floem.codegen.render import fragment
-from floem.ir import Device, ElementNode, EntryLayout, QueueIR, StateLayout
+from floem.ir import (Device, ElementNode, ElementPlan, EntryLayout, QueueHome, QueueIR,
+                      StateLayout)
 from floem.ir.cnames import c_global
 from floem.ir.plan import QueueSide
 
@@ -34,12 +35,15 @@ class Access:
     ``synced``: a NIC end of a host-resident queue, through the synchronization
     layer (entries in wire byte order); otherwise the queue runtime directly.
     ``manage``: call the sync manager inline while waiting (no manager cores).
-    ``table``: the C array of the queue's instance handles.
+    ``table``: the C array of the queue's instance handles. ``multi_producer`` and
+    ``multi_consumer``: the atomic variants of reserving and acquiring entries.
     """
 
     table: str
     synced: bool = False
     manage: bool = False
+    multi_producer: bool = False
+    multi_consumer: bool = False
 
     @property
     def handle(self) -> str:
@@ -59,35 +63,41 @@ class QueueView:
     queue: QueueIR
     channels: tuple[EntryLayout, ...]
     side: QueueSide
+    home: QueueHome
+    sync_batch: int             # entries the sync layer moves at once
 
     @property
     def access(self) -> Access:
         """How the process's queue elements reach the instances."""
         name = self.queue.name
         return Access(table=c_global("queue", name, "sync" if self.side.synced else "inst"),
-                      synced=self.side.synced, manage=self.side.manage_inline)
+                      synced=self.side.synced, manage=self.side.manage_inline,
+                      multi_producer=self.home.multi_producer,
+                      multi_consumer=self.home.multi_consumer)
 
     @property
     def to_host(self) -> bool:
         """True when the NIC enqueues (the sync layer's direction)."""
-        return self.queue.enq_device == Device.NIC
+        return self.home.enq_device == Device.NIC
 
 
-def enqueue_body(n: ElementNode, q: QueueIR, ch: EntryLayout, access: Access) -> list[str]:
+def enqueue_body(n: ElementNode, plan: ElementPlan, q: QueueIR, ch: EntryLayout,
+                 access: Access) -> list[str]:
     """Statements of an enqueue element: pick the instance, reserve, copy live fields, commit.
     A lossy queue whose full port is connected sends the packet there when its instance
     is full, instead of dropping and counting it."""
-    return fragment(_MACROS, "enqueue", n, q, ch, access)
+    return fragment(_MACROS, "enqueue", n, plan, q, ch, access)
 
 
-def dequeue_body(n: ElementNode, q: QueueIR, threads: int, access: Access) -> list[str]:
+def dequeue_body(n: ElementNode, plan: ElementPlan, q: QueueIR, threads: int,
+                 access: Access) -> list[str]:
     """Statements of a dequeue: take the oldest entry of this thread's (or qid's) instance."""
-    return fragment(_MACROS, "dequeue", n, q, threads, access)
+    return fragment(_MACROS, "dequeue", n, plan, q, threads, access)
 
 
-def save_body(n: ElementNode, ch: EntryLayout, access: Access) -> list[str]:
+def save_body(n: ElementNode, plan: ElementPlan, ch: EntryLayout, access: Access) -> list[str]:
     """Statements of a save: fill the per-packet state from the held entry, go on."""
-    return fragment(_MACROS, "save", n, ch, access)
+    return fragment(_MACROS, "save", n, plan, ch, access)
 
 
 def release_body(q: QueueIR, access: Access) -> list[str]:

@@ -12,7 +12,7 @@ def report(ir: ProgramIR) -> str:
         lines.append(f"  {seg.name}: {seg.kind}, device {seg.device}, cores {seg.cores}, "
                      f"process {seg.process}, source {seg.source}")
         if seg.packet_state is not None:
-            uses = ", ".join(sorted(seg.uses)) or "(none)"
+            uses = ", ".join(sorted(ir.liveness.uses[seg.name])) or "(none)"
             lines.append(f"    per-packet state {seg.packet_state.name}: uses {uses}")
     lines += ["", "processes:"]
     for proc in ir.processes.values():
@@ -43,12 +43,14 @@ def report(ir: ProgramIR) -> str:
 def _queue(ir: ProgramIR, q: QueueIR) -> list[str]:
     state = ir.node(q.dequeuer).packet_state
     whole = state_size(state) if state else 0
-    variant = f"{'multi' if q.multi_producer else 'single'}-producer, " \
-              f"{'multi' if q.multi_consumer else 'single'}-consumer"
+    home = ir.queue_home(q.name)
+    variant = f"{'multi' if home.multi_producer else 'single'}-producer, " \
+              f"{'multi' if home.multi_consumer else 'single'}-consumer"
     lines = [f"  {q.name}: {q.channels} channel(s) on {q.instances} instance(s) of {q.size} "
              f"entries, {'lossless' if q.lossless else 'lossy'}, {variant}"]
     payloads = []
-    for ch in q.entries:
+    entries = ir.entry_layouts.entries[q.name]
+    for ch in entries:
         fixed = ch.fixed_bytes
         payloads.append(fixed)
         sent = ", ".join([f.name for f in ch.fixed] + [_variable(v) for v in ch.variable]
@@ -65,7 +67,7 @@ def _queue(ir: ProgramIR, q: QueueIR) -> list[str]:
         lines.append(f"    entry: {q.entry_size} bytes (fixed by entry_size=)")
     elif None not in payloads:
         known = [p for p in payloads if p is not None]
-        largest = max(p + ch.variable_room for p, ch in zip(known, q.entries))
+        largest = max(p + ch.variable_room for p, ch in zip(known, entries))
         lines.append(f"    entry: {entry_size(largest)} bytes (8-byte header, rounded)")
     return lines
 

@@ -37,6 +37,7 @@ import dpkt
 from floem.errors import FloemError
 from floem.explore.callgrind import read_profile
 from floem.explore.counters import Counters, parse
+from floem.ir.cnames import c_global
 
 POLL_SECONDS = 0.4
 #: How long one run may take before it is reported as failed.
@@ -445,13 +446,13 @@ def process_counts(base: str, process: str, segments: list[str], report: Counter
         total = profile.total("Ir")
         if total == 0:
             continue
-        ran = [s for s in segments if profile.of(f"{s}_thread", "Ir")]
+        ran = [s for s in segments if profile.of(c_global("segment", s, "thread"), "Ir")]
         root = profile.root()
         if len(ran) > 1 or (not ran and root is None):
             raise FloemError(f"callgrind counted {total:,} instructions of process {process} in "
                              f"a thread of no segment ({os.path.basename(path)})")
         if ran:
-            name, function = ran[0], f"{ran[0]}_thread"
+            name, function = ran[0], c_global("segment", ran[0], "thread")
             if profile.of(function, "Ir") != total:
                 raise FloemError(f"callgrind counted {total - profile.of(function, 'Ir'):,} "
                                  f"instructions of process {process} outside {function}")
@@ -466,7 +467,8 @@ def process_counts(base: str, process: str, segments: list[str], report: Counter
         if segment not in counts and any(t.segment == segment and t.packets
                                          for t in report.threads):
             raise FloemError(f"callgrind's counts of process {process} miss segment {segment} "
-                             f"({segment}_thread), whose threads handled packets")
+                             f"({c_global('segment', segment, 'thread')}), whose threads "
+                             "handled packets")
     return counts
 
 

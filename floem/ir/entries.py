@@ -11,7 +11,7 @@ pointer (a fixed field).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 
 from floem.ir.state import FieldLayout
@@ -30,7 +30,7 @@ class FrameCrossing(StrEnum):
 TO_THE_END = 1 << 40
 
 
-@dataclass
+@dataclass(frozen=True)
 class PacketBytes:
     """What a queue channel carries of one typed packet field: the byte ranges live after
     it (``liveness``; a range ending at `TO_THE_END` runs to the packet's end, and
@@ -39,8 +39,8 @@ class PacketBytes:
     whether its payload stays by the port (``sliced``: the window is then the header part
     the other side uses, and a frame that crossed whole crosses whole again)."""
 
-    ranges: list[tuple[int, int]]
-    causes: list[str] = field(default_factory=list)
+    ranges: tuple[tuple[int, int], ...]
+    causes: tuple[str, ...] = ()
     window: int | None = None
     crossing: FrameCrossing | None = None
     sliced: bool = False

@@ -7,6 +7,7 @@ record (add them with `ProgramIR.add_edge`, read them with `ProgramIR.edges`,
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -14,10 +15,11 @@ import networkx as nx
 
 from floem.csrc.model import BodyInfo
 from floem.errors import Location
-from floem.ir.entries import EntryLayout, PacketBytes
 from floem.ir.options import BuildOptions, Cut
-from floem.ir.plan import ElementPlan, ProcessPlan
-from floem.ir.state import (CCode, Device, Home, MemoryRegionIR, PersistentState, Role,
+from floem.ir.plan import ElementPlan
+from floem.ir.results import (EntryLayouts, Homes, Liveness, Placement, Plan, ProcessIR, QueueHome,
+                              Results, Windows)
+from floem.ir.state import (CCode, Device, MemoryRegionIR, PersistentState, Role,
                             SegmentKind, StateLayout)
 
 
@@ -92,7 +94,6 @@ class ElementNode:
     host_only: bool = False
     cut_queue: str = ""             # split_auto: the queue a stash or unstash serves
     cache: str = ""
-    plan: ElementPlan = field(default_factory=ElementPlan)     # plan_code
 
     @property
     def body_info(self) -> BodyInfo:
@@ -132,15 +133,14 @@ class SegmentIR:
     default_return: str | None = None
     source: str = ""
     elements: list[str] = field(default_factory=list)
-    uses: set[str] = field(default_factory=set)
-    read_first: set[str] = field(default_factory=set)   # read before written on some path
     auto: bool = False                  # declared target.AUTO: split_auto may cut it
     cut: Cut | None = None              # the cut asked for (floem.cut, floem place)
 
 
 @dataclass
 class QueueIR:
-    """A queue: its channels' ends, instances, and (after liveness) what each entry carries."""
+    """A queue: its channels' ends and instances (what its entries carry: `Liveness`,
+    `Windows`, `Layouts`; where it lives: `Homes`)."""
 
     name: str
     channels: int
@@ -153,15 +153,6 @@ class QueueIR:
     enq_atomic: bool | None = None
     deq_atomic: bool | None = None
     entry_size: int | None = None
-    fields: list[list[str]] = field(default_factory=list)
-    packets: list[dict[str, PacketBytes]] = field(default_factory=list)
-    entries: tuple[EntryLayout, ...] = ()   # plan_entries: each channel's entry layout
-    multi_producer: bool = False
-    multi_consumer: bool = False
-    sync_batch: int = 1                     # plan_code: entries the sync layer moves at once
-    home: Home = Home.HOST
-    enq_device: Device = Device.CPU
-    deq_device: Device = Device.CPU
     boundary: str = ""              # split_auto: "rx" (NIC to CPU) or "tx" (CPU to NIC)
 
 
@@ -198,19 +189,6 @@ class CacheIR:
 
 
 @dataclass
-class ProcessIR:
-    """An executable: its segments, and whether it holds ``main``."""
-
-    name: str
-    segments: list[str] = field(default_factory=list)
-    has_main: bool = False
-    callables: list[str] = field(default_factory=list)
-    device: Device = Device.CPU
-    external_main: list[str] = field(default_factory=list)
-    plan: ProcessPlan = field(default_factory=ProcessPlan)      # plan_code
-
-
-@dataclass
 class MainIR:
     """What the program asked of ``main``: its C code, its process, or a user's own program."""
 
@@ -238,7 +216,8 @@ def unused_name(wanted: str, taken: set[str]) -> str:
 
 @dataclass
 class ProgramIR:
-    """Everything the passes share: the graph plus program-level tables.
+    """Everything the passes share: the graph plus program-level tables, and the analyses'
+    results (`floem.ir.results`).
 
     ``build_graph`` fills it from the user's program; no later stage reads that program.
     """
@@ -247,26 +226,64 @@ class ProgramIR:
     app_file: str | None = None
     graph: nx.MultiDiGraph[str] = field(default_factory=nx.MultiDiGraph)
     segments: dict[str, SegmentIR] = field(default_factory=dict)
-    processes: dict[str, ProcessIR] = field(default_factory=dict)
     queues: dict[str, QueueIR] = field(default_factory=dict)
     caches: dict[str, CacheIR] = field(default_factory=dict)
     layouts: list[StateLayout] = field(default_factory=list)    # nested states first
     states: dict[str, PersistentState] = field(default_factory=dict)
     regions: list[MemoryRegionIR] = field(default_factory=list)
     main: MainIR = field(default_factory=MainIR)
-    state_homes: dict[str, Home] = field(default_factory=dict)
     size_uses: dict[str, dict[str, set[str]]] = field(default_factory=dict)
     includes: list[CCode] = field(default_factory=list)
     depends: list[str] = field(default_factory=list)
     options: BuildOptions = field(default_factory=BuildOptions)
     warnings: list[str] = field(default_factory=list)
     user_names: frozenset[str] = frozenset()    # every name the user's program claimed
-    # Results of passes, for later passes and code generation:
     main_info: BodyInfo | None = None       # parse_bodies: the analysed floem.main code
     trace_filter: TraceFilter | None = None     # trace_packets: the --trace-filter expression
-    main_process: str | None = None         # placement: the process holding main
-    planned: bool = False                   # plan_code: processes and elements have plans
-    main_body: str | None = None            # plan_code: floem.main lowered to plain C
+    results: Results = field(default_factory=Results)
+
+    @property
+    def liveness(self) -> Liveness:
+        """What each queue channel carries, and what each segment reads (``liveness``)."""
+        return self.results.get(Liveness)
+
+    @property
+    def placement(self) -> Placement:
+        """The processes and the one holding ``main`` (``placement``)."""
+        return self.results.get(Placement)
+
+    @property
+    def processes(self) -> Mapping[str, ProcessIR]:
+        """The processes segments run in (``placement``)."""
+        return self.placement.processes
+
+    @property
+    def homes(self) -> Homes:
+        """Whose memory holds each state and queue (``place_memory``)."""
+        return self.results.get(Homes)
+
+    def queue_home(self, queue: str) -> QueueHome:
+        """Where queue ``queue``'s ends run and whose memory holds it (``place_memory``)."""
+        return self.homes.queues[queue]
+
+    @property
+    def windows(self) -> Windows:
+        """What of each typed packet crosses each queue channel (``slice_packets``)."""
+        return self.results.get(Windows)
+
+    @property
+    def entry_layouts(self) -> EntryLayouts:
+        """The entry layout of every queue channel (``plan_entries``)."""
+        return self.results.get(EntryLayouts)
+
+    @property
+    def plan(self) -> Plan:
+        """Every choice code generation prints (``plan_code``)."""
+        return self.results.get(Plan)
+
+    def element_plan(self, name: str) -> ElementPlan:
+        """The plan of element ``name`` (``plan_code``)."""
+        return self.plan.elements[name]
 
     def node(self, name: str) -> ElementNode:
         """The `ElementNode` named ``name``."""
@@ -332,16 +349,19 @@ class ProgramIR:
         return sorted((e for e in edges if kind is None or e.kind == kind), key=lambda e: e.rank)
 
     def dump(self) -> str:
-        """A readable text form of the IR, stable for golden comparisons."""
+        """A readable text form of the IR, stable for golden comparisons: the structural IR
+        with the results made so far."""
+        made = self.results
         lines = []
         for seg in self.segments.values():
             state = seg.packet_state.name if seg.packet_state else "-"
             lines.append(f"segment {seg.name} ({seg.kind}) device={seg.device} cores={seg.cores} "
                          f"process={seg.process} source={seg.source or '-'} state={state}")
-            if seg.uses:
-                lines.append(f"  uses {', '.join(sorted(seg.uses))}")
-            if seg.read_first:
-                lines.append(f"  reads first (zeroed per packet) {', '.join(sorted(seg.read_first))}")
+            if Liveness in made and self.liveness.uses[seg.name]:
+                lines.append(f"  uses {', '.join(sorted(self.liveness.uses[seg.name]))}")
+            if Liveness in made and self.liveness.read_first[seg.name]:
+                lines.append("  reads first (zeroed per packet) "
+                             f"{', '.join(sorted(self.liveness.read_first[seg.name]))}")
             for name in seg.elements:
                 lines.extend("  " + line for line in self._dump_node(self.node(name)))
         loose = [n for n in self.nodes() if n.segment not in self.segments]
@@ -349,15 +369,17 @@ class ProgramIR:
             lines.extend(self._dump_node(n))
         for q in self.queues.values():
             lines.append(f"queue {q.name}: channels={q.channels} inst={q.instances} size={q.size} "
-                         f"lossless={q.lossless} mp={q.multi_producer} mc={q.multi_consumer} "
-                         f"{q.enq_device}->{q.deq_device} in {q.home} memory"
-                         + (f", sync batches of {q.sync_batch}" if self.planned else ""))
-            for c, fields in enumerate(q.fields):
+                         f"lossless={q.lossless}" + self._dump_queue_home(q.name))
+            carried = self.liveness.carried[q.name] if Liveness in made else ()
+            packets = (self.windows if Windows in made else
+                       self.liveness if Liveness in made else None)
+            for c, fields in enumerate(carried):
                 lines.append(f"  channel {c} carries {', '.join(fields) or '(nothing)'}")
-                packets = q.packets[c] if c < len(q.packets) else {}
-                lines += [f"    {name}: {b.describe()}" for name, b in packets.items()]
-                if c < len(q.entries):
-                    lines.append(f"    {q.entries[c].describe()}")
+                if packets is not None:
+                    lines += [f"    {name}: {b.describe()}"
+                              for name, b in packets.packets[q.name][c].items()]
+                if EntryLayouts in made:
+                    lines.append(f"    {self.entry_layouts.entries[q.name][c].describe()}")
         for cache in self.caches.values():
             steering = f"steers over {cache.steer_instances} instances" \
                 if cache.steer_instances else "no steering"
@@ -366,15 +388,25 @@ class ProgramIR:
             lines.append(f"cache {cache.name}: {cache.policy}, {cache.write_miss}, "
                          f"{cache.buckets} buckets of {cache.entries or 'unbounded'} entries, "
                          f"{steering}{deferred}")
-        for proc in self.processes.values():
+        for proc in self.processes.values() if Placement in made else ():
             main = "external" if proc.external_main else "yes" if proc.has_main else "no"
-            lines.append(f"process {proc.name} ({proc.device}): segments={proc.segments} "
-                         f"callables={proc.callables} main={main}")
-            if self.planned:
-                lines.extend(proc.plan.describe())
-        for state, home in self.state_homes.items():
+            lines.append(f"process {proc.name} ({proc.device}): segments={list(proc.segments)} "
+                         f"callables={list(proc.callables)} main={main}")
+            if Plan in made:
+                lines.extend(self.plan.processes[proc.name].describe())
+        for state, home in self.homes.states.items() if Homes in made else ():
             lines.append(f"state {state} in {home} memory")
         return "\n".join(lines) + "\n"
+
+    def _dump_queue_home(self, queue: str) -> str:
+        """The queue line's end: its variants, devices, home and sync batches, once known."""
+        if Homes not in self.results:
+            return ""
+        h = self.queue_home(queue)
+        batches = (f", sync batches of {self.plan.sync_batches[queue]}" if Plan in self.results
+                   else "")
+        return (f" mp={h.multi_producer} mc={h.multi_consumer} {h.enq_device}->{h.deq_device} "
+                f"in {h.home} memory{batches}")
 
     def _dump_node(self, n: ElementNode) -> list[str]:
         def ports(ps: dict[str, list[str]]) -> str:
@@ -388,8 +420,8 @@ class ProgramIR:
         if n.info is not None:
             f = n.info.fields
             out.append(f"    form={n.info.form or '-'} uses={sorted(f.uses)} writes={sorted(f.writes)}")
-        if self.planned and n.plan.describe():
-            out.append(f"    plan: {n.plan.describe()}")
+        if Plan in self.results and self.element_plan(n.name).describe():
+            out.append(f"    plan: {self.element_plan(n.name).describe()}")
         for e in self.out_edges(n.name) + self.out_edges(n.name, kind=EdgeKind.ORDER):
             if e.kind == EdgeKind.DATA:
                 out.append(f"    {e.out_port} -> {e.dst}.{e.in_port}")

@@ -1,9 +1,11 @@
 """What the backend-planning pass decides for code generation, and the C names both share.
 
-`plan_code` (the last pass) fills these records; code generation only prints them.
+`plan_code` (the last pass) makes these records, in its `floem.ir.results.Plan`; code
+generation only prints them.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -129,7 +131,7 @@ class ElementTrace:
         return f"trace: {', '.join(parts)}"
 
 
-@dataclass
+@dataclass(frozen=True)
 class ProcessPlan:
     """What the C of one process needs besides its elements."""
 
@@ -137,15 +139,15 @@ class ProcessPlan:
     threads_manage: bool = False         # no manager cores: NIC threads run the managers
     network: bool = False                # packet I/O is initialised
     net_queues: int = 1                  # NIC queues: the widest network-using segment's threads
-    queues: dict[str, QueueSide] = field(default_factory=dict)
+    queues: Mapping[str, QueueSide] = field(default_factory=dict)
     counters: int = 0                    # element counters (0: built without them)
     counter_layout: str = ""             # their layout, one line per element
     kept_frames: int = 0                 # slots of the pool of frames kept by the port (0: none)
     kept_frame_timeout_ms: int = 0       # after which a kept frame is reclaimed
-    counter_notes: list[tuple[int, str]] = field(default_factory=list)  # (layout line, a
+    counter_notes: tuple[tuple[int, str], ...] = ()     # (layout line, a
     #   report = True state its element uses): the state's line goes under that row
     trace_number: int = 0                # traced build: the process's number in trace ids
-    trace_sites: list[str] = field(default_factory=list)    # what each trace site records
+    trace_sites: tuple[str, ...] = ()    # what each trace site records
 
     def describe(self) -> list[str]:
         """Lines for the IR dump."""
@@ -162,12 +164,14 @@ class ProcessPlan:
         return lines
 
 
-@dataclass
+@dataclass(frozen=True)
 class ElementPlan:
     """The C of one element: its lowered body and the choices around it."""
 
     body: str = ""                  # the user's body as plain C ("" for compiler-made nodes)
-    pointers: list[str] = field(default_factory=list)   # persistent states the body uses
+    unused: tuple[str, ...] = ()    # its function's input values the body never reads (the
+    #   C the compiler writes for queue and cache elements reads every value it gets)
+    pointers: tuple[str, ...] = ()  # persistent states the body uses
     steers_by_qid: bool = False     # an enqueue choosing the instance from state->qid
     spreads_over: int = 0           # an enqueue of a cut queue: its thread t writes the
     #   instances t, t + spreads_over, ... in turn (spreads_over: its segment's threads)
@@ -183,13 +187,14 @@ class ElementPlan:
     #   floem_add in its body is a plain add, not an atomic one
     counters: ElementCounters | None = None     # its packet counters (None: not counted)
     trace: ElementTrace | None = None           # what it records of traced packets
-    ports: dict[str, str] = field(default_factory=dict)     # output port -> C function firing it
-    entries: dict[str, str] = field(default_factory=dict)   # a join's input port -> its C entry
+    ports: Mapping[str, str] = field(default_factory=dict)  # output port -> C function firing it
+    entries: Mapping[str, str] = field(default_factory=dict)    # a join's input port -> its C entry
     inputs_record: str = ""         # a join's thread-local record of the inputs it has
 
     def describe(self) -> str:
         """One line for the IR dump ("" when there is nothing to say)."""
         parts = [f"body {self.body.count(chr(10))} lines"] if self.body else []
+        parts += [f"never reads {', '.join(self.unused)}"] if self.unused else []
         parts += [f"uses {', '.join(self.pointers)}"] if self.pointers else []
         parts += [f"spreads over instances by thread (of {self.spreads_over})"] \
             if self.spreads_over else []
@@ -201,7 +206,7 @@ class ElementPlan:
                                         ("its state a local of the port", self.fresh_state),
                                         ("out of line", self.out_of_line),
                                         ("its states' only writer", self.alone)) if on]
-        renamed = [f"{p} is {f}" for p, f in (self.ports | self.entries).items()
+        renamed = [f"{p} is {f}" for p, f in {**self.ports, **self.entries}.items()
                    if not f.endswith(f"_{p}")]     # a name the program had taken
         renamed += [f"inputs are {self.inputs_record}"] \
             if self.inputs_record and not self.inputs_record.endswith("_in") else []

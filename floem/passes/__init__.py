@@ -1,4 +1,10 @@
-"""The pass pipeline: a visible list of small modules, each ``run(ir) -> ir``."""
+"""The pass pipeline: a visible list of small modules, each ``run(ir) -> ir``.
+
+Each pass declares what it needs done before it (``REQUIRES``) and what it gives the passes
+after it (``PROVIDES``): a result type of `floem.ir.results` for an analysis (the pass adds
+that result; the pipeline checks it did), or the name of a fact about the structural IR for
+a pass that transforms it (``"cache_regions"``: expand_caches made the caches' regions).
+"""
 from __future__ import annotations
 
 import os
@@ -54,6 +60,10 @@ def run_pipeline(program: Program, options: BuildOptions | None = None,
     for index, stage in enumerate([build_graph] + PIPELINE):
         if index:
             ir = stage.run(ir)
+        missing: set[str | type] = {kind for kind in stage.PROVIDES
+                                    if isinstance(kind, type) and kind not in ir.results}
+        if missing:
+            raise RuntimeError(f"pass {stage.NAME} did not make {_names(missing)}")
         if dump_dir and dump_after in ("all", stage.NAME):
             os.makedirs(dump_dir, exist_ok=True)
             path = os.path.join(dump_dir, f"ir-{index + 1:02d}-{stage.NAME}.txt")
@@ -67,10 +77,15 @@ def run_pipeline(program: Program, options: BuildOptions | None = None,
 def check_contracts(pipeline: list[ModuleType]) -> None:
     """Every pass's ``REQUIRES`` is provided by the passes before it (a pipeline that breaks
     this is the compiler's bug, not the user's)."""
-    provided: set[str] = set(build_graph.PROVIDES)
+    provided: set[str | type] = set(build_graph.PROVIDES)
     for stage in pipeline:
         missing = stage.REQUIRES - provided
         if missing:
             raise RuntimeError(f"pass {stage.NAME} runs before what it requires: "
-                               f"{', '.join(sorted(missing))}")
+                               f"{_names(missing)}")
         provided |= stage.PROVIDES
+
+
+def _names(contract: set[str | type]) -> str:
+    """The facts and result types of a contract, sorted, for a message."""
+    return ", ".join(sorted(c if isinstance(c, str) else c.__name__ for c in contract))

@@ -42,9 +42,9 @@ from floem.lang.state import Frame, State, state_initializer
 
 NAME = "build_graph"
 #: What this pass needs done before it, and what it gives the passes after it.
-REQUIRES: frozenset[str] = frozenset()
-PROVIDES: frozenset[str] = frozenset({"graph", "segments", "queues", "caches", "support_code",
-                                      "states"})
+REQUIRES: frozenset[str | type] = frozenset()
+PROVIDES: frozenset[str | type] = frozenset({"graph", "segments", "queues", "caches",
+                                             "support_code", "states"})
 NIC_PROCESS = "nic"
 
 

@@ -21,8 +21,8 @@ from floem.ir import EdgeKind, ProgramIR, Role, SegmentIR, SegmentKind
 
 NAME = "check_callables"
 #: What this pass needs done before it, and what it gives the passes after it.
-REQUIRES: frozenset[str] = frozenset({"bodies", "sources"})
-PROVIDES: frozenset[str] = frozenset()
+REQUIRES: frozenset[str | type] = frozenset({"bodies", "sources"})
+PROVIDES: frozenset[str | type] = frozenset()
 
 
 def run(ir: ProgramIR) -> ProgramIR:

@@ -23,8 +23,8 @@ from floem.passes.split_auto import several_paths
 
 NAME = "check_segments"
 #: What this pass needs done before it, and what it gives the passes after it.
-REQUIRES: frozenset[str] = frozenset({"graph", "segments", "sources", "bodies"})
-PROVIDES: frozenset[str] = frozenset({"segments_checked"})
+REQUIRES: frozenset[str | type] = frozenset({"graph", "segments", "sources", "bodies"})
+PROVIDES: frozenset[str | type] = frozenset({"segments_checked"})
 
 
 def run(ir: ProgramIR) -> ProgramIR:

@@ -15,8 +15,8 @@ from floem.ir import EdgeKind, ProgramIR
 
 NAME = "check_types"
 #: What this pass needs done before it, and what it gives the passes after it.
-REQUIRES: frozenset[str] = frozenset({"graph"})
-PROVIDES: frozenset[str] = frozenset()
+REQUIRES: frozenset[str | type] = frozenset({"graph"})
+PROVIDES: frozenset[str | type] = frozenset()
 
 
 def run(ir: ProgramIR) -> ProgramIR:

@@ -49,8 +49,8 @@ from floem.ir import (CacheIR, CachePoint, CachePolicy, CType, EdgeKind, Element
 
 NAME = "expand_caches"
 #: What this pass needs done before it, and what it gives the passes after it.
-REQUIRES: frozenset[str] = frozenset({"bodies", "sources", "segments_checked", "caches"})
-PROVIDES: frozenset[str] = frozenset({"cache_regions", "cache_fields"})
+REQUIRES: frozenset[str | type] = frozenset({"bodies", "sources", "segments_checked", "caches"})
+PROVIDES: frozenset[str | type] = frozenset({"cache_regions", "cache_fields"})
 #: The output port of a start point that leads into its region.
 _INTO_REGION = {CachePoint.GET_START: "miss", CachePoint.SET_START: "region"}
 

@@ -16,8 +16,8 @@ from floem.ir import EdgeKind, ProgramIR, Role, SegmentIR, SegmentKind, StateLay
 
 NAME = "find_sources"
 #: What this pass needs done before it, and what it gives the passes after it.
-REQUIRES: frozenset[str] = frozenset({"graph", "segments"})
-PROVIDES: frozenset[str] = frozenset({"sources"})
+REQUIRES: frozenset[str | type] = frozenset({"graph", "segments"})
+PROVIDES: frozenset[str | type] = frozenset({"sources"})
 
 
 def run(ir: ProgramIR) -> ProgramIR:

@@ -13,15 +13,15 @@ entries must carry.
 
 Before: bodies analysed; queues as enqueue/dequeue elements.
 
-After: ``QueueIR.fields[c]`` lists the fields channel ``c`` carries (in state
-layout order; every field with the ``send_all_fields`` option, for comparison);
-``QueueIR.packets[c]`` says, for each typed packet field it carries (and each frame whose
-buffer it carries), the byte ranges that elements after it read or write (a range to the packet's end where an access cannot be
-bounded, with the elements and lines that made it so); each segment's ``uses`` is the set of fields its elements read;
-``read_first`` the fields some path from its source reads before writing (the
-per-packet state is zeroed for each packet only when there are such fields);
-warnings name a field written but never read afterwards, and a field read on
-some path where it was never written::
+After: a `Liveness` result. ``carried[q][c]`` lists the fields channel ``c`` of queue ``q``
+carries (in state layout order; every field with the ``send_all_fields`` option, for
+comparison); ``packets[q][c]`` says, for each typed packet field it carries (and each frame
+whose buffer it carries), the byte ranges that elements after it read or write (a range to
+the packet's end where an access cannot be bounded, with the elements and lines that made
+it so); ``uses[s]`` is the set of fields segment ``s``'s elements read; ``read_first[s]``
+the fields some path from its source reads before writing (the per-packet state is zeroed
+for each packet only when there are such fields); warnings name a field written but never
+read afterwards, and a field read on some path where it was never written::
 
     A (writes key, len) -> q.enq[0] ... q.deq[0] -> B (reads key)
         q channel 0 carries key          warning: len written by A, never read
@@ -36,13 +36,15 @@ each element; assigning the pointer itself (``state->pkt = ...;``) ends them::
 from __future__ import annotations
 
 from floem.csrc.model import Range, merge_ranges
-from floem.ir import TO_THE_END, EdgeKind, ElementNode, PacketBytes, ProgramIR, QueueIR, Role
+from floem.ir import (TO_THE_END, EdgeKind, ElementNode, Liveness, PacketBytes, ProgramIR,
+                      QueueIR, Role)
+from floem.ir.results import frozen_map
 
 NAME = "liveness"
 #: What this pass needs done before it, and what it gives the passes after it.
-REQUIRES: frozenset[str] = frozenset({"bodies", "sources", "queues", "cache_regions",
-                                      "trace_field"})
-PROVIDES: frozenset[str] = frozenset({"queue_fields", "segment_uses"})
+REQUIRES: frozenset[str | type] = frozenset({"bodies", "sources", "queues", "cache_regions",
+                                             "trace_field"})
+PROVIDES: frozenset[str | type] = frozenset({Liveness})
 
 
 def run(ir: ProgramIR) -> ProgramIR:
@@ -51,21 +53,28 @@ def run(ir: ProgramIR) -> ProgramIR:
     live_in, live_out = _live(ir, succ)
     defined = _must_defined(ir, succ)
     send_all = ir.options.send_all_fields
+    carried: dict[str, tuple[tuple[str, ...], ...]] = {}
+    packets: dict[str, tuple[dict[str, PacketBytes], ...]] = {}
     for q in ir.queues.values():
         order = _field_order(ir.node(q.dequeuer))
-        carried = [set().union(*(live_in[e.dst] for e in ir.out_edges(q.dequeuer, f"out{c}")))
-                   for c in range(q.channels)]
-        q.fields = [[f for f in order if send_all or f in carried[c]] for c in range(q.channels)]
-        q.packets = [_packet_bytes(ir, succ, q, c) for c in range(q.channels)]
+        live = [set().union(*(live_in[e.dst] for e in ir.out_edges(q.dequeuer, f"out{c}")))
+                for c in range(q.channels)]
+        carried[q.name] = tuple(tuple(f for f in order if send_all or f in live[c])
+                                for c in range(q.channels))
+        packets[q.name] = tuple(_packet_bytes(ir, succ, q, carried[q.name][c], c)
+                                for c in range(q.channels))
         if q.boundary:
-            _check_cut_fields(ir, q)
+            _check_cut_fields(ir, q, carried[q.name])
+    segment_uses: dict[str, frozenset[str]] = {}
     for seg in ir.segments.values():
-        seg.read_first = set(live_in[seg.source]) if seg.source in live_in else set()
-        seg.uses = set()
-        for name in seg.elements:
-            n = ir.node(name)
-            seg.uses |= _uses(ir, n, live_out[name]) | (live_out[name] if n.role == Role.ENQUEUE
-                                                        else set())
+        segment_uses[seg.name] = frozenset().union(*(
+            _uses(ir, n, live_out[n.name]) | (live_out[n.name] if n.role == Role.ENQUEUE
+                                              else set())
+            for n in map(ir.node, seg.elements)))
+    read_first = {seg.name: frozenset(live_in.get(seg.source, ())) for seg in ir.segments.values()}
+    frozen_packets = {q: tuple(map(frozen_map, ps)) for q, ps in packets.items()}
+    ir.results.add(Liveness(frozen_map(carried), frozen_map(frozen_packets),
+                            frozen_map(segment_uses), frozen_map(read_first)))
     for n in ir.nodes():
         if n.info is None or n.packet_state is None:
             continue
@@ -173,17 +182,18 @@ def _byte_uses(n: ElementNode, field: str) -> list[Range]:
     return merge_ranges(use.reads | use.writes)
 
 
-def _packet_bytes(ir: ProgramIR, succ: dict[str, list[str]], q: QueueIR, c: int) -> dict[str, PacketBytes]:
-    """The bytes of each typed packet field channel ``c`` of ``q`` carries that the elements
-    after it use: found forward from the dequeue, up to where the field's pointer is set
-    again."""
+def _packet_bytes(ir: ProgramIR, succ: dict[str, list[str]], q: QueueIR,
+                  carried: tuple[str, ...], c: int) -> dict[str, PacketBytes]:
+    """The bytes of each typed packet field channel ``c`` of ``q`` carries (with the fields
+    ``carried``) that the elements after it use: found forward from the dequeue, up to where
+    the field's pointer is set again."""
     state = ir.node(q.dequeuer).packet_state
     if state is None:
         return {}
     result = {}
     for f in state.fields:
         buffer = f.frame.buffer if f.frame is not None else None
-        if not f.typed_packet or (f.name not in q.fields[c] and buffer not in q.fields[c]):
+        if not f.typed_packet or (f.name not in carried and buffer not in carried):
             continue
         ranges: list[Range] = []
         causes: list[str] = []
@@ -205,11 +215,11 @@ def _packet_bytes(ir: ProgramIR, succ: dict[str, list[str]], q: QueueIR, c: int)
                 if s not in seen:
                     seen.add(s)
                     start.append(s)
-        result[f.name] = PacketBytes(merge_ranges(ranges), sorted(set(causes)))
+        result[f.name] = PacketBytes(tuple(merge_ranges(ranges)), tuple(sorted(set(causes))))
     return result
 
 
-def _check_cut_fields(ir: ProgramIR, q: QueueIR) -> None:
+def _check_cut_fields(ir: ProgramIR, q: QueueIR, carried: tuple[tuple[str, ...], ...]) -> None:
     """A queue a cut made (``split_auto``) carries a plain pointer field only past elements
     that do not read it: a pointer into the memory of one side may cross the other and come
     back (a handle the NIC gets again), but never be read there. A frame or typed packet
@@ -221,7 +231,7 @@ def _check_cut_fields(ir: ProgramIR, q: QueueIR) -> None:
               for name in (f.frame.length, f.frame.buffer)}
     sender = ir.segments[ir.node(q.enqueuers[0][0]).segment].elements
     receiver = ir.segments[ir.node(q.dequeuer).segment].elements
-    for names in q.fields:
+    for names in carried:
         for name in names:
             f = state.field(name)
             if f is None or not f.type.pointer or f.size is not None or name in framed:

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from floem.ir import Edge, EdgeKind, ElementNode, ProgramIR, Role
+from floem.ir import Edge, EdgeKind, ElementNode, Liveness, ProgramIR, Role
 
 NAME = "lower_queues"
 #: What this pass needs done before it, and what it gives the passes after it.
-REQUIRES: frozenset[str] = frozenset({"queue_fields"})
-PROVIDES: frozenset[str] = frozenset({"queues_lowered"})
+REQUIRES: frozenset[str | type] = frozenset({Liveness})
+PROVIDES: frozenset[str | type] = frozenset({"queues_lowered"})
 
 
 def run(ir: ProgramIR) -> ProgramIR:

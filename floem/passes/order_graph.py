@@ -17,8 +17,8 @@ from floem.ir import EdgeKind, ProgramIR
 
 NAME = "order_graph"
 #: What this pass needs done before it, and what it gives the passes after it.
-REQUIRES: frozenset[str] = frozenset({"graph", "bodies"})
-PROVIDES: frozenset[str] = frozenset({"joins"})
+REQUIRES: frozenset[str | type] = frozenset({"graph", "bodies"})
+PROVIDES: frozenset[str | type] = frozenset({"joins"})
 
 
 def run(ir: ProgramIR) -> ProgramIR:

@@ -23,8 +23,8 @@ from floem.ir.state import struct_declarations
 
 NAME = "parse_bodies"
 #: What this pass needs done before it, and what it gives the passes after it.
-REQUIRES: frozenset[str] = frozenset({"graph"})
-PROVIDES: frozenset[str] = frozenset({"bodies", "main_info"})
+REQUIRES: frozenset[str | type] = frozenset({"graph"})
+PROVIDES: frozenset[str | type] = frozenset({"bodies", "main_info"})
 MAIN_BODY = "main"
 #: Runtime types element bodies and main may use (opaque to the parser).
 RUNTIME_TYPES = "".join(f"typedef struct {t} {t};\n" for t in (

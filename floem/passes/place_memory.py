@@ -2,9 +2,9 @@
 
 Before: segments placed on devices; queues with enqueue and dequeue ends.
 
-After: ``ir.state_homes`` says whether each persistent state lives in host
+After: a `Homes` result. ``states`` says whether each persistent state lives in host
 memory (shared by every host process; the NIC reaches it only by DMA) or in
-NIC memory (used by NIC elements only). Each queue records its two devices and
+NIC memory (used by NIC elements only). ``queues`` gives each queue's two devices and
 its home: host memory unless both ends are on the NIC; a NIC end of a
 host-resident queue goes through the synchronization layer. Producer and
 consumer variants (atomic or not) follow from the threads that use an
@@ -16,12 +16,14 @@ instance::
 from __future__ import annotations
 
 from floem.csrc.tokens import tokenize
-from floem.ir import Device, ElementNode, Home, ProgramIR, QueueIR, SegmentKind
+from floem.ir import (Device, ElementNode, Home, Homes, Placement, ProgramIR, QueueHome,
+                      QueueIR, SegmentKind)
+from floem.ir.results import frozen_map
 
 NAME = "place_memory"
 #: What this pass needs done before it, and what it gives the passes after it.
-REQUIRES: frozenset[str] = frozenset({"processes", "queues_lowered", "main_info"})
-PROVIDES: frozenset[str] = frozenset({"state_homes", "queue_sides"})
+REQUIRES: frozenset[str | type] = frozenset({Placement, "queues_lowered", "main_info"})
+PROVIDES: frozenset[str | type] = frozenset({Homes})
 
 
 def run(ir: ProgramIR) -> ProgramIR:
@@ -31,21 +33,22 @@ def run(ir: ProgramIR) -> ProgramIR:
         for state in n.persistent.values():
             devices.setdefault(state.name, set()).add(ir.segments[n.segment].device)
     main_info = ir.main_info
+    homes: dict[str, Home] = {}
     for name in ir.states:
         used_by_main = main_info is not None and name in main_info.persistent_used
         only_nic = devices[name] == {Device.NIC} and not used_by_main
-        ir.state_homes[name] = Home.NIC if only_nic else Home.HOST
+        homes[name] = Home.NIC if only_nic else Home.HOST
     for n in ir.nodes():
         if ir.segments[n.segment].device != Device.NIC:
             continue
         for attr, state in n.persistent.items():
-            if ir.state_homes[state.name] == Home.HOST and n.info and _dereferences(n, attr):
+            if homes[state.name] == Home.HOST and n.info and _dereferences(n, attr):
                 ir.warnings.append(
                     f"{n.loc}: NIC element '{n.name}' uses '{state.name}', which lives in host "
                     f"memory (the host uses it too): on the NIC '{attr}' is a host address, "
                     "reachable only with dma_read/dma_write")
-    for q in ir.queues.values():
-        _place_queue(ir, q)
+    queues = {q.name: _place_queue(ir, q) for q in ir.queues.values()}
+    ir.results.add(Homes(frozen_map(homes), frozen_map(queues)))
     return ir
 
 
@@ -56,26 +59,27 @@ def _dereferences(n: ElementNode, name: str) -> bool:
                for t, after in zip(tokens, tokens[1:]))
 
 
-def _place_queue(ir: ProgramIR, q: QueueIR) -> None:
+def _place_queue(ir: ProgramIR, q: QueueIR) -> QueueHome:
     enq_devices = {ir.segments[ir.node(e).segment].device
                    for names in q.enqueuers for e in names if e in ir.graph}
     if len(enq_devices) > 1:
         raise q.loc.error(f"queue '{q.name}' is enqueued into from both the CPU and the NIC; "
                           "give each side its own queue")
-    q.enq_device = enq_devices.pop() if enq_devices else Device.CPU
+    enq_device = enq_devices.pop() if enq_devices else Device.CPU
     states = {ir.node(e).packet_state for names in q.enqueuers for e in names if e in ir.graph}
     states.add(ir.node(q.dequeuer).packet_state)
     if len(states) > 1:
         names = ", ".join(sorted(s.name if s else "none" for s in states))
         raise q.loc.error(f"queue '{q.name}' connects flows with different per-packet states "
                           f"({names}); both sides must share one Flow's state")
-    q.deq_device = ir.segments[ir.node(q.dequeuer).segment].device
-    q.home = Home.NIC if q.enq_device == q.deq_device == Device.NIC else Home.HOST
-    _queue_threads(ir, q)
+    deq_device = ir.segments[ir.node(q.dequeuer).segment].device
+    home = Home.NIC if enq_device == deq_device == Device.NIC else Home.HOST
+    return QueueHome(enq_device, deq_device, home, *_queue_threads(ir, q))
 
 
-def _queue_threads(ir: ProgramIR, q: QueueIR) -> None:
-    """Decide the producer and consumer variants of a queue from the threads that use it.
+def _queue_threads(ir: ProgramIR, q: QueueIR) -> tuple[bool, bool]:
+    """The producer and consumer variants of a queue (multi-producer, multi-consumer), from
+    the threads that use it.
 
     A thread segment with ``n`` threads dequeuing from ``m`` instances gives
     thread ``t`` the instances ``t, t+n, ...``: one consumer per instance. The producers of
@@ -88,9 +92,9 @@ def _queue_threads(ir: ProgramIR, q: QueueIR) -> None:
     consumer = ir.segments[ir.node(q.dequeuer).segment]
     # A cut queue spreads each producer thread over instances of its own (split_auto).
     shared = producers > 1 and not (q.boundary and q.instances % producers == 0)
-    q.multi_producer = q.enq_atomic if q.enq_atomic is not None else shared
-    q.multi_consumer = q.deq_atomic if q.deq_atomic is not None else consumer.kind == SegmentKind.CALLABLE
     if consumer.kind == SegmentKind.THREAD and len(consumer.cores) > q.instances:
         ir.warnings.append(f"{consumer.loc}: segment '{consumer.name}' has {len(consumer.cores)} "
                            f"threads but queue '{q.name}' only {q.instances} instances; "
                            "the extra threads stay idle")
+    return (q.enq_atomic if q.enq_atomic is not None else shared,
+            q.deq_atomic if q.deq_atomic is not None else consumer.kind == SegmentKind.CALLABLE)

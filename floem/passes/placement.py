@@ -3,8 +3,8 @@
 Before: segments naming a ``process`` (default: the program's name; NIC
 segments are all in the ``nic`` process).
 
-After: ``ir.processes`` maps each process to its device, thread and callable
-segments; exactly one host process holds ``main`` (the one ``floem.main``
+After: a `Placement` result: ``processes`` maps each process to its device, thread and
+callable segments; exactly one host process holds ``main`` (the one ``floem.main``
 or ``floem.external_main`` names, else the default process; with
 ``external_main`` that process's executable is the user's program); the NIC's threads plus its manager cores
 fit the platform (``--nic``), else an error at the segment that overflows; a ``--nic``
@@ -16,51 +16,56 @@ other than the default for a program with no NIC segment is a warning::
 from __future__ import annotations
 
 from floem.errors import FloemError
-from floem.ir import BuildOptions, Device, ProcessIR, ProgramIR, SegmentKind
+from floem.ir import BuildOptions, Device, Placement, ProcessIR, ProgramIR, SegmentKind
+from floem.ir.results import frozen_map
 from floem.platforms import PLATFORMS
 
 NAME = "placement"
 #: What this pass needs done before it, and what it gives the passes after it.
-REQUIRES: frozenset[str] = frozenset({"sources", "main_info"})
-PROVIDES: frozenset[str] = frozenset({"processes", "main_process"})
+REQUIRES: frozenset[str | type] = frozenset({"sources", "main_info"})
+PROVIDES: frozenset[str | type] = frozenset({Placement})
 
 
 def run(ir: ProgramIR) -> ProgramIR:
     """Group segments into processes and choose the main process."""
     asked = ir.main
     default = ir.name
+    devices: dict[str, Device] = {}
     for seg in ir.segments.values():
-        proc = ir.processes.setdefault(seg.process, ProcessIR(seg.process, device=seg.device))
-        proc.segments.append(seg.name)
-        if seg.kind == SegmentKind.CALLABLE:
-            proc.callables.append(seg.name)
+        devices.setdefault(seg.process, seg.device)
     what = "external_main" if asked.external is not None else "main"
-    if asked.process is not None and asked.process not in ir.processes:
+    if asked.process is not None and asked.process not in devices:
         raise _main_error(ir, f"{what}(process={asked.process!r}): no segment is in that process "
-                              f"(processes: {', '.join(ir.processes) or 'none'})")
-    hosts = [p for p in ir.processes.values() if p.device == Device.CPU]
+                              f"(processes: {', '.join(devices) or 'none'})")
+    hosts = [name for name, device in devices.items() if device == Device.CPU]
     wanted = asked.process or default
-    if asked.process is None and default not in ir.processes and len(hosts) == 1:
-        wanted = hosts[0].name
-    if ir.processes.get(wanted, ProcessIR(wanted)).device != Device.CPU:
+    if asked.process is None and default not in devices and len(hosts) == 1:
+        wanted = hosts[0]
+    if devices.setdefault(wanted, Device.CPU) != Device.CPU:
         raise _main_error(ir, f"{what}(...) runs on the host; the NIC process has no main")
-    main = ir.processes.setdefault(wanted, ProcessIR(wanted))
-    # Threads anywhere (NIC ones included) need the main host process to create the
-    # shared memory and wait for the stop signal, even when it runs none of them.
-    main.has_main = asked.loc is not None or any(
-        s.kind == SegmentKind.THREAD for s in ir.segments.values())
-    if asked.external is not None:
-        main.external_main = list(asked.external)
-    for proc in ir.processes.values():
-        if proc is not main and any(ir.segments[s].kind == SegmentKind.THREAD for s in proc.segments):
-            proc.has_main = True
+    processes = {name: _process(ir, name, device, wanted) for name, device in devices.items()}
     _check_nic_cores(ir)
-    if ir.options.nic != BuildOptions.nic and all(p.device != Device.NIC
-                                                  for p in ir.processes.values()):
+    if ir.options.nic != BuildOptions.nic and Device.NIC not in devices.values():
         ir.warnings.append(f"--nic {ir.options.nic}: the program has no NIC segment, so "
                            f"nothing runs on that NIC")
-    ir.main_process = wanted
+    ir.results.add(Placement(frozen_map(processes), wanted))
     return ir
+
+
+def _process(ir: ProgramIR, name: str, device: Device, main: str) -> ProcessIR:
+    """Process ``name`` on ``device``; ``main``: the process holding main. A process with
+    threads has a main of its own; the main process has one too when threads run anywhere
+    (NIC ones included: it creates the shared memory and waits for the stop signal, even when
+    it runs none of them) or the program asked for one."""
+    segments = [s for s in ir.segments.values() if s.process == name]
+    threads = any(s.kind == SegmentKind.THREAD for s in segments)
+    if name == main:
+        threads = ir.main.loc is not None or any(s.kind == SegmentKind.THREAD
+                                                 for s in ir.segments.values())
+    external = tuple(ir.main.external) if name == main and ir.main.external is not None else ()
+    return ProcessIR(name, device, tuple(s.name for s in segments),
+                     tuple(s.name for s in segments if s.kind == SegmentKind.CALLABLE),
+                     threads, external)
 
 
 def _main_error(ir: ProgramIR, message: str) -> FloemError:

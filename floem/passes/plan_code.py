@@ -1,8 +1,9 @@
 """Backend planning: every choice the generated C depends on, made here so the dump shows it.
 
-Before: processes placed, queues and states homed, bodies analysed.
+Before: processes placed (`Placement`), queues and states homed (`Homes`), windows of
+typed packets decided (`Windows`), bodies analysed.
 
-After: each process has a `ProcessPlan` (manager cores, network queues, and
+After: a `Plan` result, where each process has a `ProcessPlan` (manager cores, network queues, and
 per queue how the process reaches it: directly or through the sync layer,
 which side prints the counters, whether NIC threads share a sync shadow) and
 each element an `ElementPlan` (its body lowered to plain C, the persistent
@@ -19,6 +20,7 @@ generation prints these and decides nothing::
 """
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from collections.abc import Callable, Mapping
 
@@ -27,10 +29,11 @@ import networkx as nx
 from floem import csrc
 from floem.csrc import BodyForm
 from floem.csrc.tokens import mentions
-from floem.ir import (Device, ElementNode, FrameCrossing, Home, ProcessIR, ProgramIR, QueueIR,
-                      Role, SegmentIR, SegmentKind)
+from floem.ir import (Device, ElementNode, FrameCrossing, Home, Homes, Liveness, Placement, Plan,
+                      ProcessIR, ProgramIR, QueueIR, Role, SegmentIR, SegmentKind, Windows)
 from floem.ir.cnames import GENERATED_GLOBALS, c_global
 from floem.ir.graph import unused_name
+from floem.ir.results import frozen_map
 from floem.ir.plan import (TRACE_FIELD, TRACE_VALUES, ElementCounters, ElementPlan, ElementTrace,
                            ProcessPlan, QueueSide, TraceKind, TracedPort, join_slot)
 
@@ -42,33 +45,37 @@ NAME = "plan_code"
 #: (with -g: 28 s and 1.3 GB for 1,000 elements; 0.2 s for 100).
 INLINE_DEPTH = 64
 #: What this pass needs done before it, and what it gives the passes after it.
-REQUIRES: frozenset[str] = frozenset({"processes", "state_homes", "queue_sides",
-                                      "queues_lowered", "bodies", "packet_windows", "trace_field"})
-PROVIDES: frozenset[str] = frozenset({"code_plan"})
+REQUIRES: frozenset[str | type] = frozenset({Placement, Homes, Liveness, Windows,
+                                             "queues_lowered", "bodies", "trace_field"})
+PROVIDES: frozenset[str | type] = frozenset({Plan})
 
 
 def run(ir: ProgramIR) -> ProgramIR:
     """Plan every process and element."""
-    for proc in ir.processes.values():
-        proc.plan = _process_plan(ir, proc)
+    processes = {proc.name: _process_plan(ir, proc) for proc in ir.processes.values()}
     positions = {e: i for seg in ir.segments.values() for i, e in enumerate(seg.elements)}
     taken = ir.names() | _checked_globals(ir)
-    for n in ir.nodes():
-        n.plan = _element_plan(ir, n, positions[n.name], taken)
-    writers = _state_writers(ir)
-    for n in ir.nodes():
-        n.plan.alone = _alone(ir, n, writers)
+    plans = {n.name: _element_plan(ir, n, positions[n.name], taken) for n in ir.nodes()}
+    writers = _state_writers(ir, plans)
+    plans = {name: dataclasses.replace(plan, alone=_alone(ir, ir.node(name), plan, writers))
+             for name, plan in plans.items()}
     if ir.options.counters:
         for proc in ir.processes.values():
-            _plan_counters(ir, proc)
+            counters, total, layout, notes = _plan_counters(ir, proc, plans)
+            plans |= {name: dataclasses.replace(plans[name], counters=c)
+                      for name, c in counters.items()}
+            processes[proc.name] = dataclasses.replace(
+                processes[proc.name], counters=total, counter_layout=layout, counter_notes=notes)
     if ir.options.trace:
         for number, proc in enumerate(ir.processes.values(), 1):
-            _plan_trace(ir, proc, number)
-    for q in ir.queues.values():
-        q.sync_batch = max(1, min(32, q.size // 4))
-    if ir.main_info is not None and ir.main.code is not None:
-        ir.main_body = csrc.lower(ir.main_info, {}, {})
-    ir.planned = True
+            traces, sites = _plan_trace(ir, proc, plans)
+            plans |= {name: dataclasses.replace(plans[name], trace=t) for name, t in traces.items()}
+            processes[proc.name] = dataclasses.replace(processes[proc.name], trace_number=number,
+                                                       trace_sites=sites)
+    batches = {q.name: max(1, min(32, q.size // 4)) for q in ir.queues.values()}
+    main_body = csrc.lower(ir.main_info, {}, {}) \
+        if ir.main_info is not None and ir.main.code is not None else None
+    ir.results.add(Plan(frozen_map(plans), frozen_map(processes), frozen_map(batches), main_body))
     return ir
 
 
@@ -78,17 +85,19 @@ def _process_plan(ir: ProgramIR, proc: ProcessIR) -> ProcessPlan:
     nic = proc.device == Device.NIC
     configured = ir.options.nic_managers if nic else 0
     touched = [q for q in ir.queues.values() if _enqueues(q, mine) or q.dequeuer in mine]
-    syncs = ir.options.sync_layer and any(nic and q.home == Home.HOST for q in touched)
+    syncs = ir.options.sync_layer and any(nic and ir.queue_home(q.name).home == Home.HOST
+                                          for q in touched)
     networked = [s for s in proc.segments
                  if any(ir.node(e).uses_network for e in ir.segments[s].elements)]
     keeps = any(b.sliced and b.crossing == FrameCrossing.LEAVES and _enqueues(q, mine)
-                for q in touched for carried in q.packets for b in carried.values())
+                for q in touched for carried in ir.windows.packets[q.name]
+                for b in carried.values())
     return ProcessPlan(
         managers=configured if syncs else 0,        # else the managers have nothing to do
         threads_manage=nic and configured == 0,
         network=any(n.uses_network for n in nodes),
         net_queues=max([len(ir.segments[s].cores) for s in networked] or [1]),
-        queues={q.name: _side(q, mine, nic, configured) for q in touched},
+        queues=frozen_map({q.name: _side(ir, q, mine, nic, configured) for q in touched}),
         kept_frames=ir.options.slice_pool if keeps else 0,
         kept_frame_timeout_ms=ir.options.slice_timeout_ms if keeps else 0)
 
@@ -97,17 +106,18 @@ def _enqueues(q: QueueIR, mine: set[str]) -> bool:
     return any(e in mine for names in q.enqueuers for e in names)
 
 
-def _side(q: QueueIR, mine: set[str], nic: bool, managers: int) -> QueueSide:
-    synced = nic and q.home == Home.HOST
+def _side(ir: ProgramIR, q: QueueIR, mine: set[str], nic: bool, managers: int) -> QueueSide:
+    home = ir.queue_home(q.name)
+    synced = nic and home.home == Home.HOST
     enqueues, dequeues = _enqueues(q, mine), q.dequeuer in mine
-    host_dequeues = q.deq_device == Device.CPU
-    counting_end = dequeues if host_dequeues or q.home == Home.NIC else enqueues
-    to_host = q.enq_device == Device.NIC
+    host_dequeues = home.deq_device == Device.CPU
+    counting_end = dequeues if host_dequeues or home.home == Home.NIC else enqueues
+    to_host = home.enq_device == Device.NIC
     return QueueSide(synced=synced, manage_inline=synced and managers == 0,
                      enqueues=enqueues, dequeues=dequeues,
                      counts=not synced and counting_end,
-                     shared_shadow=managers == 0 or (q.multi_producer if to_host
-                                                     else q.multi_consumer))
+                     shared_shadow=managers == 0 or (home.multi_producer if to_host
+                                                     else home.multi_consumer))
 
 
 def _checked_globals(ir: ProgramIR) -> set[str]:
@@ -148,16 +158,21 @@ def _element_plan(ir: ProgramIR, n: ElementNode, position: int, taken: set[str])
     record = fresh(f"{n.name}_in") if n.join else ""
     entries = {p: fresh(f"{n.name}_in_{p}") for p in n.inputs} if n.join else {}
     body = ""
-    if n.role in (Role.ELEMENT, Role.CORE_ID) and n.code and n.info is not None:
+    unused: tuple[str, ...] = ()
+    if n.role in (Role.ELEMENT, Role.CORE_ID):
         reads = {p: [join_slot(record, p, i) if n.join else f"{p}_{i}" for i in range(len(t))]
                  for p, t in n.inputs.items()}
-        body = csrc.lower(n.info, reads, ports)
+        if n.code and n.info is not None:
+            body = csrc.lower(n.info, reads, ports)
+        if not n.join:
+            unused = tuple(v for values in reads.values() for v in values
+                           if not mentions(v, [body]))
     used = n.info.persistent_used if n.info else set()
     emits = source and n.info is not None and n.info.form == BodyForm.MULTIPLE
     return ElementPlan(
-        ports=ports, entries=entries, inputs_record=record,
-        body=body,
-        pointers=[attr for attr in n.persistent if attr in used],
+        ports=frozen_map(ports), entries=frozen_map(entries), inputs_record=record,
+        body=body, unused=unused,
+        pointers=tuple(attr for attr in n.persistent if attr in used),
         steers_by_qid=n.role == Role.ENQUEUE and n.packet_state is not None
         and n.packet_state.field("qid") is not None and not ir.queues[n.queue].boundary,
         spreads_over=len(seg.cores) if n.role == Role.ENQUEUE and ir.queues[n.queue].boundary
@@ -172,29 +187,30 @@ def _element_plan(ir: ProgramIR, n: ElementNode, position: int, taken: set[str])
                                                   and position % INLINE_DEPTH == 0))
 
 
-def _state_writers(ir: ProgramIR) -> dict[str, set[str]]:
+def _state_writers(ir: ProgramIR, plans: Mapping[str, ElementPlan]) -> dict[str, set[str]]:
     """The segments whose elements' bodies name each persistent state (their plans'
     pointers), by state instance; "main" stands for ``floem.main``'s code where it may
     write the state (reading a counter there leaves its element the only writer)."""
     writers: dict[str, set[str]] = {}
     for n in ir.nodes():
-        for attr in n.plan.pointers:
+        for attr in plans[n.name].pointers:
             writers.setdefault(n.persistent[attr].name, set()).add(n.segment)
     for name in ir.main_info.persistent_written if ir.main_info else ():
         writers.setdefault(name, set()).add("main")
     return writers
 
 
-def _alone(ir: ProgramIR, n: ElementNode, writers: dict[str, set[str]]) -> bool:
+def _alone(ir: ProgramIR, n: ElementNode, plan: ElementPlan,
+           writers: dict[str, set[str]]) -> bool:
     """Whether ``n`` is the only writer of the persistent states its body uses: one thread
     runs its segment (not a callable, which its callers' threads run), no other segment or
     external main names them and ``floem.main`` code does not write them. Its statistics
     counters (``floem_add``) then need no atomic add; an atomic add costs a locked
     instruction per packet."""
     seg = ir.segments[n.segment]
-    return bool(n.plan.pointers) and seg.kind == SegmentKind.THREAD and len(seg.cores) == 1 \
+    return bool(plan.pointers) and seg.kind == SegmentKind.THREAD and len(seg.cores) == 1 \
         and not ir.main.external \
-        and all(writers.get(n.persistent[attr].name) == {n.segment} for attr in n.plan.pointers)
+        and all(writers.get(n.persistent[attr].name) == {n.segment} for attr in plan.pointers)
 
 
 def _fresh_state(ir: ProgramIR, n: ElementNode, seg: SegmentIR) -> bool:
@@ -204,7 +220,7 @@ def _fresh_state(ir: ProgramIR, n: ElementNode, seg: SegmentIR) -> bool:
     (nothing to zero) and queues carry only the fields written (not ``send_all_fields``). A
     local the C compiler sees whole is kept in registers, where the thread's state, reached
     through a pointer, is stored and reloaded around every call."""
-    if n.packet_state is None or n.info is None or seg.read_first \
+    if n.packet_state is None or n.info is None or ir.liveness.read_first[seg.name] \
             or ir.options.send_all_fields:
         return False
     f = n.info.fields
@@ -212,21 +228,24 @@ def _fresh_state(ir: ProgramIR, n: ElementNode, seg: SegmentIR) -> bool:
     return not (f.uses or f.writes or f.kills) and not mentions("state", texts)
 
 
-def _plan_counters(ir: ProgramIR, proc: ProcessIR) -> None:
-    """Lay out the packet counters of ``proc``'s elements, those the user's program names
-    (not the queue and cache plumbing the compiler adds): a counter per output port, except
-    the port of an element whose every run sends exactly one packet on it (it counts what
-    the element's input counts); runs where the ports feeding an element are not all
-    counted (after a queue, in a callable) or it is a join; runs that sent nothing on where
-    a run may send more than one packet (runtime/include/floem/counters.h). Atomic where
-    several threads may run the element. The ``report = True`` states an element uses (its
-    drops by reason, say) are printed under its row of the table, where the process can
-    read them."""
+def _plan_counters(ir: ProgramIR, proc: ProcessIR, plans: Mapping[str, ElementPlan]
+                   ) -> tuple[dict[str, ElementCounters], int, str, tuple[tuple[int, str], ...]]:
+    """The packet counters of ``proc``'s elements (by element), how many there are, their
+    layout and the notes under it. Lays out the packet counters of ``proc``'s elements,
+    those the user's program names (not the queue and cache plumbing the compiler adds): a
+    counter per output port, except the port of an element whose every run sends exactly one
+    packet on it (it counts what the element's input counts); runs where the ports feeding
+    an element are not all counted (after a queue, in a callable) or it is a join; runs that
+    sent nothing on where a run may send more than one packet
+    (runtime/include/floem/counters.h). Atomic where several threads may run the element.
+    The ``report = True`` states an element uses (its drops by reason, say) are printed
+    under its row of the table, where the process can read them."""
     counted = [(ir.node(name), seg) for s in proc.segments
                for seg in [ir.segments[s]] for name in _flow_order(ir, seg)
                if ir.node(name).role in (Role.ELEMENT, Role.CORE_ID)]
     home = Home.NIC if proc.device == Device.NIC else Home.HOST
     notes = []
+    counters = {}
     once = {n.name for n, _ in counted if n.inputs and _sends_exactly_once(n)}
     outs: dict[tuple[str, str], int] = {}
     for n, _ in counted:
@@ -252,13 +271,12 @@ def _plan_counters(ir: ProgramIR, proc: ProcessIR) -> None:
             shared=seg.kind == SegmentKind.CALLABLE or len(seg.cores) > 1,
             never_ends=bool(n.inputs) and _always_switches(n))
         if c.has_inputs or c.outs:
-            n.plan.counters = c
+            counters[n.name] = c
             layout.append(c.layout_line(n.name, seg.name))
             notes += [(len(layout) - 1, s.name) for attr, s in n.persistent.items()
-                      if s.layout.report and attr in n.plan.pointers
-                      and ir.state_homes[s.name] == home]
-    proc.plan.counters, proc.plan.counter_layout = total, "".join(layout)
-    proc.plan.counter_notes = notes
+                      if s.layout.report and attr in plans[n.name].pointers
+                      and ir.homes.states[s.name] == home]
+    return counters, total, "".join(layout), tuple(notes)
 
 
 def _sends_exactly_once(n: ElementNode) -> bool:
@@ -314,14 +332,17 @@ def _flow_order(ir: ProgramIR, seg: SegmentIR) -> list[str]:
     return order + [e for e in seg.elements if e not in seen]
 
 
-def _plan_trace(ir: ProgramIR, proc: ProcessIR, number: int) -> None:
-    """What ``proc``'s elements record of traced packets (runtime/include/floem/trace.h):
-    each record is a site, a line of the process's site table saying what it is
-    (``KIND ELEMENT key=value ...``, read by floem/trace.py). Queue plumbing (dequeue,
-    release) records nothing; a save's output restores the id the entry carried. Where the
-    ``--trace-filter`` reads fields a packet entering has not been given yet, it is decided
-    at the ports after which the segment has written them (`_decisions`)."""
+def _plan_trace(ir: ProgramIR, proc: ProcessIR, plans: Mapping[str, ElementPlan]
+                ) -> tuple[dict[str, ElementTrace], tuple[str, ...]]:
+    """What ``proc``'s elements record (by element), and its site table: what they record of
+    traced packets (runtime/include/floem/trace.h): each record is a site, a line of the
+    process's site table saying what it is (``KIND ELEMENT key=value ...``, read by
+    floem/trace.py). Queue plumbing (dequeue, release) records nothing; a save's output
+    restores the id the entry carried. Where the ``--trace-filter`` reads fields a packet
+    entering has not been given yet, it is decided at the ports after which the segment has
+    written them (`_decisions`)."""
     sites: list[str] = []
+    traces = {}
 
     def site(line: str) -> int:
         sites.append(line)
@@ -336,8 +357,9 @@ def _plan_trace(ir: ProgramIR, proc: ProcessIR, number: int) -> None:
         for name in _flow_order(ir, seg):
             n = ir.node(name)
             if n.role not in (Role.DEQUEUE, Role.RELEASE):
-                n.plan.trace = _element_trace(ir, n, entries.get(name, {}), decides, site)
-    proc.plan.trace_number, proc.plan.trace_sites = number, sites
+                traces[name] = _element_trace(ir, n, plans[name], entries.get(name, {}),
+                                              decides, site)
+    return traces, tuple(sites)
 
 
 #: How packets entering at a port are admitted: (the filter evaluated there, "" for none;
@@ -345,20 +367,22 @@ def _plan_trace(ir: ProgramIR, proc: ProcessIR, number: int) -> None:
 _Admission = tuple[str | None, list[tuple[tuple[str, str], str]]]
 
 
-def _element_trace(ir: ProgramIR, n: ElementNode, admissions: dict[str, _Admission],
+def _element_trace(ir: ProgramIR, n: ElementNode, plan: ElementPlan,
+                   admissions: dict[str, _Admission],
                    decides: dict[tuple[str, str], str],
                    site: Callable[[str], int]) -> ElementTrace:
-    """The trace sites of ``n`` (``site(line)`` adds one and returns its index), given how
+    """The trace sites of ``n`` (planned as ``plan``; ``site(line)`` adds one and returns its
+    index), given how
     its ports admit packets (``admissions``: for an entry) and the ports of the segment that
     decide the filter."""
     enter, end, carries = None, None, False
     enter_fields: tuple[tuple[str, str], ...] = ()
     if n.role == Role.ENQUEUE:
         q = ir.queues[n.queue]
-        carries = TRACE_FIELD in q.fields[n.channel]
-        enter_fields = _numbers(ir, n, ["qid"] if n.plan.steers_by_qid else [])
+        carries = TRACE_FIELD in ir.liveness.carried[q.name][n.channel]
+        enter_fields = _numbers(ir, n, ["qid"] if plan.steers_by_qid else [])
         enter = site(f"enq {n.name} queue={q.name} channel={n.channel} "
-                     f"route={q.enq_device}->{q.deq_device} {_fields_text(enter_fields)}")
+                     f"route={_route(ir, q)} {_fields_text(enter_fields)}")
     elif n.inputs and n.role != Role.SAVE:
         enter = site(f"enter {n.name}")
         end = site(f"end {n.name}") if _may_send_nothing(n) else None
@@ -369,8 +393,8 @@ def _element_trace(ir: ProgramIR, n: ElementNode, admissions: dict[str, _Admissi
         common = f"{n.name} port={port} ports={len(n.outputs)} to={','.join(targets) or '-'}"
         if n.role == Role.SAVE:
             q = ir.queues[n.queue]
-            common += f" queue={q.name} channel={n.channel} route={q.enq_device}->{q.deq_device}"
-            if TRACE_FIELD in q.fields[n.channel]:
+            common += f" queue={q.name} channel={n.channel} route={_route(ir, q)}"
+            if TRACE_FIELD in ir.liveness.carried[q.name][n.channel]:
                 ports.append((port, TracedPort(TraceKind.RESTORE, site(f"restore {common}"))))
                 continue
         if port not in admissions:
@@ -384,16 +408,22 @@ def _element_trace(ir: ProgramIR, n: ElementNode, admissions: dict[str, _Admissi
             continue
         ports.append((port, TracedPort(
             TraceKind.ADMIT, site(f"admit {common} {_fields_text(written)}"), written,
-            once=not n.plan.emits_packets, filter=now or "", pending=now is None)))
+            once=not plan.emits_packets, filter=now or "", pending=now is None)))
     return ElementTrace(enter=enter, enter_fields=enter_fields, end=end, carries=carries,
                         ports=tuple(ports), untraced=untraced)
+
+
+def _route(ir: ProgramIR, q: QueueIR) -> str:
+    """``CPU->NIC``: the devices of ``q``'s two ends, as a site line gives them."""
+    home = ir.queue_home(q.name)
+    return f"{home.enq_device}->{home.deq_device}"
 
 
 def _is_entry(ir: ProgramIR, n: ElementNode, seg: SegmentIR) -> bool:
     """Whether packets enter the program at ``n``'s outputs: a thread segment's source
     (not a dequeue), a callable's arguments, a save whose queue cannot carry their ids."""
     if n.role == Role.SAVE:
-        return TRACE_FIELD not in ir.queues[n.queue].fields[n.channel]
+        return TRACE_FIELD not in ir.liveness.carried[n.queue][n.channel]
     return n.role == Role.ARGS or (seg.kind == SegmentKind.THREAD and seg.source == n.name
                                    and n.role != Role.DEQUEUE)
 

@@ -1,14 +1,14 @@
 """The layout of every queue channel's entries (floem/ir/entries.py), decided once for code
 generation, the report and `floem place`'s model to read.
 
-Before: each queue channel knows the per-packet fields live across it (``liveness``) and,
-for typed packets, the window that crosses and how a frame crosses (``slice_packets``).
+Before: the per-packet fields live across each queue channel (`Liveness`) and, for typed
+packets, the window that crosses and how a frame crosses (`Windows`).
 
-After: ``QueueIR.entries`` holds one `EntryLayout` per channel: its fixed-size fields,
-the buffer references of frames crossing between devices (a frame's buffer field is
-then a reference, not a pointer), its variable-size fields (a frame that stays by its
-port is a fixed field: its pointer crosses) with the bytes kept for each, and the bytes
-an entry keeps after the struct (examples/nf/firewall.py, the frame sliced)::
+After: an `EntryLayouts` result holds one `EntryLayout` per channel of each queue: its
+fixed-size fields, the buffer references of frames crossing between devices (a frame's
+buffer field is then a reference, not a pointer), its variable-size fields (a frame that
+stays by its port is a fixed field: its pointer crosses) with the bytes kept for each, and
+the bytes an entry keeps after the struct (examples/nf/firewall.py, the frame sliced)::
 
     queue firewall_rxq: channels=1 inst=1 size=256 lossless=True ... NIC->CPU in host memory
       channel 0 carries pkt, pkt_len, pkt_buf
@@ -24,14 +24,16 @@ its alignment.
 """
 from __future__ import annotations
 
-from floem.ir import (EntryLayout, FieldLayout, FrameCrossing, FrameParts, FrameReference,
-                      PacketBytes, ProgramIR, QueueIR, VariablePart)
+from floem.ir import (EntryLayout, EntryLayouts, FieldLayout, FrameCrossing, FrameParts,
+                      FrameReference, Liveness, PacketBytes, ProgramIR, QueueIR, VariablePart,
+                      Windows)
+from floem.ir.results import frozen_map
 from floem.ir.sizes import field_size
 
 NAME = "plan_entries"
 #: What this pass needs done before it, and what it gives the passes after it.
-REQUIRES: frozenset[str] = frozenset({"queue_fields", "packet_windows"})
-PROVIDES: frozenset[str] = frozenset({"entry_layouts"})
+REQUIRES: frozenset[str | type] = frozenset({Liveness, Windows})
+PROVIDES: frozenset[str | type] = frozenset({EntryLayouts})
 
 #: Bytes an entry keeps for a channel's plain variable-size fields together (and for a
 #: typed packet that is not a frame and crosses whole).
@@ -44,16 +46,18 @@ ALIGNMENT = 8
 
 def run(ir: ProgramIR) -> ProgramIR:
     """Lay out every queue channel's entries."""
-    for q in ir.queues.values():
-        q.entries = tuple(_layout(ir, q, c, names) for c, names in enumerate(q.fields))
+    ir.results.add(EntryLayouts(frozen_map({
+        q.name: tuple(_layout(ir, q, c, names)
+                      for c, names in enumerate(ir.liveness.carried[q.name]))
+        for q in ir.queues.values()})))
     return ir
 
 
-def _layout(ir: ProgramIR, q: QueueIR, c: int, names: list[str]) -> EntryLayout:
+def _layout(ir: ProgramIR, q: QueueIR, c: int, names: tuple[str, ...]) -> EntryLayout:
     """Channel ``c`` of ``q`` (carrying the fields ``names``) as entries lay it out."""
     state = ir.node(q.dequeuer).packet_state
     by_name = {f.name: f for f in state.fields} if state else {}
-    packets = q.packets[c] if c < len(q.packets) else {}
+    packets = ir.windows.packets[q.name][c]
     crossing = {n: b.crossing for n, b in packets.items() if b.crossing is not None
                 and b.crossing != FrameCrossing.STAYS}
     buffers = {_frame(by_name[n]).buffer for n in crossing}

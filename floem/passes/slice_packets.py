@@ -2,11 +2,12 @@
 where they arrived (payload slicing, after NFSlicer; docs/slicing.md).
 
 Before: liveness found the byte ranges each queue channel's typed packets need
-(``QueueIR.packets``); queues know their two devices.
+(`Liveness` ``packets``); queues know their two devices (`Homes`).
 
-After: every ``PacketBytes`` has its ``window``, the bytes ``[0, window)`` that cross
-(None: the whole packet, its size expression), and a frame its ``crossing``, relative to
-the device whose process owns the network port (where the frame's buffer is):
+After: a `Windows` result: every ``PacketBytes`` of `Liveness` with its ``window``, the
+bytes ``[0, window)`` that cross (None: the whole packet, its size expression), and a frame
+its ``crossing``, relative to the device whose process owns the network port (where the
+frame's buffer is):
 
 * ``stays``: both ends by the port. The frame stays in its buffer; its pointer, length
   and buffer cross as plain fields (no byte is copied).
@@ -33,32 +34,43 @@ channels that follow carry it whole::
 """
 from __future__ import annotations
 
+import dataclasses
+
 from floem.errors import FloemError
-from floem.ir import (TO_THE_END, Device, FieldLayout, FrameCrossing, PacketBytes, ProgramIR,
-                      QueueIR)
+from floem.ir import (TO_THE_END, Device, FieldLayout, FrameCrossing, Homes, Liveness,
+                      PacketBytes, ProgramIR, QueueIR, Windows)
+from floem.ir.results import frozen_map
 
 NAME = "slice_packets"
 #: What this pass needs done before it, and what it gives the passes after it.
-REQUIRES: frozenset[str] = frozenset({"queue_fields", "queue_sides"})
-PROVIDES: frozenset[str] = frozenset({"packet_windows"})
+REQUIRES: frozenset[str | type] = frozenset({Liveness, Homes})
+PROVIDES: frozenset[str | type] = frozenset({Windows})
 
 
 def run(ir: ProgramIR) -> ProgramIR:
     """Set the window of every typed packet a queue carries, and how each frame crosses."""
     ports = {ir.segments[n.segment].device for n in ir.nodes() if n.uses_network}
-    crossings = [(q, c, (_state(ir, q), name), bytes_) for q in ir.queues.values()
-                 for c, carried in enumerate(q.packets) for name, bytes_ in carried.items()]
     every_byte = ir.options.send_all_fields
-    for q, _, (_, name), bytes_ in crossings:
-        f = _field(ir, q, name)
-        bytes_.window = None if every_byte else _window(bytes_.ranges)
-        if f.frame is not None:
-            bytes_.crossing = _crossing(q, f, ports)
-    for frame, (used, written) in _sliced(ir, crossings, ports).items():
-        for _, _, key, bytes_ in crossings:
-            if key == frame and bytes_.crossing != FrameCrossing.STAYS:
-                bytes_.window = written if bytes_.crossing == FrameCrossing.RETURNS else used
-                bytes_.sliced = True
+    crossings = []
+    for q in ir.queues.values():
+        for c, carried in enumerate(ir.liveness.packets[q.name]):
+            for name, bytes_ in carried.items():
+                f = _field(ir, q, name)
+                crossing = _crossing(ir, q, f, ports) if f.frame is not None else None
+                window = None if every_byte else _window(bytes_.ranges)
+                crossings.append((q, c, (_state(ir, q), name),
+                                  dataclasses.replace(bytes_, window=window, crossing=crossing)))
+    sliced = _sliced(ir, crossings, ports)
+    packets: dict[str, list[dict[str, PacketBytes]]] = {
+        q.name: [{} for _ in range(q.channels)] for q in ir.queues.values()}
+    for q, c, key, bytes_ in crossings:
+        if key in sliced and bytes_.crossing != FrameCrossing.STAYS:
+            used, written = sliced[key]
+            window = written if bytes_.crossing == FrameCrossing.RETURNS else used
+            bytes_ = dataclasses.replace(bytes_, window=window, sliced=True)
+        packets[q.name][c][key[1]] = bytes_
+    ir.results.add(Windows(frozen_map({q: tuple(map(frozen_map, channels))
+                                       for q, channels in packets.items()})))
     return ir
 
 
@@ -76,22 +88,23 @@ def _state(ir: ProgramIR, q: QueueIR) -> str:
     return state.name
 
 
-def _window(ranges: list[tuple[int, int]]) -> int | None:
+def _window(ranges: tuple[tuple[int, int], ...]) -> int | None:
     """Bytes from the packet's start up to the last one in use (None: up to its end)."""
     end = max((hi for _, hi in ranges), default=0)
     return None if end == TO_THE_END else end
 
 
-def _crossing(q: QueueIR, f: FieldLayout, ports: set[Device]) -> FrameCrossing:
-    if q.enq_device != q.deq_device and len(ports) > 1:
+def _crossing(ir: ProgramIR, q: QueueIR, f: FieldLayout, ports: set[Device]) -> FrameCrossing:
+    home = ir.queue_home(q.name)
+    if home.enq_device != home.deq_device and len(ports) > 1:
         raise FloemError(f"queue {q.name} carries frame '{f.name}' between CPU and NIC, but "
                          "both have packet I/O elements: a frame's buffer belongs to one "
                          "device's port, so keep FromNet/ToNet on one side", q.loc.file,
                          q.loc.line)
-    port = next(iter(ports), q.enq_device)
-    if q.enq_device == port:
-        return FrameCrossing.STAYS if q.deq_device == port else FrameCrossing.LEAVES
-    return FrameCrossing.RETURNS if q.deq_device == port else FrameCrossing.AWAY
+    port = next(iter(ports), home.enq_device)
+    if home.enq_device == port:
+        return FrameCrossing.STAYS if home.deq_device == port else FrameCrossing.LEAVES
+    return FrameCrossing.RETURNS if home.deq_device == port else FrameCrossing.AWAY
 
 
 def _sliced(ir: ProgramIR, crossings: list[tuple[QueueIR, int, tuple[str, str], PacketBytes]],
@@ -116,7 +129,9 @@ def _sliced(ir: ProgramIR, crossings: list[tuple[QueueIR, int, tuple[str, str], 
         parts = _field(ir, mine[0][0], name).frame
         assert parts is not None                  # the frame crosses
         buffer = parts.buffer
-        if any(name in q.fields[c] and buffer not in q.fields[c] for q, c, _ in mine):
+        carried = ir.liveness.carried
+        if any(name in carried[q.name][c] and buffer not in carried[q.name][c]
+               for q, c, _ in mine):
             continue
         ends, written, blocking = [], [], []
         for n in ir.nodes():

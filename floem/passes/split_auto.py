@@ -37,8 +37,8 @@ from floem.passes.build_graph import NIC_PROCESS
 
 NAME = "split_auto"
 #: What this pass needs done before it, and what it gives the passes after it.
-REQUIRES: frozenset[str] = frozenset({"graph", "segments"})
-PROVIDES: frozenset[str] = frozenset({"cuts_made"})
+REQUIRES: frozenset[str | type] = frozenset({"graph", "segments"})
+PROVIDES: frozenset[str | type] = frozenset({"cuts_made"})
 #: A frame's values on a port: length, first byte, buffer (``floem.library.FRAME``).
 FRAME_TYPES = ("size_t", "uint8_t *", "void *")
 #: The C type of a crossing frame's bytes (a typed packet whose headers are unknown).

@@ -34,8 +34,8 @@ from floem.passes.parse_bodies import RUNTIME_TYPES
 
 NAME = "trace_packets"
 #: What this pass needs done before it, and what it gives the passes after it.
-REQUIRES: frozenset[str] = frozenset({"bodies", "sources", "cache_fields"})
-PROVIDES: frozenset[str] = frozenset({"trace_field"})
+REQUIRES: frozenset[str | type] = frozenset({"bodies", "sources", "cache_fields"})
+PROVIDES: frozenset[str | type] = frozenset({"trace_field"})
 #: A port value the filter names: v0, v1, ...
 _VALUE = re.compile(r"v(0|[1-9][0-9]*)")
 

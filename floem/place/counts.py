@@ -24,6 +24,7 @@ from floem.explore.callgrind import Profile, read_profile
 from floem.explore.counters import parse
 from floem.explore.measure import Geometry, Misses, Replay, RunFailed, Workload
 from floem.ir import Cut, Device, ProgramIR
+from floem.ir.cnames import c_global
 from floem.place.app_file import placed_source
 
 #: The runtime function an element calls once per piece of work it hands to an engine
@@ -120,12 +121,12 @@ def _counted_run(placed: str, defines: list[str], options: list[str], workload: 
 def _read_thread(ir: ProgramIR, profile: Profile, device: Device, geometry: Geometry,
                  packets: int, probe: Probe) -> None:
     """One thread's profile into ``probe``: its elements, its overhead, its edges."""
-    segment = next((s for s in ir.segments.values() if profile.of(f"{s.name}_thread", "Ir")),
-                   None)
+    segment = next((s for s in ir.segments.values()
+                    if profile.of(c_global("segment", s.name, "thread"), "Ir")), None)
     if segment is None:
         return
     names = set(segment.elements)
-    thread = _cost(profile, f"{segment.name}_thread", geometry, packets)
+    thread = _cost(profile, c_global("segment", segment.name, "thread"), geometry, packets)
     for name in segment.elements:
         if not profile.of(name, "Ir"):
             continue

@@ -297,7 +297,7 @@ def _entries(placed: ProgramIR | None, crossings: dict[str, float],
         if not q.boundary or not crossings[q.boundary]:
             continue
         sizes = []
-        for ch in q.entries:
+        for ch in placed.entry_layouts.entries[q.name]:
             fixed = sum(field_size(f) or 0 for f in ch.fixed)
             variable = sum(v.packet.window if v.packet is not None and v.packet.window
                            is not None else workload.frame_bytes for v in ch.variable)

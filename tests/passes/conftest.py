@@ -65,3 +65,8 @@ class Tick(Element):
 
     def impl(self) -> None:
         self.run_c("(void)0;")
+
+
+def carried(ir: ProgramIR, queue: str) -> list[list[str]]:
+    """The fields each channel of ``queue`` carries (liveness's result), as lists."""
+    return [list(fields) for fields in ir.liveness.carried[queue]]

@@ -131,7 +131,7 @@ def test_misses_and_evictions_are_steered_over_the_instances():
     # a fill's eviction is not sent from get_end's segment (back_seg, which drains "back":
     # it could wait forever for room in "to") but left to set_start's, the only producer
     assert ir.caches["c"].defer_fill_evictions
-    assert not ir.queues["to"].multi_producer
+    assert not ir.queue_home("to").multi_producer
     assert "fills defer their write-backs to set_start's segment" in ir.dump()
 
 

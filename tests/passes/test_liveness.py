@@ -6,7 +6,7 @@ import pytest
 from floem import (Element, Field, Flow, Input, Int, Output, PerPacket, Pointer, Program, Queue,
                    Segment, State, Uint, run_order)
 
-from .conftest import Gen, Sink, run_until
+from .conftest import carried, Gen, run_until, Sink
 
 
 class Packet(State):
@@ -64,8 +64,8 @@ def program_with_state():
 def test_segment_uses_are_the_fields_read():
     p, _ = program_with_state()
     ir = run_until(p, "liveness")
-    assert ir.segments["s"].uses == {"key", "len"}
-    assert ir.segments["plain"].uses == set()
+    assert ir.liveness.uses["s"] == {"key", "len"}
+    assert ir.liveness.uses["plain"] == set()
     fields = ir.node("save").info.fields
     assert (fields.uses, fields.writes) == (set(), {"key", "spare"})
 
@@ -112,7 +112,7 @@ def test_no_warnings_when_every_field_is_written_and_read():
                 S("s")
         F()
     ir = run_until(p, "liveness")
-    assert ir.segments["s"].uses == {"key"}
+    assert ir.liveness.uses["s"] == {"key"}
     assert ir.warnings == []
 
 
@@ -121,8 +121,8 @@ def test_a_segment_reading_a_field_it_never_wrote_starts_each_packet_zeroed():
     generated code zero the per-packet state for every packet."""
     p, _ = program_with_state()
     ir = run_until(p, "liveness")
-    assert ir.segments["s"].read_first == {"len"}     # key and spare are written first
-    assert ir.segments["plain"].read_first == set()
+    assert ir.liveness.read_first["s"] == {"len"}     # key and spare are written first
+    assert ir.liveness.read_first["plain"] == set()
     assert "reads first (zeroed per packet) len" in ir.dump()
 
 
@@ -130,8 +130,8 @@ def test_a_field_read_first_on_the_far_side_of_a_queue_is_read_first_at_the_sour
     ir = run_until(across(lambda q: Gen() >> C(text="state->key = 1; output { out(); }") >> q,
                           lambda q: q >> Leaf(text=READ_KEY + 'printf("%d", state->len);')),
                    "liveness")
-    assert ir.segments["tx"].read_first == {"len"}    # carried, so zero when it leaves
-    assert ir.segments["rx"].read_first == set()      # a dequeue's fields come from the entry
+    assert ir.liveness.read_first["tx"] == {"len"}    # carried, so zero when it leaves
+    assert ir.liveness.read_first["rx"] == set()      # a dequeue's fields come from the entry
 
 
 # -- queues ---------------------------------------------------------------------------------
@@ -217,7 +217,7 @@ def across(tx, rx, state_class=Req, **queue_args):
 def test_a_field_written_before_and_read_after_the_queue_is_carried():
     p = across(lambda q: Gen() >> C(text=WRITE_ALL) >> q, lambda q: q >> Leaf(text=READ_KEY))
     ir = run_until(p, "liveness")
-    assert ir.queues["q"].fields == [["key"]]
+    assert carried(ir, "q") == [["key"]]
 
 
 def test_a_field_only_read_before_the_queue_is_not_carried():
@@ -225,7 +225,7 @@ def test_a_field_only_read_before_the_queue_is_not_carried():
         read = C(text=READ_VAL + 'printf("%d\\n", state->len); output { out(); }')
         Gen() >> C(text=WRITE_ALL) >> read >> q
     ir = run_until(across(tx, lambda q: q >> Leaf(text=READ_KEY)), "liveness")
-    assert ir.queues["q"].fields == [["key"]]
+    assert carried(ir, "q") == [["key"]]
     assert ir.warnings == []
 
 
@@ -233,10 +233,10 @@ def test_a_field_overwritten_after_the_queue_before_any_read_is_not_carried():
     def rx(q):
         q >> C(text="state->val = 5; output { out(); }") >> Leaf(text=READ_KEY + READ_VAL)
     ir = run_until(across(lambda q: Gen() >> C(text=WRITE_ALL) >> q, rx), "liveness")
-    assert ir.queues["q"].fields == [["key"]]
+    assert carried(ir, "q") == [["key"]]
 
 
-@pytest.mark.parametrize("write, carried", [
+@pytest.mark.parametrize("write, also", [
     ("if (rand() & 1) state->val = 5; else state->val = 6;", []),
     ("switch (rand() & 3) { case 0: state->val = 5; break; default: state->val = 6; }", []),
     ("do { state->val = rand(); } while (rand() & 1);", []),
@@ -244,14 +244,14 @@ def test_a_field_overwritten_after_the_queue_before_any_read_is_not_carried():
     ("switch (rand() & 3) { case 0: state->val = 5; break; case 1: state->val = 6; }", ["val"]),
     ("for (int i = rand(); i > 0; i--) state->val = i;", ["val"]),
 ])
-def test_a_field_written_on_every_path_after_the_queue_is_not_carried(write, carried):
+def test_a_field_written_on_every_path_after_the_queue_is_not_carried(write, also):
     """Written on every path through the element after the queue (both branches of an if,
     every case of a switch with a default) before it is read: the entries need not carry
     it. Written on some paths only (one branch, a loop that may not run): they do."""
     def rx(q):
         q >> C(text=write + " output { out(); }") >> Leaf(text=READ_KEY + READ_VAL)
     ir = run_until(across(lambda q: Gen() >> C(text=WRITE_ALL) >> q, rx), "liveness")
-    assert ir.queues["q"].fields == [["key"] + carried]
+    assert carried(ir, "q") == [["key"] + also]
 
 
 def test_two_channels_carry_different_fields_in_layout_order():
@@ -266,7 +266,7 @@ def test_two_channels_carry_different_fields_in_layout_order():
         q.deq[0] >> Leaf(text=READ_KEY)
         q.deq[1] >> Leaf(text='printf("%d %d\\n", state->len, state->val);')
     ir = run_until(across(tx, rx, channel=2), "liveness")
-    assert ir.queues["q"].fields == [["key"], ["val", "len"]]
+    assert carried(ir, "q") == [["key"], ["val", "len"]]
 
 
 def test_fields_read_after_a_fan_out_and_a_join_on_the_receiving_side_are_carried():
@@ -275,7 +275,7 @@ def test_fields_read_after_a_fan_out_and_a_join_on_the_receiving_side_are_carrie
         q >> C(text=READ_KEY + "output { out(); }") >> join.a
         q >> C(text="output { out(); }") >> join.b
     ir = run_until(across(lambda q: Gen() >> C(text=WRITE_ALL) >> q, rx), "liveness")
-    assert ir.queues["q"].fields == [["key", "len"]]
+    assert carried(ir, "q") == [["key", "len"]]
 
 
 def test_a_field_read_by_a_run_order_successor_is_carried():
@@ -284,7 +284,7 @@ def test_a_field_read_by_a_run_order_successor_is_carried():
         q >> leaf
         run_order(leaf, Last())
     ir = run_until(across(lambda q: Gen() >> C(text=WRITE_ALL) >> q, rx), "liveness")
-    assert ir.queues["q"].fields == [["key", "len"]]
+    assert carried(ir, "q") == [["key", "len"]]
 
 
 def test_a_field_read_on_one_branch_after_the_queue_is_carried():
@@ -294,7 +294,7 @@ def test_a_field_read_on_one_branch_after_the_queue_is_carried():
         branch.a >> Leaf(text=READ_VAL)
         branch.b >> Leaf(text="(void)0;")
     ir = run_until(across(lambda q: Gen() >> C(text=WRITE_ALL) >> q, rx), "liveness")
-    assert ir.queues["q"].fields == [["val"]]
+    assert carried(ir, "q") == [["val"]]
 
 
 def test_liveness_through_a_cycle_of_channels_converges():
@@ -313,7 +313,7 @@ def test_liveness_through_a_cycle_of_channels_converges():
         Gen() >> C(text=WRITE_ALL) >> q.enq[0]
     ir = run_until(across(tx, rx, channel=2), "liveness")
     # key reaches channel 1 only because last may send the packet round again
-    assert ir.queues["q"].fields == [["key", "val"], ["key", "val", "len"]]
+    assert carried(ir, "q") == [["key", "val"], ["key", "val", "len"]]
     assert ir.queues["q"].enqueuers[0] == ["q_enq0", "q_enq0_rx"]
 
 
@@ -326,7 +326,7 @@ def test_a_segment_that_dequeues_and_enqueues_into_the_same_channel_converges():
         again.again >> q
         again.done >> Leaf(text=READ_KEY)
     ir = run_until(across(lambda q: Gen() >> C(text=WRITE_ALL) >> q, rx), "liveness")
-    assert ir.queues["q"].fields == [["key", "val"]]
+    assert carried(ir, "q") == [["key", "val"]]
 
 
 class Message(State):
@@ -345,9 +345,9 @@ def test_qid_and_variable_size_lengths_are_used_by_the_enqueue():
     ir = run_until(p, "liveness")
     assert ir.node("q_enq0").info.fields.uses == {"qid"}
     assert ir.size_uses["Message"] == {"data": {"len"}}     # read when data is sent
-    assert ir.queues["q"].fields == [["data"]]
-    assert ir.segments["tx"].uses == {"qid", "len", "data"}
-    assert ir.segments["rx"].uses == {"data"}
+    assert carried(ir, "q") == [["data"]]
+    assert ir.liveness.uses["tx"] == {"qid", "len", "data"}
+    assert ir.liveness.uses["rx"] == {"data"}
     assert [w for w in ir.warnings if "written by 'write'" in w] == [
         f"{__file__}:{ir.node('write').loc.line}: per-packet field Message.spare is written by "
         "'write' but never read afterwards"]
@@ -358,8 +358,8 @@ def test_a_size_expression_is_read_only_where_its_field_is_sent():
     p = across(lambda q: Gen() >> C(text=write, name="write") >> q,
                lambda q: q >> Leaf(text='printf("%d\\n", state->qid);'), state_class=Message)
     ir = run_until(p, "liveness")
-    assert ir.queues["q"].fields == [["qid"]]
-    assert ir.segments["tx"].uses == {"qid"}
+    assert carried(ir, "q") == [["qid"]]
+    assert ir.liveness.uses["tx"] == {"qid"}
     assert not [w for w in ir.warnings if "Message.len" in w]
 
 
@@ -367,8 +367,8 @@ def test_per_segment_uses_on_both_sides_of_a_queue():
     def tx(q):
         Gen() >> C(text=WRITE_ALL) >> C(text='printf("%d\\n", state->len); output { out(); }') >> q
     ir = run_until(across(tx, lambda q: q >> Leaf(text=READ_KEY)), "liveness")
-    assert ir.segments["tx"].uses == {"len", "key"}      # read before, sent through q
-    assert ir.segments["rx"].uses == {"key"}
+    assert ir.liveness.uses["tx"] == {"len", "key"}      # read before, sent through q
+    assert ir.liveness.uses["rx"] == {"key"}
 
 
 def test_warnings_across_a_queue():
@@ -395,7 +395,7 @@ def test_a_field_written_on_one_branch_before_a_merge_is_reported():
     def rx(q):
         q >> Leaf(text=READ_KEY + READ_VAL, name="read")
     ir = run_until(across(tx, rx), "liveness")
-    assert ir.queues["q"].fields == [["key", "val"]]
+    assert carried(ir, "q") == [["key", "val"]]
     assert ir.warnings == [
         f"{__file__}:{ir.node('read').loc.line}: per-packet field Req.val is read by 'read' on "
         "a path where it was never written"]
@@ -426,7 +426,7 @@ def test_a_field_written_by_only_one_of_two_producers_is_reported():
         F()
     ir = run_until(p, "liveness")
     assert ir.queues["q"].enqueuers == [["q_enq0", "q_enq0_b"]]
-    assert ir.queues["q"].fields == [["key", "val"]]
+    assert carried(ir, "q") == [["key", "val"]]
     assert ir.warnings == [
         f"{__file__}:{ir.node('read').loc.line}: per-packet field Req.val is read by 'read' on "
         "a path where it was never written"]

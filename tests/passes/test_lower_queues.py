@@ -4,7 +4,7 @@ from __future__ import annotations
 from floem import (CallableSegment, Element, Field, Flow, Input, Int, Output, PerPacket, Program,
                    Queue, Segment, State)
 
-from .conftest import Gen, edges, run_until
+from .conftest import carried, edges, Gen, run_until
 
 
 class Req(State):
@@ -114,9 +114,7 @@ def test_segment_element_lists_hold_the_saves_after_the_dequeue_and_the_release_
 
 def test_lowering_keeps_what_each_channel_carries():
     p = two_channels()
-    carried = run_until(p, "liveness").queues["q"].fields
-    assert carried == [["key"], ["key", "val"]]
-    assert run_until(p, "lower_queues").queues["q"].fields == carried
+    assert carried(run_until(p, "lower_queues"), "q") == [["key"], ["key", "val"]]
 
 
 def test_each_segment_enqueuing_into_a_channel_gets_its_own_enqueue():
@@ -156,5 +154,5 @@ def test_each_segment_enqueuing_into_a_channel_gets_its_own_enqueue():
         enq = ir.node(name)
         assert (enq.role, enq.queue, enq.channel, enq.segment) == ("enqueue", "fifo", 0, segment)
         assert name in ir.segments[segment].elements
-    assert ir.queues["fifo"].fields == [["key"]]
+    assert carried(ir, "fifo") == [["key"]]
     assert ir.segments["rx"].elements == ["fifo_deq", "fifo_save0", "get", "fifo_release"]

@@ -74,18 +74,18 @@ def program(main_reads: bool, enq_nic: bool = False, second_cpu_producer: bool =
 
 def test_state_used_only_on_the_nic_lives_in_nic_memory():
     ir = run_until(program(main_reads=False), "place_memory")
-    assert ir.state_homes == {"nic_only": "nic", "shared": "host"}
+    assert ir.homes.states == {"nic_only": "nic", "shared": "host"}
 
 
 def test_state_main_reads_lives_in_host_memory():
     ir = run_until(program(main_reads=True), "place_memory")
-    assert ir.state_homes["nic_only"] == "host"
+    assert ir.homes.states["nic_only"] == "host"
 
 
 def test_queue_homes_and_devices():
-    cpu_to_nic = run_until(program(False), "place_memory").queues["q"]
+    cpu_to_nic = run_until(program(False), "place_memory").queue_home("q")
     assert (cpu_to_nic.enq_device, cpu_to_nic.deq_device, cpu_to_nic.home) == ("CPU", "NIC", "host")
-    nic_to_nic = run_until(program(False, enq_nic=True), "place_memory").queues["q"]
+    nic_to_nic = run_until(program(False, enq_nic=True), "place_memory").queue_home("q")
     assert nic_to_nic.home == "nic"
 
 

@@ -26,7 +26,8 @@ def callable_(name, process=None):
 
 
 def processes(ir):
-    return {p.name: (p.segments, p.callables, p.has_main) for p in ir.processes.values()}
+    return {p.name: (list(p.segments), list(p.callables), p.has_main)
+            for p in ir.processes.values()}
 
 
 def test_default_process_is_the_program_name():
@@ -35,7 +36,7 @@ def test_default_process_is_the_program_name():
         callable_("inc1")
     ir = run_until(p, "placement")
     assert processes(ir) == {"app": (["rx", "inc1"], ["inc1"], True)}
-    assert ir.main_process == "app"
+    assert ir.placement.main == "app"
 
 
 def test_named_processes_and_the_main_process():
@@ -50,7 +51,7 @@ def test_named_processes_and_the_main_process():
         "side": (["worker"], [], True),      # runs threads: an executable of its own
         "math": (["inc1"], ["inc1"], False),  # only callables: a library
     }
-    assert ir.main_process == "app"
+    assert ir.placement.main == "app"
 
 
 def test_main_in_a_named_process():
@@ -59,7 +60,7 @@ def test_main_in_a_named_process():
         p.main("return inc1(1);", process="math")
     ir = run_until(p, "placement")
     assert processes(ir) == {"math": (["inc1"], ["inc1"], True)}
-    assert ir.main_process == "math"
+    assert ir.placement.main == "math"
 
 
 def test_the_only_process_holds_main_when_it_is_not_the_default():
@@ -67,7 +68,7 @@ def test_the_only_process_holds_main_when_it_is_not_the_default():
         thread("rx", process="server")
     ir = run_until(p, "placement")
     assert processes(ir) == {"server": (["rx"], [], True)}
-    assert ir.main_process == "server"
+    assert ir.placement.main == "server"
 
 
 def test_callables_only_without_main_make_no_executable():
@@ -144,7 +145,7 @@ def queue_program(producers, consumer="thread", consumer_cores=(0,), **queue_arg
 
 
 def variants(ir):
-    q = ir.queues["q"]
+    q = ir.queue_home("q")
     return q.multi_producer, q.multi_consumer
 
 

@@ -10,14 +10,14 @@ from floem.ir import Device, Home
 from floem.library import Counter, Counts
 from floem.passes.plan_code import INLINE_DEPTH
 
-from .conftest import run_until
+from .conftest import Sink, run_until
 from .test_place_memory import program
 
 
 def test_a_nic_end_of_a_host_queue_goes_through_the_sync_layer_with_a_manager_core():
     ir = run_until(program(main_reads=False), "plan_code")
-    nic, host = ir.processes["nic"].plan, ir.processes[ir.main_process].plan
-    q = ir.queues["q"]
+    nic, host = ir.plan.processes["nic"], ir.plan.processes[ir.placement.main]
+    q = ir.queue_home("q")
     assert (q.home, q.deq_device) == (Home.HOST, Device.NIC)
     assert nic.managers == 1 and not nic.threads_manage
     assert nic.queues["q"].synced and nic.queues["q"].dequeues and not nic.queues["q"].counts
@@ -28,26 +28,27 @@ def test_a_nic_end_of_a_host_queue_goes_through_the_sync_layer_with_a_manager_co
 
 def test_without_manager_cores_nic_threads_manage_the_sync_layer():
     ir = run_until(program(main_reads=False), "plan_code", nic_managers=0)
-    nic = ir.processes["nic"].plan
+    nic = ir.plan.processes["nic"]
     assert nic.managers == 0 and nic.threads_manage
     assert nic.queues["q"].manage_inline and nic.queues["q"].shared_shadow
 
 
 def test_a_queue_between_nic_segments_needs_no_manager():
     ir = run_until(program(main_reads=False, enq_nic=True), "plan_code")
-    nic = ir.processes["nic"].plan
-    assert ir.queues["q"].home == Home.NIC
+    nic = ir.plan.processes["nic"]
+    assert ir.queue_home("q").home == Home.NIC
     assert nic.managers == 0 and not nic.queues["q"].synced and nic.queues["q"].counts
 
 
 def test_element_plans_lower_bodies_and_name_the_states_they_use():
     ir = run_until(program(main_reads=False), "plan_code")
-    user = next(n for n in ir.nodes() if n.cls_name == "Use" and n.segment == "rx")
-    assert user.plan.pointers == ["counts"] and "(void)counts;" in user.plan.body
-    assert user.plan.body.startswith("#line ")
-    tx_source = ir.node(ir.segments["tx"].source)
-    assert tx_source.plan.thread_source and not tx_source.plan.emits_packets
-    assert ir.main_body is not None and "(void)shared;" in ir.main_body
+    user = next(ir.element_plan(n.name) for n in ir.nodes()
+                if n.cls_name == "Use" and n.segment == "rx")
+    assert user.pointers == ("counts",) and "(void)counts;" in user.body
+    assert user.body.startswith("#line ")
+    tx_source = ir.element_plan(ir.segments["tx"].source)
+    assert tx_source.thread_source and not tx_source.emits_packets
+    assert ir.plan.main_body is not None and "(void)shared;" in ir.plan.main_body
 
 
 class Msg(State):
@@ -92,7 +93,7 @@ def test_an_enqueue_steers_by_qid_and_a_connected_full_port_is_planned():
         F()
     ir = run_until(p, "plan_code")
     enq = next(n for n in ir.nodes() if n.role == "enqueue")
-    assert enq.plan.steers_by_qid and enq.plan.full_port
+    assert ir.element_plan(enq.name).steers_by_qid and ir.element_plan(enq.name).full_port
     assert "steers by qid; full port" in ir.dump()
     assert "queue q: dequeues through the sync layer" in ir.dump()
 
@@ -126,7 +127,7 @@ def test_a_long_chain_is_cut_into_out_of_line_functions_every_inline_depth_eleme
         Chain("chain")
     ir = run_until(p, "plan_code")
     elements = ir.segments["chain"].elements
-    outlined = [i for i, e in enumerate(elements) if ir.node(e).plan.out_of_line]
+    outlined = [i for i, e in enumerate(elements) if ir.element_plan(e).out_of_line]
     assert outlined == [INLINE_DEPTH, 2 * INLINE_DEPTH]
     assert "out of line" in ir.dump()
 
@@ -141,7 +142,7 @@ def test_a_short_segment_is_left_to_the_compiler_to_inline():
         Chain("chain")
     ir = run_until(p, "plan_code")
     assert len(ir.segments["chain"].elements) == INLINE_DEPTH
-    assert not any(ir.node(e).plan.out_of_line for e in ir.segments["chain"].elements)
+    assert not any(ir.element_plan(e).out_of_line for e in ir.segments["chain"].elements)
 
 
 class Burst(Element):
@@ -188,18 +189,18 @@ def test_a_source_that_never_touches_the_state_gives_each_packet_a_local_state()
     function, which the C compiler keeps in registers; the thread keeps none."""
     ir = burst_program("plan_fresh")
     source = ir.node(ir.segments["s"].source)
-    assert source.plan.emits_packets and source.plan.fresh_state
+    assert ir.element_plan(source.name).emits_packets and ir.element_plan(source.name).fresh_state
     assert "its state a local of the port" in ir.dump()
 
 
 def test_a_source_writing_the_state_or_a_field_read_first_keeps_the_threads_state():
     writes = burst_program("plan_marks", marks=True)
-    assert not writes.node(writes.segments["s"].source).plan.fresh_state
+    assert not writes.element_plan(writes.segments["s"].source).fresh_state
     unwritten = burst_program("plan_read_first", writes_first=False)
-    assert unwritten.segments["s"].read_first == {"v"}
-    assert not unwritten.node(unwritten.segments["s"].source).plan.fresh_state
+    assert unwritten.liveness.read_first["s"] == {"v"}
+    assert not unwritten.element_plan(unwritten.segments["s"].source).fresh_state
     every = burst_program("plan_send_all", send_all_fields=True)    # queues copy every field
-    assert not every.node(every.segments["s"].source).plan.fresh_state
+    assert not every.element_plan(every.segments["s"].source).fresh_state
 
 
 class Leave(Element):
@@ -224,11 +225,12 @@ def test_a_port_every_run_sends_on_once_has_no_counter_of_its_own():
         S("s")
     ir = run_until(p, "plan_code")
     source, first, leave, last = (ir.node(e) for e in ir.segments["s"].elements)
-    assert source.plan.counters.outs == (("out", 0),)
-    assert first.plan.counters.outs == (("out", None),) and first.plan.counters.fed_by == (0,)
-    assert leave.plan.counters.fed_by == (0,) and leave.plan.counters.outs == (("out", 1),)
-    assert last.plan.counters.fed_by == (1,)
-    layout = ir.processes[ir.main_process].plan.counter_layout
+    counted = {n.name: ir.element_plan(n.name).counters for n in (source, first, leave, last)}
+    assert counted[source.name].outs == (("out", 0),)
+    assert counted[first.name].outs == (("out", None),) and counted[first.name].fed_by == (0,)
+    assert counted[leave.name].fed_by == (0,) and counted[leave.name].outs == (("out", 1),)
+    assert counted[last.name].fed_by == (1,)
+    layout = ir.plan.processes[ir.placement.main].counter_layout
     assert f"{first.name} s +0 ~ out:*\n" in layout and f"{leave.name} s +0 ~ out:1\n" in layout
     assert "out = in" in ir.dump()
 
@@ -261,10 +263,12 @@ def test_a_switch_with_an_else_case_ends_no_packet():
         S("s")
     ir = run_until(p, "plan_code")
     sign, partial = ir.node("Sign0"), ir.node("Sign1")
-    layout = ir.processes[ir.main_process].plan.counter_layout
-    assert sign.plan.counters.never_ends and f"{sign.name} s +0 0 pos:1,neg:2\n" in layout
+    layout = ir.plan.processes[ir.placement.main].counter_layout
+    assert ir.element_plan(sign.name).counters.never_ends
+    assert f"{sign.name} s +0 0 pos:1,neg:2\n" in layout
     assert "pos 1, neg 2, ends none" in ir.dump()
-    assert not partial.plan.counters.never_ends and f"{partial.name} s +1 ~ " in layout
+    assert not ir.element_plan(partial.name).counters.never_ends
+    assert f"{partial.name} s +1 ~ " in layout
 
 
 def counting(name, threads=1, second_segment=False, main_code=None):
@@ -294,14 +298,15 @@ def test_the_only_writer_of_its_states_adds_to_them_plainly():
     instruction (a few nanoseconds a packet), and the dump says why."""
     ir = counting("plan_alone")
     [c] = counters(ir)
-    assert c.plan.alone and "its states' only writer" in ir.dump()
+    assert ir.element_plan(c.name).alone and "its states' only writer" in ir.dump()
 
 
 def test_several_writers_of_a_state_add_to_it_atomically():
     for ir in (counting("plan_two_threads", threads=2),
                counting("plan_two_segments", second_segment=True),
                counting("plan_main_adds", main_code="floem_add(&hits->packets, 1);")):
-        assert counters(ir) and not any(c.plan.alone for c in counters(ir)), ir.name
+        assert counters(ir), ir.name
+        assert not any(ir.element_plan(c.name).alone for c in counters(ir)), ir.name
         assert "only writer" not in ir.dump()
 
 
@@ -320,6 +325,41 @@ def test_main_reading_a_counter_leaves_its_element_the_only_writer(code, alone):
     passes the state on) does."""
     ir = counting("plan_main_reads", main_code=code)
     [c] = counters(ir)
-    assert c.plan.alone == alone
+    assert ir.element_plan(c.name).alone == alone
     source = "".join(f.text for f in generate(ir, [], []) if f.name.endswith(".c"))
     assert ("enum { floem_alone = 1 };" in source) == alone
+
+
+
+class Pair(Element):
+    """Never reads its input port (a port need not be read)."""
+
+    def configure(self):
+        self.inp = Input(Int, Int)
+        self.out = Output(Int)
+
+    def impl(self):
+        self.run_c("output { out(0); }")
+
+
+class Two(Element):
+    def configure(self):
+        self.out = Output(Int, Int)
+
+    def impl(self):
+        self.run_c("output { out(1, 2); }")
+
+
+def test_the_values_a_body_never_reads_are_planned_unused_and_cast_to_void():
+    with Program("plan_unused") as p:
+        class Chain(Segment):
+            def impl(self):
+                Two() >> Pair(name="pair") >> Sink()
+        Chain("chain")
+    ir = run_until(p, "plan_code")
+    assert ir.element_plan("pair").unused == ("inp_0", "inp_1")
+    sink = next(n for n in ir.segments["chain"].elements if ir.node(n).cls_name == "Sink")
+    assert ir.element_plan(sink).unused == ()                  # inp(): read, and thrown away
+    assert "never reads inp_0, inp_1" in ir.dump()
+    c = next(f.text for f in generate(ir, [], []) if f.name.endswith(".c"))
+    assert "(void)inp_1;" in c

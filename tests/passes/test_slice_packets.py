@@ -77,17 +77,17 @@ def test_the_library_frame_lays_out_its_headers_as_the_wire_does():
 
 def test_liveness_gives_the_bytes_in_use_after_each_channel():
     ir = run_until(forwarder(TTL), "liveness")
-    rx = ir.queues["rxq"].packets[0]["pkt"]
-    assert rx.ranges == [(0, TO_THE_END)] and rx.whole     # LoadFrame sends every byte
+    rx = ir.liveness.packets["rxq"][0]["pkt"]
+    assert rx.ranges == ((0, TO_THE_END),) and rx.whole     # LoadFrame sends every byte
     assert any("LoadFrame" in cause for cause in rx.causes)
-    drop = ir.queues["txq"].packets[1]["pkt"]
-    assert drop.ranges == [] and not drop.whole          # DropFrame reads no byte
+    drop = ir.liveness.packets["txq"][1]["pkt"]
+    assert drop.ranges == () and not drop.whole          # DropFrame reads no byte
 
 
 def test_a_split_forwarder_keeps_the_payload_on_the_nic():
     ir = run_until(forwarder(TTL), "slice_packets")
-    rx, back, drop = (ir.queues["rxq"].packets[0]["pkt"], ir.queues["txq"].packets[0]["pkt"],
-                      ir.queues["txq"].packets[1]["pkt"])
+    rx, back, drop = (ir.windows.packets["rxq"][0]["pkt"], ir.windows.packets["txq"][0]["pkt"],
+                      ir.windows.packets["txq"][1]["pkt"])
     assert (rx.crossing, back.crossing, drop.crossing) == (
         FrameCrossing.LEAVES, FrameCrossing.RETURNS, FrameCrossing.RETURNS)
     assert rx.sliced and back.sliced
@@ -97,28 +97,28 @@ def test_a_split_forwarder_keeps_the_payload_on_the_nic():
 
 def test_no_slicing_sends_the_frame_whole():
     ir = run_until(forwarder(TTL), "slice_packets", slicing=False)
-    rx = ir.queues["rxq"].packets[0]["pkt"]
+    rx = ir.windows.packets["rxq"][0]["pkt"]
     assert not rx.sliced and rx.window is None
 
 
 def test_sending_all_fields_sends_every_byte():
     ir = run_until(forwarder(TTL), "slice_packets", send_all_fields=True)
     for q in ir.queues.values():
-        for carried in q.packets:
+        for carried in ir.windows.packets[q.name]:
             assert all(b.window is None and not b.sliced for b in carried.values())
 
 
 @pytest.mark.parametrize("device", [target.CPU, target.NIC])
 def test_frames_on_one_device_stay_in_their_buffers(device):
     ir = run_until(forwarder(TTL, io=device, at=device), "slice_packets")
-    assert {b.crossing for q in ir.queues.values() for c in q.packets for b in c.values()} \
-        == {FrameCrossing.STAYS}
+    assert {b.crossing for q in ir.queues.values() for c in ir.windows.packets[q.name]
+            for b in c.values()} == {FrameCrossing.STAYS}
 
 
 def test_an_unbounded_access_away_from_the_port_is_warned_about_with_its_line():
     ir = run_until(forwarder("inp(); uint8_t *raw = (uint8_t *)state->pkt;\n"
                              "raw[60] = 1; output { out(); }"), "slice_packets")
-    rx = ir.queues["rxq"].packets[0]["pkt"]
+    rx = ir.windows.packets["rxq"][0]["pkt"]
     assert not rx.sliced and rx.window is None
     [warning] = ir.warnings
     assert "crosses between NIC and CPU whole" in warning

@@ -9,7 +9,7 @@ from floem import (Element, Field, FloemError, Flow, Input, Int, Output, PerPack
 from floem.ir import Cut, Device, Role
 from floem.place.cuts import candidates
 
-from .conftest import Gen, Inc, Sink, here, run_until
+from .conftest import carried, Gen, Inc, Sink, here, run_until
 
 
 class Counter(State):
@@ -165,8 +165,8 @@ def test_a_cut_moves_values_through_the_per_packet_state() -> None:
     assert ir.segments["c_rx"].cores == [0, 1] and ir.segments["c_tx"].device == Device.NIC
     roles = {ir.node(n).cls_name for n in ir.segments["c"].elements}
     assert {"CutUnstash", "CutStash"} <= roles
-    assert ir.queues["c_rxq"].fields == [["c_rxq_0_v0"]]
-    assert ir.queues["c_txq"].fields == [["c_txq_0_v0"]]
+    assert carried(ir, "c_rxq") == [["c_rxq_0_v0"]]
+    assert carried(ir, "c_txq") == [["c_txq_0_v0"]]
     assert ir.node("c_rxq_enq0").role == Role.ENQUEUE
 
 
@@ -179,8 +179,8 @@ def test_every_thread_at_a_cut_has_instances_of_its_own(producers: int, consumer
     q = ir.queues["c_rxq"]
     assert q.instances == instances
     # one producer and one consumer thread per instance: no atomic enqueue or dequeue
-    assert not q.multi_producer and not q.multi_consumer
-    assert ir.node("c_rxq_enq0").plan.spreads_over == (producers if instances > 1 else 0)
+    assert not ir.queue_home(q.name).multi_producer and not ir.queue_home(q.name).multi_consumer
+    assert ir.element_plan("c_rxq_enq0").spreads_over == (producers if instances > 1 else 0)
     assert not ir.warnings
 
 
@@ -267,7 +267,7 @@ def handles() -> Program:
 def test_a_pointer_may_cross_and_come_back_but_not_be_read_across() -> None:
     p = handles()
     ir = run_until(p, "liveness", cuts=(Cut("h", rx=("S", "P"), tx=("D",)),))
-    assert "p" in ir.queues["h_rxq"].fields[0] and "p" in ir.queues["h_txq"].fields[0]
+    assert "p" in carried(ir, "h_rxq")[0] and "p" in carried(ir, "h_txq")[0]
     with pytest.raises(FloemError, match="Handle.p, a pointer .* to 'D', which reads it"):
         run_until(p, "liveness", cuts=(Cut("h", rx=("S", "P")),))
     with pytest.raises(FloemError, match="to 'D', which reads it"):

@@ -1,0 +1,89 @@
+"""The analyses' results (floem/ir/results.py): each analysis adds one frozen result and
+leaves the structural IR as it found it; a result is made once, and asking for one no pass
+has made yet is refused with its name."""
+from __future__ import annotations
+
+import dataclasses
+import os
+from types import ModuleType
+
+import pytest
+from conftest import ROOT
+
+from floem.api import load_app
+from floem.ir import BuildOptions, Liveness, Placement, ProgramIR, Results
+from floem.passes import PIPELINE, build_graph, run_pipeline
+
+#: The passes that analyse (their contracts provide result types) and the checks.
+ANALYSES = [p for p in PIPELINE if p.PROVIDES and all(isinstance(k, type) for k in p.PROVIDES)]
+CHECKS = [p for p in PIPELINE if p.NAME.startswith("check_")]
+
+APPS = [("examples/kvs/kvs.py", {"design": "cpu"}, {}),
+        ("examples/kvs/kvs.py", {"design": "split"}, {"nic": "liquidio"}),
+        ("examples/kvs/kvs.py", {"design": "cache-wb"}, {"counters": False, "trace": True}),
+        ("examples/nf/firewall.py", {}, {}),
+        ("examples/storm/storm.py", {}, {}),
+        ("tests/passes/golden/calc_app.py", {}, {"trace": True})]
+
+
+def structure(ir: ProgramIR) -> str:
+    """Everything of the structural IR (not its results, nor the warnings passes collect)."""
+    records = [ir.name, ir.app_file, [n for n in ir.nodes()], ir.edges(), ir.segments,
+               ir.queues, ir.caches, ir.layouts, ir.states, ir.regions, ir.main,
+               ir.size_uses, ir.includes, ir.depends, ir.options, ir.user_names,
+               ir.main_info, ir.trace_filter]
+    return repr(records)
+
+
+def test_the_analyses_are_the_passes_after_the_structure_is_made() -> None:
+    assert [p.NAME for p in ANALYSES] == ["liveness", "placement", "place_memory",
+                                          "slice_packets", "plan_entries", "plan_code"]
+
+
+@pytest.mark.parametrize("app, given, options", APPS,
+                         ids=[f"{os.path.basename(a)}{g or ''}{o or ''}" for a, g, o in APPS])
+def test_analyses_and_checks_leave_the_structural_ir_alone(app: str, given: dict[str, str],
+                                                           options: dict[str, object]) -> None:
+    program = load_app(os.path.join(ROOT, app), given)
+    ir = build_graph.run(program, BuildOptions.from_keywords(**options))
+    for stage in PIPELINE:
+        before = structure(ir) if stage in ANALYSES + CHECKS else None
+        made = {type(r) for r in ir.results}
+        ir = stage.run(ir)
+        new = {type(r) for r in ir.results} - made
+        if before is not None:
+            assert structure(ir) == before, f"{stage.NAME} changed the structural IR"
+        assert new == {k for k in stage.PROVIDES if isinstance(k, type)}, stage.NAME
+    for result in ir.results:
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            result.__setattr__(dataclasses.fields(result)[0].name, None)
+
+
+def test_a_result_is_made_once_and_frozen() -> None:
+    results = Results()
+    placement = Placement({}, "main")
+    results.add(placement)
+    assert results.get(Placement) is placement and Placement in results
+    with pytest.raises(RuntimeError, match="Placement was made twice"):
+        results.add(Placement({}, "other"))
+    with pytest.raises(TypeError, match="a frozen dataclass"):
+        results.add({"not": "frozen"})
+
+
+def test_asking_for_a_result_before_its_pass_names_it() -> None:
+    ir = run_pipeline(load_app(os.path.join(ROOT, "tests/passes/golden/calc_app.py")),
+                      stop_after="lower_queues")
+    assert Liveness in ir.results
+    with pytest.raises(RuntimeError, match="Placement is asked for before the pass making it"):
+        ir.results.get(Placement)
+
+
+def test_an_analysis_not_making_its_result_is_the_compilers_bug(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    idle = ModuleType("idle")
+    idle.NAME, idle.REQUIRES, idle.PROVIDES = "idle", frozenset(), frozenset({Liveness})
+    idle.run = lambda ir: ir
+    monkeypatch.setattr("floem.passes.PIPELINE", [idle])
+    program = load_app(os.path.join(ROOT, "tests/passes/golden/calc_app.py"))
+    with pytest.raises(RuntimeError, match="pass idle did not make Liveness"):
+        run_pipeline(program)
