@@ -78,15 +78,14 @@ def _syntax(app: str) -> ast.Module:
 def _forget_shadowed_modules(directory: str) -> None:
     """Drop the modules imported earlier under the name of a module in ``directory``, so
     that an app's ``import nf`` finds the ``nf.py`` beside it, not a module of that name
-    another app (or the caller) imported before. The standard library's are kept."""
+    another app (or the caller) imported before, and runs it again with this load's ``-D``
+    values (a module beside the app may declare parameters too). The standard library's
+    are kept."""
     for name in list(sys.modules):
         top = name.split(".")[0]
         mine = os.path.join(directory, top)
-        if top in sys.stdlib_module_names or not (os.path.exists(mine + ".py")
-                                                  or os.path.isdir(mine)):
-            continue
-        origin = getattr(sys.modules[name], "__file__", None) or ""
-        if not os.path.abspath(origin).startswith(mine):
+        if top not in sys.stdlib_module_names and (os.path.exists(mine + ".py")
+                                                   or os.path.isdir(mine)):
             del sys.modules[name]
 
 

@@ -188,3 +188,19 @@ def test_apps_of_two_directories_each_import_their_own_modules(tmp_path) -> None
             "param('label', shared.LABEL)\nmain('return 0;')\n")
     seen = [load_app(str(tmp_path / label / "app.py")).params["label"] for label in ("a", "b")]
     assert seen == ["a", "b"]
+
+
+def test_a_module_beside_the_app_runs_again_with_each_loads_values(tmp_path) -> None:
+    """A parameter a helper module declares (examples/kvs/elements.py's ``value_max``,
+    which bounds a field) takes each load's ``-D`` value in one process, as the app's own
+    parameters do."""
+    from floem.api import load_app
+    (tmp_path / "helper.py").write_text("from floem import param\nSIZE = param('size', 8)\n")
+    (tmp_path / "app.py").write_text(
+        "from helper import SIZE\nfrom floem import main, param\n"
+        "param('twice', SIZE * 2)\nmain('return 0;')\n")
+    app = str(tmp_path / "app.py")
+    seen = [load_app(app, given)
+            for given in ({"size": "3"}, {"size": "5"}, {})]
+    assert [p.params["size"] for p in seen] == [3, 5, 8]
+    assert [p.params["twice"] for p in seen] == [6, 10, 16]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 
 from floem import (Element, Field, Input, Int, MemoryRegion, Output, Persistent, Pointer, State,
-                   Uint, Void)
+                   Uint, Void, param)
 from floem.paths import runtime_dir
 from floem.library import FRAME
 from floem.library import memcached, net
@@ -37,6 +37,8 @@ VALUE_LIMIT = 2006 - 8 - 24 - 8 - 1
 KEY_MAX = 250
 #: What a record adds to a value: flags, expiry time and CAS value.
 RECORD_HEADER = 16
+value_max = param("value_max", VALUE_LIMIT,
+                  help="longest value a SET may store (longer: 'Too large.')")
 
 
 class Request(State):
@@ -44,7 +46,9 @@ class Request(State):
 
     ``pkt`` and ``buf`` are the request's frame, on the device that received it
     (elsewhere they are only carried along); ``key`` points at the key and ``val`` at a
-    record (flags, expiry, value; proto.h), both sized, so their bytes cross queues.
+    record (flags, expiry, value; proto.h), both sized, so their bytes cross queues, and
+    bounded (the longest key, the record of the longest value), so a queue entry has room
+    for them.
     ``now`` is when the request was received (`kvs_now`): every element judges expiry
     by it, so the clock is read once per request; ``oldest`` is the oldest live CAS value
     then (flush_all moves it up), by which every element judges records flushed.
@@ -57,11 +61,11 @@ class Request(State):
     buf = Field(Pointer(Void))
     opcode = Field(Uint(8))
     status = Field(Uint(16))
-    key = Field(Pointer(Uint(8)), size="state->keylen")
+    key = Field(Pointer(Uint(8)), size="state->keylen", max_size=KEY_MAX)
     keylen = Field(Uint(16))
     hash = Field(Uint(32))
     qid = Field(Int)
-    val = Field(Pointer(Uint(8)), size="state->vallen")
+    val = Field(Pointer(Uint(8)), size="state->vallen", max_size=RECORD_HEADER + value_max)
     vallen = Field(Uint(32))
     cached = Field(Uint(8))
     now = Field(Uint(32))

@@ -30,12 +30,11 @@ from floem import (Cache, CallableSegment, Flow, Input, Int, MemoryRegion, Outpu
                    Queue, Segment, cflags, external_main, param, target)
 from floem.library import FromNet, NetFree, Steer, ToNet
 
-from elements import (KEY_MAX, LIBRARY_C, RECORD_HEADER, VALUE_LIMIT, Classify, Counts,
-                      CreateItem, Forget, HashKey, HashtDelete, HashtDeleteItem, HashtGet,
-                      HashtGetItem, HashtPut, HashtPutItem, HashtUpdate, ItemIndex, ItemLog,
-                      ItemRequest, MakeRecord, ParseRequest, ReadItem, Request, RequestDrops,
-                      Respond, Restore, Retrieve, SplitRequests, Table, Uncache, Unsupported,
-                      Versions)
+from elements import (LIBRARY_C, Classify, Counts, CreateItem, Forget, HashKey, HashtDelete,
+                      HashtDeleteItem, HashtGet, HashtGetItem, HashtPut, HashtPutItem,
+                      HashtUpdate, ItemIndex, ItemLog, ItemRequest, MakeRecord, ParseRequest,
+                      ReadItem, Request, RequestDrops, Respond, Restore, Retrieve,
+                      SplitRequests, Table, Uncache, Unsupported, Versions, value_max)
 
 DESIGNS = ("cpu", "split", "cache-wt", "cache-wb", "external", "split-pointer", "auto")
 design = param("design", "cpu", choices=DESIGNS,
@@ -51,8 +50,6 @@ write_alloc = param("write_alloc", True, help="cache designs: a SET of an uncach
 memory = param("memory", 64, help="MiB of memory for the store's items (split-pointer: half "
                                   "for the log of items, half for the host's index)")
 store_buckets = param("store_buckets", 2 ** 17, help="hash buckets of the store")
-value_max = param("value_max", VALUE_LIMIT,
-                  help="longest value a SET may store (longer: 'Too large.')")
 queue_size = param("queue_size", 256, help="entries of each physical queue instance")
 
 #: The kinds of requests, each a channel (or queue) of its own between NIC and host: GETs,
@@ -65,44 +62,28 @@ versions = Versions("versions")
 counts = Counts("counts")
 
 
-def entry_bytes(*variable: int) -> int:
-    """Entry size for a channel whose variable-size fields hold at most these many bytes:
-    the header, room for the fixed fields (about 50 bytes; the build fails with a static
-    assertion if a channel outgrows its entry), each variable field 8-aligned."""
-    header_and_fixed = 8 + 64
-    return -(-(header_and_fixed + sum(n + 8 for n in variable)) // 64) * 64
-
-
-KEY, RECORD = KEY_MAX, RECORD_HEADER + value_max
-REQUEST_ENTRY = {"get": entry_bytes(KEY), "set": entry_bytes(KEY, RECORD), "delete": entry_bytes(KEY),
-                 "update": entry_bytes(KEY, RECORD)}
-REPLY_ENTRY = {"get": entry_bytes(RECORD), "set": entry_bytes(), "delete": entry_bytes(),
-               "update": entry_bytes(RECORD)}
 #: split-pointer: requests carry a key (and a SET the item's pointer), replies a pointer; it
 #: has no updates (the host cannot change an item the NIC made).
 ITEM_KINDS = KINDS[:3]
-ITEM_REQUEST_ENTRY = {kind: entry_bytes(KEY) for kind in ITEM_KINDS}
-ITEM_REPLY_ENTRY = {kind: entry_bytes() for kind in ITEM_KINDS}
 #: The host's element for each kind of request: the store's, or split-pointer's index's.
 STORE = {"get": HashtGet, "set": HashtPut, "delete": HashtDelete, "update": HashtUpdate}
 INDEX = {"get": HashtGetItem, "set": HashtPutItem, "delete": HashtDeleteItem}
 
 
 class LogicalQueues:
-    """The kinds of requests (``entry``'s keys) as channels of one `Queue` of ``cores``
-    instances, or, with ``share=False``, a `Queue` each: one logical-to-physical mapping or
-    the other."""
+    """The ``kinds`` of requests as channels of one `Queue` of ``cores`` instances, or, with
+    ``share=False``, a `Queue` each: one logical-to-physical mapping or the other. (The
+    compiler sizes their entries: `Request`'s key and record are bounded.)"""
 
-    def __init__(self, name: str, entry: dict[str, int], share: bool = True) -> None:
+    def __init__(self, name: str, kinds: tuple[str, ...], share: bool = True) -> None:
         self.share = share
-        self.kinds = tuple(entry)
+        self.kinds = kinds
         if share:
-            self.queue = Queue(name, channel=len(self.kinds), inst=cores, size=queue_size,
-                               entry_size=max(entry.values()))
+            self.queue = Queue(name, channel=len(self.kinds), inst=cores, size=queue_size)
             self.ends = {k: (self.queue.enq[i], self.queue.deq[i])
                          for i, k in enumerate(self.kinds)}
         else:
-            queues = {k: Queue(f"{name}_{k}", inst=cores, size=queue_size, entry_size=entry[k])
+            queues = {k: Queue(f"{name}_{k}", inst=cores, size=queue_size)
                       for k in self.kinds}
             self.ends = {k: (q.enq, q.deq) for k, q in queues.items()}
 
@@ -200,8 +181,8 @@ def split(host=serve) -> None:
     """Figures 1b and 2: the NIC parses and steers, the host serves (``host``), the NIC
     replies."""
     share = share_queues or host is not serve       # an external program dequeues one queue
-    requests = LogicalQueues("requests", REQUEST_ENTRY, share)
-    replies = LogicalQueues("replies", REPLY_ENTRY, share)
+    requests = LogicalQueues("requests", KINDS, share)
+    replies = LogicalQueues("replies", KINDS, share)
 
     class nic_rx(Segment):
         def impl(self):
@@ -226,8 +207,8 @@ def split_pointer() -> None:
     itemlog = ItemLog("itemlog", init={"size": log_bytes})
     index = ItemIndex("index", init={"memory": (memory << 20) - log_bytes,
                                      "buckets": store_buckets, "log_bytes": log_bytes})
-    requests = LogicalQueues("requests", ITEM_REQUEST_ENTRY, share_queues)
-    replies = LogicalQueues("replies", ITEM_REPLY_ENTRY, share_queues)
+    requests = LogicalQueues("requests", ITEM_KINDS, share_queues)
+    replies = LogicalQueues("replies", ITEM_KINDS, share_queues)
 
     class nic_rx(Segment):
         def impl(self):
@@ -249,8 +230,8 @@ def cache(policy: str) -> None:
     kv = Cache("kv", key="key", keylen="keylen", val="val", vallen="vallen",
                buckets=buckets, entries=entries or None, policy=policy,
                write_miss=Cache.WRITE_ALLOC if write_alloc else Cache.NO_WRITE_ALLOC)
-    requests = LogicalQueues("requests", REQUEST_ENTRY)
-    replies = LogicalQueues("replies", REPLY_ENTRY)
+    requests = LogicalQueues("requests", KINDS)
+    replies = LogicalQueues("replies", KINDS)
 
     class nic_rx(Segment):
         def impl(self):

@@ -151,7 +151,8 @@ class FrameParts:
 
 @dataclass(frozen=True)
 class FieldLayout:
-    """A field of a state: its type, a C size expression when variable-size, the layout of
+    """A field of a state: its type, a C size expression when variable-size (and the most
+    bytes it holds, when bounded), the layout of
     the state it holds when its type is a state, the layout of the state it points at when
     it is a typed packet (``Field(Pointer(S), size=...)`` or a `Frame`), and for a frame
     the names of its length and buffer fields."""
@@ -163,6 +164,7 @@ class FieldLayout:
     nested: StateLayout | None = None
     points_to: StateLayout | None = None
     frame: FrameParts | None = None
+    max_size: int | None = None
 
     @property
     def typed_packet(self) -> bool:

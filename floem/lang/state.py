@@ -14,19 +14,30 @@ _order = itertools.count()
 
 
 class Field:
-    """A field of a `State`; ``size`` (a C expression) makes it variable-size.
+    """A field of a `State`; ``size`` (a C expression) makes it variable-size, and
+    ``max_size`` (bytes) bounds it: a queue entry carrying it keeps room for that many bytes
+    (without a bound, the unbounded variable-size fields of a channel share 256 bytes, or
+    what ``entry_size=`` leaves).
 
     A variable-size field whose type is a pointer to a `State` (``Field(Pointer(Hdr),
     size="state->len")``) is a *typed packet*: the compiler follows ``state->f->a.b`` to the
     bytes of member ``a.b`` and sends across a queue only the bytes read after it.
     """
 
-    def __init__(self, type: TypeLike, size: str | None = None) -> None:
+    def __init__(self, type: TypeLike, size: str | None = None,
+                 max_size: int | None = None) -> None:
         self.type: Type = as_type(type)
         self.state_class = self.type.state
         self.points_to: builtins.type[State] | None = self.type.points_to
         self.size = size
         self.loc = caller_location()
+        if max_size is not None and size is None:
+            raise self.loc.error(f"Field(max_size={max_size!r}): only a variable-size field "
+                                 "(size=...) has a largest size")
+        if max_size is not None and (builtins.type(max_size) is not int or max_size < 0):
+            raise self.loc.error(f"Field(max_size={max_size!r}): the largest size is a number "
+                                 "of bytes, an int of 0 or more")
+        self.max_size = max_size
         self.name = ""
         self.order: float = next(_order)
 

@@ -99,7 +99,7 @@ class _LayoutMaker:
                                        self(f.state_class) if f.state_class else None,
                                        self(f.points_to) if f.points_to else None,
                                        FrameParts(f.length.name, f.buffer.name)
-                                       if isinstance(f, Frame) else None)
+                                       if isinstance(f, Frame) else None, f.max_size)
                            for f in cls.fields())
             self.made[cls] = StateLayout(cls.c_type_name(), fields, cls.class_loc,
                                          packed=cls.packed, declare=cls.declare,

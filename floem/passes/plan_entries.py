@@ -17,9 +17,10 @@ the bytes an entry keeps after the struct (examples/nf/firewall.py, the frame sl
         variable pkt (2048 bytes), 2056 bytes after the struct
 
 A typed packet keeps its window, or 2048 bytes (a frame buffer's) for a frame that may
-cross whole (a sliced frame does when the pool of kept frames is full), or
-`DEFAULT_VARIABLE_BYTES` for a typed packet that is not a frame; the plain variable-size
-fields of a channel share `DEFAULT_VARIABLE_BYTES`; each variable field takes 8 more for
+cross whole (a sliced frame does when the pool of kept frames is full), or its
+``max_size``, or `DEFAULT_VARIABLE_BYTES` for a typed packet that is not a frame; a plain
+variable-size field keeps its ``max_size`` (``Field(..., max_size=250)``), and those of a
+channel without one share `DEFAULT_VARIABLE_BYTES`; each variable field takes 8 more for
 its alignment.
 """
 from __future__ import annotations
@@ -72,13 +73,13 @@ def _layout(ir: ProgramIR, q: QueueIR, c: int, names: tuple[str, ...]) -> EntryL
                 f, packet,
                 frame.length if frame and frame.length in names else None,
                 frame.buffer if frame and frame.buffer in names else None,
-                ir.options.slice_threshold, _room(packet)))
+                ir.options.slice_threshold, _room(f, packet)))
         else:
             fixed.append(f)
     kept = {v.name for v in variable if v.keeps}
     references = tuple(FrameReference(_frame(by_name[n]).buffer, n, how, n in kept)
                        for n, how in crossing.items() if _frame(by_name[n]).buffer in names)
-    plain = any(v.packet is None for v in variable)
+    plain = any(v.packet is None and v.field.max_size is None for v in variable)
     room = (DEFAULT_VARIABLE_BYTES * plain + sum(v.room for v in variable)
             + ALIGNMENT * len(variable))
     sizes = [field_size(f) for f in fixed]
@@ -88,13 +89,17 @@ def _layout(ir: ProgramIR, q: QueueIR, c: int, names: tuple[str, ...]) -> EntryL
                        tuple(variable), references, struct, room)
 
 
-def _room(packet: PacketBytes | None) -> int:
-    """Bytes an entry keeps for a typed packet's bytes (0: a plain variable-size field,
-    which shares the channel's `DEFAULT_VARIABLE_BYTES`)."""
+def _room(f: FieldLayout, packet: PacketBytes | None) -> int:
+    """Bytes an entry keeps for variable-size field ``f``, a typed packet when ``packet`` is
+    given: its window, or its largest size (``max_size``), or for a typed packet crossing
+    whole a frame buffer's or `DEFAULT_VARIABLE_BYTES`; 0 for an unbounded plain field,
+    which shares the channel's `DEFAULT_VARIABLE_BYTES` with the others."""
+    if packet is not None and packet.window is not None and not packet.sliced:
+        return packet.window
+    if f.max_size is not None:
+        return f.max_size
     if packet is None:
         return 0
-    if packet.window is not None and not packet.sliced:
-        return packet.window
     return FRAME_BYTES if packet.crossing is not None else DEFAULT_VARIABLE_BYTES
 
 
