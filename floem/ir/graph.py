@@ -87,7 +87,6 @@ class ElementNode:
     packet_state: StateLayout | None = None
     role: Role = Role.ELEMENT
     info: BodyInfo | None = None
-    join: bool = False
     queue: str = ""
     channel: int = -1
     uses_network: bool = False
@@ -100,6 +99,12 @@ class ElementNode:
         """``info``, in a pass after parse_bodies, which analyses every body."""
         assert self.info is not None, f"{self.name}: body not analysed"
         return self.info
+
+    @property
+    def join(self) -> bool:
+        """True for an element with several input ports: it runs once a packet has come in
+        on each."""
+        return len(self.inputs) > 1
 
     @property
     def is_source(self) -> bool:

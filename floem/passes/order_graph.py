@@ -1,12 +1,12 @@
-"""Fan-out, joins and ``run_order``: make execution order explicit.
+"""Fan-out, joins and ``run_order``: the execution order the graph says, checked (this pass
+writes nothing).
 
-Before: data edges in connection order, ``order`` edges as written by
-``run_order``, nothing marked.
+Before: data edges in connection order, ``order`` edges as written by ``run_order``.
 
-After: elements with several input ports are marked ``join`` (they run once
-every input of the same packet has arrived) and each of their ports must be
-connected; ``run_order(a, b)`` edges are checked (same segment, ``b`` has no
-input ports); fan-out edges keep their program-order ``rank``::
+After, unchanged: each join (an element with several input ports, ``ElementNode.join``: it
+runs once every input of the same packet has arrived) has every port connected;
+``run_order(a, b)`` edges are checked (same segment, ``b`` has no input ports); fan-out
+edges keep their program-order ``rank``::
 
     A.out -> B, A.out -> C          A.out -> B (rank 0), A.out -> C (rank 1)
     B -> J.x, C -> J.y              J [join]
@@ -22,10 +22,9 @@ PROVIDES: frozenset[str | type] = frozenset({"joins"})
 
 
 def run(ir: ProgramIR) -> ProgramIR:
-    """Mark joins and validate order edges."""
+    """Check joins and order edges."""
     for n in ir.nodes():
-        if len(n.inputs) > 1:
-            n.join = True
+        if n.join:
             connected = {e.in_port for e in ir.in_edges(n.name)}
             for port in n.inputs:
                 if port not in connected:
