@@ -44,7 +44,7 @@ def to_dot(ir: ProgramIR, run: RunCounts | None = None) -> str:
     for edge in ir.edges():
         u, v = edge.src, edge.dst
         if edge.kind == EdgeKind.DATA:
-            types = ", ".join(edge.types)
+            types = ", ".join(t.c for t in edge.types)
             if ir.node(u).role == Role.CACHE_UPDATE and edge.out_port == "region" and \
                     ir.caches[ir.node(u).cache].policy == CachePolicy.WRITE_BACK:
                 types = "write-back: evictions" + (", misses" if ir.caches[ir.node(u).cache]

@@ -6,6 +6,7 @@ import pytest
 import floem
 from floem import (Array, CallableSegment, Element, Field, FloemError, Input, Int, Output,
                    Persistent, Pointer, Program, Segment, State, Uint, Sint)
+from floem.ir import CType
 from floem.passes import run_pipeline
 
 
@@ -144,7 +145,7 @@ def test_callable_multi_value_arguments_in_ir() -> None:
     ir = run_pipeline(p)
     seg = ir.segments["add"]
     assert seg.kind == "callable" and seg.source == "add_args"
-    assert ir.node("add_args").outputs == {"out": ["int", "int"]}
+    assert ir.node("add_args").outputs == {"out": (CType("int"), CType("int"))}
 
 
 def test_segment_rejects_bad_options() -> None:

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 
 from floem.csrc.tokens import mentions
-from floem.ir import EdgeKind, ElementNode, PersistentState, ProgramIR, Role, SegmentIR
+from floem.ir import EdgeKind, ElementNode, PersistentState, PortTypes, ProgramIR, Role, SegmentIR
 from floem.ir.cnames import c_global
 from floem.ir.plan import ElementCounters, ElementPlan, ElementTrace, TracedPort
 
@@ -121,9 +121,9 @@ class JoinEntry:
     others: list[str]
 
 
-def values(types: list[str], prefix: str) -> list[Param]:
+def values(types: PortTypes, prefix: str) -> list[Param]:
     """Parameters ``prefix0, prefix1, ...`` of the given types."""
-    return [Param(t, f"{prefix}{i}") for i, t in enumerate(types)]
+    return [Param(t.c, f"{prefix}{i}") for i, t in enumerate(types)]
 
 
 def state_param(n: ElementNode) -> Param:
@@ -252,6 +252,6 @@ def return_element(ir: ProgramIR, seg: SegmentIR) -> ElementNode | None:
 def return_type(ir: ProgramIR, seg: SegmentIR) -> str:
     """The C type a callable segment returns ("" for none)."""
     ret = return_element(ir, seg)
-    return ret.inputs["inp"][0] if ret is not None and ret.inputs["inp"] else ""
+    return ret.inputs["inp"][0].c if ret is not None and ret.inputs["inp"] else ""
 
 

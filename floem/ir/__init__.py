@@ -3,7 +3,7 @@ analyses' results kept beside it."""
 from floem.ir.entries import (TO_THE_END, EntryLayout, FrameCrossing, FrameReference,
                               PacketBytes, VariablePart)
 from floem.ir.graph import (CacheIR, CachePoint, CachePolicy, Edge, EdgeKind, ElementNode, MainIR,
-                            ProgramIR, QueueIR, SegmentIR, TraceFilter, WriteMiss)
+                            PortTypes, ProgramIR, QueueIR, SegmentIR, TraceFilter, WriteMiss)
 from floem.ir.options import BuildOptions, Cut
 from floem.ir.plan import ElementPlan, ProcessPlan, QueueSide
 from floem.ir.results import (EntryLayouts, Homes, Liveness, Placement, Plan, ProcessIR,
@@ -15,7 +15,7 @@ __all__ = ["BuildOptions", "CacheIR", "CachePoint", "CachePolicy", "CCode", "CTy
            "Device", "Edge", "EdgeKind", "ElementNode", "ElementPlan", "EntryLayout",
            "EntryLayouts", "FieldLayout", "FrameCrossing", "FrameParts", "FrameReference",
            "Home", "Homes", "Liveness", "MainIR", "MemoryRegionIR", "PacketBytes",
-           "PersistentState", "Placement", "Plan", "ProcessIR", "ProcessPlan", "ProgramIR",
+           "PersistentState", "Placement", "Plan", "PortTypes", "ProcessIR", "ProcessPlan", "ProgramIR",
            "QueueHome", "QueueIR", "QueueSide", "Results", "Role", "SegmentIR", "SegmentKind",
            "StateLayout", "TO_THE_END", "TraceFilter", "TypeKind", "VariablePart", "Windows",
            "WriteMiss"]

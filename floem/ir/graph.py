@@ -19,8 +19,12 @@ from floem.ir.options import BuildOptions, Cut
 from floem.ir.plan import ElementPlan
 from floem.ir.results import (EntryLayouts, Homes, Liveness, Placement, Plan, ProcessIR, QueueHome,
                               Results, Windows)
-from floem.ir.state import (CCode, Device, MemoryRegionIR, PersistentState, Role,
+from floem.ir.state import (CCode, CType, Device, MemoryRegionIR, PersistentState, Role,
                             SegmentKind, StateLayout)
+
+
+#: The C types of the values a port sends or takes, in order.
+PortTypes = tuple[CType, ...]
 
 
 class EdgeKind(StrEnum):
@@ -42,7 +46,7 @@ class Edge:
     kind: EdgeKind
     out_port: str
     in_port: str
-    types: tuple[str, ...]
+    types: PortTypes
     loc: Location
     rank: int
 
@@ -78,8 +82,8 @@ class ElementNode:
     name: str
     cls_name: str
     loc: Location
-    inputs: dict[str, list[str]]
-    outputs: dict[str, list[str]]
+    inputs: dict[str, PortTypes]
+    outputs: dict[str, PortTypes]
     code: CCode | None = None
     nic_code: CCode | None = None
     persistent: dict[str, PersistentState] = field(default_factory=dict)
@@ -414,8 +418,8 @@ class ProgramIR:
                 f"in {h.home} memory{batches}")
 
     def _dump_node(self, n: ElementNode) -> list[str]:
-        def ports(ps: dict[str, list[str]]) -> str:
-            return ", ".join(f"{p}({', '.join(t)})" for p, t in ps.items())
+        def ports(ps: dict[str, PortTypes]) -> str:
+            return ", ".join(f"{p}({', '.join(t.c for t in types)})" for p, types in ps.items())
 
         flags = [str(n.role)] if n.role != Role.ELEMENT else []
         if n.join:

@@ -28,10 +28,10 @@ from typing import Any
 import networkx as nx
 
 from floem.errors import FloemError, Location
-from floem.ir import (BuildOptions, CacheIR, CachePoint, CachePolicy, CCode, CType, Cut,
-                      Device, Edge, EdgeKind, ElementNode, FieldLayout, FrameParts, MainIR,
-                      MemoryRegionIR, PersistentState, ProgramIR, QueueIR, Role, SegmentIR,
-                      SegmentKind, StateLayout, WriteMiss)
+from floem.ir import (BuildOptions, CacheIR, CachePoint, CachePolicy, CCode, CType, Cut, Device,
+                      Edge, EdgeKind, ElementNode, FieldLayout, FrameParts, MainIR, MemoryRegionIR,
+                      PersistentState, PortTypes, ProgramIR, QueueIR, Role, SegmentIR, SegmentKind,
+                      StateLayout, WriteMiss)
 from floem.ir.state import layouts_in_order
 from floem.lang.cache import CacheEnd
 from floem.lang.element import Composite, Connection, Element, Port
@@ -75,7 +75,7 @@ def run(program: Program, options: BuildOptions) -> ProgramIR:
         ir.segments[membership[el.name]].elements.append(el.name)
     for rank, (src, dst, loc) in enumerate(_flatten(program.connections)):
         ir.add_edge(Edge(_owner(src), _owner(dst), EdgeKind.DATA, src.name, dst.name,
-                         tuple(src.c_types), loc, rank))
+                         _types(src.c_types), loc, rank))
     for order in program.orders:
         for before in order.before:
             ir.add_edge(Edge(before.name, order.after.name, EdgeKind.ORDER, "", "", (),
@@ -266,8 +266,8 @@ def _element_node(el: Element, segment: str, ir: ProgramIR, layout: _LayoutMaker
         packet_state = ir.segments[segment].packet_state
     return ElementNode(
         name=el.name, cls_name=type(el).__name__, loc=el.loc,
-        inputs={n: p.c_types for n, p in el.inputs.items()},
-        outputs={n: p.c_types for n, p in el.outputs.items()},
+        inputs={n: _types(p.c_types) for n, p in el.inputs.items()},
+        outputs={n: _types(p.c_types) for n, p in el.outputs.items()},
         code=CCode(el.code.text, el.code.loc) if el.code else None,
         nic_code=CCode(el.nic_code.text, el.nic_code.loc) if el.nic_code else None,
         persistent={attr: ir.states[s.name] for attr, s in el.persistent.items()},
@@ -337,3 +337,8 @@ def _flatten(connections: list[Connection]) -> list[tuple[Port, Port, Location]]
         for dst in ends(c.dst, frozenset()):
             flat.append((c.src, dst, c.loc))
     return flat
+
+
+def _types(spellings: list[str]) -> PortTypes:
+    """A port's C types, from the spellings the language gives them."""
+    return tuple(CType(c) for c in spellings)

@@ -24,9 +24,9 @@ def run(ir: ProgramIR) -> ProgramIR:
     errors: list[FloemError] = []
     for e in ir.edges(EdgeKind.DATA):
         want = ir.node(e.dst).inputs[e.in_port]
-        if want and list(e.types) != want:
-            have = ", ".join(e.types) or "no value"
+        if want and e.types != want:
+            have = ", ".join(t.c for t in e.types) or "no value"
             errors.append(e.loc.error(f"type mismatch: {e.src}.{e.out_port} ({have}) >> "
-                                      f"{e.dst}.{e.in_port} ({', '.join(want)})"))
+                                      f"{e.dst}.{e.in_port} ({', '.join(t.c for t in want)})"))
     raise_together(errors)
     return ir

@@ -119,7 +119,7 @@ def _rewire(ir: ProgramIR, c: CacheIR) -> None:
         n.role, ports = _EXPANSION[point]
         if point == CachePoint.SET_START and c.policy == CachePolicy.WRITE_THROUGH:
             ports = ["region"]                  # write-through always runs the set region
-        n.outputs = {p: [] for p in ports}
+        n.outputs = {p: () for p in ports}
         for e in ir.out_edges(name):
             ir.remove_edge(e)
             ir.add_edge(dataclasses.replace(e, out_port=_INTO_REGION.get(point, "out")))

@@ -32,7 +32,7 @@ def run(ir: ProgramIR) -> ProgramIR:
         seg = ir.segments[deq.segment]
         for c in range(q.channels):
             save = ElementNode(name=f"{q.name}_save{c}", cls_name="QueueSave", loc=q.loc,
-                               inputs={"inp": []}, outputs={"out": []}, segment=deq.segment,
+                               inputs={"inp": ()}, outputs={"out": ()}, segment=deq.segment,
                                packet_state=deq.packet_state, role=Role.SAVE, queue=q.name, channel=c)
             ir.graph.add_node(save.name, node=save)
             seg.elements.insert(seg.elements.index(deq.name) + 1 + c, save.name)

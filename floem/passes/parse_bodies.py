@@ -82,8 +82,8 @@ def _body(n: ElementNode, nic: bool) -> csrc.Body:
     return csrc.Body(
         element=n.name, code=code.text if code else "",
         app_file=code.loc.file if code else n.loc.file, app_line=code.loc.line if code else n.loc.line,
-        inputs=[csrc.Port(p, t) for p, t in n.inputs.items()],
-        outputs=[csrc.Port(p, t) for p, t in n.outputs.items()],
+        inputs=[csrc.Port(p, [t.c for t in types]) for p, types in n.inputs.items()],
+        outputs=[csrc.Port(p, [t.c for t in types]) for p, types in n.outputs.items()],
         state_fields=fields,
         persistent={attr: s.layout.name for attr, s in n.persistent.items()},
         persistent_fields={attr: _field_types(s) for attr, s in n.persistent.items()},

@@ -27,12 +27,12 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from floem.csrc import BodyForm
 from floem.errors import FloemError, Location
 from floem.ir import (CCode, CType, Cut, Device, Edge, EdgeKind, ElementNode, FieldLayout,
-                      FrameParts, ProgramIR, QueueIR, Role, SegmentIR, StateLayout)
+                      FrameParts, PortTypes, ProgramIR, QueueIR, Role, SegmentIR, StateLayout)
 from floem.passes.build_graph import NIC_PROCESS
 
 NAME = "split_auto"
@@ -40,7 +40,7 @@ NAME = "split_auto"
 REQUIRES: frozenset[str | type] = frozenset({"graph", "segments"})
 PROVIDES: frozenset[str | type] = frozenset({"cuts_made"})
 #: A frame's values on a port: length, first byte, buffer (``floem.library.FRAME``).
-FRAME_TYPES = ("size_t", "uint8_t *", "void *")
+FRAME_TYPES = (CType("size_t"), CType("uint8_t *"), CType("void *"))
 #: The C type of a crossing frame's bytes (a typed packet whose headers are unknown).
 FRAME_BYTES = "floem_cut_frame"
 #: The three parts of a cut segment, in the order packets cross them.
@@ -230,15 +230,15 @@ def several_paths(ir: ProgramIR, names: Iterable[str]) -> str | None:
     return None
 
 
-def _values_problem(types: Sequence[str]) -> str | None:
+def _values_problem(types: PortTypes) -> str | None:
     """What in a port's values cannot cross between the CPU and the NIC, or None."""
     i = 0
     while i < len(types):
         if tuple(types[i:i + 3]) == FRAME_TYPES:
             i += 3
             continue
-        if CType(types[i]).pointer:
-            return f"a pointer ({types[i]}) that would point into the other side's memory"
+        if types[i].pointer:
+            return f"a pointer ({types[i].c}) that would point into the other side's memory"
         i += 1
     return None
 
@@ -293,7 +293,7 @@ def _queue(ir: ProgramIR, seg: SegmentIR, boundary: str, from_seg: str, to_seg: 
     name = ir.fresh_name(f"{seg.name}_{boundary}q")
     loc = seg.cut.loc if seg.cut is not None and seg.cut.loc is not None else seg.loc
     deq = ElementNode(name=f"{name}_deq", cls_name="Dequeue", loc=loc, inputs={},
-                      outputs={f"out{c}": [] for c in range(len(edges))}, segment=to_seg,
+                      outputs={f"out{c}": () for c in range(len(edges))}, segment=to_seg,
                       packet_state=seg.packet_state, role=Role.DEQUEUE, queue=name)
     ir.graph.add_node(deq.name, node=deq)
     ir.segments[to_seg].elements.insert(0, deq.name)
@@ -301,7 +301,7 @@ def _queue(ir: ProgramIR, seg: SegmentIR, boundary: str, from_seg: str, to_seg: 
     enqueuers = []
     for c, e in enumerate(edges):
         enq = ElementNode(name=f"{name}_enq{c}", cls_name="Enqueue", loc=loc,
-                          inputs={"inp": []}, outputs={}, segment=from_seg,
+                          inputs={"inp": ()}, outputs={}, segment=from_seg,
                           packet_state=seg.packet_state, role=Role.ENQUEUE, queue=name,
                           channel=c)
         ir.graph.add_node(enq.name, node=enq)
@@ -354,7 +354,7 @@ _FRAME_LAYOUT = StateLayout(FRAME_BYTES, (FieldLayout("first", CType("uint8_t"),
                             _COMPILER)
 
 
-def _value_fields(prefix: str, types: Sequence[str],
+def _value_fields(prefix: str, types: PortTypes,
                   loc: Location) -> tuple[list[FieldLayout], list[tuple[str, str]]]:
     """The per-packet fields holding values of ``types`` across a queue (a frame becomes a
     `Frame` field ``prefix_frameN`` with its ``_len`` and ``_buf``, a scalar a field), and
@@ -373,7 +373,7 @@ def _value_fields(prefix: str, types: Sequence[str],
             held += [(f"{name}_len", ""), (name, "(uint8_t *)"), (f"{name}_buf", "")]
             i += 3
         else:
-            fields.append(FieldLayout(f"{prefix}_v{i}", CType(types[i]), loc))
+            fields.append(FieldLayout(f"{prefix}_v{i}", types[i], loc))
             held.append((f"{prefix}_v{i}", ""))
             i += 1
     return fields, held
@@ -382,12 +382,12 @@ def _value_fields(prefix: str, types: Sequence[str],
 def _stash(ir: ProgramIR, wanted: str, segment: str, e: Edge, held: list[tuple[str, str]],
            loc: Location) -> str:
     """An element writing the values of edge ``e`` into the per-packet fields ``held``."""
-    types = list(e.types)
-    read = ", ".join(CType(t).declare(f"v{i}") for i, t in enumerate(types))
+    types = e.types
+    read = ", ".join(t.declare(f"v{i}") for i, t in enumerate(types))
     writes = " ".join(f"state->{field} = {'(void *)' if cast else ''}v{i};"
                       for i, (field, cast) in enumerate(held))
     code = f"{read if len(types) == 1 else f'({read})'} = inp(); {writes} output {{ out(); }}"
-    return _add(ir, wanted, "CutStash", segment, {"inp": types}, {"out": []}, code, loc)
+    return _add(ir, wanted, "CutStash", segment, {"inp": types}, {"out": ()}, code, loc)
 
 
 def _unstash(ir: ProgramIR, wanted: str, segment: str, e: Edge,
@@ -398,12 +398,11 @@ def _unstash(ir: ProgramIR, wanted: str, segment: str, e: Edge,
     values = ", ".join(f"{cast}state->{field}{broken if i == 0 else ''}"
                        for i, (field, cast) in enumerate(held))
     code = f"inp(); output {{ out({values}); }}"
-    return _add(ir, wanted, "CutUnstash", segment, {"inp": []}, {"out": list(e.types)}, code,
-                loc)
+    return _add(ir, wanted, "CutUnstash", segment, {"inp": ()}, {"out": e.types}, code, loc)
 
 
-def _add(ir: ProgramIR, wanted: str, cls_name: str, segment: str, inputs: dict[str, list[str]],
-         outputs: dict[str, list[str]], code: str, loc: Location) -> str:
+def _add(ir: ProgramIR, wanted: str, cls_name: str, segment: str, inputs: dict[str, PortTypes],
+         outputs: dict[str, PortTypes], code: str, loc: Location) -> str:
     name = ir.fresh_name(wanted)
     ir.graph.add_node(name, node=ElementNode(name=name, cls_name=cls_name, loc=loc, inputs=inputs,
                                              outputs=outputs, code=CCode(code, loc),

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from floem import (CallableSegment, Composite, Field, Flow, Input, Int, Output, PerPacket,
                    Program, Segment, State, run_order)
-from floem.ir import EdgeKind
+from floem.ir import CType, EdgeKind
 
 from .conftest import Gen, Inc, Sink, Tick, edges, here, run_until
 
@@ -62,11 +62,11 @@ def test_chain_becomes_nodes_and_located_edges():
     assert list(ir.graph.nodes) == ["g", "i", "k"]
     assert edges(ir) == [("g", "out", "i", "inp"), ("i", "out", "k", "inp")]
     for e in ir.edges():
-        assert e.types == ("int",)
+        assert e.types == (CType("int"),)
         assert (e.loc.file, e.loc.line) == (__file__, seg.line)
     assert ir.segments["s"].elements == ["g", "i", "k"]
     assert all(n.segment == "s" for n in ir.nodes())
-    assert ir.node("i").inputs == {"inp": ["int"]} and ir.node("i").outputs == {"out": ["int"]}
+    assert ir.node("i").inputs == {"inp": (CType("int"),)} and ir.node("i").outputs == {"out": (CType("int"),)}
     assert ir.node("i").cls_name == "Inc"
     assert ir.segments["s"].kind == "thread" and ir.segments["s"].device == "CPU"
     assert ir.segments["s"].process == "chain"
@@ -184,9 +184,9 @@ def test_callable_segment_args_and_return():
     ir = run_until(p, "build_graph")
     seg = ir.segments["inc1"]
     assert (seg.kind, seg.default_return) == ("callable", "-1")
-    assert ir.node("inc1_args").role == "args" and ir.node("inc1_args").outputs == {"out": ["int"]}
+    assert ir.node("inc1_args").role == "args" and ir.node("inc1_args").outputs == {"out": (CType("int"),)}
     assert ir.node("inc1_return").role == "return" and ir.node("inc1_return").inputs == {
-        "inp": ["int"]}
+        "inp": (CType("int"),)}
     assert edges(ir) == [("inc1_args", "out", "i", "inp"), ("i", "out", "inc1_return", "inp")]
 
 
