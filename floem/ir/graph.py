@@ -15,7 +15,7 @@ import networkx as nx
 
 from floem.csrc.model import BodyInfo
 from floem.errors import Location
-from floem.ir.options import BuildOptions, Cut
+from floem.ir.options import BuildOptions, Cut, Part
 from floem.ir.plan import ElementPlan
 from floem.ir.results import (EntryLayouts, Homes, Liveness, Placement, Plan, ProcessIR, QueueHome,
                               Results, Windows)
@@ -162,7 +162,7 @@ class QueueIR:
     enq_atomic: bool | None = None
     deq_atomic: bool | None = None
     entry_size: int | None = None
-    boundary: str = ""              # split_auto: "rx" (NIC to CPU) or "tx" (CPU to NIC)
+    boundary: Part | None = None    # split_auto: Part.RX (NIC to CPU) or Part.TX (CPU to NIC)
 
 
 @dataclass

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import Field, dataclass, field, fields
+from enum import StrEnum
 from typing import Any
 
 from floem.errors import FloemError, Location
@@ -13,6 +14,20 @@ from floem.platforms import DMA_MEANINGS, DMA_OPTIONS, PLATFORMS
 
 NIC_PLATFORMS = tuple(PLATFORMS)
 NET_BACKENDS = ("udp", "dpdk", "pcap")
+
+
+class Part(StrEnum):
+    """A part of a cut segment (`Cut`), in the order packets cross them: the NIC's receiving
+    part, the CPU's, the NIC's sending part."""
+
+    RX = "rx"
+    CPU = "cpu"
+    TX = "tx"
+
+    @property
+    def long_name(self) -> str:
+        """How a message names the part: ``NIC receiving``, ``CPU``, ``NIC sending``."""
+        return {Part.RX: "NIC receiving", Part.CPU: "CPU", Part.TX: "NIC sending"}[self]
 
 
 @dataclass(frozen=True)

@@ -36,8 +36,8 @@ each element; assigning the pointer itself (``state->pkt = ...;``) ends them::
 from __future__ import annotations
 
 from floem.csrc.model import Range, merge_ranges
-from floem.ir import (TO_THE_END, EdgeKind, ElementNode, Liveness, PacketBytes, ProgramIR,
-                      QueueIR, Role)
+from floem.ir import (EdgeKind, ElementNode, Liveness, PacketBytes, Part, ProgramIR, QueueIR, Role,
+                      TO_THE_END)
 from floem.ir.results import frozen_map
 
 NAME = "liveness"
@@ -236,7 +236,7 @@ def _check_cut_fields(ir: ProgramIR, q: QueueIR, carried: tuple[tuple[str, ...],
             f = state.field(name)
             if f is None or not f.type.pointer or f.size is not None or name in framed:
                 continue
-            made_here = q.boundary == "rx" or any(_writes(ir.node(n), name) for n in sender)
+            made_here = q.boundary == Part.RX or any(_writes(ir.node(n), name) for n in sender)
             reader = next((n for n in receiver if (info := ir.node(n).info) is not None
                            and name in info.fields.uses), None)
             if made_here and reader is not None:

@@ -32,7 +32,7 @@ from collections.abc import Iterable
 from floem.csrc import BodyForm
 from floem.errors import FloemError, Location
 from floem.ir import (CCode, CType, Cut, Device, Edge, EdgeKind, ElementNode, FieldLayout,
-                      FrameParts, PortTypes, ProgramIR, QueueIR, Role, SegmentIR, StateLayout)
+                      FrameParts, Part, PortTypes, ProgramIR, QueueIR, Role, SegmentIR, StateLayout)
 from floem.passes.build_graph import NIC_PROCESS
 
 NAME = "split_auto"
@@ -43,8 +43,6 @@ PROVIDES: frozenset[str | type] = frozenset({"cuts_made"})
 FRAME_TYPES = (CType("size_t"), CType("uint8_t *"), CType("void *"))
 #: The C type of a crossing frame's bytes (a typed packet whose headers are unknown).
 FRAME_BYTES = "floem_cut_frame"
-#: The three parts of a cut segment, in the order packets cross them.
-PARTS = ("rx", "cpu", "tx")
 #: Entries a consumer thread of a cut queue has room for (over all the instances it serves).
 ROOM = 256
 #: The fewest entries of one instance of a cut queue.
@@ -68,17 +66,17 @@ def run(ir: ProgramIR) -> ProgramIR:
     return ir
 
 
-def part_of(name: str, rx: Iterable[str], tx: Iterable[str]) -> str:
-    """Which part of a cut element ``name`` is in: ``rx``, ``cpu`` or ``tx``."""
-    return "rx" if name in rx else "tx" if name in tx else "cpu"
+def part_of(name: str, rx: Iterable[str], tx: Iterable[str]) -> Part:
+    """Which part of a cut element ``name`` is in."""
+    return Part.RX if name in rx else Part.TX if name in tx else Part.CPU
 
 
 def crossing_edges(ir: ProgramIR, seg: SegmentIR, rx: Iterable[str],
-                   tx: Iterable[str]) -> dict[tuple[str, str], list[Edge]]:
+                   tx: Iterable[str]) -> dict[tuple[Part, Part], list[Edge]]:
     """The edges of ``seg`` from one part to another, by (from part, to part), in program
     order."""
     members = set(seg.elements)
-    found: dict[tuple[str, str], list[Edge]] = {}
+    found: dict[tuple[Part, Part], list[Edge]] = {}
     for e in sorted(ir.edges(), key=lambda e: e.rank):
         if e.src in members and e.dst in members:
             pair = (part_of(e.src, rx, tx), part_of(e.dst, rx, tx))
@@ -106,7 +104,7 @@ def cut_problem(ir: ProgramIR, seg: SegmentIR, rx: Iterable[str],
         return f"'{strangers[0]}' is not an element of segment '{seg.name}'"
     if twice:
         return f"'{twice[0]}' is in both rx and tx"
-    side = {n: Device.CPU if part_of(n, rx, tx) == "cpu" else Device.NIC for n in members}
+    side = {n: Device.CPU if part_of(n, rx, tx) == Part.CPU else Device.NIC for n in members}
     for e in ir.edges():
         if e.src in members and e.dst in members:
             if e.dst in rx and e.src not in rx:
@@ -133,24 +131,22 @@ def cut_problem(ir: ProgramIR, seg: SegmentIR, rx: Iterable[str],
     if problem is not None:
         return problem
     crossing = crossing_edges(ir, seg, rx, tx)
-    if ("rx", "tx") in crossing:
-        e = crossing[("rx", "tx")][0]
+    if (Part.RX, Part.TX) in crossing:
+        e = crossing[(Part.RX, Part.TX)][0]
         return (f"'{e.src}' (NIC, receiving) feeds '{e.dst}' (NIC, sending) without the CPU "
                 "part")
-    parts = {p: [n for n in members if part_of(n, rx, tx) == p] for p in PARTS}
+    parts = {p: [n for n in members if part_of(n, rx, tx) == p] for p in Part}
     for (a, b), edges in crossing.items():
         problem = boundary_problem(ir, a, b, edges, parts[a])
         if problem is not None:
             return problem
-    for a, b in (("rx", "cpu"), ("cpu", "tx")):
+    for a, b in ((Part.RX, Part.CPU), (Part.CPU, Part.TX)):
         if parts[a] and parts[b] and (a, b) not in crossing:
-            return f"no packet goes from the {_PART_NAMES[a]} part to the {_PART_NAMES[b]} part"
-    if parts["tx"] and not parts["cpu"]:
+            return (f"no packet goes from the {a.long_name} part to the {b.long_name} "
+                    "part")
+    if parts[Part.TX] and not parts[Part.CPU]:
         return "a sending NIC part needs a CPU part before it"
     return None
-
-
-_PART_NAMES = {"rx": "NIC receiving", "cpu": "CPU", "tx": "NIC sending"}
 
 
 def _state_problem(ir: ProgramIR, seg: SegmentIR, side: dict[str, Device]) -> str | None:
@@ -191,7 +187,7 @@ def nic_problem(ir: ProgramIR, name: str) -> str | None:
     return None
 
 
-def boundary_problem(ir: ProgramIR, a: str, b: str, edges: list[Edge],
+def boundary_problem(ir: ProgramIR, a: Part, b: Part, edges: list[Edge],
                      before: Iterable[str]) -> str | None:
     """Why the edges from part ``a`` to part ``b`` (``rx``, ``cpu``, ``tx``) cannot become
     one queue's channels, or None; ``before``: the elements a packet runs through in the
@@ -206,8 +202,8 @@ def boundary_problem(ir: ProgramIR, a: str, b: str, edges: list[Edge],
     if len(edges) > 1:
         forked = several_paths(ir, before)
         if forked is not None:
-            return (f"{len(edges)} edges cross from the {_PART_NAMES[a]} to the "
-                    f"{_PART_NAMES[b]} part and {forked}: a packet could cross twice")
+            return (f"{len(edges)} edges cross from the {a.long_name} to the "
+                    f"{b.long_name} part and {forked}: a packet could cross twice")
     return None
 
 
@@ -255,18 +251,18 @@ def _cores_problem(cut: Cut) -> str | None:
 
 def _split(ir: ProgramIR, seg: SegmentIR, cut: Cut) -> None:
     """Make the cut: new segments for the NIC parts, a queue at each boundary."""
-    parts = {p: [n for n in seg.elements if part_of(n, cut.rx, cut.tx) == p] for p in PARTS}
+    parts = {p: [n for n in seg.elements if part_of(n, cut.rx, cut.tx) == p] for p in Part}
     cpu_cores = list(range(cut.cpu_cores)) if cut.cpu_cores else seg.cores
-    if not parts["cpu"]:                        # everything on the NIC (tx is then empty)
+    if not parts[Part.CPU]:                        # everything on the NIC (tx is then empty)
         seg.device, seg.process, seg.pinned = Device.NIC, NIC_PROCESS, False
         seg.cores = list(range(cut.rx_cores))
         return
     seg.cores = cpu_cores
-    if not parts["rx"] and not parts["tx"]:
+    if not parts[Part.RX] and not parts[Part.TX]:
         return
     crossing = crossing_edges(ir, seg, cut.rx, cut.tx)
-    names = {"cpu": seg.name}
-    for p in ("rx", "tx"):
+    names = {Part.CPU: seg.name}
+    for p in (Part.RX, Part.TX):
         if parts[p]:
             names[p] = ir.fresh_name(f"{seg.name}_{p}")
             ir.segments[names[p]] = SegmentIR(
@@ -275,20 +271,20 @@ def _split(ir: ProgramIR, seg: SegmentIR, cut: Cut) -> None:
                 loc=seg.loc, packet_state=seg.packet_state)
             for n in parts[p]:
                 ir.node(n).segment = names[p]
-    seg.elements = list(parts["cpu"])
-    for p in ("rx", "tx"):
+    seg.elements = list(parts[Part.CPU])
+    for p in (Part.RX, Part.TX):
         if p in names:
             ir.segments[names[p]].elements = list(parts[p])
     added: list[FieldLayout] = []
     for (a, b), edges in crossing.items():
-        boundary = "rx" if a == "rx" else "tx"
+        boundary = Part.RX if a == Part.RX else Part.TX
         added += _queue(ir, seg, boundary, names[a], names[b], edges)
-    _extend_state(ir, seg, [names[p] for p in PARTS if p in names], added)
+    _extend_state(ir, seg, [names[p] for p in Part if p in names], added)
 
 
-def _queue(ir: ProgramIR, seg: SegmentIR, boundary: str, from_seg: str, to_seg: str,
+def _queue(ir: ProgramIR, seg: SegmentIR, boundary: Part, from_seg: str, to_seg: str,
            edges: list[Edge]) -> list[FieldLayout]:
-    """The queue of ``boundary`` (``rx`` or ``tx``) replacing ``edges`` (one channel each)
+    """The queue of ``boundary`` (`Part.RX` or `Part.TX`) replacing ``edges`` (one channel each)
     from segment ``from_seg`` to ``to_seg``; the per-packet fields its stashes add."""
     name = ir.fresh_name(f"{seg.name}_{boundary}q")
     loc = seg.cut.loc if seg.cut is not None and seg.cut.loc is not None else seg.loc

@@ -23,7 +23,7 @@ from floem.explore.measure import RunFailed, Workload, measure
 from floem.explore.latency import Latency
 from floem.explore.model import Platform, Prediction, load_platform, predict
 from floem.explore.sweep import configurations, layout, make_workload, parse_sweep, summary
-from floem.ir import BuildOptions, Cut, Device, ProgramIR
+from floem.ir import BuildOptions, Cut, Device, Part, ProgramIR
 from floem.lang import params
 from floem.lang.program import Program
 from floem.passes.split_auto import queue_shape
@@ -312,7 +312,7 @@ def _count(app: str, search: Search, options: list[str], workload: Workload,
     cpu = counted[0][0]
     others = []
     for probe, cuts in counted[1:]:
-        crossed = {"rx": 0.0, "tx": 0.0}
+        crossed = {Part.RX: 0.0, Part.TX: 0.0}
         for cut in cuts:
             for boundary, taken in crossings(cpu.edges, cut).items():
                 crossed[boundary] += taken

@@ -23,7 +23,7 @@ from floem.errors import FloemError
 from floem.explore.callgrind import Profile, read_profile
 from floem.explore.counters import parse
 from floem.explore.measure import Geometry, Misses, Replay, RunFailed, Workload
-from floem.ir import Cut, Device, ProgramIR
+from floem.ir import Cut, Device, Part, ProgramIR
 from floem.ir.cnames import c_global
 from floem.place.app_file import placed_source
 
@@ -62,7 +62,7 @@ class Probe:
 
     elements: dict[str, tuple[Device, Cost]] = field(default_factory=dict)
     overhead: dict[tuple[Device, bool], Cost] = field(default_factory=dict)  # (side, from net)
-    crossing: dict[tuple[str, Device], Cost] = field(default_factory=dict)   # per crossing
+    crossing: dict[tuple[Part, Device], Cost] = field(default_factory=dict)  # per crossing
     edges: dict[tuple[str, str], float] = field(default_factory=dict)        # taken per packet
     received: float = 0.0                   # frames received per packet
     replies: float = 0.0                    # frames sent per packet

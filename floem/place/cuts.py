@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import networkx as nx
 
 from floem.errors import FloemError
-from floem.ir import ProgramIR, SegmentIR
+from floem.ir import Part, ProgramIR, SegmentIR
 from floem.passes.split_auto import boundary_problem, cut_problem, nic_problem
 
 #: More cuts of one segment than this are not enumerated (the segment is too wide).
@@ -77,7 +77,7 @@ def _receiving_problem(ir: ProgramIR, seg: SegmentIR, rx: frozenset[str]) -> str
     members = set(seg.elements)
     leaving = sorted((e for e in ir.edges() if e.src in rx and e.dst in members
                       and e.dst not in rx), key=lambda e: e.rank)
-    return boundary_problem(ir, "rx", "cpu", leaving, rx) if leaving else None
+    return boundary_problem(ir, Part.RX, Part.CPU, leaving, rx) if leaving else None
 
 
 def _graph(ir: ProgramIR, seg: SegmentIR) -> nx.DiGraph[str]:

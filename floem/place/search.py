@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from floem.explore.measure import Machine, Measurement, SegmentCounts, Workload
 from floem.explore.model import Prediction
-from floem.ir import Cut, Device, ProgramIR
+from floem.ir import Cut, Device, Part, ProgramIR
 from floem.ir.sizes import entry_size, field_size
 from floem.place.counts import Cost, Probe
 from floem.passes.split_auto import part_of
@@ -96,7 +96,7 @@ class Figures:
 
     elements: dict[tuple[str, Device], Cost]
     overhead: dict[tuple[Device, bool], Cost]
-    crossing: dict[tuple[str, Device], Cost]       # per crossing of a boundary
+    crossing: dict[tuple[Part, Device], Cost]      # per crossing of a boundary
     edges: dict[tuple[str, str], float]            # from the all-CPU probe
     received: float
     replies: float
@@ -104,12 +104,12 @@ class Figures:
     engine: dict[tuple[str, Device], tuple[float, float]] = field(default_factory=dict)
 
     @classmethod
-    def merge(cls, cpu: Probe, others: list[tuple[Probe, dict[str, float]]]) -> Figures:
+    def merge(cls, cpu: Probe, others: list[tuple[Probe, dict[Part, float]]]) -> Figures:
         """``cpu`` (the all-CPU probe) and the other probes, each with how often its
         boundaries were crossed per packet."""
         elements = {(n, d): c for n, (d, c) in cpu.elements.items()}
         overhead = dict(cpu.overhead)
-        crossing: dict[tuple[str, Device], Cost] = {}
+        crossing: dict[tuple[Part, Device], Cost] = {}
         for probe, crossed in others:
             for n, (d, c) in probe.elements.items():
                 elements.setdefault((n, d), c)
@@ -149,9 +149,9 @@ class Figures:
                 return self.overhead[key]
         return Cost()
 
-    def boundary(self, boundary: str, device: Device) -> Cost:
+    def boundary(self, boundary: Part, device: Device) -> Cost:
         """One crossing of ``boundary``'s queue, on ``device``'s side of it."""
-        mirror = {"rx": "tx", "tx": "rx"}[boundary]
+        mirror = Part.TX if boundary == Part.RX else Part.RX
         for key in ((boundary, device), (mirror, device)):
             if key in self.crossing:
                 return self.crossing[key]
@@ -196,16 +196,16 @@ def placements(cut_sets: list[list[Cut]], sizes: dict[str, int], nic_free: int,
     yield from combos(0, nic_free)
 
 
-def crossings(edges: dict[tuple[str, str], float], cut: Cut) -> dict[str, float]:
+def crossings(edges: dict[tuple[str, str], float], cut: Cut) -> dict[Part, float]:
     """How often per packet each boundary of ``cut`` is crossed (``edges``: how often each
     edge is taken): the edges from ``rx`` to the CPU part, and from it to ``tx``."""
-    crossed = {"rx": 0.0, "tx": 0.0}
+    crossed = {Part.RX: 0.0, Part.TX: 0.0}
     for (u, v), taken in edges.items():
         pair = (part_of(u, cut.rx, cut.tx), part_of(v, cut.rx, cut.tx))
-        if pair == ("rx", "cpu"):
-            crossed["rx"] += taken
-        elif pair == ("cpu", "tx"):
-            crossed["tx"] += taken
+        if pair == (Part.RX, Part.CPU):
+            crossed[Part.RX] += taken
+        elif pair == (Part.CPU, Part.TX):
+            crossed[Part.TX] += taken
     return crossed
 
 
@@ -219,11 +219,12 @@ def measurement(ir0: ProgramIR, placed: ProgramIR | None, cuts: list[Cut], figur
                     replies=figures.replies)
     estimated: list[str] = []
     host_threads = 0
-    crossed = {"rx": 0.0, "tx": 0.0}
+    crossed = {Part.RX: 0.0, Part.TX: 0.0}
     for seg in ir0.segments.values():
         cut = by_segment.get(seg.name)
         taken = crossings(figures.edges, cut) if cut else {}
-        parts = {"rx": [], "cpu": [], "tx": []} if cut else {"fixed": list(seg.elements)}
+        parts: dict[Part | str, list[str]] = {p: [] for p in Part} if cut else \
+            {"fixed": list(seg.elements)}
         for name in seg.elements:
             if cut:
                 parts[part_of(name, cut.rx, cut.tx)].append(name)
@@ -231,7 +232,7 @@ def measurement(ir0: ProgramIR, placed: ProgramIR | None, cuts: list[Cut], figur
             if not names:
                 continue
             device = seg.device if part == "fixed" else \
-                Device.CPU if part == "cpu" else Device.NIC
+                Device.CPU if part == Part.CPU else Device.NIC
             threads = len(seg.cores) if part == "fixed" else \
                 getattr(cut, f"{part}_cores") or len(seg.cores)
             cost, serial, engine_calls, engine_bytes = Cost(), Cost(), 0.0, 0.0
@@ -245,7 +246,8 @@ def measurement(ir0: ProgramIR, placed: ProgramIR | None, cuts: list[Cut], figur
                 engine_calls, engine_bytes = engine_calls + calls, engine_bytes + moved
                 if other_side and own.instructions:
                     estimated.append(n)
-            for boundary, (a, b) in (("rx", ("rx", "cpu")), ("tx", ("cpu", "tx"))):
+            for boundary, (a, b) in ((Part.RX, (Part.RX, Part.CPU)),
+                                     (Part.TX, (Part.CPU, Part.TX))):
                 if part in (a, b) and taken.get(boundary):
                     cost.add(figures.boundary(boundary, device), taken[boundary])
                     if part == b:
@@ -255,7 +257,7 @@ def measurement(ir0: ProgramIR, placed: ProgramIR | None, cuts: list[Cut], figur
             cost.add(figures.part_overhead(device, from_net), entering)
             sends = any(ir0.node(n).sends_packets for n in names)
             whole = part == "fixed" or len(names) == len(seg.elements)
-            name = seg.name if whole or part == "cpu" else f"{seg.name}_{part}"
+            name = seg.name if whole or part == Part.CPU else f"{seg.name}_{part}"
             process = seg.process if device == Device.CPU else "nic"
             m.segments[name] = SegmentCounts(
                 process, device == Device.NIC, threads=threads, instructions=cost.instructions,
@@ -281,10 +283,10 @@ def _device(ir0: ProgramIR, cuts: list[Cut], name: str) -> Device:
     cut = next((c for c in cuts if c.segment == seg.name), None)
     if cut is None:
         return seg.device
-    return Device.CPU if part_of(name, cut.rx, cut.tx) == "cpu" else Device.NIC
+    return Device.CPU if part_of(name, cut.rx, cut.tx) == Part.CPU else Device.NIC
 
 
-def _entries(placed: ProgramIR | None, crossings: dict[str, float],
+def _entries(placed: ProgramIR | None, crossings: dict[Part, float],
              workload: Workload) -> tuple[float, float]:
     """Queue entries over PCIe per packet, and their bytes: each cut queue's entry as the
     front end lays it out (a frame crossing whole counted at the workload's mean size);

@@ -82,34 +82,54 @@ def answers(port: int, timeout: float) -> bool:
 def kvs_server(*defines: str, nic: str = "emu", start_timeout: float = 300,
                env: dict[str, str] | None = None) -> Iterator[Server]:
     """``floem run kvs.py -D ...`` serving a free port until the block ends (``env``: more
-    environment variables, e.g. ``FLOEM_FAULTS``)."""
-    port = free_udp_port()
-    command = floem_command() + ["run", KVS, "--port", str(port), "--nic", nic, "--report",
-                                 "--timeout", "900"]
-    for d in defines:
-        command += ["-D", d]
+    environment variables, e.g. ``FLOEM_FAULTS``). A port found free may be taken (by
+    another test's client) before the store binds it, seconds later: the store is then
+    started again on another."""
     with tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err, text=True,
-                                start_new_session=True, env={**os.environ, **(env or {})})
+        for attempt in range(3):
+            port = free_udp_port()
+            command = floem_command() + ["run", KVS, "--port", str(port), "--nic", nic,
+                                         "--report", "--timeout", "900"]
+            for d in defines:
+                command += ["-D", d]
+            err.seek(0)
+            err.truncate()
+            proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err, text=True,
+                                    start_new_session=True, env={**os.environ, **(env or {})})
+            if _started(proc, port, start_timeout):
+                break
+            _stop(proc)
+            err.seek(0)
+            text = err.read()
+            if "Address already in use" not in text or attempt == 2:
+                raise AssertionError(f"the store did not start: {' '.join(command)}\n{text}")
         server = Server(port, proc)
         try:
-            deadline = time.monotonic() + start_timeout
-            while not answers(port, 0.2):
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    err.seek(0)
-                    raise AssertionError(f"the store did not start: {' '.join(command)}\n"
-                                         + err.read())
             yield server
         finally:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGINT)
-                try:
-                    proc.wait(60)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
+            _stop(proc)
             err.seek(0)
             server.stderr = err.read()
+
+
+def _started(proc: subprocess.Popen, port: int, timeout: float) -> bool:
+    """Whether ``proc`` answers on ``port`` before it exits or ``timeout`` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while not answers(port, 0.2):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            return False
+    return True
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Stop the store as a user does (SIGINT), killing it after a minute."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
 
 
 @dataclass
