@@ -18,6 +18,8 @@ import struct
 from dataclasses import dataclass, field
 
 from floem.errors import FloemError
+from floem.ir.plan import TraceKind
+from floem.ir.scalars import NumberKind
 
 #: The version of the trace files this module reads (FLOEM_TRACE_VERSION).
 VERSION = 1
@@ -29,15 +31,15 @@ MAX_PACKETS = (1 << 24) - 1
 class Site:
     """One trace site: what an event there means (``KIND ELEMENT key=value ...``)."""
 
-    kind: str                       # admit, enter, send, end, enq, restore
+    kind: TraceKind
     element: str
     attrs: dict[str, str]
 
     @property
-    def fields(self) -> list[tuple[str, str]]:
+    def fields(self) -> list[tuple[str, NumberKind]]:
         """The per-packet fields its events hold values of, with their number kind."""
         text = self.attrs.get("fields", "-")
-        return [] if text == "-" else [(name, kind) for name, _, kind in
+        return [] if text == "-" else [(name, NumberKind(kind)) for name, _, kind in
                                        (f.partition(":") for f in text.split(","))]
 
     @property
@@ -55,7 +57,7 @@ class Site:
     def parse(line: str) -> Site:
         """The site of a line of a trace file's site table."""
         kind, element, *pairs = line.split()
-        return Site(kind, element, dict(p.split("=", 1) for p in pairs))
+        return Site(TraceKind(kind), element, dict(p.split("=", 1) for p in pairs))
 
 
 @dataclass(frozen=True)
@@ -96,24 +98,29 @@ def _parse(text: str, name: str) -> ProcessTrace:
     header = dict(line.split(" ", 1) for line in lines[:7] if " " in line)
     if header.get("floem-trace") != str(VERSION) or "sites" not in header:
         raise FloemError(f"{name}: not a packet trace of this floem (version {VERSION})")
-    sites = [Site.parse(line) for line in lines[7:7 + int(header["sites"])]]
+    try:
+        sites = [Site.parse(line) for line in lines[7:7 + int(header["sites"])]]
+        kinds = [s.fields for s in sites]
+    except ValueError as e:
+        raise FloemError(f"{name}: a site line this floem does not know ({e})") from None
     number = int(header["number"])
     events = []
     for k, line in enumerate(lines[7 + len(sites):]):
         _, packet, site, time, *values = line.split()
         s = sites[int(site)]
         events.append(Event(int(packet), s, int(time),
-                            tuple(_value(int(v), kind) for (_, kind), v in zip(s.fields, values)),
+                            tuple(_value(int(v), kind)
+                                  for (_, kind), v in zip(kinds[int(site)], values)),
                             (number, k)))
     return ProcessTrace(header["process"], number, int(header["limit"]), int(header["admitted"]),
                         int(header["lost"]), events)
 
 
-def _value(word: int, kind: str) -> int | float:
+def _value(word: int, kind: NumberKind) -> int | float:
     """An event's 64-bit value as the number it holds."""
-    if kind == "real":
+    if kind == NumberKind.REAL:
         return struct.unpack("<d", struct.pack("<Q", word))[0]
-    if kind == "signed" and word >= 1 << 63:
+    if kind == NumberKind.SIGNED and word >= 1 << 63:
         return word - (1 << 64)
     return word
 
@@ -168,26 +175,26 @@ def packet_path(events: list[Event]) -> str:
     for ev in events:
         s = ev.site
         step = next((st for st in reversed(steps) if st.element == s.element), None)
-        if s.kind in ("admit", "enter", "enq"):
-            source, port = came_from(s.element) if s.kind != "admit" else (None, "")
+        if s.kind in (TraceKind.ADMIT, TraceKind.ENTER, TraceKind.ENQ):
+            source, port = came_from(s.element) if s.kind != TraceKind.ADMIT else (None, "")
             step = _Step(s.element, s.element, source, port)
             if "queue" in s.attrs:
                 step.queue = (s.attrs["queue"], s.attrs["channel"])
                 instance = "".join(f", instance {_number(v)}" for v in ev.values)
                 step.name = s.hop[:-1] + instance + ")"
-            if s.kind != "enq":
+            if s.kind != TraceKind.ENQ:
                 changes(step, ev)
             steps.append(step)
-            if s.kind == "admit":
+            if s.kind == TraceKind.ADMIT:
                 step.sent = True
                 sends.append((s, step))
-        elif s.kind == "send" and step is not None:
+        elif s.kind == TraceKind.SEND and step is not None:
             changes(step, ev)
             step.sent = True
             sends.append((s, step))
-        elif s.kind == "end" and step is not None:
+        elif s.kind == TraceKind.END and step is not None:
             step.notes.append("sent nothing")
-        elif s.kind == "restore":
+        elif s.kind == TraceKind.RESTORE:
             where = (s.attrs["queue"], s.attrs["channel"])
             crossing = next((st for st in steps if st.queue == where and not st.sent), None)
             if crossing is not None:

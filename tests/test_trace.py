@@ -17,6 +17,7 @@ from test_echo import ECHO, capture, write_capture
 
 from floem.api import load_app
 from floem.builder import run_program
+from floem.errors import FloemError
 from floem.trace import read_traces, trace_report
 
 APP = os.path.join(PROGRAMS, "trace_path.py")
@@ -263,3 +264,12 @@ def test_the_processes_traces_merge_by_time_and_say_what_they_lost(tmp_path) -> 
         "packet 2: Src -> Fill (n=-1 r=1.5) -> queue q[0] (CPU->NIC, instance 1) -> Show",
         "floem: trace: process nic lost 7 events (its trace buffer was full): the paths above "
         "may end early"]
+
+
+@pytest.mark.parametrize("site", ["leave Fill", "send Fill port=out ports=1 to=- fields=n:complex"])
+def test_a_site_line_this_floem_does_not_know_is_an_error(tmp_path, site: str) -> None:
+    (tmp_path / "app.trace").write_text(
+        "floem-trace 1\nprocess app\nnumber 1\nlimit 2\nadmitted 0\nlost 0\nsites 1\n"
+        f"{site}\n")
+    with pytest.raises(FloemError, match="app.trace: a site line this floem does not know"):
+        read_traces(str(tmp_path))

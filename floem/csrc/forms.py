@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from floem.csrc.model import BodyError, BodyForm, Port
-from floem.csrc.tokens import TokenList, render
+from floem.csrc.tokens import TokenKind, TokenList, render
 
 #: Label marking each output form in the parse text, by form kind.
 FORM_LABELS = {BodyForm.BLOCK: "__floem_output_block", BodyForm.SWITCH: "__floem_output_switch",
@@ -129,7 +129,7 @@ def _tuple_at(tl: TokenList, index: int, inputs: dict[str, Port]) -> TupleRead |
     if not tl.text_is(assign, "="):
         return None
     call = tl.next(assign)
-    if call is None or tl[call].kind != "ident" or tl[call].text not in inputs:
+    if call is None or tl[call].kind != TokenKind.IDENT or tl[call].text not in inputs:
         return None
     call_open = tl.next(call)
     commas = [i for i in tl.between(index, close) if tl[i].text == ","]
@@ -158,7 +158,7 @@ def _values(port: Port) -> str:
 
 def _output_form_at(tl: TokenList, index: int) -> OutputForm | None:
     token = tl[index]
-    if token.kind != "ident" or token.text != "output" or tl.is_member_name(index):
+    if token.kind != TokenKind.IDENT or token.text != "output" or tl.is_member_name(index):
         return None
     word = tl.next(index)
     if tl.text_is(word, "{"):
@@ -183,8 +183,8 @@ def _switch_cases(tl: TokenList, brace: int, end: int) -> list[SwitchCase]:
     k = 0
     while k < len(items):
         token = tl[items[k]]
-        is_case = token.text == "case" and token.kind == "ident"
-        is_else = (token.text == "else" and token.kind == "ident"
+        is_case = token.text == "case" and token.kind == TokenKind.IDENT
+        is_else = (token.text == "else" and token.kind == TokenKind.IDENT
                    and k + 1 < len(items) and tl.text_is(items[k + 1], ":"))
         if is_case or is_else:
             if cases and cases[-1].is_else:

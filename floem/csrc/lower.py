@@ -15,7 +15,7 @@ from __future__ import annotations
 from floem.csrc.fields import STATE
 from floem.csrc.forms import Forms, form_replacements, scan
 from floem.csrc.model import BodyForm, BodyInfo
-from floem.csrc.tokens import render
+from floem.csrc.tokens import TokenKind, render
 
 
 def lower(info: BodyInfo, read_exprs: dict[str, list[str]], output_funcs: dict[str, str],
@@ -59,7 +59,7 @@ def _calls_and_state(info: BodyInfo, forms: Forms, output_funcs: dict[str, str],
     replace: dict[int, str] = {}
     for i in tl.significant:
         token = tl[i]
-        if token.kind != "ident" or tl.is_member_name(i):
+        if token.kind != TokenKind.IDENT or tl.is_member_name(i):
             continue
         after = tl.next(i)
         if token.text in outputs and tl.text_is(after, "("):
@@ -88,7 +88,7 @@ def _reads(info: BodyInfo, forms: Forms, read_exprs: dict[str, list[str]]) -> di
     for i in tl.significant:
         name = tl[i].text
         call = tl.next(i)
-        if tl[i].kind != "ident" or name not in ports or tl.is_member_name(i) \
+        if tl[i].kind != TokenKind.IDENT or name not in ports or tl.is_member_name(i) \
                 or not tl.text_is(call, "("):
             continue
         values = [_parenthesized(v) for v in _exprs(info, read_exprs, ports[name].types, name)]

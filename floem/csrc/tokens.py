@@ -9,12 +9,28 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import TypeGuard
 
 from floem.csrc.model import BodyError
 
+
+class TokenKind(StrEnum):
+    """What a token is."""
+
+    WS = "ws"                   # white space, backslash-newlines included
+    COMMENT = "comment"
+    PP = "pp"                   # a preprocessor line
+    STRING = "string"
+    CHAR = "char"
+    IDENT = "ident"             # an identifier or a keyword
+    NUMBER = "number"
+    PUNCT = "punct"
+    OTHER = "other"
+
+
 #: Token kinds that carry no C syntax.
-TRIVIA = frozenset({"ws", "comment", "pp"})
+TRIVIA = frozenset({TokenKind.WS, TokenKind.COMMENT, TokenKind.PP})
 
 _PUNCTUATORS = sorted(
     "... <<= >>= -> ++ -- << >> <= >= == != && || *= /= %= += -= &= ^= |= ## "
@@ -51,7 +67,7 @@ _CLOSE = {v: k for k, v in _OPEN.items()}
 class Token:
     """One token: its kind, exact text and the line (1-based) where it starts."""
 
-    kind: str   # ws, comment, pp, string, char, ident, number, punct, other
+    kind: TokenKind
     text: str
     line: int
     column: int
@@ -65,13 +81,13 @@ def tokenize(code: str) -> list[Token]:
     while pos < len(code):
         if at_line_start and code[pos] == "#":
             end = _pp_end(code, pos)
-            kind = "pp"
+            kind = TokenKind.PP
         else:
             m = _TOKEN.match(code, pos)
             assert m is not None and m.lastgroup is not None     # `other` takes any character
-            kind = m.lastgroup
-            if kind in _BAD:
-                raise BodyError(_BAD[kind], line)
+            if m.lastgroup in _BAD:
+                raise BodyError(_BAD[m.lastgroup], line)
+            kind = TokenKind(m.lastgroup)
             end = m.end()
         text = code[pos:end]
         tokens.append(Token(kind, text, line, pos - line_start + 1))
@@ -79,9 +95,9 @@ def tokenize(code: str) -> list[Token]:
         if newlines:
             line += newlines
             line_start = pos + text.rindex("\n") + 1
-        if kind == "ws":
+        if kind == TokenKind.WS:
             at_line_start = at_line_start or newlines > 0
-        elif kind != "comment":
+        elif kind != TokenKind.COMMENT:
             at_line_start = False
         pos = end
     return tokens
@@ -89,7 +105,8 @@ def tokenize(code: str) -> list[Token]:
 
 def mentions(name: str, texts: list[str]) -> bool:
     """True when identifier (or keyword) ``name`` appears in any of the C ``texts``."""
-    return any(t.kind == "ident" and t.text == name for text in texts for t in tokenize(text))
+    return any(t.kind == TokenKind.IDENT and t.text == name
+               for text in texts for t in tokenize(text))
 
 
 def _pp_end(code: str, pos: int) -> int:

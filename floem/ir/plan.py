@@ -74,8 +74,14 @@ class ElementCounters:
 
 
 class TraceKind(StrEnum):
-    """What a traced output port records (`TracedPort`)."""
+    """What a trace site records, the first word of its line in a trace file's site table
+    (floem/trace.py reads them): an element's run (``enter``), a run that sent nothing on
+    (``end``), a packet going into a queue (``enq``), and what an output port records
+    (`TracedPort`: ``admit``, ``restore``, ``send``)."""
 
+    ENTER = "enter"
+    END = "end"
+    ENQ = "enq"
     ADMIT = "admit"
     RESTORE = "restore"
     SEND = "send"

@@ -15,7 +15,7 @@ instance::
 """
 from __future__ import annotations
 
-from floem.csrc.tokens import tokenize
+from floem.csrc.tokens import TokenKind, tokenize
 from floem.ir import (Device, ElementNode, Home, Homes, Placement, ProgramIR, QueueHome,
                       QueueIR, SegmentKind)
 from floem.ir.results import frozen_map
@@ -54,8 +54,8 @@ def run(ir: ProgramIR) -> ProgramIR:
 
 def _dereferences(n: ElementNode, name: str) -> bool:
     """True when the body follows pointer ``name`` itself (``name->f`` or ``name[i]``)."""
-    tokens = [t for t in tokenize(n.body_info.body.code) if t.kind not in ("ws", "comment")]
-    return any(t.kind == "ident" and t.text == name and after.text in ("->", "[")
+    tokens = [t for t in tokenize(n.body_info.body.code) if t.kind not in (TokenKind.WS, TokenKind.COMMENT)]
+    return any(t.kind == TokenKind.IDENT and t.text == name and after.text in ("->", "[")
                for t, after in zip(tokens, tokens[1:]))
 
 

@@ -381,11 +381,11 @@ def _element_trace(ir: ProgramIR, n: ElementNode, plan: ElementPlan,
         q = ir.queues[n.queue]
         carries = TRACE_FIELD in ir.liveness.carried[q.name][n.channel]
         enter_fields = _numbers(ir, n, ["qid"] if plan.steers_by_qid else [])
-        enter = site(f"enq {n.name} queue={q.name} channel={n.channel} "
+        enter = site(f"{TraceKind.ENQ} {n.name} queue={q.name} channel={n.channel} "
                      f"route={_route(ir, q)} {_fields_text(enter_fields)}")
     elif n.inputs and n.role != Role.SAVE:
-        enter = site(f"enter {n.name}")
-        end = site(f"end {n.name}") if _may_send_nothing(n) else None
+        enter = site(f"{TraceKind.ENTER} {n.name}")
+        end = site(f"{TraceKind.END} {n.name}") if _may_send_nothing(n) else None
     written = _numbers(ir, n, sorted(n.info.fields.writes) if n.info else [])
     ports, untraced = [], False
     for port in n.outputs:
@@ -395,11 +395,11 @@ def _element_trace(ir: ProgramIR, n: ElementNode, plan: ElementPlan,
             q = ir.queues[n.queue]
             common += f" queue={q.name} channel={n.channel} route={_route(ir, q)}"
             if TRACE_FIELD in ir.liveness.carried[q.name][n.channel]:
-                ports.append((port, TracedPort(TraceKind.RESTORE, site(f"restore {common}"))))
+                ports.append((port, TracedPort(TraceKind.RESTORE, site(f"{TraceKind.RESTORE} {common}"))))
                 continue
         if port not in admissions:
             ports.append((port, TracedPort(TraceKind.SEND,
-                                           site(f"send {common} {_fields_text(written)}"),
+                                           site(f"{TraceKind.SEND} {common} {_fields_text(written)}"),
                                            written, decides=decides.get((n.name, port), ""))))
             continue
         now, decisions = admissions[port]
@@ -407,7 +407,7 @@ def _element_trace(ir: ProgramIR, n: ElementNode, plan: ElementPlan,
             untraced = True
             continue
         ports.append((port, TracedPort(
-            TraceKind.ADMIT, site(f"admit {common} {_fields_text(written)}"), written,
+            TraceKind.ADMIT, site(f"{TraceKind.ADMIT} {common} {_fields_text(written)}"), written,
             once=not plan.emits_packets, filter=now or "", pending=now is None)))
     return ElementTrace(enter=enter, enter_fields=enter_fields, end=end, carries=carries,
                         ports=tuple(ports), untraced=untraced)

@@ -25,7 +25,7 @@ import re
 
 from floem import csrc
 from floem.csrc.model import BodyError
-from floem.csrc.tokens import TokenList
+from floem.csrc.tokens import TokenKind, TokenList
 from floem.errors import FloemError
 from floem.ir import CType, FieldLayout, ProgramIR, StateLayout, TraceFilter
 from floem.ir.plan import TRACE_FIELD, TRACE_FILTER_FILE
@@ -116,15 +116,15 @@ def _check_one_expression(expression: str) -> int:
         tokens = TokenList(expression)
     except BodyError as e:
         raise FloemError(e.message, TRACE_FILTER_FILE, 1) from None
-    if any(t.kind == "pp" for t in tokens.tokens):
+    if any(t.kind == TokenKind.PP for t in tokens.tokens):
         raise FloemError("one C expression, not a preprocessor line", TRACE_FILTER_FILE, 1)
     values = 0
     for i in tokens.significant:
         t = tokens[i]
-        if t.kind == "punct" and t.text in (";", "{", "}"):
+        if t.kind == TokenKind.PUNCT and t.text in (";", "{", "}"):
             raise FloemError(f"one C expression, e.g. 'state->opcode == 1', not {t.text!r}",
                              TRACE_FILTER_FILE, 1)
-        if t.kind == "ident" and _VALUE.fullmatch(t.text) and not tokens.is_member_name(i):
+        if t.kind == TokenKind.IDENT and _VALUE.fullmatch(t.text) and not tokens.is_member_name(i):
             values = max(values, int(t.text[1:]) + 1)
     if not tokens.significant:
         raise FloemError("an empty expression", TRACE_FILTER_FILE, 1)
