@@ -49,7 +49,7 @@ def candidates(ir: ProgramIR, seg: SegmentIR) -> list[Candidate]:
     graph = _graph(ir, seg)
     order = segment_order(ir, seg)
     found = []
-    for rx in _closed(order, lambda n: graph.predecessors(n)):
+    for rx in _closed(seg, order, lambda n: graph.predecessors(n)):
         problem = _receiving_problem(ir, seg, rx)
         if problem is not None:
             found.append(Candidate(seg.name, rx, None, problem))
@@ -58,13 +58,12 @@ def candidates(ir: ProgramIR, seg: SegmentIR) -> list[Candidate]:
         # Packet I/O is on one side: with a receiving part, every other I/O element sends.
         io = {n for n in rest if ir.node(n).uses_network}
         # (The inner loop ends before rx changes: its lambda sees the current rx.)
-        for tx in _closed(rest,
+        for tx in _closed(seg, rest,
                           lambda n: (s for s in graph.successors(n) if s not in rx),  # noqa: B023
                           forced=io if rx else set(), barred=set() if rx else io):
             found.append(Candidate(seg.name, rx, tx, cut_problem(ir, seg, rx, tx)))
             if len(found) > MAX_CUTS:
-                raise FloemError(f"segment '{seg.name}' has more than {MAX_CUTS} cuts: "
-                                 "too wide to search (split it into segments yourself)")
+                raise _too_wide(seg)
     return sorted(found, key=lambda c: (len(c.rx) + len(c.tx or ()), len(c.rx)))
 
 
@@ -88,12 +87,13 @@ def _graph(ir: ProgramIR, seg: SegmentIR) -> nx.DiGraph[str]:
     return graph
 
 
-def _closed(order: list[str], before: Callable[[str], Iterable[str]],
+def _closed(seg: SegmentIR, order: list[str], before: Callable[[str], Iterable[str]],
             forced: AbstractSet[str] = frozenset(),
             barred: AbstractSet[str] = frozenset()) -> list[frozenset[str]]:
-    """Every subset of ``order`` (topologically sorted for ``before``) that holds, with each
-    element, everything ``before(element)`` names; holding every ``forced`` element and no
-    ``barred`` one."""
+    """Every subset of ``order`` (``seg``'s elements, topologically sorted for ``before``)
+    that holds, with each element, everything ``before(element)`` names; holding every
+    ``forced`` element and no ``barred`` one. More than `MAX_CUTS` of them is an error as
+    soon as they are found (a segment of n independent branches has 2**n)."""
     sets: list[frozenset[str]] = [frozenset()]
     for n in order:
         if n in barred:
@@ -101,4 +101,11 @@ def _closed(order: list[str], before: Callable[[str], Iterable[str]],
         needs = set(before(n))
         grown = [s | {n} for s in sets if needs <= s]
         sets = grown if n in forced else sets + grown
+        if len(sets) > MAX_CUTS:
+            raise _too_wide(seg)
     return sets
+
+
+def _too_wide(seg: SegmentIR) -> FloemError:
+    return FloemError(f"segment '{seg.name}' has more than {MAX_CUTS} cuts: too wide to "
+                      "search (split it into segments yourself)")

@@ -7,7 +7,7 @@ import pytest
 from floem import (Element, Field, FloemError, Flow, Input, Int, Output, PerPacket, Persistent,
                    Pointer, Program, Segment, State, Uint, cut, target)
 from floem.ir import Cut, Device, Role
-from floem.place.cuts import candidates
+from floem.place.cuts import MAX_CUTS, candidates
 
 from .conftest import carried, Gen, Inc, Sink, here, run_until
 
@@ -304,3 +304,19 @@ def test_edges_from_several_elements_may_cross_when_a_switch_parted_them() -> No
     assert problems[(fs(), fs("T1", "T2"))] is None
     _, _, problems = cuts_of(branches(Both, ("a", "b")), "b")
     assert "'B' fires several ports for one packet" in problems[(fs(), fs("T1", "T2"))]
+
+
+def test_a_segment_too_wide_to_search_is_refused_before_its_cuts_are_listed() -> None:
+    """40 branches from one source: 2**40 receiving parts, refused as soon as the count
+    passes MAX_CUTS (not after listing them, which would never end)."""
+    with Program("wide") as p:
+        class Wide(Segment):
+            def impl(self) -> None:
+                source = Gen(name="S")
+                for i in range(40):
+                    source >> Sink(name=f"T{i}")
+        Wide("w", device=target.AUTO)
+    ir = run_until(p, "parse_bodies")
+    with pytest.raises(FloemError, match=f"segment 'w' has more than {MAX_CUTS} cuts: too "
+                                         "wide to search"):
+        candidates(ir, ir.segments["w"])
