@@ -17,8 +17,8 @@ from floem.csrc.model import BodyInfo
 from floem.errors import Location
 from floem.ir.options import BuildOptions, Cut, Part
 from floem.ir.plan import ElementPlan
-from floem.ir.results import (EntryLayouts, Homes, Liveness, Placement, Plan, ProcessIR, QueueHome,
-                              Results, Windows)
+from floem.ir.results import (EntryLayouts, Homes, Liveness, Placement, Plan, ProcessIR,
+                              QueueHome, Results, Windows)
 from floem.ir.state import (CCode, CType, Device, MemoryRegionIR, PersistentState, Role,
                             SegmentKind, StateLayout)
 
@@ -149,7 +149,7 @@ class SegmentIR:
 @dataclass
 class QueueIR:
     """A queue: its channels' ends and instances (what its entries carry: `Liveness`,
-    `Windows`, `Layouts`; where it lives: `Homes`)."""
+    `Windows`, `EntryLayouts`; where it lives: `Homes`)."""
 
     name: str
     channels: int

@@ -54,7 +54,8 @@ def run(ir: ProgramIR) -> ProgramIR:
 
 def _dereferences(n: ElementNode, name: str) -> bool:
     """True when the body follows pointer ``name`` itself (``name->f`` or ``name[i]``)."""
-    tokens = [t for t in tokenize(n.body_info.body.code) if t.kind not in (TokenKind.WS, TokenKind.COMMENT)]
+    tokens = [t for t in tokenize(n.body_info.body.code)
+              if t.kind not in (TokenKind.WS, TokenKind.COMMENT)]
     return any(t.kind == TokenKind.IDENT and t.text == name and after.text in ("->", "[")
                for t, after in zip(tokens, tokens[1:]))
 

@@ -395,12 +395,13 @@ def _element_trace(ir: ProgramIR, n: ElementNode, plan: ElementPlan,
             q = ir.queues[n.queue]
             common += f" queue={q.name} channel={n.channel} route={_route(ir, q)}"
             if TRACE_FIELD in ir.liveness.carried[q.name][n.channel]:
-                ports.append((port, TracedPort(TraceKind.RESTORE, site(f"{TraceKind.RESTORE} {common}"))))
+                restore = site(f"{TraceKind.RESTORE} {common}")
+                ports.append((port, TracedPort(TraceKind.RESTORE, restore)))
                 continue
         if port not in admissions:
-            ports.append((port, TracedPort(TraceKind.SEND,
-                                           site(f"{TraceKind.SEND} {common} {_fields_text(written)}"),
-                                           written, decides=decides.get((n.name, port), ""))))
+            send = site(f"{TraceKind.SEND} {common} {_fields_text(written)}")
+            ports.append((port, TracedPort(TraceKind.SEND, send, written,
+                                           decides=decides.get((n.name, port), ""))))
             continue
         now, decisions = admissions[port]
         if now is None and not decisions:

@@ -66,7 +66,8 @@ def test_chain_becomes_nodes_and_located_edges():
         assert (e.loc.file, e.loc.line) == (__file__, seg.line)
     assert ir.segments["s"].elements == ["g", "i", "k"]
     assert all(n.segment == "s" for n in ir.nodes())
-    assert ir.node("i").inputs == {"inp": (CType("int"),)} and ir.node("i").outputs == {"out": (CType("int"),)}
+    one_int = (CType("int"),)
+    assert ir.node("i").inputs == {"inp": one_int} and ir.node("i").outputs == {"out": one_int}
     assert ir.node("i").cls_name == "Inc"
     assert ir.segments["s"].kind == "thread" and ir.segments["s"].device == "CPU"
     assert ir.segments["s"].process == "chain"
@@ -184,7 +185,8 @@ def test_callable_segment_args_and_return():
     ir = run_until(p, "build_graph")
     seg = ir.segments["inc1"]
     assert (seg.kind, seg.default_return) == ("callable", "-1")
-    assert ir.node("inc1_args").role == "args" and ir.node("inc1_args").outputs == {"out": (CType("int"),)}
+    assert ir.node("inc1_args").role == "args"
+    assert ir.node("inc1_args").outputs == {"out": (CType("int"),)}
     assert ir.node("inc1_return").role == "return" and ir.node("inc1_return").inputs == {
         "inp": (CType("int"),)}
     assert edges(ir) == [("inc1_args", "out", "i", "inp"), ("i", "out", "inc1_return", "inp")]
