@@ -58,14 +58,13 @@ def _process(ir: ProgramIR, name: str, device: Device, main: str) -> ProcessIR:
     (NIC ones included: it creates the shared memory and waits for the stop signal, even when
     it runs none of them) or the program asked for one."""
     segments = [s for s in ir.segments.values() if s.process == name]
-    threads = any(s.kind == SegmentKind.THREAD for s in segments)
-    if name == main:
-        threads = ir.main.loc is not None or any(s.kind == SegmentKind.THREAD
-                                                 for s in ir.segments.values())
+    waits_for = ir.segments.values() if name == main else segments
+    has_main = (name == main and ir.main.loc is not None) or any(
+        s.kind == SegmentKind.THREAD for s in waits_for)
     external = tuple(ir.main.external) if name == main and ir.main.external is not None else ()
     return ProcessIR(name, device, tuple(s.name for s in segments),
                      tuple(s.name for s in segments if s.kind == SegmentKind.CALLABLE),
-                     threads, external)
+                     has_main, external)
 
 
 def _main_error(ir: ProgramIR, message: str) -> FloemError:
