@@ -78,8 +78,8 @@ def test_states_shared_explicitly_and_fresh_by_default() -> None:
 
 
 def test_state_layout_and_options() -> None:
-    from floem.ir.state import struct_declarations
     from floem.passes import run_pipeline
+    from floem.templates import render
 
     class Hdr(State):
         a = Field(Uint(8))
@@ -94,10 +94,10 @@ def test_state_layout_and_options() -> None:
     with Program("layouts") as p:
         Hdr(), Opaque(), Counter()
     layouts = {s.name: s for s in run_pipeline(p, stop_after="build_graph").layouts}
-    text = struct_declarations([layouts["Hdr"], layouts["Opaque"]])
+    text = render("declarations.h.j2", layouts=[layouts["Hdr"], layouts["Opaque"]])
     assert "struct Hdr {\n    uint32_t b;\n    uint8_t a;\n};" in text
     assert "Opaque" not in text
-    assert "__attribute__((packed))" in struct_declarations([layouts["Counter"]])
+    assert "__attribute__((packed))" in render("declarations.h.j2", layouts=[layouts["Counter"]])
 
 
 def test_program_context_and_default() -> None:

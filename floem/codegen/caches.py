@@ -1,14 +1,11 @@
-"""Expanded caches for code generation: the view templates/caches.c.j2 writes the lookup,
-fill, update and set-end bodies and the eviction and drain functions from."""
+"""Expanded caches for code generation: the views templates/caches.c.j2 writes the lookup,
+fill, update and set-end statements and the eviction and drain functions from."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from floem.codegen.render import fragment
 from floem.ir import CacheIR, ElementNode, ElementPlan, StateLayout
 from floem.ir.cnames import c_global
-
-_MACROS = "caches.c.j2"
 
 
 @dataclass
@@ -29,31 +26,11 @@ class CacheView:
         return next(f.type.c for f in self.state.fields if f.name == name)
 
 
-def lookup_body(v: CacheView, n: ElementNode, plan: ElementPlan) -> list[str]:
-    """get_start: a hit skips the get region with the cached value; a miss enters it."""
-    return fragment(_MACROS, "lookup", v, n, plan)
+@dataclass(frozen=True)
+class CacheStep:
+    """A cache element as templates/caches.c.j2 writes its statements (by its role: a lookup,
+    fill, update or set end)."""
 
-
-def fill_body(v: CacheView, n: ElementNode, plan: ElementPlan) -> list[str]:
-    """get_end: cache what the get region fetched, unless a set raced it (then return the set's)."""
-    return fragment(_MACROS, "fill", v, n, plan)
-
-
-def update_body(v: CacheView, n: ElementNode, plan: ElementPlan) -> list[str]:
-    """set_start: update the cache by policy, then the set region or straight past it."""
-    return fragment(_MACROS, "update", v, n, plan)
-
-
-def set_end_body(v: CacheView, n: ElementNode, plan: ElementPlan) -> list[str]:
-    """set_end: an eviction stops here; a set query goes on."""
-    return fragment(_MACROS, "set_end", v, n, plan)
-
-
-def evict_function(v: CacheView) -> str:
-    """``<cache>_evict``: run the set region for a dirty entry pushed out of the cache."""
-    return "\n".join(fragment(_MACROS, "evict_function", v))
-
-
-def drain_function(v: CacheView) -> str:
-    """``<cache>_drain``: run the write-backs fills on another segment deferred, oldest first."""
-    return "\n".join(fragment(_MACROS, "drain_function", v))
+    view: CacheView
+    node: ElementNode
+    plan: ElementPlan

@@ -16,13 +16,12 @@ from typing import Any
 from floem.codegen import caches as cgen
 from floem.codegen import functions as fn
 from floem.codegen import queues as qgen
-from floem.codegen.render import render
+from floem.templates import render
 from floem.paths import in_build
 from floem.platforms import DMA_ENVIRONMENT
 from floem.codegen.structs import printf_conversion
 from floem.ir import (CachePoint, Device, ElementNode, Home, PersistentState, ProgramIR, QueueIR, Role,
                       SegmentIR, SegmentKind)
-from floem.ir.state import struct_declarations
 
 
 @dataclass
@@ -39,10 +38,9 @@ def generate(ir: ProgramIR, cflags: list[str], runtime_sources: list[str],
              libs: list[str] | None = None) -> list[GeneratedFile]:
     """The C files, headers and Makefile for every process of ``ir``."""
     files = []
-    structs = struct_declarations(ir.layouts)
     for proc in ir.processes.values():
         emitter = _ProcessEmitter(ir, proc.name)
-        files.append(emitter.header(structs))
+        files.append(emitter.header())
         files.append(emitter.source())
     files.append(_makefile(ir, cflags, runtime_sources, nic_cc, nic_cflags or cflags, libs or []))
     return files
@@ -110,8 +108,8 @@ def _resolve_line_markers(text: str, c_file: str) -> str:
 
 
 _OWNER_MARK = r"/\* (?:element|port|segment) (\w+)"
-_CACHE_BODIES = {"cache_lookup": cgen.lookup_body, "cache_fill": cgen.fill_body,
-                 "cache_update": cgen.update_body, "cache_set_end": cgen.set_end_body}
+#: The roles of the cache elements whose statements templates/caches.c.j2 writes.
+_CACHE_ROLES = (Role.CACHE_LOOKUP, Role.CACHE_FILL, Role.CACHE_UPDATE, Role.CACHE_SET_END)
 
 
 def c_string(text: str) -> str:
@@ -139,14 +137,14 @@ class _ProcessEmitter:
 
     # -- header ---------------------------------------------------------------
 
-    def header(self, structs: str) -> GeneratedFile:
+    def header(self) -> GeneratedFile:
         name = f"{self.process}.h"
         text = render(
             "process.h.j2", process=self.process, app_file=self.ir.app_file,
             guard=re.sub(r"\W", "_", self.process).upper(),
             includes=[{"line": c.loc.line, "file": c_string(c.loc.file),
                        "text": _include(c.text)} for c in self.ir.includes],
-            structs=structs,
+            layouts=self.ir.layouts,
             callables=[fn.callable_signature(self.ir, self.ir.segments[c])
                        for c in self.proc.callables],
             regions=[r.name for r in self.ir.regions],
@@ -183,18 +181,17 @@ class _ProcessEmitter:
             nic_queues=[self._queue(q) for q in queues if self.nic and self._home(q) == Home.NIC],
             shadows=[self._queue(q) for q in used if self.plan.queues[q.name].synced],
             used_queues=[self._queue(q) for q in used],
-            entry_structs=[s for q in queues if q in used or self._home(q) == Home.HOST  # laid out
-                           for s in qgen.entry_structs(layouts[q.name])],
-            wire_functions=[qgen.wire_function(s) for s in self.ir.layouts if self.nic],
+            entry_channels=[ch for q in queues if q in used or self._home(q) == Home.HOST
+                            for ch in layouts[q.name] if not ch.empty],     # laid out here
+            wire_layouts=self.ir.layouts if self.nic else [],
             caches=[{"name": v.cache.name, "buckets": v.cache.buckets,
-                     "entries": v.cache.entries or 0, "evict": cgen.evict_function(v),
-                     "drain": cgen.drain_function(v) if v.cache.defer_fill_evictions else ""}
-                    for v in self.caches],
+                     "entries": v.cache.entries or 0, "view": v,
+                     "drain": v.cache.defer_fill_evictions} for v in self.caches],
             prototypes=fn.prototypes(self.ir, self.nodes),
             joins=[self._join(n) for n in self.nodes if n.join],
             returns=[self._return_slot(s) for s in self.segments
                      if s.kind == SegmentKind.CALLABLE and fn.return_element(self.ir, s)],
-            elements=[fn.element_function(self.ir, n, self._statements(n)) for n in self.nodes],
+            elements=[fn.element_function(self.ir, n, self._plumbing(n)) for n in self.nodes],
             dispatchers=[d for n in self.nodes for d in fn.dispatchers(self.ir, n, joins_here)],
             join_entries=[j for n in self.nodes if n.join for j in fn.join_entries(self.ir, n)],
             threads=[self._thread(s) for s in self.segments if s.kind == SegmentKind.THREAD],
@@ -239,26 +236,18 @@ class _ProcessEmitter:
                 "ports": [{"name": p, "fields": fn.values(types, f"{p}_")}
                           for p, types in n.inputs.items()]}
 
-    def _statements(self, n: ElementNode) -> list[str] | None:
-        """The C of a queue or cache element (None for an element with a body)."""
+    def _plumbing(self, n: ElementNode) -> qgen.QueueEnd | cgen.CacheStep | None:
+        """A queue or cache element's view (None for an element with a body)."""
+        plan = self.ir.element_plan(n.name)
         if n.role.is_queue_end:
-            return self._queue_statements(n)
-        if n.role in _CACHE_BODIES:
-            view = next(v for v in self.caches if v.cache.name == n.cache)
-            return _CACHE_BODIES[n.role](view, n, self.ir.element_plan(n.name))
+            q = self.ir.queues[n.queue]
+            view = self._queue(q)
+            channel = view.channels[n.channel] if n.role in (Role.ENQUEUE, Role.SAVE) else None
+            return qgen.QueueEnd(n, plan, q, channel, len(self.ir.segments[n.segment].cores),
+                                 view.access)
+        if n.role in _CACHE_ROLES:
+            return cgen.CacheStep(next(v for v in self.caches if v.cache.name == n.cache), n, plan)
         return None
-
-    def _queue_statements(self, n: ElementNode) -> list[str]:
-        q = self.ir.queues[n.queue]
-        view = self._queue(q)
-        access, plan = view.access, self.ir.element_plan(n.name)
-        if n.role == Role.ENQUEUE:
-            return qgen.enqueue_body(n, plan, q, view.channels[n.channel], access)
-        if n.role == Role.DEQUEUE:
-            return qgen.dequeue_body(n, plan, q, len(self.ir.segments[n.segment].cores), access)
-        if n.role == Role.SAVE:
-            return qgen.save_body(n, plan, view.channels[n.channel], access)
-        return qgen.release_body(q, access)
 
     def _return_slot(self, seg: SegmentIR) -> dict[str, str]:
         return {"segment": seg.name, "slot": fn.return_slot(seg.name),

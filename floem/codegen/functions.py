@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from floem.csrc.tokens import mentions
+from floem.codegen.caches import CacheStep
+from floem.codegen.queues import QueueEnd
 from floem.ir import EdgeKind, ElementNode, PersistentState, PortTypes, ProgramIR, Role, SegmentIR
 from floem.ir.cnames import c_global
 from floem.ir.plan import ElementCounters, ElementPlan, ElementTrace, TracedPort
@@ -49,10 +50,11 @@ class Call:
 class ElementFunction:
     """The function of one element instance, in the order its statements run.
 
-    ``pointers``: the persistent states the body reaches, by the name it uses; ``unused``:
-    the input values it never reads (a port need not be read);
-    ``body``: the lowered C the user wrote (``#line`` to the app file); ``statements``:
-    C the compiler wrote for a queue or cache element; ``forward``: an argument
+    ``pointers``: the persistent states the body reaches, by the name it uses;
+    ``state_unused``: it never names the packet's state; ``unused``: the input values it
+    never reads (a port need not be read); ``body``: the lowered C the user wrote
+    (``#line`` to the app file); ``plumbing``: the queue or cache element whose statements
+    the compiler writes (templates/queues.c.j2, caches.c.j2); ``forward``: an argument
     element's call of its output port; ``return_slot``: a return element's slot
     (``return_value``: it stores a value); ``orders``: elements ordered after this
     one, called with the packet once it is done; ``counters``: where its packet counters
@@ -64,10 +66,10 @@ class ElementFunction:
     function: Function
     where: str
     pointers: list[tuple[str, PersistentState]]
-    uses_state: bool
-    unused: list[str] = field(default_factory=list)     # input values the body never reads
+    state_unused: bool
+    unused: tuple[str, ...] = ()
     body: str = ""
-    statements: list[str] = field(default_factory=list)
+    plumbing: QueueEnd | CacheStep | None = None
     forward: Call | None = None
     return_slot: str = ""
     return_value: bool = False
@@ -177,29 +179,22 @@ def return_slot(segment: str) -> str:
 
 
 def element_function(ir: ProgramIR, n: ElementNode,
-                     statements: list[str] | None) -> ElementFunction:
-    """The function of ``n``; ``statements``: the compiler's C of a queue or cache element
-    (None for the others)."""
+                     plumbing: QueueEnd | CacheStep | None) -> ElementFunction:
+    """The function of ``n``; ``plumbing``: a queue or cache element's (None for the
+    others)."""
     plan = ir.element_plan(n.name)
     e = ElementFunction(
         node=n, function=element_signature(n, plan),
         where=f"{os.path.basename(n.loc.file)}:{n.loc.line}",
-        pointers=[(attr, n.persistent[attr]) for attr in plan.pointers], uses_state=True,
-        statements=statements or [],
+        pointers=[(attr, n.persistent[attr]) for attr in plan.pointers],
+        state_unused=plan.state_unused, unused=plan.unused, body=plan.body, plumbing=plumbing,
         orders=[e.dst for e in ir.out_edges(n.name, kind=EdgeKind.ORDER)],
-        counters=plan.counters, trace=plan.trace)
+        counters=plan.counters, trace=plan.trace, alone=plan.alone)
     if n.role == Role.ARGS:
         out = next(iter(n.outputs))
         e.forward = Call(plan.ports[out], len(n.outputs[out]))
     elif n.role == Role.RETURN:
         e.return_slot, e.return_value = return_slot(n.segment), bool(n.inputs["inp"])
-    elif statements is None:
-        e.body = plan.body
-        e.alone = plan.alone and mentions("floem_add", [e.body])
-    e.uses_state = bool(e.forward or e.orders or (e.trace and (e.trace.carries
-                                                               or e.trace.enter_fields))) \
-        or mentions("state", [e.body] + e.statements)
-    e.unused = list(plan.unused)
     return e
 
 

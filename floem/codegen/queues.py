@@ -1,31 +1,20 @@
-"""Lowered queues for code generation: the C of each channel's entry struct and of the
-enqueue, dequeue, save and release bodies (templates/queues.c.j2), from the entry layouts
-``plan_entries`` decided (floem/ir/entries.py says what an entry holds).
+"""Lowered queues for code generation: how a process reaches each queue and what the
+templates/queues.c.j2 macros write a channel's entry struct and the enqueue, dequeue, save
+and release statements from (the entry layouts ``plan_entries`` decided:
+floem/ir/entries.py says what an entry holds).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from floem.codegen.render import fragment
-from floem.ir import (Device, ElementNode, ElementPlan, EntryLayout, QueueHome, QueueIR,
-                      StateLayout)
+from floem.ir import Device, ElementNode, ElementPlan, EntryLayout, QueueHome, QueueIR
 from floem.ir.cnames import c_global
 from floem.ir.plan import QueueSide
-
-_MACROS = "queues.c.j2"
 
 
 def carries_packets(entries: tuple[EntryLayout, ...]) -> bool:
     """True when some channel carries a typed packet or a frame's reference."""
     return any(e.carries_packets for e in entries)
-
-
-def entry_structs(chans: tuple[EntryLayout, ...]) -> list[str]:
-    """C definitions of the entry structs of the channels that carry something.
-
-    With a fixed ``entry_size``, a static assertion checks each struct fits.
-    """
-    return ["\n".join(fragment(_MACROS, "entry_struct", ch)) for ch in chans if not ch.empty]
 
 
 @dataclass(frozen=True)
@@ -81,34 +70,14 @@ class QueueView:
         return self.home.enq_device == Device.NIC
 
 
-def enqueue_body(n: ElementNode, plan: ElementPlan, q: QueueIR, ch: EntryLayout,
-                 access: Access) -> list[str]:
-    """Statements of an enqueue element: pick the instance, reserve, copy live fields, commit.
-    A lossy queue whose full port is connected sends the packet there when its instance
-    is full, instead of dropping and counting it."""
-    return fragment(_MACROS, "enqueue", n, plan, q, ch, access)
+@dataclass(frozen=True)
+class QueueEnd:
+    """A queue element as templates/queues.c.j2 writes its statements: an enqueue (of
+    ``channel``), a dequeue (by ``threads`` threads), a save (of ``channel``) or a release."""
 
-
-def dequeue_body(n: ElementNode, plan: ElementPlan, q: QueueIR, threads: int,
-                 access: Access) -> list[str]:
-    """Statements of a dequeue: take the oldest entry of this thread's (or qid's) instance."""
-    return fragment(_MACROS, "dequeue", n, plan, q, threads, access)
-
-
-def save_body(n: ElementNode, plan: ElementPlan, ch: EntryLayout, access: Access) -> list[str]:
-    """Statements of a save: fill the per-packet state from the held entry, go on."""
-    return fragment(_MACROS, "save", n, plan, ch, access)
-
-
-def release_body(q: QueueIR, access: Access) -> list[str]:
-    """Statements of a release: hand the held entry back to the producer."""
-    return fragment(_MACROS, "release", q, access)
-
-
-def wire_function(state: StateLayout) -> str:
-    """``floem_wire_<S>(S *s)``: convert a state between NIC and wire byte order, in place.
-
-    NIC code reading host-resident state with ``dma_read`` calls it after the
-    read and before ``dma_write``; on a little-endian NIC it does nothing.
-    """
-    return "\n".join(fragment(_MACROS, "wire_function", state))
+    node: ElementNode
+    plan: ElementPlan
+    queue: QueueIR
+    channel: EntryLayout | None
+    threads: int
+    access: Access

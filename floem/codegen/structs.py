@@ -1,5 +1,5 @@
 """What the report of a `report = True` state prints (templates/process.c.j2 spells the
-C; the state's struct declaration is in floem/ir/state.py)."""
+C; templates/declarations.h.j2 declares the state's struct)."""
 from __future__ import annotations
 
 from floem.ir import FieldLayout

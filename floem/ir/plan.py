@@ -189,8 +189,10 @@ class ElementPlan:
     fresh_state: bool = False       # ... whose state is a local of the output port (the
     #   source body never touches the state, and no field is read before it is written)
     out_of_line: bool = False       # never inlined into its caller (bounds inlining depth)
-    alone: bool = False             # one thread writes every persistent state it uses:
-    #   floem_add in its body is a plain add, not an atomic one
+    alone: bool = False             # its body adds to its states (floem_add) and one
+    #   thread writes every persistent state it uses: a plain add, not an atomic one
+    state_unused: bool = False      # its function never names the packet's state (the
+    #   body, or the C the compiler writes for a queue or cache element)
     counters: ElementCounters | None = None     # its packet counters (None: not counted)
     trace: ElementTrace | None = None           # what it records of traced packets
     ports: Mapping[str, str] = field(default_factory=dict)  # output port -> C function firing it
@@ -211,7 +213,9 @@ class ElementPlan:
                                         ("each output a new packet", self.emits_packets),
                                         ("its state a local of the port", self.fresh_state),
                                         ("out of line", self.out_of_line),
-                                        ("its states' only writer", self.alone)) if on]
+                                        ("adds plainly (its states' only writer)",
+                                         self.alone),
+                                        ("never names its state", self.state_unused)) if on]
         renamed = [f"{p} is {f}" for p, f in {**self.ports, **self.entries}.items()
                    if not f.endswith(f"_{p}")]     # a name the program had taken
         renamed += [f"inputs are {self.inputs_record}"] \

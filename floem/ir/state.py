@@ -240,15 +240,3 @@ def layouts_in_order(roots: list[StateLayout]) -> list[StateLayout]:
         stack.extend((held, False) for f in reversed(layout.fields)
                      for held in (f.nested, f.points_to) if held is not None)
     return ordered
-
-
-def struct_declarations(layouts: list[StateLayout]) -> str:
-    """Typedefs and struct definitions for ``layouts`` (skipping ``declare = False`` ones)."""
-    lines = [f"typedef {s.keyword} {s.name} {s.name};" for s in layouts if s.declare]
-    for s in layouts:
-        if not s.declare:
-            continue
-        lines.append(f"{s.keyword} {s.name} {{")
-        lines += [f"    {f.type.declare(f.name)};" for f in s.fields] or ["    char _empty;"]
-        lines.append("}" + (" __attribute__((packed))" if s.packed else "") + ";")
-    return "\n".join(lines) + "\n"

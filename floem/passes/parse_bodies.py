@@ -19,18 +19,13 @@ import os
 from floem import csrc
 from floem.ir import CCode, Device, ElementNode, PersistentState, ProgramIR, Role, StateLayout
 from floem.ir.sizes import packet_view
-from floem.ir.state import struct_declarations
+from floem.templates import render
 
 NAME = "parse_bodies"
 #: What this pass needs done before it, and what it gives the passes after it.
 REQUIRES: frozenset[str | type] = frozenset({"graph"})
 PROVIDES: frozenset[str | type] = frozenset({"bodies", "main_info"})
 MAIN_BODY = "main"
-#: Runtime types element bodies and main may use (opaque to the parser).
-RUNTIME_TYPES = "".join(f"typedef struct {t} {t};\n" for t in (
-    "floem_queue_t", "floem_queue_stats_t", "floem_cache_t", "floem_cache_stats_t",
-    "floem_dma_stats_t", "floem_dma_req_t", "floem_dma_desc_t", "floem_packet_t",
-    "floem_net_stats_t", "floem_sync_t", "floem_sync_stats_t"))
 PSEUDO_ROLES = ("args", "return", "dequeue", "cache_get_start", "cache_get_end",
                 "cache_set_start", "cache_set_end")
 
@@ -43,7 +38,7 @@ def run(ir: ProgramIR) -> ProgramIR:
         bodies.append(main_body(ir.main.code, list(ir.states.values())))
     sizes = _size_bodies(ir)
     bodies += [body for _, _, body in sizes.values()]
-    prelude = RUNTIME_TYPES + struct_declarations(ir.layouts)
+    prelude = render("prelude.h.j2", layouts=ir.layouts)
     include_text = "\n".join(c.text for c in ir.includes)
     include_dirs = [os.path.dirname(ir.app_file)] if ir.app_file else []
     infos = csrc.analyze(bodies, prelude=prelude, include_text=include_text,

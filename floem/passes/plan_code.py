@@ -29,8 +29,9 @@ import networkx as nx
 from floem import csrc
 from floem.csrc import BodyForm
 from floem.csrc.tokens import mentions
-from floem.ir import (Device, ElementNode, FrameCrossing, Home, Homes, Liveness, Placement, Plan,
-                      ProcessIR, ProgramIR, QueueIR, Role, SegmentIR, SegmentKind, Windows)
+from floem.ir import (Device, EdgeKind, ElementNode, EntryLayouts, FrameCrossing, Home, Homes,
+                      Liveness, Placement, Plan, ProcessIR, ProgramIR, QueueIR, Role, SegmentIR,
+                      SegmentKind, Windows)
 from floem.ir.cnames import GENERATED_GLOBALS, c_global
 from floem.ir.graph import unused_name
 from floem.ir.results import frozen_map
@@ -45,7 +46,7 @@ NAME = "plan_code"
 #: (with -g: 28 s and 1.3 GB for 1,000 elements; 0.2 s for 100).
 INLINE_DEPTH = 64
 #: What this pass needs done before it, and what it gives the passes after it.
-REQUIRES: frozenset[str | type] = frozenset({Placement, Homes, Liveness, Windows,
+REQUIRES: frozenset[str | type] = frozenset({Placement, Homes, Liveness, Windows, EntryLayouts,
                                              "queues_lowered", "bodies", "trace_field"})
 PROVIDES: frozenset[str | type] = frozenset({Plan})
 
@@ -72,6 +73,9 @@ def run(ir: ProgramIR) -> ProgramIR:
             plans |= {name: dataclasses.replace(plans[name], trace=t) for name, t in traces.items()}
             processes[proc.name] = dataclasses.replace(processes[proc.name], trace_number=number,
                                                        trace_sites=sites)
+    plans = {name: dataclasses.replace(plan, state_unused=not _names_state(ir, ir.node(name),
+                                                                            plan))
+             for name, plan in plans.items()}
     batches = {q.name: max(1, min(32, q.size // 4)) for q in ir.queues.values()}
     main_body = csrc.lower(ir.main_info, {}, {}) \
         if ir.main_info is not None and ir.main.code is not None else None
@@ -187,6 +191,23 @@ def _element_plan(ir: ProgramIR, n: ElementNode, position: int, taken: set[str])
                                                   and position % INLINE_DEPTH == 0))
 
 
+def _names_state(ir: ProgramIR, n: ElementNode, plan: ElementPlan) -> bool:
+    """Whether the function of ``n`` names the packet's state: its body does, it passes the
+    state on (an argument element's call of its port, the elements ordered after it), its
+    trace records fields or an id, or the C the compiler writes for it reads or passes the
+    state (every queue and cache element's, but a release's, and an enqueue's that copies
+    nothing, steers by nothing, sends nothing to a full port and drops no frame)."""
+    if n.role == Role.ARGS or ir.out_edges(n.name, kind=EdgeKind.ORDER) or mentions(
+            "state", [plan.body]) or (plan.trace and (plan.trace.carries
+                                                       or plan.trace.enter_fields)):
+        return True
+    if n.role == Role.ENQUEUE:
+        channel = ir.entry_layouts.entries[n.queue][n.channel]
+        return plan.steers_by_qid or plan.full_port or not channel.empty \
+            or bool(channel.leaving)
+    return n.role not in (Role.ELEMENT, Role.CORE_ID, Role.RETURN, Role.RELEASE)
+
+
 def _state_writers(ir: ProgramIR, plans: Mapping[str, ElementPlan]) -> dict[str, set[str]]:
     """The segments whose elements' bodies name each persistent state (their plans'
     pointers), by state instance; "main" stands for ``floem.main``'s code where it may
@@ -202,14 +223,14 @@ def _state_writers(ir: ProgramIR, plans: Mapping[str, ElementPlan]) -> dict[str,
 
 def _alone(ir: ProgramIR, n: ElementNode, plan: ElementPlan,
            writers: dict[str, set[str]]) -> bool:
-    """Whether ``n`` is the only writer of the persistent states its body uses: one thread
-    runs its segment (not a callable, which its callers' threads run), no other segment or
-    external main names them and ``floem.main`` code does not write them. Its statistics
-    counters (``floem_add``) then need no atomic add; an atomic add costs a locked
-    instruction per packet."""
+    """Whether ``n``'s body adds to its states (``floem_add``) as the only writer of the
+    persistent states it uses: one thread runs its segment (not a callable, which its
+    callers' threads run), no other segment or external main names them and ``floem.main``
+    code does not write them. Its statistics counters then need no atomic add; an atomic
+    add costs a locked instruction per packet."""
     seg = ir.segments[n.segment]
-    return bool(plan.pointers) and seg.kind == SegmentKind.THREAD and len(seg.cores) == 1 \
-        and not ir.main.external \
+    return bool(plan.pointers) and mentions("floem_add", [plan.body]) \
+        and seg.kind == SegmentKind.THREAD and len(seg.cores) == 1 and not ir.main.external \
         and all(writers.get(n.persistent[attr].name) == {n.segment} for attr in plan.pointers)
 
 

@@ -29,8 +29,7 @@ from floem.csrc.tokens import TokenKind, TokenList
 from floem.errors import FloemError
 from floem.ir import CType, FieldLayout, ProgramIR, StateLayout, TraceFilter
 from floem.ir.plan import TRACE_FIELD, TRACE_FILTER_FILE
-from floem.ir.state import struct_declarations
-from floem.passes.parse_bodies import RUNTIME_TYPES
+from floem.templates import render
 
 NAME = "trace_packets"
 #: What this pass needs done before it, and what it gives the passes after it.
@@ -100,7 +99,7 @@ def _read_filter(ir: ProgramIR, expression: str) -> TraceFilter:
                      state_fields=fields if fields else None, persistent={})
     try:
         info = csrc.analyze(
-            [body], prelude=RUNTIME_TYPES + struct_declarations(ir.layouts),
+            [body], prelude=render("prelude.h.j2", layouts=ir.layouts),
             include_text="\n".join(c.text for c in ir.includes),
             include_dirs=[os.path.dirname(ir.app_file)] if ir.app_file else [])["trace_filter"]
     except FloemError as e:

@@ -7,7 +7,7 @@ import subprocess
 from floem import (Array, Element, Field, Flow, Input, Output, PerPacket, Pointer, Program, Queue,
                    Segment, State, Uint)
 from floem.ir.sizes import packet_view, state_size
-from floem.ir.state import struct_declarations
+from floem.templates import render
 
 from .conftest import run_until
 
@@ -112,7 +112,7 @@ def test_member_offsets_and_sizes_are_what_gcc_lays_out(tmp_path):
     prints.append('printf("%s %zu\\n", "sizeof view", sizeof(Tight));')
     source = tmp_path / "sizes.c"
     source.write_text("#include <stddef.h>\n#include <stdint.h>\n#include <stdio.h>\n"
-                      + struct_declarations(layouts) + "int main(void)\n{\n    "
+                      + render("declarations.h.j2", layouts=layouts) + "int main(void)\n{\n    "
                       + "\n    ".join(prints) + "\n    return 0;\n}\n")
     subprocess.run(["gcc", "-std=c11", "-Wall", "-Werror", "-o", str(tmp_path / "sizes"),
                     str(source)], check=True)

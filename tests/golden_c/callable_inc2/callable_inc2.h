@@ -22,7 +22,6 @@ extern "C" {
 #endif
 
 
-
 void floem_init(void);
 void floem_run_threads(void);
 void floem_kill_threads(void);

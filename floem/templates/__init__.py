@@ -1,4 +1,7 @@
-"""The jinja2 environment every generated file and C fragment is rendered from."""
+"""Every C text the compiler writes, as jinja2 templates, and the environment they are
+rendered in: the generated programs' files (code generation) and the declarations of the
+program's states that the C front end parses element bodies against (``parse_bodies``,
+``trace_packets``), one text for both."""
 from __future__ import annotations
 
 import functools
@@ -10,7 +13,7 @@ from floem.ir.cnames import GENERATED_GLOBALS, c_global
 from floem.ir.plan import TRACE_FIELD
 
 TEMPLATES = jinja2.Environment(
-    loader=jinja2.PackageLoader("floem.codegen", "templates"),
+    loader=jinja2.PackageLoader("floem", "templates"),
     trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
     undefined=jinja2.StrictUndefined,
 )
@@ -23,12 +26,15 @@ for _kind in GENERATED_GLOBALS:
     TEMPLATES.filters[f"{_kind}_global"] = functools.partial(c_global, _kind)
 
 
+def c_lines(text: str, indent: int = 0) -> str:
+    """``{{ macro(...)|c_lines(4) }}``: the non-blank lines a macro wrote (C statements or a
+    definition), each indented by ``indent`` spaces."""
+    return "\n".join(" " * indent + line for line in str(text).split("\n") if line.strip())
+
+
+TEMPLATES.filters["c_lines"] = c_lines
+
+
 def render(template: str, **values: Any) -> str:
     """The text of template file ``template``."""
     return TEMPLATES.get_template(template).render(**values)
-
-
-def fragment(template: str, macro: str, *args: Any) -> list[str]:
-    """The non-blank lines a macro of ``template`` writes (a C statement list or definition)."""
-    text = str(getattr(TEMPLATES.get_template(template).module, macro)(*args))
-    return [line for line in text.split("\n") if line.strip()]
