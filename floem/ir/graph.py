@@ -7,6 +7,7 @@ record (add them with `ProgramIR.add_edge`, read them with `ProgramIR.edges`,
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -75,7 +76,7 @@ class WriteMiss(StrEnum):
     NO_WRITE_ALLOC = "no_write_alloc"
 
 
-@dataclass
+@dataclass(frozen=True)
 class ElementNode:
     """One element instance in the IR."""
 
@@ -126,7 +127,7 @@ class ElementNode:
         return self.uses_network and bool(self.inputs) and not self.outputs
 
 
-@dataclass
+@dataclass(frozen=True)
 class SegmentIR:
     """A segment: its source, device, threads and the elements it runs."""
 
@@ -141,12 +142,12 @@ class SegmentIR:
     packet_state: StateLayout | None = None
     default_return: str | None = None
     source: str = ""
-    elements: list[str] = field(default_factory=list)
+    elements: tuple[str, ...] = ()
     auto: bool = False                  # declared target.AUTO: split_auto may cut it
     cut: Cut | None = None              # the cut asked for (floem.cut, floem place)
 
 
-@dataclass
+@dataclass(frozen=True)
 class QueueIR:
     """A queue: its channels' ends and instances (what its entries carry: `Liveness`,
     `Windows`, `EntryLayouts`; where it lives: `Homes`)."""
@@ -157,7 +158,7 @@ class QueueIR:
     size: int
     lossless: bool
     loc: Location
-    enqueuers: list[list[str]]
+    enqueuers: tuple[tuple[str, ...], ...]     # per channel, its enqueue elements
     dequeuer: str
     enq_atomic: bool | None = None
     deq_atomic: bool | None = None
@@ -165,7 +166,7 @@ class QueueIR:
     boundary: Part | None = None    # split_auto: Part.RX (NIC to CPU) or Part.TX (CPU to NIC)
 
 
-@dataclass
+@dataclass(frozen=True)
 class CacheIR:
     """A cache: its configuration, its points in the graph and (after expansion) its regions."""
 
@@ -180,8 +181,8 @@ class CacheIR:
     write_miss: WriteMiss
     loc: Location
     points: dict[CachePoint, str] = field(default_factory=dict)     # point -> its node
-    get_region: list[str] = field(default_factory=list)
-    set_region: list[str] = field(default_factory=list)
+    get_region: tuple[str, ...] = ()
+    set_region: tuple[str, ...] = ()
     steer_instances: int = 0
     state: StateLayout | None = None        # expand_caches: the per-packet state, extended
     defer_fill_evictions: bool = False
@@ -197,7 +198,7 @@ class CacheIR:
         return f"_{self.name}_evict"
 
 
-@dataclass
+@dataclass(frozen=True)
 class MainIR:
     """What the program asked of ``main``: its C code, its process, or a user's own program."""
 
@@ -207,7 +208,7 @@ class MainIR:
     external: list[str] | None = None   # external_main: C sources with their own main()
 
 
-@dataclass
+@dataclass(frozen=True)
 class TraceFilter:
     """The ``--trace-filter`` expression as the front end read it (``trace_packets``)."""
 
@@ -225,10 +226,13 @@ def unused_name(wanted: str, taken: set[str]) -> str:
 
 @dataclass
 class ProgramIR:
-    """Everything the passes share: the graph plus program-level tables, and the analyses'
-    results (`floem.ir.results`).
+    """Everything the passes share: the graph plus program-level tables of frozen records,
+    and the analyses' results (`floem.ir.results`).
 
     ``build_graph`` fills it from the user's program; no later stage reads that program.
+    A pass is given its own `copy` (`floem.passes.run_pipeline`): a transformation puts
+    new records in its tables (``replace_node``, ``segments[name] = ...``), an analysis
+    adds its result; the IR the pass was given stays as it was.
     """
 
     name: str = "program"
@@ -241,7 +245,7 @@ class ProgramIR:
     states: dict[str, PersistentState] = field(default_factory=dict)
     regions: list[MemoryRegionIR] = field(default_factory=list)
     main: MainIR = field(default_factory=MainIR)
-    size_uses: dict[str, dict[str, set[str]]] = field(default_factory=dict)
+    size_uses: dict[str, dict[str, frozenset[str]]] = field(default_factory=dict)
     includes: list[CCode] = field(default_factory=list)
     depends: list[str] = field(default_factory=list)
     options: BuildOptions = field(default_factory=BuildOptions)
@@ -299,19 +303,41 @@ class ProgramIR:
         node: ElementNode = self.graph.nodes[name]["node"]
         return node
 
+    def copy(self) -> ProgramIR:
+        """A copy of the tables (graph, segments, queues, ...) and results, sharing their
+        records (frozen): what one pass is given to change."""
+        return dataclasses.replace(
+            self, graph=self.graph.copy(), segments=dict(self.segments),
+            queues=dict(self.queues), caches=dict(self.caches), layouts=list(self.layouts),
+            states=dict(self.states), regions=list(self.regions),
+            size_uses={state: dict(fields) for state, fields in self.size_uses.items()},
+            includes=list(self.includes), depends=list(self.depends),
+            warnings=list(self.warnings), results=self.results.copy())
+
+    def replace_node(self, node: ElementNode) -> None:
+        """Put ``node`` in place of the element node of its name."""
+        self.graph.nodes[node.name]["node"] = node
+
+    def add_to_segment(self, segment: str, element: str, at: int | None = None) -> None:
+        """Make ``element`` one of ``segment``'s elements: at index ``at`` (None: last)."""
+        seg = self.segments[segment]
+        at = len(seg.elements) if at is None else at
+        self.segments[segment] = dataclasses.replace(
+            seg, elements=seg.elements[:at] + (element,) + seg.elements[at:])
+
     def replace_layout(self, old: StateLayout, new: StateLayout) -> None:
         """Use per-packet state layout ``new`` wherever ``old`` is used: by elements,
         segments, caches and in ``layouts`` (a pass extending a flow's state with fields of
         its own)."""
         for n in self.nodes():
             if n.packet_state is old:
-                n.packet_state = new
+                self.replace_node(dataclasses.replace(n, packet_state=new))
         for seg in self.segments.values():
             if seg.packet_state is old:
-                seg.packet_state = new
+                self.segments[seg.name] = dataclasses.replace(seg, packet_state=new)
         for c in self.caches.values():
             if c.state is old:
-                c.state = new
+                self.caches[c.name] = dataclasses.replace(c, state=new)
         self.layouts = [new if s is old else s for s in self.layouts]
 
     def fresh_name(self, wanted: str) -> str:

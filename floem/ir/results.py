@@ -56,6 +56,12 @@ class Results:
     def __contains__(self, kind: type) -> bool:
         return kind in self._made
 
+    def copy(self) -> Results:
+        """The same results, in a store of their own (a pass adds to its copy)."""
+        made = Results()
+        made._made = dict(self._made)
+        return made
+
     def __iter__(self) -> Iterator[object]:
         """The results made so far, in the order they were made."""
         return iter(self._made.values())

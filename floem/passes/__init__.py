@@ -1,5 +1,9 @@
 """The pass pipeline: a visible list of small modules, each ``run(ir) -> ir``.
 
+Each pass is given its own copy of the IR (`ProgramIR.copy`: the tables copied, their
+records shared, since they are frozen), so the IR it was given stays as it was: the one
+after any pass can be kept and read (``--dump-after``), and no pass can change another's.
+
 Each pass declares what it needs done before it (``REQUIRES``) and what it gives the passes
 after it (``PROVIDES``): a result type of `floem.ir.results` for an analysis (the pass adds
 that result; the pipeline checks it did), or the name of a fact about the structural IR for
@@ -59,7 +63,7 @@ def run_pipeline(program: Program, options: BuildOptions | None = None,
     ir = build_graph.run(program, options or BuildOptions())
     for index, stage in enumerate([build_graph] + PIPELINE):
         if index:
-            ir = stage.run(ir)
+            ir = stage.run(ir.copy())
         missing: set[str | type] = {kind for kind in stage.PROVIDES
                                     if isinstance(kind, type) and kind not in ir.results}
         if missing:

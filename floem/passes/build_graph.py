@@ -68,11 +68,14 @@ def run(program: Program, options: BuildOptions) -> ProgramIR:
             ir.caches[c.name] = CacheIR(c.name, c.key, c.keylen, c.val, c.vallen, c.buckets,
                                         c.entries, CachePolicy(c.policy),
                                         WriteMiss(c.write_miss), c.loc, points)
+    members: dict[str, list[str]] = {}
     for el in program.elements:
         if el.name in unused:
             continue
         ir.graph.add_node(el.name, node=_element_node(el, membership[el.name], ir, layout))
-        ir.segments[membership[el.name]].elements.append(el.name)
+        members.setdefault(membership[el.name], []).append(el.name)
+    for name, elements in members.items():
+        ir.segments[name] = dataclasses.replace(ir.segments[name], elements=tuple(elements))
     for rank, (src, dst, loc) in enumerate(_flatten(program.connections)):
         ir.add_edge(Edge(_owner(src), _owner(dst), EdgeKind.DATA, src.name, dst.name,
                          _types(src.c_types), loc, rank))
@@ -80,9 +83,10 @@ def run(program: Program, options: BuildOptions) -> ProgramIR:
         for before in order.before:
             ir.add_edge(Edge(before.name, order.after.name, EdgeKind.ORDER, "", "", (),
                              order.loc, len(ir.graph.edges)))
-    for queue in ir.queues.values():
-        for names in queue.enqueuers:
-            names.extend(_enqueuer_per_segment(ir, names[0]) if names[0] in ir.graph else [])
+    for queue in list(ir.queues.values()):
+        ir.queues[queue.name] = dataclasses.replace(queue, enqueuers=tuple(
+            names + (_enqueuer_per_segment(ir, names[0]) if names[0] in ir.graph else ())
+            for names in queue.enqueuers))
     _support_code(program, ir)
     return ir
 
@@ -166,10 +170,10 @@ def _cuts(program: Program, ir: ProgramIR) -> None:
         if cut.loc is not None and cut.segment in seen:
             raise where(f"segment {cut.segment!r} is cut twice")
         seen.add(cut.segment)
-        seg.cut = cut
+        ir.segments[cut.segment] = dataclasses.replace(seg, cut=cut)
 
 
-def _enqueuer_per_segment(ir: ProgramIR, name: str) -> list[str]:
+def _enqueuer_per_segment(ir: ProgramIR, name: str) -> tuple[str, ...]:
     """Give each further segment enqueuing into the same channel its own enqueue element
     (which continues, on a full instance, to what its segment connected to the full port)."""
     original = ir.node(name)
@@ -182,7 +186,7 @@ def _enqueuer_per_segment(ir: ProgramIR, name: str) -> list[str]:
             clones[segment] = ir.fresh_name(f"{name}_{segment}")
             clone = dataclasses.replace(original, name=clones[segment], segment=segment)
             ir.graph.add_node(clones[segment], node=clone)
-            ir.segments[segment].elements.append(clones[segment])
+            ir.add_to_segment(segment, clones[segment])
         ir.remove_edge(e)
         ir.add_edge(dataclasses.replace(e, dst=clones[segment]))
     for e in ir.out_edges(name, kind=None):
@@ -190,7 +194,7 @@ def _enqueuer_per_segment(ir: ProgramIR, name: str) -> list[str]:
         if cloned is not None:
             ir.remove_edge(e)
             ir.add_edge(dataclasses.replace(e, src=cloned))
-    return list(clones.values())
+    return tuple(clones.values())
 
 
 def _segment_ir(seg: Segment, default_process: str, layout: _LayoutMaker) -> SegmentIR:
@@ -212,7 +216,7 @@ def _segment_ir(seg: Segment, default_process: str, layout: _LayoutMaker) -> Seg
 
 def _queue_ir(q: Queue) -> QueueIR:
     return QueueIR(name=q.name, channels=q.channels, instances=q.instances, size=q.size,
-                   lossless=q.lossless, loc=q.loc, enqueuers=[[e.name] for e in q.enqueuers],
+                   lossless=q.lossless, loc=q.loc, enqueuers=tuple((e.name,) for e in q.enqueuers),
                    dequeuer=q.dequeuer.name, enq_atomic=q.enq_atomic, deq_atomic=q.deq_atomic,
                    entry_size=q.entry_size)
 

@@ -65,19 +65,22 @@ _EXPANSION = {
 
 def run(ir: ProgramIR) -> ProgramIR:
     """Expand every cache and check the consistency rules."""
-    for c in ir.caches.values():
+    for name in list(ir.caches):
+        c = ir.caches[name]
         nodes = [ir.node(n) for n in c.points.values()]
         state = _check_points(ir, c, nodes)
         extended = _extend_state(state, c)
         ir.replace_layout(state, extended)
-        c.state = extended
+        c = dataclasses.replace(c, state=extended)
         _rewire(ir, c)
-        c.get_region = _region(ir, c, CachePoint.GET_START, CachePoint.GET_END)
-        c.set_region = _region(ir, c, CachePoint.SET_START, CachePoint.SET_END)
-        _check_regions(ir, c, extended)
-        c.defer_fill_evictions = _defers_fill_evictions(ir, c)
-        for name in c.points.values():
-            ir.node(name).info = _info(ir.node(name), c)
+        c = dataclasses.replace(
+            c, get_region=_region(ir, c, CachePoint.GET_START, CachePoint.GET_END),
+            set_region=_region(ir, c, CachePoint.SET_START, CachePoint.SET_END))
+        c = dataclasses.replace(c, steer_instances=_check_regions(ir, c, extended),
+                                defer_fill_evictions=_defers_fill_evictions(ir, c))
+        ir.caches[name] = c
+        for point in c.points.values():
+            ir.replace_node(dataclasses.replace(ir.node(point), info=_info(ir.node(point), c)))
     _check_overlaps(ir)
     return ir
 
@@ -115,11 +118,11 @@ def _rewire(ir: ProgramIR, c: CacheIR) -> None:
     """Give each point its expanded role and ports; add the hit and done shortcuts."""
     after = {p: ir.out_edges(n, "out") for p, n in c.points.items()}
     for point, name in c.points.items():
-        n = ir.node(name)
-        n.role, ports = _EXPANSION[point]
+        role, ports = _EXPANSION[point]
         if point == CachePoint.SET_START and c.policy == CachePolicy.WRITE_THROUGH:
             ports = ["region"]                  # write-through always runs the set region
-        n.outputs = {p: () for p in ports}
+        ir.replace_node(dataclasses.replace(ir.node(name), role=role,
+                                            outputs={p: () for p in ports}))
         for e in ir.out_edges(name):
             ir.remove_edge(e)
             ir.add_edge(dataclasses.replace(e, out_port=_INTO_REGION.get(point, "out")))
@@ -154,9 +157,12 @@ def _clone_chain(ir: ProgramIR, heads: list[str], segment: str, tag: str) -> dic
     for name, clone in clones.items():
         node = dataclasses.replace(ir.node(name), name=clone, segment=segment)
         ir.graph.add_node(clone, node=node)
-        ir.segments[segment].elements.append(clone)
+        ir.add_to_segment(segment, clone)
         if node.role == Role.ENQUEUE:
-            ir.queues[node.queue].enqueuers[node.channel].append(clone)
+            q = ir.queues[node.queue]
+            ir.queues[q.name] = dataclasses.replace(q, enqueuers=tuple(
+                names + (clone,) if channel == node.channel else names
+                for channel, names in enumerate(q.enqueuers)))
     for name, clone in clones.items():
         for e in ir.out_edges(name, kind=None):
             ir.add_edge(dataclasses.replace(e, src=clone, dst=clones[e.dst]))
@@ -192,10 +198,11 @@ def _info(n: ElementNode, c: CacheIR) -> csrc.BodyInfo:
         persistent_used=set(), body=body)
 
 
-def _region(ir: ProgramIR, c: CacheIR, start: CachePoint, end: CachePoint) -> list[str]:
+def _region(ir: ProgramIR, c: CacheIR, start: CachePoint,
+            end: CachePoint) -> tuple[str, ...]:
     """Elements between a start point and its end, across queues, in discovery order."""
     if start not in c.points:
-        return []
+        return ()
     port = "miss" if start == CachePoint.GET_START else "region"
     todo = [e.dst for e in ir.out_edges(c.points[start], port)]
     seen: list[str] = []
@@ -212,7 +219,7 @@ def _region(ir: ProgramIR, c: CacheIR, start: CachePoint, end: CachePoint) -> li
             if q.dequeuer not in seen:
                 seen.append(q.dequeuer)
             todo += [e.dst for e in ir.out_edges(q.dequeuer, f"out{n.channel}")]
-    return seen
+    return tuple(seen)
 
 
 def _defers_fill_evictions(ir: ProgramIR, c: CacheIR) -> bool:
@@ -224,11 +231,13 @@ def _defers_fill_evictions(ir: ProgramIR, c: CacheIR) -> bool:
     return fill.segment != update.segment
 
 
-def _queues(ir: ProgramIR, region: list[str]) -> set[str]:
+def _queues(ir: ProgramIR, region: tuple[str, ...]) -> set[str]:
     return {ir.node(n).queue for n in region if ir.node(n).role == Role.ENQUEUE}
 
 
-def _check_regions(ir: ProgramIR, c: CacheIR, state: StateLayout) -> None:
+def _check_regions(ir: ProgramIR, c: CacheIR, state: StateLayout) -> int:
+    """Check the regions of ``c`` (the rules of the module's docstring); the number of
+    queue instances its lookups and updates steer over by key (0: none)."""
     entry_segments = {ir.node(c.points[p]).segment
                       for p in (CachePoint.GET_START, CachePoint.SET_START) if p in c.points}
     for name in c.get_region + c.set_region:
@@ -248,17 +257,15 @@ def _check_regions(ir: ProgramIR, c: CacheIR, state: StateLayout) -> None:
                           f"numbers of instances ({', '.join(map(str, sorted(counts)))}); misses "
                           "and evictions are steered by key, so give them the same inst=")
     wide = sorted(q for q in get_queues if ir.queues[q].instances > 1)
-    if not wide or not ir.options.cache_steering:
-        return
-    if state.field("qid") is None:
-        return
-    c.steer_instances = ir.queues[wide[0]].instances
+    if not wide or not ir.options.cache_steering or state.field("qid") is None:
+        return 0
     for name in c.get_region + c.set_region:
         n = ir.node(name)
         if n.info is not None and "qid" in n.info.fields.writes | n.info.fields.kills:
             raise n.loc.error(f"'{name}' sets state->qid inside the region cached by "
                               f"'{c.name}': misses and evictions of a key could then take "
                               "different queue instances and be reordered")
+    return ir.queues[wide[0]].instances
 
 
 def _check_overlaps(ir: ProgramIR) -> None:

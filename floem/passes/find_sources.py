@@ -12,6 +12,8 @@ reports segments with no source, two sources or mixed states::
 """
 from __future__ import annotations
 
+import dataclasses
+
 from floem.ir import EdgeKind, ProgramIR, Role, SegmentIR, SegmentKind, StateLayout
 
 NAME = "find_sources"
@@ -22,12 +24,13 @@ PROVIDES: frozenset[str | type] = frozenset({"sources"})
 
 def run(ir: ProgramIR) -> ProgramIR:
     """Record each segment's source and per-packet state where they are unambiguous."""
-    for seg in ir.segments.values():
+    for seg in list(ir.segments.values()):
         sources = candidate_sources(ir, seg)
-        seg.source = sources[0] if len(sources) == 1 else ""
         states = packet_states(ir, seg)
-        if seg.packet_state is None and len(states) == 1:
-            seg.packet_state = states[0]
+        ir.segments[seg.name] = dataclasses.replace(
+            seg, source=sources[0] if len(sources) == 1 else "",
+            packet_state=states[0] if seg.packet_state is None and len(states) == 1
+            else seg.packet_state)
     return ir
 
 

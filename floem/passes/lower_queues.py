@@ -29,13 +29,13 @@ def run(ir: ProgramIR) -> ProgramIR:
     """Insert save and release elements for every queue."""
     for q in ir.queues.values():
         deq = ir.node(q.dequeuer)
-        seg = ir.segments[deq.segment]
         for c in range(q.channels):
             save = ElementNode(name=f"{q.name}_save{c}", cls_name="QueueSave", loc=q.loc,
                                inputs={"inp": ()}, outputs={"out": ()}, segment=deq.segment,
                                packet_state=deq.packet_state, role=Role.SAVE, queue=q.name, channel=c)
             ir.graph.add_node(save.name, node=save)
-            seg.elements.insert(seg.elements.index(deq.name) + 1 + c, save.name)
+            ir.add_to_segment(deq.segment, save.name,
+                              ir.segments[deq.segment].elements.index(deq.name) + 1 + c)
             for e in ir.out_edges(deq.name, f"out{c}"):
                 ir.remove_edge(e)
                 ir.add_edge(dataclasses.replace(e, src=save.name, out_port="out"))
@@ -45,7 +45,7 @@ def run(ir: ProgramIR) -> ProgramIR:
                               inputs={}, outputs={}, segment=deq.segment,
                               packet_state=deq.packet_state, role=Role.RELEASE, queue=q.name)
         ir.graph.add_node(release.name, node=release)
-        seg.elements.append(release.name)
+        ir.add_to_segment(deq.segment, release.name)
         ir.add_edge(Edge(deq.name, release.name, EdgeKind.ORDER, "", "", (), q.loc,
                          len(ir.graph.edges)))
     return ir

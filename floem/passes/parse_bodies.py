@@ -14,6 +14,7 @@ unknown per-packet fields) stop here with the element and body line.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 
 from floem import csrc
@@ -44,10 +45,10 @@ def run(ir: ProgramIR) -> ProgramIR:
     infos = csrc.analyze(bodies, prelude=prelude, include_text=include_text,
                          include_dirs=include_dirs)
     for n in ir.nodes():
-        n.info = infos.get(n.name)
+        ir.replace_node(dataclasses.replace(n, info=infos.get(n.name)))
     ir.main_info = infos.get(MAIN_BODY)
     for name, (state, field, _) in sizes.items():
-        ir.size_uses.setdefault(state, {})[field] = set(infos[name].fields.uses)
+        ir.size_uses.setdefault(state, {})[field] = frozenset(infos[name].fields.uses)
     return ir
 
 

@@ -254,10 +254,11 @@ def _split(ir: ProgramIR, seg: SegmentIR, cut: Cut) -> None:
     parts = {p: [n for n in seg.elements if part_of(n, cut.rx, cut.tx) == p] for p in Part}
     cpu_cores = list(range(cut.cpu_cores)) if cut.cpu_cores else seg.cores
     if not parts[Part.CPU]:                        # everything on the NIC (tx is then empty)
-        seg.device, seg.process, seg.pinned = Device.NIC, NIC_PROCESS, False
-        seg.cores = list(range(cut.rx_cores))
+        ir.segments[seg.name] = dataclasses.replace(
+            seg, device=Device.NIC, process=NIC_PROCESS, pinned=False,
+            cores=list(range(cut.rx_cores)))
         return
-    seg.cores = cpu_cores
+    seg = ir.segments[seg.name] = dataclasses.replace(seg, cores=cpu_cores)
     if not parts[Part.RX] and not parts[Part.TX]:
         return
     crossing = crossing_edges(ir, seg, cut.rx, cut.tx)
@@ -268,13 +269,10 @@ def _split(ir: ProgramIR, seg: SegmentIR, cut: Cut) -> None:
             ir.segments[names[p]] = SegmentIR(
                 name=names[p], kind=seg.kind, device=Device.NIC,
                 cores=list(range(getattr(cut, f"{p}_cores"))), process=NIC_PROCESS,
-                loc=seg.loc, packet_state=seg.packet_state)
+                loc=seg.loc, packet_state=seg.packet_state, elements=tuple(parts[p]))
             for n in parts[p]:
-                ir.node(n).segment = names[p]
-    seg.elements = list(parts[Part.CPU])
-    for p in (Part.RX, Part.TX):
-        if p in names:
-            ir.segments[names[p]].elements = list(parts[p])
+                ir.replace_node(dataclasses.replace(ir.node(n), segment=names[p]))
+    seg = ir.segments[seg.name] = dataclasses.replace(seg, elements=tuple(parts[Part.CPU]))
     added: list[FieldLayout] = []
     for (a, b), edges in crossing.items():
         boundary = Part.RX if a == Part.RX else Part.TX
@@ -292,17 +290,17 @@ def _queue(ir: ProgramIR, seg: SegmentIR, boundary: Part, from_seg: str, to_seg:
                       outputs={f"out{c}": () for c in range(len(edges))}, segment=to_seg,
                       packet_state=seg.packet_state, role=Role.DEQUEUE, queue=name)
     ir.graph.add_node(deq.name, node=deq)
-    ir.segments[to_seg].elements.insert(0, deq.name)
+    ir.add_to_segment(to_seg, deq.name, 0)
     fields: list[FieldLayout] = []
-    enqueuers = []
+    enqueuers: list[tuple[str, ...]] = []
     for c, e in enumerate(edges):
         enq = ElementNode(name=f"{name}_enq{c}", cls_name="Enqueue", loc=loc,
                           inputs={"inp": ()}, outputs={}, segment=from_seg,
                           packet_state=seg.packet_state, role=Role.ENQUEUE, queue=name,
                           channel=c)
         ir.graph.add_node(enq.name, node=enq)
-        ir.segments[from_seg].elements.append(enq.name)
-        enqueuers.append([enq.name])
+        ir.add_to_segment(from_seg, enq.name)
+        enqueuers.append((enq.name,))
         ir.remove_edge(e)
         head, tail = enq.name, deq.name
         tail_port = f"out{c}"
@@ -312,7 +310,8 @@ def _queue(ir: ProgramIR, seg: SegmentIR, boundary: Part, from_seg: str, to_seg:
             fields += stored
             stash = _stash(ir, f"{name}_stash{c}", from_seg, e, held, loc)
             unstash = _unstash(ir, f"{name}_unstash{c}", to_seg, e, held, loc)
-            ir.node(stash).cut_queue = ir.node(unstash).cut_queue = name
+            for made in (stash, unstash):
+                ir.replace_node(dataclasses.replace(ir.node(made), cut_queue=name))
             ir.add_edge(_empty(e, stash, enq.name, "out", "inp"))
             ir.add_edge(_empty(e, deq.name, unstash, tail_port, "inp"))
             head, tail, tail_port = stash, unstash, "out"
@@ -321,7 +320,7 @@ def _queue(ir: ProgramIR, seg: SegmentIR, boundary: Part, from_seg: str, to_seg:
     instances, size = queue_shape(len(ir.segments[from_seg].cores),
                                   len(ir.segments[to_seg].cores))
     ir.queues[name] = QueueIR(name=name, channels=len(edges), instances=instances, size=size,
-                              lossless=True, loc=loc, enqueuers=enqueuers, dequeuer=deq.name,
+                              lossless=True, loc=loc, enqueuers=tuple(enqueuers), dequeuer=deq.name,
                               boundary=boundary)
     return fields
 
@@ -404,7 +403,7 @@ def _add(ir: ProgramIR, wanted: str, cls_name: str, segment: str, inputs: dict[s
                                              outputs=outputs, code=CCode(code, loc),
                                              segment=segment,
                                              packet_state=ir.segments[segment].packet_state))
-    ir.segments[segment].elements.append(name)
+    ir.add_to_segment(segment, name)
     return name
 
 
@@ -423,6 +422,6 @@ def _extend_state(ir: ProgramIR, seg: SegmentIR, segments: list[str],
     if any(f.frame is not None for f in added) and _FRAME_LAYOUT not in ir.layouts:
         ir.layouts.insert(0, _FRAME_LAYOUT)
     for name in segments:
-        ir.segments[name].packet_state = new
+        ir.segments[name] = dataclasses.replace(ir.segments[name], packet_state=new)
         for n in ir.segments[name].elements:
-            ir.node(n).packet_state = new
+            ir.replace_node(dataclasses.replace(ir.node(n), packet_state=new))

@@ -79,8 +79,8 @@ def _add_fields(ir: ProgramIR, name: str, uses: frozenset[str] | set[str] = froz
     if n.info is None:
         return
     f = n.info.fields
-    n.info = dataclasses.replace(n.info, fields=csrc.FieldUse(
-        f.uses | set(uses), f.kills | set(kills), f.writes | set(kills)))
+    ir.replace_node(dataclasses.replace(n, info=dataclasses.replace(n.info, fields=csrc.FieldUse(
+        f.uses | set(uses), f.kills | set(kills), f.writes | set(kills)))))
 
 
 def _read_filter(ir: ProgramIR, expression: str) -> TraceFilter:

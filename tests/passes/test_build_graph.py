@@ -64,7 +64,7 @@ def test_chain_becomes_nodes_and_located_edges():
     for e in ir.edges():
         assert e.types == (CType("int"),)
         assert (e.loc.file, e.loc.line) == (__file__, seg.line)
-    assert ir.segments["s"].elements == ["g", "i", "k"]
+    assert ir.segments["s"].elements == ("g", "i", "k")
     assert all(n.segment == "s" for n in ir.nodes())
     one_int = (CType("int"),)
     assert ir.node("i").inputs == {"inp": one_int} and ir.node("i").outputs == {"out": one_int}
@@ -149,8 +149,8 @@ def test_loose_elements_form_one_implicit_segment_per_group():
         Gen(name="c") >> Inc(name="d") >> Sink(name="e")
     ir = run_until(p, "build_graph")
     assert list(ir.segments) == ["a_segment", "c_segment"]
-    assert ir.segments["a_segment"].elements == ["a", "b"]
-    assert ir.segments["c_segment"].elements == ["c", "d", "e"]
+    assert ir.segments["a_segment"].elements == ("a", "b")
+    assert ir.segments["c_segment"].elements == ("c", "d", "e")
     seg = ir.segments["c_segment"]
     assert (seg.kind, seg.device, seg.cores, seg.process) == ("thread", "CPU", [0], "loose")
 

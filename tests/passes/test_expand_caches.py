@@ -74,7 +74,7 @@ def test_points_take_their_roles_and_shortcuts(policy, write_miss):
     assert out_edges(ir, "c_set_start") == expected
     assert ir.node("c_set_end").role == "cache_set_end"
     cache = ir.caches["c"]
-    assert cache.get_region == ["fetch"] and cache.set_region == ["store"]
+    assert cache.get_region == ("fetch",) and cache.set_region == ("store",)
 
 
 def test_the_state_gains_the_hidden_fields():

@@ -314,7 +314,7 @@ def test_liveness_through_a_cycle_of_channels_converges():
     ir = run_until(across(tx, rx, channel=2), "liveness")
     # key reaches channel 1 only because last may send the packet round again
     assert carried(ir, "q") == [["key", "val"], ["key", "val", "len"]]
-    assert ir.queues["q"].enqueuers[0] == ["q_enq0", "q_enq0_rx"]
+    assert ir.queues["q"].enqueuers[0] == ("q_enq0", "q_enq0_rx")
 
 
 def test_a_segment_that_dequeues_and_enqueues_into_the_same_channel_converges():
@@ -425,7 +425,7 @@ def test_a_field_written_by_only_one_of_two_producers_is_reported():
                 Rx("rx")
         F()
     ir = run_until(p, "liveness")
-    assert ir.queues["q"].enqueuers == [["q_enq0", "q_enq0_b"]]
+    assert ir.queues["q"].enqueuers == (("q_enq0", "q_enq0_b"),)
     assert carried(ir, "q") == [["key", "val"]]
     assert ir.warnings == [
         f"{__file__}:{ir.node('read').loc.line}: per-packet field Req.val is read by 'read' on "

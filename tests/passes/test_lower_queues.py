@@ -107,8 +107,8 @@ def test_a_release_runs_after_the_dequeue_by_an_order_edge():
 
 def test_segment_element_lists_hold_the_saves_after_the_dequeue_and_the_release_last():
     ir = run_until(two_channels(), "lower_queues")
-    assert ir.segments["rx"].elements == ["q_deq", "q_save0", "q_save1", "get", "get2", "set",
-                                          "q_release"]
+    assert ir.segments["rx"].elements == ("q_deq", "q_save0", "q_save1", "get", "get2", "set",
+                                          "q_release")
     assert sorted(ir.segments["tx"].elements) == ["Gen0", "classify", "q_enq0", "q_enq1"]
 
 
@@ -147,7 +147,7 @@ def test_each_segment_enqueuing_into_a_channel_gets_its_own_enqueue():
                 Rx("rx")
         F()
     ir = run_until(p, "lower_queues")
-    assert ir.queues["fifo"].enqueuers == [["fifo_enq0", "fifo_enq0_push_b"]]
+    assert ir.queues["fifo"].enqueuers == (("fifo_enq0", "fifo_enq0_push_b"),)
     assert [(u, v) for u, _, v, _ in edges(ir) if v.startswith("fifo_enq0")] == [
         ("put_a", "fifo_enq0"), ("put_b", "fifo_enq0_push_b")]
     for name, segment in (("fifo_enq0", "push_a"), ("fifo_enq0_push_b", "push_b")):
@@ -155,4 +155,4 @@ def test_each_segment_enqueuing_into_a_channel_gets_its_own_enqueue():
         assert (enq.role, enq.queue, enq.channel, enq.segment) == ("enqueue", "fifo", 0, segment)
         assert name in ir.segments[segment].elements
     assert carried(ir, "fifo") == [["key"]]
-    assert ir.segments["rx"].elements == ["fifo_deq", "fifo_save0", "get", "fifo_release"]
+    assert ir.segments["rx"].elements == ("fifo_deq", "fifo_save0", "get", "fifo_release")

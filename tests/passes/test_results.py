@@ -1,6 +1,7 @@
 """The analyses' results (floem/ir/results.py): each analysis adds one frozen result and
 leaves the structural IR as it found it; a result is made once, and asking for one no pass
-has made yet is refused with its name."""
+has made yet is refused with its name. No pass changes the IR it was given: the records
+are frozen, and a pass changes only its own copy of the tables."""
 from __future__ import annotations
 
 import dataclasses
@@ -11,7 +12,9 @@ import pytest
 from conftest import ROOT
 
 from floem.api import load_app
-from floem.ir import BuildOptions, Liveness, Placement, ProgramIR, Results
+from floem.ir import (CacheIR, Edge, ElementNode, FieldLayout, MainIR, PersistentState,
+                      BuildOptions, Liveness, Placement, ProgramIR, QueueIR, Results, SegmentIR,
+                      StateLayout, TraceFilter)
 from floem.passes import PIPELINE, build_graph, run_pipeline
 
 #: The passes that analyse (their contracts provide result types) and the checks.
@@ -57,6 +60,31 @@ def test_analyses_and_checks_leave_the_structural_ir_alone(app: str, given: dict
     for result in ir.results:
         with pytest.raises(dataclasses.FrozenInstanceError):
             result.__setattr__(dataclasses.fields(result)[0].name, None)
+
+
+@pytest.mark.parametrize("app, given, options", APPS,
+                         ids=[f"{os.path.basename(a)}{g or ''}{o or ''}" for a, g, o in APPS])
+def test_no_pass_changes_the_ir_it_was_given(app: str, given: dict[str, str],
+                                             options: dict[str, object]) -> None:
+    program = load_app(os.path.join(ROOT, app), given)
+    ir = build_graph.run(program, BuildOptions.from_keywords(**options))
+    for stage in PIPELINE:
+        before = structure(ir), repr(list(ir.results)), repr(ir.warnings)
+        made = stage.run(ir.copy())
+        assert (structure(ir), repr(list(ir.results)), repr(ir.warnings)) == before, \
+            f"{stage.NAME} changed the IR it was given"
+        ir = made
+
+
+def test_the_ir_records_are_frozen() -> None:
+    for record in (ElementNode, SegmentIR, QueueIR, CacheIR, MainIR, TraceFilter, Edge,
+                   StateLayout, FieldLayout, PersistentState):
+        assert record.__dataclass_params__.frozen, record.__name__   # type: ignore[attr-defined]
+    ir = run_pipeline(load_app(os.path.join(ROOT, "tests/passes/golden/calc_app.py")))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ir.nodes()[0].segment = "elsewhere"      # type: ignore[misc]
+    assert all(isinstance(s.elements, tuple) for s in ir.segments.values())
+    assert all(isinstance(names, tuple) for q in ir.queues.values() for names in q.enqueuers)
 
 
 def test_a_result_is_made_once_and_frozen() -> None:
