@@ -34,6 +34,7 @@ from floem.errors import FloemError, Location
 from floem.ir import (CCode, CType, Cut, Device, Edge, EdgeKind, ElementNode, FieldLayout,
                       FrameParts, Part, PortTypes, ProgramIR, QueueIR, Role, SegmentIR, StateLayout)
 from floem.passes.build_graph import NIC_PROCESS
+from floem.templates import render_macro
 
 NAME = "split_auto"
 #: What this pass needs done before it, and what it gives the passes after it.
@@ -377,22 +378,15 @@ def _value_fields(prefix: str, types: PortTypes,
 def _stash(ir: ProgramIR, wanted: str, segment: str, e: Edge, held: list[tuple[str, str]],
            loc: Location) -> str:
     """An element writing the values of edge ``e`` into the per-packet fields ``held``."""
-    types = e.types
-    read = ", ".join(t.declare(f"v{i}") for i, t in enumerate(types))
-    writes = " ".join(f"state->{field} = {'(void *)' if cast else ''}v{i};"
-                      for i, (field, cast) in enumerate(held))
-    code = f"{read if len(types) == 1 else f'({read})'} = inp(); {writes} output {{ out(); }}"
-    return _add(ir, wanted, "CutStash", segment, {"inp": types}, {"out": ()}, code, loc)
+    code = render_macro("cut.c.j2", "stash", e.types, held)
+    return _add(ir, wanted, "CutStash", segment, {"inp": e.types}, {"out": ()}, code, loc)
 
 
 def _unstash(ir: ProgramIR, wanted: str, segment: str, e: Edge,
              held: list[tuple[str, str]], loc: Location) -> str:
     """An element handing the values a stash put in the fields ``held`` on along ``e``
     (under the test hook `BREAK_ENV`, the first one less one)."""
-    broken = " - 1" if os.environ.get(BREAK_ENV) else ""
-    values = ", ".join(f"{cast}state->{field}{broken if i == 0 else ''}"
-                       for i, (field, cast) in enumerate(held))
-    code = f"inp(); output {{ out({values}); }}"
+    code = render_macro("cut.c.j2", "unstash", held, bool(os.environ.get(BREAK_ENV)))
     return _add(ir, wanted, "CutUnstash", segment, {"inp": ()}, {"out": e.types}, code, loc)
 
 

@@ -38,3 +38,9 @@ TEMPLATES.filters["c_lines"] = c_lines
 def render(template: str, **values: Any) -> str:
     """The text of template file ``template``."""
     return TEMPLATES.get_template(template).render(**values)
+
+
+def render_macro(template: str, macro: str, *args: Any) -> str:
+    """The text macro ``macro`` of ``template`` writes with ``args`` (for a pass making C
+    of its own: a cut's stash and unstash bodies)."""
+    return str(getattr(TEMPLATES.get_template(template).module, macro)(*args))
