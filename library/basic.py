@@ -16,24 +16,22 @@ import re
 from typing import Any, Sequence
 
 from floem import Array, Element, Field, Input, Int, Output, Persistent, State, Uint
+from floem.ir.scalars import SCALARS
 from floem.lang.types import Type, TypeLike
 
 from ._support import c_file, read_values, type_list
 
-_FORMATS = {"int": "%d", "unsigned": "%u", "unsigned int": "%u", "long": "%ld",
-                "unsigned long": "%lu", "long long": "%lld", "unsigned long long": "%llu",
-                "short": "%hd", "unsigned short": "%hu", "char": "%c", "signed char": "%hhd",
-                "unsigned char": "%hhu", "bool": "%d", "size_t": "%zu", "ssize_t": "%zd",
-                "float": "%g", "double": "%g", "char *": "%s", "const char *": "%s"}
+#: C strings, printed as text (any other pointer prints as an address).
+_STRINGS = ("char *", "const char *")
 
 
 def printf_format(t: Type) -> str:
     """The printf conversion for a value of type ``t``; ValueError when there is none."""
-    if t.c in _FORMATS:
-        return _FORMATS[t.c]
-    m = re.fullmatch(r"(u?)int(8|16|32|64)_t", t.c)
-    if m:
-        return f'%" PRI{"u" if m.group(1) else "d"}{m.group(2)} "'
+    scalar = SCALARS.get(t.c)
+    if scalar is not None:
+        return scalar.conversion
+    if t.c in _STRINGS:
+        return "%s"
     if t.c.endswith("*"):
         return "%p"
     raise ValueError(f"no printf format for {t.c}; give fmt=")
@@ -43,8 +41,7 @@ def _print_call(types: Sequence[Type], names: Sequence[str], label: str, fmt: st
     """One ``printf`` of the values ``names`` (of ``types``) after ``label``, ending the line."""
     if fmt is None:
         fmt = " ".join(printf_format(t) for t in types)
-    strings = ("char *", "const char *")
-    args = [f"(void *){n}" if t.c.endswith("*") and t.c not in strings else n
+    args = [f"(void *){n}" if t.c.endswith("*") and t.c not in _STRINGS else n
             for t, n in zip(types, names)]
     prefix = label.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%") + " " \
         if label else ""

@@ -1,6 +1,12 @@
 """floem.library.basic: Drop, Print, Display, Constant, Identity, Counter, Inject, Probe."""
 from __future__ import annotations
 
+import subprocess
+
+from floem.ir.scalars import SCALARS
+from floem.lang.types import Type
+from floem.library.basic import printf_format
+
 from .helpers import run_app, run_app_result
 
 APP = r'''
@@ -114,3 +120,19 @@ def test_a_counter_alone_adds_plainly_and_counters_together_atomically(tmp_path)
     total = COUNTED * (COUNTED + 1) // 2
     for name in ("one", "two"):
         assert f"floem: state {name} (Seen): packets {COUNTED}, bytes {total}\n" in result.stderr
+
+
+def test_print_has_a_conversion_gcc_accepts_for_every_scalar_type(tmp_path) -> None:
+    """Print's printf conversions come from the one table of scalar types: each one, for a
+    value of its type, passes gcc's -Wformat checks and prints the value."""
+    lines = [f'printf("{printf_format(Type(name))}\\n", ({name})65);' for name in SCALARS]
+    source = tmp_path / "formats.c"
+    source.write_text("#include <inttypes.h>\n#include <stdbool.h>\n#include <stdio.h>\n"
+                      "#include <sys/types.h>\nint main(void)\n{\n    "
+                      + "\n    ".join(lines) + "\n    return 0;\n}\n")
+    subprocess.run(["gcc", "-std=c11", "-D_GNU_SOURCE", "-Wall", "-Wextra", "-Wformat=2",
+                    "-Werror", "-o", str(tmp_path / "formats"), str(source)], check=True)
+    out = subprocess.run([str(tmp_path / "formats")], capture_output=True, text=True,
+                         check=True).stdout.split()
+    expected = {"char": "A", "bool": "1", "_Bool": "1"}
+    assert out == [expected.get(name, "65") for name in SCALARS]
