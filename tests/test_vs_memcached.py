@@ -3,7 +3,8 @@ key-value store's ``cpu`` design over a net_memif pair between two processes, as
 benchmark runs them (its own functions start both): every request it counts as answered
 had a valid reply (dpdk_blast exits nonzero on a wrong one), the store counted what the
 client sent and had answered, every GET of a preloaded key hit and every GET of a key never
-set missed, on both sides' counts, and an open loop at a low rate had every request answered.
+set missed, on both sides' counts, and an open loop at a low rate had every request answered;
+and where the benchmark pins servers and clients.
 """
 from __future__ import annotations
 
@@ -58,3 +59,14 @@ def test_dpdk_blast_is_answered_and_counted_alike_by_the_store(tmp_path) -> None
     assert answered <= counts["cmd_get"] + counts["cmd_set"] <= sent, (counts, runs)
     assert missing["misses"] <= counts["get_misses"] <= missing["sent"], (counts, missing)
     assert counts["get_hits"] + counts["get_misses"] == counts["cmd_get"], counts
+
+
+def test_a_server_is_pinned_only_when_a_cpu_is_left_to_its_clients() -> None:
+    assert str(bench.pinning(1, [1, 0])) == "0 / 1"
+    assert bench.pinning(2, [0, 1, 2, 3]) == bench.Pinning((0, 1), (2, 3))
+    assert bench.pinning(2, [0, 1]) == bench.Pinning() and str(bench.Pinning()) == "not pinned"
+    assert bench.taskset((0, 1)) == ["taskset", "-c", "0,1"] and bench.taskset(None) == []
+    before = os.sched_getaffinity(0)
+    with bench.pinned([min(before)]):
+        assert os.sched_getaffinity(0) == {min(before)}
+    assert os.sched_getaffinity(0) == before

@@ -31,13 +31,25 @@ request to its last reply, so EAL's start-up is not counted) and in latency mode
 loop at ``--rate``: p50 and p99). The keys are preloaded by dpdk_blast, which is also how
 the script knows the store is up.
 
+Cores: a server of n threads runs on the first n CPUs this script may use (``taskset -c``;
+the store's segment threads, each pinned by ``-D cores`` to the k-th CPU its process may
+use, land on them in order) and its clients on the others (this script's thread pins
+itself there while a client runs, and the client programs it starts inherit that). So on
+two CPUs the one-thread servers run on CPU 0 and every client on CPU 1. The store's thread
+polls its core, and a client on that core (where the scheduler puts a client woken by the
+store's replies: wake-affine placement) would measure that contention, not the store. A
+server with as many threads as there are CPUs leaves none free: it and its clients are not
+pinned (on two CPUs, memcached -t 2 and the store with two threads, whose threads still pin
+themselves to CPUs 0 and 1; the clients go where the scheduler puts them). The table says
+where each server and its clients ran.
+
 Server CPU per request: the CPU time of the server's processes (utime + stime, /proc)
 during a client's run over the requests it answered; cores: that CPU time over the run's
 time (DPDK: dpdk_blast's seconds). The store's threads poll (backing off to short sleeps
-when idle), so they take CPU time even at a light load. Client and server share the
-machine's cores. Every figure is the median over the rounds; ratios are per server core
-against memcached with the same number of threads, measured in the same run (the DPDK
-store's: against memcached -t 1 under udp_blast, the same requests).
+when idle), so they take CPU time even at a light load. Every figure is the median over
+the rounds; ratios are per server core against memcached with the same number of threads,
+measured in the same run (the DPDK store's: against memcached -t 1 under udp_blast, the
+same requests).
 """
 from __future__ import annotations
 
@@ -56,7 +68,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -86,6 +98,59 @@ EAL = "--no-huge --no-pci -m 256 --no-shconf --no-telemetry"
 SERVER_PREFIX, CLIENT_PREFIX = "kvsbench", "kvsblast"
 
 
+@dataclass(frozen=True)
+class Pinning:
+    """The CPUs a server runs on and those its clients run on; None: not pinned (wherever
+    the scheduler puts them)."""
+
+    server: tuple[int, ...] | None = None
+    clients: tuple[int, ...] | None = None
+
+    def __str__(self) -> str:
+        if self.server is None or self.clients is None:
+            return "not pinned"
+        return f"{cpu_list(self.server)} / {cpu_list(self.clients)}"
+
+
+def cpu_list(cpus: Sequence[int]) -> str:
+    """CPUs as ``taskset -c`` takes them: ``0``, ``0,1``."""
+    return ",".join(map(str, cpus))
+
+
+def pinning(threads: int, cpus: Sequence[int]) -> Pinning:
+    """A server of ``threads`` threads on the first ``threads`` of ``cpus``, its clients on
+    the rest; not pinned when that would leave the clients no CPU."""
+    cpus = sorted(cpus)
+    if len(cpus) <= threads:
+        return Pinning()
+    return Pinning(tuple(cpus[:threads]), tuple(cpus[threads:]))
+
+
+def taskset(cpus: Sequence[int] | None) -> list[str]:
+    """The prefix that runs a command on ``cpus`` (none when None)."""
+    return [] if cpus is None else ["taskset", "-c", cpu_list(cpus)]
+
+
+@contextlib.contextmanager
+def pinned(cpus: Sequence[int] | None) -> Iterator[None]:
+    """Run the block with this thread on ``cpus``, and so every process it starts meanwhile
+    (as under ``taskset -c``); None: where it was."""
+    if cpus is None:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+def server_threads(name: str) -> int:
+    """The worker threads of server ``name`` (one of SERVERS)."""
+    return int(name.split()[-2] if name.startswith("floem") else name.split()[-1])
+
+
 def tree_cpu_seconds(root: int) -> float:
     """The CPU time (user + system) of process ``root`` and its live descendants."""
     stats = {}
@@ -104,17 +169,20 @@ def tree_cpu_seconds(root: int) -> float:
 
 
 @contextlib.contextmanager
-def server(name: str, floem: str) -> Iterator[tuple[int, int]]:
-    """Start kernel-UDP server ``name`` (one of SERVERS) in a session of its own; yield its
-    port and process id once it answers a NOOP and holds the workload's keys."""
+def server(name: str, floem: str, cpus: Sequence[int] | None = None
+           ) -> Iterator[tuple[int, int]]:
+    """Start kernel-UDP server ``name`` (one of SERVERS) in a session of its own, on ``cpus``
+    (None: not pinned); yield its port and process id once it answers a NOOP and holds the
+    workload's keys."""
     port = free_udp_port()
-    threads = name.split()[-2] if name.startswith("floem") else name.split()[-1]
+    threads = server_threads(name)
     if name.startswith("memcached"):
         command = [shutil.which("memcached") or "memcached", "-U", str(port), "-p", "0",
-                   "-t", threads, "-l", "127.0.0.1", "-u", "root", "-m", "1024"]
+                   "-t", str(threads), "-l", "127.0.0.1", "-u", "root", "-m", "1024"]
     else:
         command = [floem, "run", KVS, "-D", "design=cpu", "-D", f"cores={threads}",
                    "--port", str(port)]
+    command = taskset(cpus) + command
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             start_new_session=True)
     try:
@@ -221,17 +289,17 @@ def run_dpdk_blast(exe: str, store: DpdkStore, *args: str) -> dict[str, float]:
 
 
 @contextlib.contextmanager
-def dpdk_server(floem: list[str], exe: str, preload: str, tmp: str
-                ) -> Iterator[tuple[DpdkStore, int]]:
+def dpdk_server(floem: list[str], exe: str, preload: str, tmp: str,
+                cpus: Sequence[int] | None = None) -> Iterator[tuple[DpdkStore, int]]:
     """Start the store over DPDK (``floem run kvs.py -D design=cpu --net dpdk``, the memif
-    server) in a session of its own; yield it and its process id once dpdk_blast, run as
-    the memif client, has preloaded it with the requests of template file ``preload``.
-    EAL's runtime directories are removed afterwards."""
+    server) in a session of its own, on ``cpus`` (None: not pinned); yield it and its
+    process id once dpdk_blast, run as the memif client, has preloaded it with the requests
+    of template file ``preload``. EAL's runtime directories are removed afterwards."""
     socket = os.path.join(tmp, "memif.sock")    # memif's default: an abstract socket by name
     store = DpdkStore(f"{EAL} --file-prefix={CLIENT_PREFIX} "
                       f"--vdev=net_memif0,role=client,socket={socket}")
-    command = [*floem, "run", KVS, "-D", "design=cpu", "-D", "cores=1", "--net", "dpdk",
-               "--eal", f"{EAL} --file-prefix={SERVER_PREFIX} "
+    command = [*taskset(cpus), *floem, "run", KVS, "-D", "design=cpu", "-D", "cores=1",
+               "--net", "dpdk", "--eal", f"{EAL} --file-prefix={SERVER_PREFIX} "
                         f"--vdev=net_memif0,role=server,socket={socket}"]
     parent_existed = os.path.exists(echo_bench.runtime_parent())
     with tempfile.TemporaryFile("w+") as err:
@@ -281,17 +349,19 @@ def run_dpdk_latency(exe: str, templates: str, store: DpdkStore, seconds: float,
                                 "p99_us": s["p99_us"]}
 
 
-def measure(serving: contextlib.AbstractContextManager, clients: dict[str, Callable]
-            ) -> dict[str, dict[str, float]]:
-    """Every client against the server that ``serving`` starts (it yields what the clients
-    take and the server's process id): requests/s, CPU µs per request, cores. A client
-    returns the requests it had answered and more figures; its ``seconds`` among them, when
-    there, are the run's time instead of the wall time around it."""
+def measure(serving: contextlib.AbstractContextManager, clients: dict[str, Callable],
+            client_cpus: Sequence[int] | None) -> dict[str, dict[str, float]]:
+    """Every client, on ``client_cpus`` (None: not pinned), against the server that
+    ``serving`` starts (it yields what the clients take and the server's process id):
+    requests/s, CPU µs per request, cores. A client returns the requests it had answered and
+    more figures; its ``seconds`` among them, when there, are the run's time instead of the
+    wall time around it."""
     results = {}
     with serving as (endpoint, pid):
         for client, run in clients.items():
             cpu, start = tree_cpu_seconds(pid), time.monotonic()
-            answered, extra = run(endpoint)
+            with pinned(client_cpus):
+                answered, extra = run(endpoint)
             wall, cpu = time.monotonic() - start, tree_cpu_seconds(pid) - cpu
             seconds = extra.pop("seconds", wall)
             results[client] = {"requests_per_s": answered / seconds,
@@ -306,25 +376,32 @@ def medians(rounds: list[dict[str, dict[str, dict[str, float]]]]) -> dict:
                 for c in rounds[0][s]} for s in rounds[0]}
 
 
-def table(result: dict) -> str:
-    """The medians as markdown, with each floem figure's ratio to memcached's."""
-    rows = ["| server | client | requests/s | server cores | per server core | vs memcached | "
-            "server CPU µs/request | p50 / p99 µs |", "| --- " * 8 + "|"]
+def table(result: dict, cpus: Sequence[int]) -> str:
+    """The medians as markdown, with each floem figure's ratio to memcached's, under a line
+    saying where servers and clients ran on ``cpus`` (the CPUs this script may use)."""
+    rows = [f"CPUs {cpu_list(cpus)}: a server of n threads pinned to the first n "
+            "(taskset -c), its clients to the others; not pinned when no CPU would be left to "
+            "the clients (as many threads as CPUs).", "",
+            "| server | CPUs: server / clients | client | requests/s | server cores | "
+            "per server core | vs memcached | server CPU µs/request | p50 / p99 µs |",
+            "| --- " * 9 + "|"]
     for name in SERVERS:
-        peer = f"memcached -t {name.split()[-2]}" if name.startswith("floem") else None
+        cores = pinning(server_threads(name), cpus)
+        peer = f"memcached -t {server_threads(name)}" if name.startswith("floem") else None
         for client, r in result[name].items():
             per_core = r["requests_per_s"] / max(r["cores"], 1e-9)
             if client == "latency":         # an offered load, not a capacity
-                rows.append(f"| {name} | {client} at {r['requests_per_s']:,.0f}/s | | "
-                            f"{r['cores']:.2f} | | | {r['cpu_us_per_request']:.2f} | "
+                rows.append(f"| {name} | {cores} | {client} at {r['requests_per_s']:,.0f}/s | "
+                            f"| {r['cores']:.2f} | | | {r['cpu_us_per_request']:.2f} | "
                             f"{r['p50_us']:.0f} / {r['p99_us']:.0f} |")
                 continue
             ratio = ""
             if peer:
                 p = result[peer][PEER_CLIENT.get(client, client)]
                 ratio = f"{per_core / (p['requests_per_s'] / max(p['cores'], 1e-9)):.2f}x"
-            rows.append(f"| {name} | {client} | {r['requests_per_s']:,.0f} | {r['cores']:.2f} | "
-                        f"{per_core:,.0f} | {ratio} | {r['cpu_us_per_request']:.2f} | |")
+            rows.append(f"| {name} | {cores} | {client} | {r['requests_per_s']:,.0f} | "
+                        f"{r['cores']:.2f} | {per_core:,.0f} | {ratio} | "
+                        f"{r['cpu_us_per_request']:.2f} | |")
     return "\n".join(rows)
 
 
@@ -341,8 +418,10 @@ def main() -> None:
     args = ap.parse_args()
     floem = shutil.which("floem") or sys.exit("floem is not on PATH (scripts/setup.sh)")
     shutil.which("memcaslap") or sys.exit("memcaslap is missing (libmemcached-tools)")
+    shutil.which("taskset") or sys.exit("taskset is missing (util-linux)")
     if subprocess.run(["pkg-config", "--exists", "libdpdk"]).returncode != 0:
         sys.exit("DPDK is missing (libdpdk-dev and pkg-config)")
+    cpus = sorted(os.sched_getaffinity(0))
     with tempfile.TemporaryDirectory() as tmp:
         exe, templates = os.path.join(tmp, "udp_blast"), os.path.join(tmp, "templates")
         dpdk_exe, preload = os.path.join(tmp, "dpdk_blast"), os.path.join(tmp, "preload")
@@ -363,13 +442,17 @@ def main() -> None:
         rounds = []
         for r in range(args.rounds):
             order = SERVERS if r % 2 == 0 else SERVERS[::-1]
-            rounds.append({name: measure(dpdk_server([floem], dpdk_exe, preload, tmp),
-                                         dpdk_clients)
-                           if name == DPDK else measure(server(name, floem), clients)
-                           for name in order})
+            measured = {}
+            for name in order:
+                cores = pinning(server_threads(name), cpus)
+                serving = (dpdk_server([floem], dpdk_exe, preload, tmp, cores.server)
+                           if name == DPDK else server(name, floem, cores.server))
+                measured[name] = measure(serving, dpdk_clients if name == DPDK else clients,
+                                         cores.clients)
+            rounds.append(measured)
             print(f"round {r + 1} of {args.rounds} done", file=sys.stderr)
     result = medians(rounds)
-    print(table(result))
+    print(table(result, cpus))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1)
