@@ -103,10 +103,14 @@ def tokenize(code: str) -> list[Token]:
     return tokens
 
 
+def identifiers(text: str) -> frozenset[str]:
+    """The identifiers (and keywords) the C ``text`` names."""
+    return frozenset(t.text for t in tokenize(text) if t.kind == TokenKind.IDENT)
+
+
 def mentions(name: str, texts: list[str]) -> bool:
     """True when identifier (or keyword) ``name`` appears in any of the C ``texts``."""
-    return any(t.kind == TokenKind.IDENT and t.text == name
-               for text in texts for t in tokenize(text))
+    return any(name in identifiers(text) for text in texts)
 
 
 def _pp_end(code: str, pos: int) -> int:

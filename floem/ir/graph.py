@@ -1,9 +1,9 @@
 """IR data: element nodes, segments, processes, and a readable dump.
 
-Nodes of ``ProgramIR.graph`` are element instance names; node attribute
-``node`` holds an `ElementNode`. Each edge's attribute ``edge`` holds its `Edge`
-record (add them with `ProgramIR.add_edge`, read them with `ProgramIR.edges`,
-``out_edges`` and ``in_edges``).
+Nodes of ``ProgramIR.graph`` are element instance names, each with its `ElementNode` in
+``ProgramIR.element_nodes`` (add them with `ProgramIR.add_node`, read them with ``node``
+and ``nodes``). Each edge's attribute ``edge`` holds its `Edge` record (add them with
+`ProgramIR.add_edge`, read them with `ProgramIR.edges`, ``out_edges`` and ``in_edges``).
 """
 from __future__ import annotations
 
@@ -230,14 +230,16 @@ class ProgramIR:
     and the analyses' results (`floem.ir.results`).
 
     ``build_graph`` fills it from the user's program; no later stage reads that program.
-    A pass is given its own `copy` (`floem.passes.run_pipeline`): a transformation puts
-    new records in its tables (``replace_node``, ``segments[name] = ...``), an analysis
-    adds its result; the IR the pass was given stays as it was.
+    A pass is given an IR of its own (`floem.passes.run_pipeline`): a transformation a
+    `copy`, into whose tables it puts new records (``replace_node``, ``segments[name] =
+    ...``); a check or an analysis one `sharing_structure`, to which it adds its result or
+    its warnings. The IR the pass was given stays as it was.
     """
 
     name: str = "program"
     app_file: str | None = None
     graph: nx.MultiDiGraph[str] = field(default_factory=nx.MultiDiGraph)
+    element_nodes: dict[str, ElementNode] = field(default_factory=dict)    # graph order
     segments: dict[str, SegmentIR] = field(default_factory=dict)
     queues: dict[str, QueueIR] = field(default_factory=dict)
     caches: dict[str, CacheIR] = field(default_factory=dict)
@@ -254,6 +256,7 @@ class ProgramIR:
     main_info: BodyInfo | None = None       # parse_bodies: the analysed floem.main code
     trace_filter: TraceFilter | None = None     # trace_packets: the --trace-filter expression
     results: Results = field(default_factory=Results)
+    owns_graph: bool = field(default=True, repr=False)  # False: shared with the IR copied
 
     @property
     def liveness(self) -> Liveness:
@@ -300,23 +303,36 @@ class ProgramIR:
 
     def node(self, name: str) -> ElementNode:
         """The `ElementNode` named ``name``."""
-        node: ElementNode = self.graph.nodes[name]["node"]
-        return node
+        return self.element_nodes[name]
 
     def copy(self) -> ProgramIR:
-        """A copy of the tables (graph, segments, queues, ...) and results, sharing their
-        records (frozen): what one pass is given to change."""
+        """A copy of the tables (element nodes, segments, queues, ...), results and warnings,
+        sharing their records (frozen): what a pass that changes the structure is given. The
+        graph is copied when the copy first changes it (`add_node`, `add_edge`,
+        `remove_edge`)."""
         return dataclasses.replace(
-            self, graph=self.graph.copy(), segments=dict(self.segments),
+            self, element_nodes=dict(self.element_nodes), segments=dict(self.segments),
             queues=dict(self.queues), caches=dict(self.caches), layouts=list(self.layouts),
             states=dict(self.states), regions=list(self.regions),
             size_uses={state: dict(fields) for state, fields in self.size_uses.items()},
             includes=list(self.includes), depends=list(self.depends),
-            warnings=list(self.warnings), results=self.results.copy())
+            warnings=list(self.warnings), results=self.results.copy(), owns_graph=False)
+
+    def sharing_structure(self) -> ProgramIR:
+        """The same structural IR, tables and all, with results and warnings of its own:
+        what a check or an analysis is given (it adds a result or a warning, nothing else)."""
+        return dataclasses.replace(self, warnings=list(self.warnings),
+                                   results=self.results.copy(), owns_graph=False)
+
+    def add_node(self, node: ElementNode) -> None:
+        """Add element ``node`` to the graph."""
+        self._own_graph()
+        self.graph.add_node(node.name)
+        self.element_nodes[node.name] = node
 
     def replace_node(self, node: ElementNode) -> None:
         """Put ``node`` in place of the element node of its name."""
-        self.graph.nodes[node.name]["node"] = node
+        self.element_nodes[node.name] = node
 
     def add_to_segment(self, segment: str, element: str, at: int | None = None) -> None:
         """Make ``element`` one of ``segment``'s elements: at index ``at`` (None: last)."""
@@ -353,17 +369,24 @@ class ProgramIR:
 
     def nodes(self) -> list[ElementNode]:
         """All element nodes in insertion order."""
-        return [d["node"] for _, d in self.graph.nodes(data=True)]
+        return list(self.element_nodes.values())
 
     def add_edge(self, edge: Edge) -> None:
         """Add ``edge`` to the graph."""
+        self._own_graph()
         self.graph.add_edge(edge.src, edge.dst, edge=edge)
 
     def remove_edge(self, edge: Edge) -> None:
         """Remove ``edge`` from the graph."""
+        self._own_graph()
         key = next(k for _, _, k, d in self.graph.out_edges(edge.src, keys=True, data=True)
                    if d["edge"] is edge)
         self.graph.remove_edge(edge.src, edge.dst, key)
+
+    def _own_graph(self) -> None:
+        """Copy the graph shared with the IR this one was copied from, before changing it."""
+        if not self.owns_graph:
+            self.graph, self.owns_graph = self.graph.copy(), True
 
     def edges(self, kind: EdgeKind | None = None) -> list[Edge]:
         """Every edge (of ``kind`` if given), in the graph's order."""

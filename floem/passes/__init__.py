@@ -1,8 +1,10 @@
 """The pass pipeline: a visible list of small modules, each ``run(ir) -> ir``.
 
-Each pass is given its own copy of the IR (`ProgramIR.copy`: the tables copied, their
-records shared, since they are frozen), so the IR it was given stays as it was: the one
-after any pass can be kept and read (``--dump-after``), and no pass can change another's.
+Each pass is given an IR of its own, so the IR it was given stays as it was: the one after
+any pass can be kept and read, and no pass changes another's. A pass that changes the
+structure (`TRANSFORMATIONS`) gets a copy of the tables (`ProgramIR.copy`: their records
+are frozen and shared); a check or an analysis, which adds a result or warnings only,
+gets the same tables with results and warnings of its own (`ProgramIR.sharing_structure`).
 
 Each pass declares what it needs done before it (``REQUIRES``) and what it gives the passes
 after it (``PROVIDES``): a result type of `floem.ir.results` for an analysis (the pass adds
@@ -43,6 +45,11 @@ PIPELINE: list[ModuleType] = [
 ]
 
 
+#: The passes that change the structural IR (the graph, segments, queues, caches, layouts).
+TRANSFORMATIONS: frozenset[ModuleType] = frozenset({split_auto, parse_bodies, find_sources,
+                                                    expand_caches, trace_packets, lower_queues})
+
+
 def pass_names() -> list[str]:
     """Names usable with ``--dump-after``."""
     return [build_graph.NAME] + [p.NAME for p in PIPELINE]
@@ -63,7 +70,8 @@ def run_pipeline(program: Program, options: BuildOptions | None = None,
     ir = build_graph.run(program, options or BuildOptions())
     for index, stage in enumerate([build_graph] + PIPELINE):
         if index:
-            ir = stage.run(ir.copy())
+            ir = ir.copy() if stage in TRANSFORMATIONS else ir.sharing_structure()
+            ir = stage.run(ir)      # (the IR before is gone first: no pass holds two graphs)
         missing: set[str | type] = {kind for kind in stage.PROVIDES
                                     if isinstance(kind, type) and kind not in ir.results}
         if missing:

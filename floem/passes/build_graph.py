@@ -72,7 +72,7 @@ def run(program: Program, options: BuildOptions) -> ProgramIR:
     for el in program.elements:
         if el.name in unused:
             continue
-        ir.graph.add_node(el.name, node=_element_node(el, membership[el.name], ir, layout))
+        ir.add_node(_element_node(el, membership[el.name], ir, layout))
         members.setdefault(membership[el.name], []).append(el.name)
     for name, elements in members.items():
         ir.segments[name] = dataclasses.replace(ir.segments[name], elements=tuple(elements))
@@ -185,7 +185,7 @@ def _enqueuer_per_segment(ir: ProgramIR, name: str) -> tuple[str, ...]:
         if segment not in clones:
             clones[segment] = ir.fresh_name(f"{name}_{segment}")
             clone = dataclasses.replace(original, name=clones[segment], segment=segment)
-            ir.graph.add_node(clones[segment], node=clone)
+            ir.add_node(clone)
             ir.add_to_segment(segment, clones[segment])
         ir.remove_edge(e)
         ir.add_edge(dataclasses.replace(e, dst=clones[segment]))

@@ -156,7 +156,7 @@ def _clone_chain(ir: ProgramIR, heads: list[str], segment: str, tag: str) -> dic
     clones = {name: ir.fresh_name(f"{name}_{tag}") for name in chain}
     for name, clone in clones.items():
         node = dataclasses.replace(ir.node(name), name=clone, segment=segment)
-        ir.graph.add_node(clone, node=node)
+        ir.add_node(node)
         ir.add_to_segment(segment, clone)
         if node.role == Role.ENQUEUE:
             q = ir.queues[node.queue]

@@ -33,7 +33,7 @@ def run(ir: ProgramIR) -> ProgramIR:
             save = ElementNode(name=f"{q.name}_save{c}", cls_name="QueueSave", loc=q.loc,
                                inputs={"inp": ()}, outputs={"out": ()}, segment=deq.segment,
                                packet_state=deq.packet_state, role=Role.SAVE, queue=q.name, channel=c)
-            ir.graph.add_node(save.name, node=save)
+            ir.add_node(save)
             ir.add_to_segment(deq.segment, save.name,
                               ir.segments[deq.segment].elements.index(deq.name) + 1 + c)
             for e in ir.out_edges(deq.name, f"out{c}"):
@@ -44,7 +44,7 @@ def run(ir: ProgramIR) -> ProgramIR:
         release = ElementNode(name=f"{q.name}_release", cls_name="QueueRelease", loc=q.loc,
                               inputs={}, outputs={}, segment=deq.segment,
                               packet_state=deq.packet_state, role=Role.RELEASE, queue=q.name)
-        ir.graph.add_node(release.name, node=release)
+        ir.add_node(release)
         ir.add_to_segment(deq.segment, release.name)
         ir.add_edge(Edge(deq.name, release.name, EdgeKind.ORDER, "", "", (), q.loc,
                          len(ir.graph.edges)))

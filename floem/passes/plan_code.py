@@ -28,7 +28,7 @@ import networkx as nx
 
 from floem import csrc
 from floem.csrc import BodyForm
-from floem.csrc.tokens import mentions
+from floem.csrc.tokens import identifiers, mentions
 from floem.ir import (Device, EdgeKind, ElementNode, EntryLayouts, FrameCrossing, Home, Homes,
                       Liveness, Placement, Plan, ProcessIR, ProgramIR, QueueIR, Role, SegmentIR,
                       SegmentKind, Windows)
@@ -58,7 +58,9 @@ def run(ir: ProgramIR) -> ProgramIR:
     taken = ir.names() | _checked_globals(ir)
     plans = {n.name: _element_plan(ir, n, positions[n.name], taken) for n in ir.nodes()}
     writers = _state_writers(ir, plans)
-    plans = {name: dataclasses.replace(plan, alone=_alone(ir, ir.node(name), plan, writers))
+    named = {name: identifiers(plan.body) for name, plan in plans.items()}
+    plans = {name: dataclasses.replace(plan, alone=_alone(ir, ir.node(name), plan, writers,
+                                                          named[name]))
              for name, plan in plans.items()}
     if ir.options.counters:
         for proc in ir.processes.values():
@@ -74,7 +76,7 @@ def run(ir: ProgramIR) -> ProgramIR:
             processes[proc.name] = dataclasses.replace(processes[proc.name], trace_number=number,
                                                        trace_sites=sites)
     plans = {name: dataclasses.replace(plan, state_unused=not _names_state(ir, ir.node(name),
-                                                                            plan))
+                                                                            plan, named[name]))
              for name, plan in plans.items()}
     batches = {q.name: max(1, min(32, q.size // 4)) for q in ir.queues.values()}
     main_body = csrc.lower(ir.main_info, {}, {}) \
@@ -169,8 +171,8 @@ def _element_plan(ir: ProgramIR, n: ElementNode, position: int, taken: set[str])
         if n.code and n.info is not None:
             body = csrc.lower(n.info, reads, ports)
         if not n.join:
-            unused = tuple(v for values in reads.values() for v in values
-                           if not mentions(v, [body]))
+            named = identifiers(body)
+            unused = tuple(v for values in reads.values() for v in values if v not in named)
     used = n.info.persistent_used if n.info else set()
     emits = source and n.info is not None and n.info.form == BodyForm.MULTIPLE
     return ElementPlan(
@@ -191,15 +193,16 @@ def _element_plan(ir: ProgramIR, n: ElementNode, position: int, taken: set[str])
                                                   and position % INLINE_DEPTH == 0))
 
 
-def _names_state(ir: ProgramIR, n: ElementNode, plan: ElementPlan) -> bool:
+def _names_state(ir: ProgramIR, n: ElementNode, plan: ElementPlan,
+                 named: frozenset[str]) -> bool:
     """Whether the function of ``n`` names the packet's state: its body does, it passes the
     state on (an argument element's call of its port, the elements ordered after it), its
     trace records fields or an id, or the C the compiler writes for it reads or passes the
     state (every queue and cache element's, but a release's, and an enqueue's that copies
-    nothing, steers by nothing, sends nothing to a full port and drops no frame)."""
-    if n.role == Role.ARGS or ir.out_edges(n.name, kind=EdgeKind.ORDER) or mentions(
-            "state", [plan.body]) or (plan.trace and (plan.trace.carries
-                                                       or plan.trace.enter_fields)):
+    nothing, steers by nothing, sends nothing to a full port and drops no frame); ``named``:
+    the identifiers its body names."""
+    if n.role == Role.ARGS or "state" in named or ir.out_edges(n.name, kind=EdgeKind.ORDER) \
+            or (plan.trace and (plan.trace.carries or plan.trace.enter_fields)):
         return True
     if n.role == Role.ENQUEUE:
         channel = ir.entry_layouts.entries[n.queue][n.channel]
@@ -221,15 +224,15 @@ def _state_writers(ir: ProgramIR, plans: Mapping[str, ElementPlan]) -> dict[str,
     return writers
 
 
-def _alone(ir: ProgramIR, n: ElementNode, plan: ElementPlan,
-           writers: dict[str, set[str]]) -> bool:
+def _alone(ir: ProgramIR, n: ElementNode, plan: ElementPlan, writers: dict[str, set[str]],
+           named: frozenset[str]) -> bool:
     """Whether ``n``'s body adds to its states (``floem_add``) as the only writer of the
     persistent states it uses: one thread runs its segment (not a callable, which its
     callers' threads run), no other segment or external main names them and ``floem.main``
     code does not write them. Its statistics counters then need no atomic add; an atomic
-    add costs a locked instruction per packet."""
+    add costs a locked instruction per packet. ``named``: the identifiers its body names."""
     seg = ir.segments[n.segment]
-    return bool(plan.pointers) and mentions("floem_add", [plan.body]) \
+    return bool(plan.pointers) and "floem_add" in named \
         and seg.kind == SegmentKind.THREAD and len(seg.cores) == 1 and not ir.main.external \
         and all(writers.get(n.persistent[attr].name) == {n.segment} for attr in plan.pointers)
 
@@ -322,8 +325,9 @@ def _always_switches(n: ElementNode) -> bool:
 def _leaves_early(n: ElementNode) -> bool:
     """Whether ``n``'s body has a ``return`` or ``goto``, which could leave or jump past its
     output block or switch."""
-    texts = [c.text for c in (n.code, n.nic_code) if c is not None]
-    return mentions("return", texts) or mentions("goto", texts)
+    named = frozenset().union(*(identifiers(c.text) for c in (n.code, n.nic_code)
+                                if c is not None))
+    return "return" in named or "goto" in named
 
 
 def _sends_at_most_once(n: ElementNode) -> bool:

@@ -290,7 +290,7 @@ def _queue(ir: ProgramIR, seg: SegmentIR, boundary: Part, from_seg: str, to_seg:
     deq = ElementNode(name=f"{name}_deq", cls_name="Dequeue", loc=loc, inputs={},
                       outputs={f"out{c}": () for c in range(len(edges))}, segment=to_seg,
                       packet_state=seg.packet_state, role=Role.DEQUEUE, queue=name)
-    ir.graph.add_node(deq.name, node=deq)
+    ir.add_node(deq)
     ir.add_to_segment(to_seg, deq.name, 0)
     fields: list[FieldLayout] = []
     enqueuers: list[tuple[str, ...]] = []
@@ -299,7 +299,7 @@ def _queue(ir: ProgramIR, seg: SegmentIR, boundary: Part, from_seg: str, to_seg:
                           inputs={"inp": ()}, outputs={}, segment=from_seg,
                           packet_state=seg.packet_state, role=Role.ENQUEUE, queue=name,
                           channel=c)
-        ir.graph.add_node(enq.name, node=enq)
+        ir.add_node(enq)
         ir.add_to_segment(from_seg, enq.name)
         enqueuers.append((enq.name,))
         ir.remove_edge(e)
@@ -393,7 +393,7 @@ def _unstash(ir: ProgramIR, wanted: str, segment: str, e: Edge,
 def _add(ir: ProgramIR, wanted: str, cls_name: str, segment: str, inputs: dict[str, PortTypes],
          outputs: dict[str, PortTypes], code: str, loc: Location) -> str:
     name = ir.fresh_name(wanted)
-    ir.graph.add_node(name, node=ElementNode(name=name, cls_name=cls_name, loc=loc, inputs=inputs,
+    ir.add_node(ElementNode(name=name, cls_name=cls_name, loc=loc, inputs=inputs,
                                              outputs=outputs, code=CCode(code, loc),
                                              segment=segment,
                                              packet_state=ir.segments[segment].packet_state))
