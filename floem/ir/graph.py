@@ -341,6 +341,12 @@ class ProgramIR:
         self.segments[segment] = dataclasses.replace(
             seg, elements=seg.elements[:at] + (element,) + seg.elements[at:])
 
+    def add_enqueuer(self, queue: str, channel: int, element: str) -> None:
+        """Make ``element`` one more enqueue element of ``queue``'s channel ``channel``."""
+        q = self.queues[queue]
+        self.queues[queue] = dataclasses.replace(q, enqueuers=tuple(
+            names + (element,) if c == channel else names for c, names in enumerate(q.enqueuers)))
+
     def replace_layout(self, old: StateLayout, new: StateLayout) -> None:
         """Use per-packet state layout ``new`` wherever ``old`` is used: by elements,
         segments, caches and in ``layouts`` (a pass extending a flow's state with fields of

@@ -84,9 +84,9 @@ def run(program: Program, options: BuildOptions) -> ProgramIR:
             ir.add_edge(Edge(before.name, order.after.name, EdgeKind.ORDER, "", "", (),
                              order.loc, len(ir.graph.edges)))
     for queue in list(ir.queues.values()):
-        ir.queues[queue.name] = dataclasses.replace(queue, enqueuers=tuple(
-            names + (_enqueuer_per_segment(ir, names[0]) if names[0] in ir.graph else ())
-            for names in queue.enqueuers))
+        for channel, names in enumerate(queue.enqueuers):
+            for clone in _enqueuer_per_segment(ir, names[0]) if names[0] in ir.graph else ():
+                ir.add_enqueuer(queue.name, channel, clone)
     _support_code(program, ir)
     return ir
 

@@ -159,10 +159,7 @@ def _clone_chain(ir: ProgramIR, heads: list[str], segment: str, tag: str) -> dic
         ir.add_node(node)
         ir.add_to_segment(segment, clone)
         if node.role == Role.ENQUEUE:
-            q = ir.queues[node.queue]
-            ir.queues[q.name] = dataclasses.replace(q, enqueuers=tuple(
-                names + (clone,) if channel == node.channel else names
-                for channel, names in enumerate(q.enqueuers)))
+            ir.add_enqueuer(node.queue, node.channel, clone)
     for name, clone in clones.items():
         for e in ir.out_edges(name, kind=None):
             ir.add_edge(dataclasses.replace(e, src=clone, dst=clones[e.dst]))

@@ -309,10 +309,8 @@ def _queue(ir: ProgramIR, seg: SegmentIR, boundary: Part, from_seg: str, to_seg:
             prefix = f"{name}_{c}"
             stored, held = _value_fields(prefix, e.types, loc)
             fields += stored
-            stash = _stash(ir, f"{name}_stash{c}", from_seg, e, held, loc)
-            unstash = _unstash(ir, f"{name}_unstash{c}", to_seg, e, held, loc)
-            for made in (stash, unstash):
-                ir.replace_node(dataclasses.replace(ir.node(made), cut_queue=name))
+            stash = _stash(ir, name, f"{name}_stash{c}", from_seg, e, held, loc)
+            unstash = _unstash(ir, name, f"{name}_unstash{c}", to_seg, e, held, loc)
             ir.add_edge(_empty(e, stash, enq.name, "out", "inp"))
             ir.add_edge(_empty(e, deq.name, unstash, tail_port, "inp"))
             head, tail, tail_port = stash, unstash, "out"
@@ -321,8 +319,8 @@ def _queue(ir: ProgramIR, seg: SegmentIR, boundary: Part, from_seg: str, to_seg:
     instances, size = queue_shape(len(ir.segments[from_seg].cores),
                                   len(ir.segments[to_seg].cores))
     ir.queues[name] = QueueIR(name=name, channels=len(edges), instances=instances, size=size,
-                              lossless=True, loc=loc, enqueuers=tuple(enqueuers), dequeuer=deq.name,
-                              boundary=boundary)
+                              lossless=True, loc=loc, enqueuers=tuple(enqueuers),
+                              dequeuer=deq.name, boundary=boundary)
     return fields
 
 
@@ -375,28 +373,31 @@ def _value_fields(prefix: str, types: PortTypes,
     return fields, held
 
 
-def _stash(ir: ProgramIR, wanted: str, segment: str, e: Edge, held: list[tuple[str, str]],
-           loc: Location) -> str:
-    """An element writing the values of edge ``e`` into the per-packet fields ``held``."""
+def _stash(ir: ProgramIR, queue: str, wanted: str, segment: str, e: Edge,
+           held: list[tuple[str, str]], loc: Location) -> str:
+    """An element writing the values of edge ``e`` into the per-packet fields ``held``,
+    before cut queue ``queue``."""
     code = render_macro("cut.c.j2", "stash", e.types, held)
-    return _add(ir, wanted, "CutStash", segment, {"inp": e.types}, {"out": ()}, code, loc)
+    return _add(ir, queue, wanted, "CutStash", segment, {"inp": e.types}, {"out": ()}, code,
+                loc)
 
 
-def _unstash(ir: ProgramIR, wanted: str, segment: str, e: Edge,
+def _unstash(ir: ProgramIR, queue: str, wanted: str, segment: str, e: Edge,
              held: list[tuple[str, str]], loc: Location) -> str:
-    """An element handing the values a stash put in the fields ``held`` on along ``e``
-    (under the test hook `BREAK_ENV`, the first one less one)."""
+    """An element handing the values a stash put in the fields ``held`` on along ``e``, after
+    cut queue ``queue`` (under the test hook `BREAK_ENV`, the first one less one)."""
     code = render_macro("cut.c.j2", "unstash", held, bool(os.environ.get(BREAK_ENV)))
-    return _add(ir, wanted, "CutUnstash", segment, {"inp": ()}, {"out": e.types}, code, loc)
+    return _add(ir, queue, wanted, "CutUnstash", segment, {"inp": ()}, {"out": e.types}, code,
+                loc)
 
 
-def _add(ir: ProgramIR, wanted: str, cls_name: str, segment: str, inputs: dict[str, PortTypes],
-         outputs: dict[str, PortTypes], code: str, loc: Location) -> str:
+def _add(ir: ProgramIR, queue: str, wanted: str, cls_name: str, segment: str,
+         inputs: dict[str, PortTypes], outputs: dict[str, PortTypes], code: str,
+         loc: Location) -> str:
     name = ir.fresh_name(wanted)
     ir.add_node(ElementNode(name=name, cls_name=cls_name, loc=loc, inputs=inputs,
-                                             outputs=outputs, code=CCode(code, loc),
-                                             segment=segment,
-                                             packet_state=ir.segments[segment].packet_state))
+                            outputs=outputs, code=CCode(code, loc), segment=segment,
+                            packet_state=ir.segments[segment].packet_state, cut_queue=queue))
     ir.add_to_segment(segment, name)
     return name
 
