@@ -11,6 +11,8 @@ from collections.abc import Callable
 
 import pytest
 
+from floem.launcher import launcher_of
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROGRAMS = os.path.join(ROOT, "tests", "programs")
 
@@ -35,6 +37,14 @@ def floem(*args: str, timeout: float = 120, cwd: str | None = None,
     """Run ``floem ARGS`` and capture its output."""
     return subprocess.run(floem_command() + list(args), capture_output=True, text=True,
                           timeout=timeout, cwd=cwd, env={**os.environ, **(env or {})})
+
+
+def left_in_shm(before: set[str]) -> set[str]:
+    """The shared memory objects in /dev/shm that were not in ``before`` and whose `floem
+    run` has ended: what runs left behind (those of runs still going, another test's
+    beside this one, are not)."""
+    return {name for name in set(os.listdir("/dev/shm")) - before
+            if (pid := launcher_of(name)) is None or not os.path.exists(f"/proc/{pid}")}
 
 
 def wait_until(ready: Callable[[], bool], what: str, proc: subprocess.Popen | None = None,

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import PROGRAMS, ROOT, floem
+from conftest import PROGRAMS, ROOT, floem, left_in_shm
 from floem.cli import EXAMPLES, EXIT_STATUSES
 
 INC2 = os.path.join(PROGRAMS, "callable_inc2.py")
@@ -184,7 +184,7 @@ def test_build_writes_a_launcher_for_multi_process_programs(tmp_path) -> None:
     result = subprocess.run([str(out / "run")], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout == "received 1000 packets, sum 500500\n"
-    assert set(os.listdir("/dev/shm")) - before == set()
+    assert left_in_shm(before) == set()
 
 
 # -- conventions: --version, python -m floem, --help, error forms, docs/cli.md --------------

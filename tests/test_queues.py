@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from conftest import PROGRAMS, floem
+from conftest import PROGRAMS, floem, left_in_shm
 
 
 def report(app: str, tmp_path) -> str:
@@ -54,7 +54,7 @@ def test_processes_share_memory_and_leave_nothing_behind() -> None:
     before = set(os.listdir("/dev/shm"))
     result = floem("run", "--timeout", "60", os.path.join(PROGRAMS, "queue_processes.py"))
     assert result.stdout == "received 1000 packets, sum 500500\n", result.stderr
-    assert set(os.listdir("/dev/shm")) - before == set()
+    assert left_in_shm(before) == set()
 
 
 def test_queue_with_more_threads_than_instances_warns(tmp_path) -> None:

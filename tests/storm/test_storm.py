@@ -14,6 +14,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 STORM = os.path.join(REPO, "examples", "storm")
 sys.path.insert(0, STORM)
 
+from conftest import left_in_shm  # noqa: E402
 from topology import load  # noqa: E402
 from tweets import top_users, write_tweets  # noqa: E402
 
@@ -37,7 +38,7 @@ def check_top(stream: str, *args: str, top: int = 10) -> str:
     result = run_topology("--input", stream, "--top", str(top), "--report", *args)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout == top_users(stream, top), result.stderr[-3000:]
-    assert set(os.listdir("/dev/shm")) - shm_before == set()
+    assert left_in_shm(shm_before) == set()
     return result.stderr
 
 
