@@ -358,9 +358,10 @@ def build_parser() -> argparse.ArgumentParser:
     placing = command(
         "place", "search the CPU/NIC cuts of an app's target.AUTO segments; rank them on the "
         "model, check the best by running them", "Enumerate every valid cut of each "
-        "target.AUTO segment of APP (with threads for each part), count each element once "
-        "on each side on the workload, predict every placement on a NIC and a host platform, "
-        "rank them, run the best on the emulated NIC to check that each sends exactly what "
+        "target.AUTO segment of APP (of one too wide to list them all, those along packet "
+        "order) with threads for each part, count each element once on each side on the "
+        "workload, predict on a NIC and a host platform every placement the model's bounds "
+        "do not rule out, rank them, run the best on the emulated NIC to check that each sends exactly what "
         "the all-CPU build sends, and write BASE.csv, BASE.json and the winner as an app file "
         "BASE.py (with BASE.diff against APP). Parameters given several values, or declared "
         "with choices, are searched too: each configuration is placed, and one with no "

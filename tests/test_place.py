@@ -23,7 +23,8 @@ from floem.explore.measure import Workload
 from floem.explore.model import load_platform, predict
 from floem.explore.output import Progress
 from floem.place.command import _count, _explain, _predict, _search
-from floem.place.search import measurement, placements, rank, rank_key
+from floem.place.cuts import MAX_CUTS
+from floem.place.search import measurement, placements, rank, rank_key, threads_bound
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 AES = os.path.join(ROOT, "examples", "nf", "aes.py")
@@ -124,6 +125,59 @@ Relay("relay", device=target.AUTO)
 '''
 
 
+#: A frame steered by its last byte to one of 16 branches of two elements: 3**16 ways to
+#: take a part of each branch to the NIC, too many to list.
+WIDE = RELAY.replace('''class Relay(Segment):
+    def impl(self):
+        FromNet() >> Touch() >> Touch() >> ToNet()
+
+Relay("relay", device=target.AUTO)''', '''class Steer(Element):
+    def configure(self):
+        self.inp = Input(*FRAME)
+        for i in range(16):
+            setattr(self, f"out{i}", Output(*FRAME))
+
+    def impl(self):
+        cases = "".join(f"case d[s - 1] % 16 == {i}: out{i}(s, d, b); " for i in range(15))
+        self.run_c("(size_t s, uint8_t *d, void *b) = inp(); "
+                   "output switch { " + cases + "else: out15(s, d, b); }")
+
+class Wide(Segment):
+    def impl(self):
+        steer, out = Steer(), ToNet()
+        FromNet() >> steer
+        for i in range(16):
+            getattr(steer, f"out{i}") >> Touch() >> Touch() >> out
+
+Wide("wide", device=target.AUTO)''')
+
+
+def test_a_segment_too_wide_to_list_is_searched_along_packet_order(capsys, tmp_path) -> None:
+    app = tmp_path / "wide.py"
+    app.write_text(WIDE)
+    search = _search(str(app), {}, [], [])
+    assert search.along_order == ["wide"]
+    _explain([search])
+    # FromNet0 and Steer0, then the 16 branches in program order, then ToNet0: 35 elements
+    # in a row, rx a prefix of them and tx a suffix of the rest.
+    assert capsys.readouterr().out.startswith(
+        f"segment wide: {len(search.found['wide'])} cuts along packet order (more than "
+        f"{MAX_CUTS:,} in all), ")
+    assert search.orders["wide"][:4] == ["FromNet0", "Steer0", "Touch0", "Touch1"]
+
+
+@pytest.mark.slow
+def test_place_searches_a_wide_segment_and_checks_its_best(capture: str, tmp_path) -> None:
+    app = tmp_path / "wide.py"
+    app.write_text(WIDE)
+    result = place([str(app), "--pcap", capture, "--top", "2", "-o", "w"], str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert f"cuts along packet order (more than {MAX_CUTS:,} in all) of segment 'wide'" in \
+        result.stdout
+    placements = json.load(open(tmp_path / "w.json"))["placements"]
+    assert sum(p["checked"] is True for p in placements) >= 2
+
+
 @pytest.mark.slow
 def test_place_catches_a_broken_lowering_as_a_compiler_bug(capture: str, tmp_path) -> None:
     app = tmp_path / "relay.py"
@@ -200,10 +254,14 @@ def test_the_bound_leaves_out_only_placements_that_cannot_rank(capture: str) -> 
     # the all-CPU placements are predicted whatever their rank: the baseline
     assert sum(not p.cuts[0].rx and not p.cuts[0].tx for p in bounded) == \
         sum(not p.cuts[0].rx and not p.cuts[0].tx for p in exact) == 2
-    # the bound of a placement never ranks it below its prediction
+    # the bound of a placement never ranks it below its prediction, nor the bound of its
+    # cut whatever its threads
+    free = nic.cores - 1
     for p in exact:
         bound, _, _ = measurement(search.front, None, p.cuts, figures, workload, 1)
         assert predict(bound, nic, host).packets_per_s >= p.packets_per_s
+        assert threads_bound(bound, {"aes", "aes_rx", "aes_tx"}, nic, host, free, 2) >= \
+            predict(bound, nic, host).packets_per_s
 
 
 def test_threads_stay_within_the_cores() -> None:

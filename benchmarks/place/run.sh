@@ -5,7 +5,7 @@
 # per host core too, and its write-back cache sized. Writes
 # OUT/<app>-<objective>.{out,csv,json,py,diff}.
 #
-#   bash benchmarks/place/run.sh [OUT]          (default: place-results; about 10 minutes)
+#   bash benchmarks/place/run.sh [OUT]          (default: place-results; about 5 minutes)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)

@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 import os
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -191,23 +192,19 @@ def predict(m: Measurement, nic: Platform, host: Platform,
             share = 1 - 1 / sharing if sharing > 1 else 0.0
             for name, s in segments.items():
                 times[name] = segment_time(s, p, nic, share)
-                caps[f"{side} cores ({name})"] = _rate(s.threads, times[name].total)
-            serial = sum(s.serial_instructions * p.ns_per_instruction
-                         + s.serial_atomics * (p.atomic_ns + share * p.transfer_ns)
-                         for s in segments.values())
+                caps[f"{side} cores ({name})"] = capacity(s.threads, times[name].total)
+            serial = lock_ns(segments.values(), p, share)
             if serial:
-                caps[f"{side} locks{tag}"] = _rate(1, serial)
+                caps[f"{side} locks{tag}"] = capacity(1, serial)
             if not p.crypto_cycles_per_byte and any(s.engine_bytes for s in segments.values()):
                 error = error or f"{p.name} has no crypto engine"
-        pcie_bytes = _pcie_bytes(m, machine, nic)
-        if pcie_bytes:
-            caps[f"PCIe{tag}"] = _rate(1, pcie_bytes / nic.pcie_gbytes)
+        if _pcie_bytes(m, machine, nic):
+            caps[f"PCIe{tag}"] = pcie_capacity(m, machine, nic)
         used = sum(s.threads for s in m.side(True, machine).values()) + record.nic_managers
         if used > nic.cores:
             error = error or f"needs {used} NIC cores{tag}; {nic.name} has {nic.cores}"
-    wire_bits = (m.frame_bytes + WIRE_OVERHEAD_BYTES) * 8 * max(1.0, m.replies)
     if m.frame_bytes:
-        caps["link"] = _rate(1, wire_bits / nic.link_gbps)
+        caps["link"] = link_capacity(m, nic)
     throughput = min(caps.values()) if error is None else 0.0
     load = load_pps if load_pps is not None else DEFAULT_LOAD * throughput
     nics, hosts = m.side(True), m.side(False)
@@ -218,7 +215,7 @@ def predict(m: Measurement, nic: Platform, host: Platform,
              for n, s in nics.items() if not s.received]
     path += [Station(k, 1e9 / v) for k, v in caps.items() if k.startswith("PCIe")]
     if m.frame_bytes:
-        path.append(Station("link", wire_bits / nic.link_gbps))
+        path.append(Station("link", 1e9 / caps["link"]))
     fixed = sum(r.queue_entries for r in m.machines.values()) * nic.pcie_latency_ns
     return Prediction(nic.name, host.name, caps, times,
                       latency(path, fixed, load) if error is None and latency_too
@@ -242,6 +239,24 @@ def segment_time(s: SegmentCounts, p: Platform, nic: Platform, share: float) -> 
         crypto=s.engine_bytes * p.crypto_cycles_per_byte / p.ghz + s.engine_calls * p.crypto_call_ns)
 
 
+def lock_ns(segments: Iterable[SegmentCounts], p: Platform, share: float) -> float:
+    """The time per packet ``segments`` (one side's) spend holding a lock on ``p``, when
+    another core wrote a line an atomic operation touches last with probability ``share``."""
+    return sum(s.serial_instructions * p.ns_per_instruction
+               + s.serial_atomics * (p.atomic_ns + share * p.transfer_ns) for s in segments)
+
+
+def pcie_capacity(m: Measurement, machine: str, nic: Platform) -> float:
+    """Packets per second ``machine``'s PCIe carries."""
+    return capacity(1, _pcie_bytes(m, machine, nic) / nic.pcie_gbytes)
+
+
+def link_capacity(m: Measurement, nic: Platform) -> float:
+    """Packets per second the link carries, in the busier direction."""
+    wire_bits = (m.frame_bytes + WIRE_OVERHEAD_BYTES) * 8 * max(1.0, m.replies)
+    return capacity(1, wire_bits / nic.link_gbps)
+
+
 def _pcie_bytes(m: Measurement, machine: str, nic: Platform) -> float:
     """Bytes over ``machine``'s PCIe per packet: queue entries (a TLP each), elements' DMA,
     and the frames in and out when the host does the packet I/O."""
@@ -252,6 +267,6 @@ def _pcie_bytes(m: Measurement, machine: str, nic: Platform) -> float:
     return record.queue_bytes + record.queue_entries * nic.tlp_bytes + elements + frames
 
 
-def _rate(threads: int, ns_per_packet: float) -> float:
+def capacity(threads: int, ns_per_packet: float) -> float:
     """Packets per second of ``threads`` each taking ``ns_per_packet`` per packet."""
     return threads * 1e9 / ns_per_packet if ns_per_packet > 0 else math.inf

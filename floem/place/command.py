@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 import bisect
 import csv
+import heapq
+import itertools
 import json
 import math
 import os
@@ -11,7 +13,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from floem.api import load_app
@@ -30,9 +32,10 @@ from floem.passes.split_auto import queue_shape
 from floem.place import app_file
 from floem.place.check import one_thread, same_output, sent_frames
 from floem.place.counts import Probe, count_probe, require
-from floem.place.cuts import Candidate, candidates, segment_order
+from floem.place.cuts import MAX_CUTS, Candidate, candidates, segment_order
 from floem.place.search import (BOUNDED, OBJECTIVES, Figures, Placement, crossings,
-                                measurement, placements, rank, rank_key, values_text)
+                                measurement, placements, rank, rank_key, threads_bound,
+                                values_text)
 
 #: Rows of the ranked table printed (every row is in the CSV and JSON).
 SHOWN = 15
@@ -82,6 +85,8 @@ class Search:
     front: ProgramIR
     orders: dict[str, list[str]]            # each AUTO segment's elements in packet order
     found: dict[str, list[Candidate]]       # each AUTO segment's cuts, valid or not
+    along_order: list[str]                  # AUTO segments too wide to list every cut of:
+    #                                         their cuts along packet order are listed
     layouts: dict[tuple, ProgramIR | None] = field(default_factory=dict)  # compiled, by
     #                                         cuts (None: the compiler rejected them)
     pruned: int = 0                         # placements left out by the model's bound
@@ -201,10 +206,11 @@ def _search(app: str, config: dict[str, str], varying: list[str], given: list[st
     program = load_app(app, config)
     values = {p.name: p.value for p in params.declared() if p.name in varying + given}
     front = check_program(program, stop_after="parse_bodies")
-    auto = [s for s in front.segments.values() if s.auto]
+    spaces = {s.name: candidates(front, s) for s in front.segments.values() if s.auto}
     return Search(config, {n: config[n] for n in varying}, values, program, front,
-                  {s.name: segment_order(front, s) for s in auto},
-                  {s.name: candidates(front, s) for s in auto})
+                  {name: segment_order(front, front.segments[name]) for name in spaces},
+                  {name: space.cuts for name, space in spaces.items()},
+                  [name for name, space in spaces.items() if space.along_order])
 
 
 def _summary(args: argparse.Namespace, app: str, nic: Platform, host: Platform,
@@ -220,6 +226,8 @@ def _summary(args: argparse.Namespace, app: str, nic: Platform, host: Platform,
             if pruned and not args.explain else ""
         what.append(f"{valid} valid cuts{unsure} with their threads; {rejected} cuts rejected"
                     + (", see above" if args.explain else ""))
+    for search in searches:
+        what += [f"{_listed(search, name)} of segment '{name}'" for name in search.along_order]
     if pruned:
         what.append(f"{pruned} more left out: the model's bound on each ranks it below the "
                     f"best {max(SHOWN, args.top)}")
@@ -254,7 +262,7 @@ def _explain(searches: list[Search]) -> None:
             print(f"configuration {search.label}:")
         for name, cands in search.found.items():
             order = search.orders[name]
-            print(f"segment {name}: {len(cands)} cuts, "
+            print(f"segment {name}: {_listed(search, name)}, "
                   f"{sum(c.problem is None for c in cands)} valid")
             for c in cands:
                 text = _cut(c, order).describe(order)
@@ -262,6 +270,14 @@ def _explain(searches: list[Search]) -> None:
                     text = text.replace("|| -", "|| (any)")
                 print(f"  {'ok  ' if c.problem is None else 'no  '}{text}"
                       + (f"\n        {c.problem}" if c.problem else ""))
+
+
+def _listed(search: Search, segment: str) -> str:
+    """How many cuts of ``segment`` are listed, and which."""
+    listed = f"{len(search.found[segment])} cuts"
+    if segment in search.along_order:
+        return f"{listed} along packet order (more than {MAX_CUTS:,} in all)"
+    return listed
 
 
 def _probe_cuts(valid: dict[str, list[Cut]],
@@ -325,46 +341,71 @@ def _predict(search: Search, figures: Figures, workload: Workload, nic: Platform
              rate: float | None, wanted: int | None) -> list[Placement]:
     """The placements of ``search`` (cuts and threads, at most ``host_cores`` host threads
     a part) predicted, down to the ``wanted``-th best for ``objective`` at least (None:
-    all of them) and the all-CPU ones whatever their rank. Every other placement is
-    bounded first (its queue entries as small as they can be, which needs no compiling);
-    one is compiled and predicted only while its bound could still rank it among the
-    ``wanted`` best, the rest counted in ``search.pruned`` (``latency`` is not bounded that
-    way: every placement is predicted)."""
+    all of them) and the all-CPU ones whatever their rank. The rest are taken best bound
+    first: a combination of cuts is bounded whatever its threads (`threads_bound`), then,
+    while that bound could still rank it among the ``wanted`` best, each of its thread
+    counts is bounded (its queue entries as small as they can be, which needs no
+    compiling), then compiled and predicted while its own bound could; what is left when
+    no bound can is counted in ``search.pruned`` (``latency`` is not bounded that way:
+    every placement is predicted)."""
     front = search.front
     fixed_nic = sum(len(s.cores) for s in front.segments.values()
                     if s.device == Device.NIC and not s.auto)
     free = nic.cores - nic_managers - fixed_nic
     sizes = {name: len(order) for name, order in search.orders.items()}
 
-    def placement(cuts: list[Cut], exact: bool) -> Placement | None:
-        """``cuts`` compiled and predicted (None when the compiler rejects them), or not
-        ``exact``: bounded (with no latency, which no bound uses)."""
-        placed = search.compiled(cuts) if exact else None
-        if exact and placed is None:
-            return None
+    def predicted(cuts: list[Cut], placed: ProgramIR | None) -> Placement:
+        """``cuts`` predicted from ``placed``, their program compiled, or with None bounded
+        (with no latency, which no bound uses)."""
         m, host_threads, estimated = measurement(front, placed, cuts, figures, workload,
                                                  nic_managers)
-        prediction = predict(m, nic, host, latency_too=exact)
+        prediction = predict(m, nic, host, latency_too=placed is not None)
         return Placement(cuts, search.orders, prediction, host_threads, estimated,
                          shown=search.shown)
 
-    every = list(placements(list(search.valid.values()), sizes, free, host_cores))
+    def exact(cuts: list[Cut]) -> Placement | None:
+        """``cuts`` compiled and predicted, or None when the compiler rejects them."""
+        placed = search.compiled(cuts)
+        return None if placed is None else predicted(cuts, placed)
+
+    def threaded(combo: list[Cut]) -> list[list[Cut]]:
+        return list(placements([[c] for c in combo], sizes, free, host_cores))
+
+    def combo_bound(combo: list[Cut]) -> Placement:
+        """A placement of ``combo`` with the fewest threads, predicting `threads_bound`."""
+        fewest = [replace(c, cpu_cores=1) for c in combo]
+        m, host_threads, _ = measurement(front, None, fewest, figures, workload, nic_managers)
+        parts = {f"{c.segment}{suffix}" for c in combo for suffix in ("", "_rx", "_tx")}
+        bound = Prediction(nic.name, host.name,
+                           {"bound": threads_bound(m, parts, nic, host, free, host_cores)},
+                           {}, Latency(math.inf, math.inf), 0.0)
+        return Placement(fewest, search.orders, bound, host_threads)
+
+    combos = [list(c) for c in itertools.product(*search.valid.values())]
     search.pruned = 0
     if objective not in BOUNDED or wanted is None:
-        return [p for cuts in every if (p := placement(cuts, True)) is not None]
+        return [p for combo in combos for cuts in threaded(combo)
+                if (p := exact(cuts)) is not None]
     key = rank_key(objective, rate)
-    cpu = [cuts for cuts in every if not any(c.rx or c.tx for c in cuts)]
-    rows = [p for cuts in cpu if (p := placement(cuts, True)) is not None]
-    # (Never None: a bound is not compiled.)
-    bounds = sorted((b for cuts in every if cuts not in cpu
-                     if (b := placement(cuts, False)) is not None), key=key)
+    rows = [p for combo in combos if not any(c.rx or c.tx for c in combo)
+            for cuts in threaded(combo) if (p := exact(cuts)) is not None]
     best = sorted(map(key, rows))[:wanted]  # the keys of the ``wanted`` best rows
-    for i, bound in enumerate(bounds):
-        if len(best) == wanted and key(bound) >= best[-1]:
-            search.pruned = len(bounds) - i
+    # Best bound first: (key, tie, whether the threads are set, the cuts).
+    heap: list[tuple[tuple, int, bool, list[Cut]]] = []
+    tie = itertools.count()
+    for combo in combos:
+        if any(c.rx or c.tx for c in combo):
+            heapq.heappush(heap, (key(combo_bound(combo)), next(tie), False, combo))
+    while heap:
+        if len(best) == wanted and heap[0][0] >= best[-1]:
+            search.pruned = sum(1 if threads_set else len(threaded(cuts))
+                                for _, _, threads_set, cuts in heap)
             break
-        row = placement(bound.cuts, True)
-        if row is not None:
+        _, _, threads_set, cuts = heapq.heappop(heap)
+        if not threads_set:
+            for threads in threaded(cuts):
+                heapq.heappush(heap, (key(predicted(threads, None)), next(tie), True, threads))
+        elif (row := exact(cuts)) is not None:
             rows.append(row)
             bisect.insort(best, key(row))
             del best[wanted:]

@@ -9,6 +9,11 @@ are not valid programs, with the reason. A receiving part that no sending part c
 valid (an element that cannot run on the NIC, or edges leaving it that cannot become one
 queue) is rejected once for every ``tx`` (``tx`` is then None), which keeps wide segments
 searchable.
+
+A segment with more than `MAX_CUTS` cuts (n branches side by side have about 2**n) is not
+enumerated so: its cuts along packet order are listed instead (``rx`` a prefix, ``tx`` a
+suffix of the order `segment_order` gives, skipping only what a part cannot hold), about
+n**2 / 2 of them, and `CutSpace.along_order` says so.
 """
 from __future__ import annotations
 
@@ -18,12 +23,11 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from floem.errors import FloemError
 from floem.ir import Part, ProgramIR, SegmentIR
 from floem.passes.split_auto import boundary_problem, cut_problem, nic_problem
 
-#: More cuts of one segment than this are not enumerated (the segment is too wide).
-MAX_CUTS = 20000
+#: More cuts of one segment than this are not all enumerated: those along packet order are.
+MAX_CUTS = 50000
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,19 @@ class Candidate:
     problem: str | None
 
 
+@dataclass(frozen=True)
+class CutSpace:
+    """The cuts of a segment listed: every one, or (``along_order``: it has more than
+    `MAX_CUTS`) those along packet order."""
+
+    cuts: list[Candidate]
+    along_order: bool
+
+
+class _TooMany(Exception):
+    """More than `MAX_CUTS` cuts found: the enumeration stops."""
+
+
 def segment_order(ir: ProgramIR, seg: SegmentIR) -> list[str]:
     """The segment's elements in the order packets reach them (ties in program order)."""
     graph = _graph(ir, seg)
@@ -43,13 +60,21 @@ def segment_order(ir: ProgramIR, seg: SegmentIR) -> list[str]:
     return list(nx.lexicographical_topological_sort(graph, key=lambda n: rank[n]))
 
 
-def candidates(ir: ProgramIR, seg: SegmentIR) -> list[Candidate]:
-    """Every cut of ``seg`` (an unsplit ``target.AUTO`` segment of ``ir``, after
-    ``parse_bodies``), the all-CPU one first."""
+def candidates(ir: ProgramIR, seg: SegmentIR) -> CutSpace:
+    """The cuts of ``seg`` (an unsplit ``target.AUTO`` segment of ``ir``, after
+    ``parse_bodies``), the all-CPU one first: every one, or those along packet order when
+    there are more than `MAX_CUTS`."""
+    try:
+        return CutSpace(_enumerate(ir, seg, along_order=False), False)
+    except _TooMany:
+        return CutSpace(_enumerate(ir, seg, along_order=True), True)
+
+
+def _enumerate(ir: ProgramIR, seg: SegmentIR, along_order: bool) -> list[Candidate]:
     graph = _graph(ir, seg)
     order = segment_order(ir, seg)
     found = []
-    for rx in _closed(seg, order, lambda n: graph.predecessors(n)):
+    for rx in _closed(order, lambda n: graph.predecessors(n), along_order):
         problem = _receiving_problem(ir, seg, rx)
         if problem is not None:
             found.append(Candidate(seg.name, rx, None, problem))
@@ -58,12 +83,12 @@ def candidates(ir: ProgramIR, seg: SegmentIR) -> list[Candidate]:
         # Packet I/O is on one side: with a receiving part, every other I/O element sends.
         io = {n for n in rest if ir.node(n).uses_network}
         # (The inner loop ends before rx changes: its lambda sees the current rx.)
-        for tx in _closed(seg, rest,
-                          lambda n: (s for s in graph.successors(n) if s not in rx),  # noqa: B023
-                          forced=io if rx else set(), barred=set() if rx else io):
+        for tx in _closed(rest, lambda n: (s for s in graph.successors(n) if s not in rx),  # noqa: B023
+                          along_order, forced=io if rx else set(),
+                          barred=set() if rx else io):
             found.append(Candidate(seg.name, rx, tx, cut_problem(ir, seg, rx, tx)))
             if len(found) > MAX_CUTS:
-                raise _too_wide(seg)
+                raise _TooMany
     return sorted(found, key=lambda c: (len(c.rx) + len(c.tx or ()), len(c.rx)))
 
 
@@ -87,25 +112,21 @@ def _graph(ir: ProgramIR, seg: SegmentIR) -> nx.DiGraph[str]:
     return graph
 
 
-def _closed(seg: SegmentIR, order: list[str], before: Callable[[str], Iterable[str]],
+def _closed(order: list[str], before: Callable[[str], Iterable[str]], along_order: bool,
             forced: AbstractSet[str] = frozenset(),
             barred: AbstractSet[str] = frozenset()) -> list[frozenset[str]]:
-    """Every subset of ``order`` (``seg``'s elements, topologically sorted for ``before``)
-    that holds, with each element, everything ``before(element)`` names; holding every
-    ``forced`` element and no ``barred`` one. More than `MAX_CUTS` of them is an error as
-    soon as they are found (a segment of n independent branches has 2**n)."""
+    """Every subset of ``order`` (topologically sorted for ``before``) that holds, with each
+    element, everything ``before(element)`` names; holding every ``forced`` element and no
+    ``barred`` one; with ``along_order``, only those that grow along ``order`` (each one
+    the last one grown by an element). More than `MAX_CUTS` of them raise `_TooMany` as
+    soon as they are found."""
     sets: list[frozenset[str]] = [frozenset()]
     for n in order:
         if n in barred:
             continue
         needs = set(before(n))
-        grown = [s | {n} for s in sets if needs <= s]
+        grown = [s | {n} for s in (sets[-1:] if along_order else sets) if needs <= s]
         sets = grown if n in forced else sets + grown
         if len(sets) > MAX_CUTS:
-            raise _too_wide(seg)
+            raise _TooMany
     return sets
-
-
-def _too_wide(seg: SegmentIR) -> FloemError:
-    return FloemError(f"segment '{seg.name}' has more than {MAX_CUTS} cuts: too wide to "
-                      "search (split it into segments yourself)")

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from floem.explore.measure import Machine, Measurement, SegmentCounts, Workload
-from floem.explore.model import Prediction
+from floem.explore.model import (Platform, Prediction, capacity, link_capacity, lock_ns,
+                                 pcie_capacity, segment_time)
 from floem.ir import Cut, Device, Part, ProgramIR
 from floem.ir.sizes import entry_size, field_size
 from floem.place.counts import Cost, Probe
@@ -307,6 +309,33 @@ def _entries(placed: ProgramIR | None, crossings: dict[Part, float],
         entries += crossings[q.boundary]
         payload += crossings[q.boundary] * (sum(sizes) / len(sizes) if sizes else 0.0)
     return entries, payload
+
+
+def threads_bound(m: Measurement, cut: AbstractSet[str], nic: Platform, host: Platform,
+                  nic_free: int, host_cores: int) -> float:
+    """A bound on the packets/s of a placement counted ``m`` (a bound's counts: see
+    `measurement`), whatever threads its cut parts (the segments ``cut`` names) have: they
+    share at most ``nic_free`` NIC cores (a part with r of them and one with t take as long
+    as r + t cores on both, at best), each CPU part has at most ``host_cores``, and no
+    atomic operation waits for a line another core wrote."""
+    rates: list[float] = []
+    nic_ns = 0.0
+    for machine in m.machines:
+        rates.append(pcie_capacity(m, machine, nic))
+        for on_nic, p in ((True, nic), (False, host)):
+            segments = m.side(on_nic, machine)
+            rates.append(capacity(1, lock_ns(segments.values(), p, 0.0)))
+            for name, counts in segments.items():
+                ns = segment_time(counts, p, nic, 0.0).total
+                if name not in cut:
+                    rates.append(capacity(counts.threads, ns))
+                elif on_nic:
+                    nic_ns += ns
+                else:
+                    rates.append(capacity(host_cores, ns))
+    if m.frame_bytes:
+        rates.append(link_capacity(m, nic))
+    return min(rates + [capacity(nic_free, nic_ns)])
 
 
 def rank(rows: list[Placement], objective: str, rate: float | None = None) -> list[Placement]:

@@ -347,11 +347,7 @@ def auto_variant(batch: list[Program], app: str, seed: int, platform: str = "emu
     for name in auto:
         seg = front.segments[name]
         order = segment_order(front, seg)
-        try:
-            found = candidates(front, seg)
-        except FloemError:                  # too wide to enumerate: it stays on the CPU
-            continue
-        moving = [c for c in found if c.problem is None and (c.rx or c.tx)]
+        moving = [c for c in candidates(front, seg).cuts if c.problem is None and (c.rx or c.tx)]
         if not moving or rng.random() < 0.25:
             continue
         pick = rng.choice(moving)

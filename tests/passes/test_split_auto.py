@@ -7,7 +7,7 @@ import pytest
 from floem import (Element, Field, FloemError, Flow, Input, Int, Output, PerPacket, Persistent,
                    Pointer, Program, Segment, State, Uint, cut, target)
 from floem.ir import Cut, Device, Role
-from floem.place.cuts import MAX_CUTS, candidates
+from floem.place.cuts import candidates, segment_order
 
 from .conftest import carried, Gen, Inc, Sink, here, run_until
 
@@ -96,7 +96,7 @@ def fan_out_join() -> Program:
 def cuts_of(p: Program, segment: str) -> tuple[int, int, dict[tuple, str | None]]:
     """How many cuts ``segment`` of ``p`` has, how many are valid, and each one's problem."""
     ir = run_until(p, "parse_bodies")
-    found = candidates(ir, ir.segments[segment])
+    found = candidates(ir, ir.segments[segment]).cuts
     problems = {(c.rx, c.tx): c.problem for c in found}
     return len(found), sum(c.problem is None for c in found), problems
 
@@ -306,9 +306,10 @@ def test_edges_from_several_elements_may_cross_when_a_switch_parted_them() -> No
     assert "'B' fires several ports for one packet" in problems[(fs(), fs("T1", "T2"))]
 
 
-def test_a_segment_too_wide_to_search_is_refused_before_its_cuts_are_listed() -> None:
-    """40 branches from one source: 2**40 receiving parts, refused as soon as the count
-    passes MAX_CUTS (not after listing them, which would never end)."""
+def test_a_segment_too_wide_to_list_is_cut_along_packet_order() -> None:
+    """40 branches from one source: 2**40 receiving parts. Past MAX_CUTS the enumeration
+    stops, and the cuts listed are those along packet order: rx a prefix of it, tx a suffix
+    of the rest."""
     with Program("wide") as p:
         class Wide(Segment):
             def impl(self) -> None:
@@ -317,6 +318,16 @@ def test_a_segment_too_wide_to_search_is_refused_before_its_cuts_are_listed() ->
                     source >> Sink(name=f"T{i}")
         Wide("w", device=target.AUTO)
     ir = run_until(p, "parse_bodies")
-    with pytest.raises(FloemError, match=f"segment 'w' has more than {MAX_CUTS} cuts: too "
-                                         "wide to search"):
-        candidates(ir, ir.segments["w"])
+    space = candidates(ir, ir.segments["w"])
+    order = segment_order(ir, ir.segments["w"])
+    assert space.along_order and order == ["S"] + [f"T{i}" for i in range(40)]
+    for c in space.cuts:
+        assert set(c.rx) == set(order[:len(c.rx)])
+        assert set(c.tx or ()) == set(order[len(order) - len(c.tx or ()):])
+    # No rx: 42 suffixes as tx. S with 0 to 38 sinks: 40 to 2 edges leave it, which no queue
+    # can be (S fires them all): 39 receiving parts rejected once. S with 39 sinks: no tx,
+    # or T39 (fed straight from rx: rejected). All 41: no tx.
+    assert len(space.cuts) == 42 + 39 + 2 + 1
+    valid = {(len(c.rx), len(c.tx or ())) for c in space.cuts if c.problem is None}
+    # all on the CPU, T39 on the NIC after it, all but T39 or all on the NIC
+    assert valid == {(0, 0), (0, 1), (40, 0), (41, 0)}
