@@ -63,11 +63,17 @@ def segment_order(ir: ProgramIR, seg: SegmentIR) -> list[str]:
 def candidates(ir: ProgramIR, seg: SegmentIR) -> CutSpace:
     """The cuts of ``seg`` (an unsplit ``target.AUTO`` segment of ``ir``, after
     ``parse_bodies``), the all-CPU one first: every one, or those along packet order when
-    there are more than `MAX_CUTS`."""
+    there are more than `MAX_CUTS` (more than `MAX_CUTS` of those too: an error)."""
     try:
         return CutSpace(_enumerate(ir, seg, along_order=False), False)
     except _TooMany:
+        pass
+    try:
         return CutSpace(_enumerate(ir, seg, along_order=True), True)
+    except _TooMany:
+        raise seg.loc.error(f"segment '{seg.name}' has more than {MAX_CUTS:,} cuts even along "
+                            f"packet order ({len(seg.elements)} elements): too long to search "
+                            "(state a cut with floem.cut, or split it into segments)") from None
 
 
 def _enumerate(ir: ProgramIR, seg: SegmentIR, along_order: bool) -> list[Candidate]:

@@ -7,6 +7,7 @@ import pytest
 from floem import (Element, Field, FloemError, Flow, Input, Int, Output, PerPacket, Persistent,
                    Pointer, Program, Segment, State, Uint, cut, target)
 from floem.ir import Cut, Device, Role
+from floem.place import cuts
 from floem.place.cuts import candidates, segment_order
 
 from .conftest import carried, Gen, Inc, Sink, here, run_until
@@ -331,3 +332,24 @@ def test_a_segment_too_wide_to_list_is_cut_along_packet_order() -> None:
     valid = {(len(c.rx), len(c.tx or ())) for c in space.cuts if c.problem is None}
     # all on the CPU, T39 on the NIC after it, all but T39 or all on the NIC
     assert valid == {(0, 0), (0, 1), (40, 0), (41, 0)}
+
+
+def test_a_segment_too_long_to_search_even_along_packet_order_is_refused(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chain of 20 elements has 21 * 22 / 2 = 231 cuts, every one along packet order: all
+    listed with a limit of 231, none with 230."""
+    with Program("long") as p:
+        class Long(Segment):
+            def impl(self) -> None:
+                last = Gen(name="S")
+                for i in range(18):
+                    last = last >> Inc(name=f"I{i}")
+                last >> Sink(name="T")
+        Long("l", device=target.AUTO)
+    ir = run_until(p, "parse_bodies")
+    monkeypatch.setattr(cuts, "MAX_CUTS", 231)
+    assert len(candidates(ir, ir.segments["l"]).cuts) == 231
+    monkeypatch.setattr(cuts, "MAX_CUTS", 230)
+    with pytest.raises(FloemError, match="segment 'l' has more than 230 cuts even along "
+                                         r"packet order \(20 elements\): too long to search"):
+        candidates(ir, ir.segments["l"])
