@@ -12,8 +12,8 @@ searchable.
 
 A segment with more than `MAX_CUTS` cuts (n branches side by side have about 2**n) is not
 enumerated so: its cuts along packet order are listed instead (``rx`` a prefix, ``tx`` a
-suffix of the order `segment_order` gives, skipping only what a part cannot hold), about
-n**2 / 2 of them, and `CutSpace.along_order` says so.
+suffix of the order `segment_order` gives, skipping only what a part cannot hold), at
+most (m + 1)(m + 2) / 2 for m elements, and `CutSpace.along_order` says so.
 """
 from __future__ import annotations
 
@@ -123,9 +123,9 @@ def _closed(order: list[str], before: Callable[[str], Iterable[str]], along_orde
             barred: AbstractSet[str] = frozenset()) -> list[frozenset[str]]:
     """Every subset of ``order`` (topologically sorted for ``before``) that holds, with each
     element, everything ``before(element)`` names; holding every ``forced`` element and no
-    ``barred`` one; with ``along_order``, only those that grow along ``order`` (each one
-    the last one grown by an element). More than `MAX_CUTS` of them raise `_TooMany` as
-    soon as they are found."""
+    ``barred`` one; with ``along_order``, only those made by growing the largest so far
+    by the next element it can hold (the prefixes of ``order``, skipping what they cannot
+    hold). More than `MAX_CUTS` of them raise `_TooMany` as soon as they are found."""
     sets: list[frozenset[str]] = [frozenset()]
     for n in order:
         if n in barred:

@@ -10,7 +10,10 @@ overhead per packet entering it, each boundary's queue elements per crossing (ti
 often the cut's edges are taken, from the all-CPU probe), the frames received and sent by
 the parts holding packet I/O, and the PCIe traffic of the queue entries (the fields
 liveness leaves in them, as the front end lays them out for that cut). The model of
-`floem.explore.model` predicts the result; the objective ranks them.
+`floem.explore.model` predicts the result; the objective ranks them. Bounds, which never
+understate packets/s, let a search leave placements out unpredicted: a placement's (its
+queue entries as small as can be, `measurement` with no compiled program) and a cut's
+whatever its threads (`threads_bound`).
 """
 from __future__ import annotations
 
