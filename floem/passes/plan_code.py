@@ -56,9 +56,10 @@ def run(ir: ProgramIR) -> ProgramIR:
     processes = {proc.name: _process_plan(ir, proc) for proc in ir.processes.values()}
     positions = {e: i for seg in ir.segments.values() for i, e in enumerate(seg.elements)}
     taken = ir.names() | _checked_globals(ir)
-    plans = {n.name: _element_plan(ir, n, positions[n.name], taken) for n in ir.nodes()}
+    made = {n.name: _element_plan(ir, n, positions[n.name], taken) for n in ir.nodes()}
+    plans = {name: plan for name, (plan, _) in made.items()}
+    named = {name: names for name, (_, names) in made.items()}
     writers = _state_writers(ir, plans)
-    named = {name: identifiers(plan.body) for name, plan in plans.items()}
     plans = {name: dataclasses.replace(plan, alone=_alone(ir, ir.node(name), plan, writers,
                                                           named[name]))
              for name, plan in plans.items()}
@@ -144,9 +145,11 @@ def _checked_globals(ir: ProgramIR) -> set[str]:
     return set(made)
 
 
-def _element_plan(ir: ProgramIR, n: ElementNode, position: int, taken: set[str]) -> ElementPlan:
-    """The plan of ``n``, at ``position`` in its segment's program order; the C names of its
-    port and join functions are not in ``taken`` (and are added to it)."""
+def _element_plan(ir: ProgramIR, n: ElementNode, position: int,
+                  taken: set[str]) -> tuple[ElementPlan, frozenset[str]]:
+    """The plan of ``n``, at ``position`` in its segment's program order, and the
+    identifiers its lowered body names; the C names of its port and join functions are not
+    in ``taken`` (and are added to it)."""
     seg = ir.segments[n.segment]
     source = seg.kind == SegmentKind.THREAD and seg.source == n.name
     if seg.kind == SegmentKind.CALLABLE:    # a callable taking packets from a queue starts
@@ -165,13 +168,14 @@ def _element_plan(ir: ProgramIR, n: ElementNode, position: int, taken: set[str])
     entries = {p: fresh(f"{n.name}_in_{p}") for p in n.inputs} if n.join else {}
     body = ""
     unused: tuple[str, ...] = ()
+    named: frozenset[str] = frozenset()
     if n.role in (Role.ELEMENT, Role.CORE_ID):
         reads = {p: [join_slot(record, p, i) if n.join else f"{p}_{i}" for i in range(len(t))]
                  for p, t in n.inputs.items()}
         if n.code and n.info is not None:
             body = csrc.lower(n.info, reads, ports)
-        if not n.join:
             named = identifiers(body)
+        if not n.join:
             unused = tuple(v for values in reads.values() for v in values if v not in named)
     used = n.info.persistent_used if n.info else set()
     emits = source and n.info is not None and n.info.form == BodyForm.MULTIPLE
@@ -190,7 +194,7 @@ def _element_plan(ir: ProgramIR, n: ElementNode, position: int, taken: set[str])
         fresh_state=emits and _fresh_state(ir, n, seg),
         out_of_line=ir.options.count_elements or (len(seg.elements) > INLINE_DEPTH
                                                   and position > 0
-                                                  and position % INLINE_DEPTH == 0))
+                                                  and position % INLINE_DEPTH == 0)), named
 
 
 def _names_state(ir: ProgramIR, n: ElementNode, plan: ElementPlan,
