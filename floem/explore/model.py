@@ -198,8 +198,8 @@ def predict(m: Measurement, nic: Platform, host: Platform,
                 caps[f"{side} locks{tag}"] = capacity(1, serial)
             if not p.crypto_cycles_per_byte and any(s.engine_bytes for s in segments.values()):
                 error = error or f"{p.name} has no crypto engine"
-        if _pcie_bytes(m, machine, nic):
-            caps[f"PCIe{tag}"] = pcie_capacity(m, machine, nic)
+        if (pcie := pcie_capacity(m, machine, nic)) < math.inf:
+            caps[f"PCIe{tag}"] = pcie
         used = sum(s.threads for s in m.side(True, machine).values()) + record.nic_managers
         if used > nic.cores:
             error = error or f"needs {used} NIC cores{tag}; {nic.name} has {nic.cores}"

@@ -34,8 +34,8 @@ from floem.place.check import one_thread, same_output, sent_frames
 from floem.place.counts import Probe, count_probe, require
 from floem.place.cuts import MAX_CUTS, Candidate, candidates, segment_order
 from floem.place.search import (BOUNDED, OBJECTIVES, Figures, Placement, crossings,
-                                measurement, placements, rank, rank_key, threads_bound,
-                                values_text)
+                                measurement, part_name, placements, rank, rank_key,
+                                threads_bound, values_text)
 
 #: Rows of the ranked table printed (every row is in the CSV and JSON).
 SHOWN = 15
@@ -375,7 +375,7 @@ def _predict(search: Search, figures: Figures, workload: Workload, nic: Platform
         """A placement of ``combo`` with the fewest threads, predicting `threads_bound`."""
         fewest = [replace(c, cpu_cores=1) for c in combo]
         m, host_threads, _ = measurement(front, None, fewest, figures, workload, nic_managers)
-        parts = {f"{c.segment}{suffix}" for c in combo for suffix in ("", "_rx", "_tx")}
+        parts = {part_name(c.segment, part) for c in combo for part in Part}
         bound = Prediction(nic.name, host.name,
                            {"bound": threads_bound(m, parts, nic, host, free, host_cores)},
                            {}, Latency(math.inf, math.inf), 0.0)

@@ -262,7 +262,7 @@ def measurement(ir0: ProgramIR, placed: ProgramIR | None, cuts: list[Cut], figur
             cost.add(figures.part_overhead(device, from_net), entering)
             sends = any(ir0.node(n).sends_packets for n in names)
             whole = part == "fixed" or len(names) == len(seg.elements)
-            name = seg.name if whole or part == Part.CPU else f"{seg.name}_{part}"
+            name = part_name(seg.name, Part.CPU if whole else Part(part))
             process = seg.process if device == Device.CPU else "nic"
             m.segments[name] = SegmentCounts(
                 process, device == Device.NIC, threads=threads, instructions=cost.instructions,
@@ -280,6 +280,13 @@ def measurement(ir0: ProgramIR, placed: ProgramIR | None, cuts: list[Cut], figur
     m.machines[""] = Machine(host_io=host_io, nic_managers=nic_managers if on_nic else 0,
                              queue_entries=entries, queue_bytes=payload)
     return m, host_threads, sorted(set(estimated))
+
+
+def part_name(segment: str, part: Part) -> str:
+    """What `measurement` calls ``part`` of cut segment ``segment``: the segment's name for
+    its CPU part (or the segment whole), ``<segment>_rx`` and ``<segment>_tx`` for the
+    NIC's."""
+    return segment if part == Part.CPU else f"{segment}_{part}"
 
 
 def _device(ir0: ProgramIR, cuts: list[Cut], name: str) -> Device:
