@@ -77,13 +77,15 @@ def candidates(ir: ProgramIR, seg: SegmentIR) -> CutSpace:
 
 
 def _enumerate(ir: ProgramIR, seg: SegmentIR, along_order: bool) -> list[Candidate]:
+    """The cuts of ``seg`` (with ``along_order``, those along packet order), each checked
+    once they are known to be at most `MAX_CUTS` (else `_TooMany`, before any is)."""
     graph = _graph(ir, seg)
     order = segment_order(ir, seg)
-    found = []
+    listed: list[tuple[frozenset[str], frozenset[str] | None, str | None]] = []
     for rx in _closed(order, lambda n: graph.predecessors(n), along_order):
         problem = _receiving_problem(ir, seg, rx)
         if problem is not None:
-            found.append(Candidate(seg.name, rx, None, problem))
+            listed.append((rx, None, problem))
             continue
         rest = [n for n in reversed(order) if n not in rx]
         # Packet I/O is on one side: with a receiving part, every other I/O element sends.
@@ -92,9 +94,11 @@ def _enumerate(ir: ProgramIR, seg: SegmentIR, along_order: bool) -> list[Candida
         for tx in _closed(rest, lambda n: (s for s in graph.successors(n) if s not in rx),  # noqa: B023
                           along_order, forced=io if rx else set(),
                           barred=set() if rx else io):
-            found.append(Candidate(seg.name, rx, tx, cut_problem(ir, seg, rx, tx)))
-            if len(found) > MAX_CUTS:
+            listed.append((rx, tx, None))
+            if len(listed) > MAX_CUTS:
                 raise _TooMany
+    found = [Candidate(seg.name, rx, tx, problem if tx is None else cut_problem(ir, seg, rx, tx))
+             for rx, tx, problem in listed]
     return sorted(found, key=lambda c: (len(c.rx) + len(c.tx or ()), len(c.rx)))
 
 
