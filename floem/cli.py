@@ -354,7 +354,15 @@ def build_parser() -> argparse.ArgumentParser:
     explore.add_argument("-o", "--out", metavar="BASE",
                          help="write BASE.csv, .json, .svg and .png (default: explore/APP)")
     explore.add_argument("--per-core", action="store_true",
-                         help="rank by predicted packets/s per host core, not in all")
+                         help="rank by predicted packets/s per host core, not in all (and "
+                              "with --best-threads, choose the threads by it)")
+    explore.add_argument("--best-threads", action="store_true",
+                         help="predict every assignment of the free NIC cores and of "
+                              "--host-cores to the segments of each configuration, and "
+                              "report each at the best, counted with its own threads")
+    explore.add_argument("--host-cores", type=_count, metavar="N",
+                         help="--best-threads: host cores the segments may use (default: "
+                              "the host platform's)")
     placing = command(
         "place", "search the CPU/NIC cuts of an app's target.AUTO segments; rank them on the "
         "model, check the best by running them", "Enumerate every valid cut of each "
@@ -419,10 +427,25 @@ def build_option_arguments(p: argparse.ArgumentParser, command: str) -> None:
             if isinstance(option.default, bool):
                 p.add_argument(flag.name, dest=option.name, help=flag.help,
                                action="store_false" if option.default else "store_true")
+            elif flag.repeat:
+                p.add_argument(flag.name, dest=option.name, type=_argument(flag.type),
+                               action="append",
+                               default=[], metavar=flag.metavar, help=flag.help)
             else:
                 p.add_argument(flag.name, dest=_dest(option, flag), type=flag.type,
                                default=None if flag.key else option.default,
                                metavar=flag.metavar, choices=flag.choices, help=flag.help)
+
+
+def _argument(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """``parse`` as an argparse type: its `FloemError` a usage error of the flag."""
+    def parsed(text: str) -> Any:
+        try:
+            return parse(text)
+        except FloemError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+    parsed.__name__ = parse.__name__
+    return parsed
 
 
 def _build_options(args: argparse.Namespace) -> BuildOptions:
@@ -435,7 +458,8 @@ def _build_options(args: argparse.Namespace) -> BuildOptions:
             values[option.name] = {flag.key: value for flag in taken
                                    if (value := getattr(args, _dest(option, flag))) is not None}
         elif taken:
-            values[option.name] = getattr(args, option.name)
+            value = getattr(args, option.name)
+            values[option.name] = tuple(value) if isinstance(value, list) else value
     if args.command == "run":
         values |= {"trace": bool(args.trace), "count_instructions": bool(args.count_instructions)}
     return BuildOptions(**values)

@@ -367,9 +367,12 @@ class Storm(Flow):
                     route.local >> bypass
                     route.remote >> outq
 
-        demux("demux", device=device)
-        mux("mux", device=device)
-        transmit("transmit", device=device)
+        # One thread each (parallel=False): the receiver takes a connection's tuples in
+        # sequence, and the multiplexer and the transmitter share each destination's
+        # backlog, a single-producer single-consumer ring (transport.h).
+        demux("demux", device=device, parallel=False)
+        mux("mux", device=device, parallel=False)
+        transmit("transmit", device=device, parallel=False)
         getter(inq)("inqueue_get", default_return="NULL")
         outqueue_put("outqueue_put")
         if bypass is not None:

@@ -50,6 +50,9 @@ def _explore(args: argparse.Namespace) -> int:
                              make_workload(args.workload, args.pcap, workdir), baseline=baseline)]
         for s in studies:
             s.options += args.option
+            s.best_threads = s.best_threads or args.best_threads
+            s.host_cores = args.host_cores or s.host_cores
+            s.per_core = s.per_core or args.per_core
         nics = nics or platforms_named(nic_names or DEFAULT_NICS, "nic")
         hosts = hosts or platforms_named(host_names or DEFAULT_HOSTS, "host")
         progress = output.Progress(sum(len(configurations(s.app, s.sweep)) for s in studies))

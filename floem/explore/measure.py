@@ -78,6 +78,7 @@ class Layout:
     processes: dict[str, bool]              # process -> on the NIC
     segments: dict[str, str]                # segment running as threads -> its process
     host_io: bool                           # the host receives and sends the frames
+    limits: dict[str, int] = field(default_factory=dict)   # most threads that can work (0: any)
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,7 @@ class SegmentCounts:
     on_nic: bool
     threads: int = 0
     machine: str = ""                       # a study of several machines: which one
+    limit: int = 0                          # most threads that can work in it (0: any)
     instructions: float = 0.0
     atomics: float = 0.0                    # atomic read-modify-writes (callgrind's Ge)
     misses: dict[Geometry, Misses] = field(default_factory=dict)    # by simulated caches
@@ -109,6 +111,11 @@ class SegmentCounts:
     dma_bytes: float = 0.0
     engine_calls: float = 0.0
     engine_bytes: float = 0.0
+
+    @property
+    def working(self) -> int:
+        """The threads that can work: all of them, or at most `limit`."""
+        return min(self.threads, self.limit) if self.limit else self.threads
 
 
 @dataclass
@@ -351,7 +358,8 @@ def _add_machine(m: Measurement, machine: str, c: Counters, counts: Counts, layo
         if t.segment not in layout.segments:
             continue
         s = m.segments.setdefault(_named(machine, t.segment), SegmentCounts(
-            t.process, layout.processes[layout.segments[t.segment]], machine=machine))
+            t.process, layout.processes[layout.segments[t.segment]], machine=machine,
+            limit=layout.limits.get(t.segment, 0)))
         s.threads += 1
         s.received += t.received / n
         s.sent += t.sent / n

@@ -188,11 +188,11 @@ def predict(m: Measurement, nic: Platform, host: Platform,
         tag = f" ({machine})" if machine else ""
         for on_nic, p, side in ((True, nic, "NIC"), (False, host, "host")):
             segments = m.side(on_nic, machine)
-            sharing = sum(s.threads for s in segments.values() if s.atomics)
+            sharing = sum(s.working for s in segments.values() if s.atomics)
             share = 1 - 1 / sharing if sharing > 1 else 0.0
             for name, s in segments.items():
                 times[name] = segment_time(s, p, nic, share)
-                caps[f"{side} cores ({name})"] = capacity(s.threads, times[name].total)
+                caps[f"{side} cores ({name})"] = capacity(s.working, times[name].total)
             serial = lock_ns(segments.values(), p, share)
             if serial:
                 caps[f"{side} locks{tag}"] = capacity(1, serial)
@@ -208,10 +208,10 @@ def predict(m: Measurement, nic: Platform, host: Platform,
     throughput = min(caps.values()) if error is None else 0.0
     load = load_pps if load_pps is not None else DEFAULT_LOAD * throughput
     nics, hosts = m.side(True), m.side(False)
-    path = [Station(f"NIC cores ({n})", times[n].total, s.threads)
+    path = [Station(f"NIC cores ({n})", times[n].total, s.working)
             for n, s in nics.items() if s.received]
-    path += [Station(f"host cores ({n})", times[n].total, s.threads) for n, s in hosts.items()]
-    path += [Station(f"NIC cores ({n})", times[n].total, s.threads)
+    path += [Station(f"host cores ({n})", times[n].total, s.working) for n, s in hosts.items()]
+    path += [Station(f"NIC cores ({n})", times[n].total, s.working)
              for n, s in nics.items() if not s.received]
     path += [Station(k, 1e9 / v) for k, v in caps.items() if k.startswith("PCIe")]
     if m.frame_bytes:

@@ -29,6 +29,7 @@ from floem.errors import FloemError
 from floem.ir import Device, SegmentKind
 from floem.explore.measure import (Geometry, Layout, Measurement, RunFailed, Workload, measure,
                                   measure_machines)
+from floem.explore import threads
 from floem.explore.model import Platform, Prediction, load_platform, predict
 from floem.lang import params
 
@@ -49,6 +50,9 @@ class Study:
     command: str | None = None
     machines: list[str] = field(default_factory=list)
     inputs: tuple[str, int] | None = None   # the input file and its packets (lines)
+    best_threads: bool = False              # search the threads of each configuration
+    host_cores: int | None = None           # host cores it may use (None: the platform's)
+    per_core: bool = False                  # best is most packets/s per host thread
 
 
 @dataclass
@@ -64,6 +68,9 @@ class Row:
     prediction: Prediction | None
     error: str | None = None
     options: list[str] = field(default_factory=list)
+    threads: str = ""                       # the threads of each segment, when searched
+    searched: str = ""                      # what the search tried and counted
+    spread: float | None = None             # two counts' relative difference of packets/s
 
     @property
     def label(self) -> str:
@@ -104,13 +111,17 @@ def configurations(app: str, sweep: dict[str, list[str]]) -> list[dict[str, str]
 
 
 def layout(app: str, configuration: dict[str, str]) -> Layout:
-    """Where the configuration's segments run (a `FloemError` when it does not compile)."""
+    """Where the configuration's segments run, and how many threads each can put to work
+    (a `FloemError` when it does not compile)."""
     ir = check_program(load_app(app, configuration))
+    threaded = [s for s in ir.segments.values() if s.kind == SegmentKind.THREAD]
+    instances = {q.dequeuer: q.instances for q in ir.queues.values()}
     return Layout(
         processes={p.name: p.device == Device.NIC for p in ir.processes.values()},
-        segments={s.name: s.process for s in ir.segments.values() if s.kind == SegmentKind.THREAD},
+        segments={s.name: s.process for s in threaded},
         host_io=any(n.uses_network and ir.segments[n.segment].device == Device.CPU
-                    for n in ir.nodes()))
+                    for n in ir.nodes()),
+        limits={s.name: 1 if not s.parallel else instances.get(s.source, 0) for s in threaded})
 
 
 def geometries(nics: list[Platform], hosts: list[Platform]) -> list[tuple[Geometry, Geometry]]:
@@ -132,7 +143,10 @@ class Progress(Protocol):
 def run_study(study: Study, nics: list[Platform], hosts: list[Platform], load: float | None,
               progress: Progress) -> list[Row]:
     """Count every configuration of ``study`` and predict it on every NIC beside every host
-    (latency at ``load`` packets/s, or by default at 80% of the prediction)."""
+    (latency at ``load`` packets/s, or by default at 80% of the prediction); with
+    ``study.best_threads``, each at the threads the model finds best for that pair
+    (`floem.explore.threads`). A configuration whose threads interleave is counted twice
+    (its row's ``spread``)."""
     rows: list[Row] = []
     configs = configurations(study.app, study.sweep)
     shown_names = [n for n in configs[0]
@@ -141,31 +155,121 @@ def run_study(study: Study, nics: list[Platform], hosts: list[Platform], load: f
         shown = {n: config[n] for n in shown_names}
         label = f"{study.title}: " + (" ".join([f"{k}={v}" for k, v in shown.items()]
                                                + study.options) or "(defaults)")
+        counter = _Counter(study, config, geometries(nics, hosts), label, progress)
         progress.start(label)
-        measurement, error = _measure(study, config, geometries(nics, hosts))
+        measurement, error = counter.first()
         progress.finish(label, f"failed: {error}" if error else summary(measurement))
         for nic in nics:
             for host in hosts:
-                prediction = predict(measurement, nic, host, load) if measurement else None
-                rows.append(Row(study.title, shown, nic.name, host.name, measurement,
-                                prediction, error, study.options))
+                rows.append(counter.row(shown, nic, host, load))
     return rows
 
 
-def _measure(study: Study, config: dict[str, str],
-             pairs: list[tuple[Geometry, Geometry]]) -> tuple[Measurement | None, str | None]:
-    defines = [f"{k}={v}" for k, v in config.items()]
-    try:
+class _Counter:
+    """The counts of one configuration of a study: as written, with other threads, and
+    again (each kept, so that every pair of platforms reuses them)."""
+
+    def __init__(self, study: Study, config: dict[str, str],
+                 pairs: list[tuple[Geometry, Geometry]], label: str, progress: Progress) -> None:
+        self.study, self.config, self.pairs = study, config, pairs
+        self.label, self.progress = label, progress
+        self.known: dict[threads.Assignment, Measurement] = {}
+        self.again: dict[threads.Assignment, Measurement] = {}
+        self.layouts: dict[str, Layout] = {}
+        self.error: str | None = None
+
+    def first(self) -> tuple[Measurement | None, str | None]:
+        """The configuration counted with the threads it is written with, or why not."""
+        try:
+            self.layouts = self._layouts()
+            m = self._measure([])
+        except (FloemError, RunFailed) as e:
+            self.error = str(e).replace("\n", " ")
+            return None, self.error
+        self.known[self._written(m)] = m
+        return m, None
+
+    def row(self, shown: dict[str, str], nic: Platform, host: Platform,
+            load: float | None) -> Row:
+        """The configuration's row for ``nic`` beside ``host``."""
+        row = Row(self.study.title, shown, nic.name, host.name, None, None,
+                  options=self.study.options)
+        if not self.known:
+            row.error = self.error
+            return row
+        try:
+            assignment = next(iter(self.known))
+            if self.study.best_threads:
+                best = threads.search(self.known, self._rooms(), self._count, nic, host,
+                                      self.study.host_cores, self.study.per_core)
+                assignment = best.assignment
+                row.threads = threads.text(assignment)
+                row.searched = (f"{best.tried} assignments predicted, "
+                                f"{best.recounted} counted with their own threads")
+            row.measurement = self.known[assignment]
+            row.prediction = predict(row.measurement, nic, host, load)
+            if _interleaves(row.measurement):
+                again = self._count(assignment, again=True)
+                rate = predict(again, nic, host, latency_too=False).packets_per_s
+                row.spread = abs(rate - row.packets_per_s) / row.packets_per_s \
+                    if row.packets_per_s else None
+        except (FloemError, RunFailed) as e:
+            row.error = str(e).replace("\n", " ")
+        return row
+
+    def _count(self, assignment: threads.Assignment, again: bool = False) -> Measurement:
+        """The configuration counted with ``assignment``'s threads (``again``: a second
+        time, kept apart from the first)."""
+        if again and assignment in self.again:
+            return self.again[assignment]
+        m = self._measure([f"--threads={name}={n}" for name, n in assignment])
+        what = "counted again" if again else f"with {threads.text(assignment)}"
+        self.progress.finish(f"{self.label}, {what}", summary(m))
+        if again:
+            self.again[assignment] = m
+        return m
+
+    def _layouts(self) -> dict[str, Layout]:
+        if self.study.command is not None:
+            return {value: layout(self.study.app, {**self.config, name: value})
+                    for name, value in (m.split("=", 1) for m in self.study.machines)}
+        return {"": layout(self.study.app, self.config)}
+
+    def _measure(self, extra: list[str]) -> Measurement:
+        study = self.study
+        defines = [f"{k}={v}" for k, v in self.config.items()]
+        options = study.options + extra
         if study.command is not None and study.inputs is not None:
-            layouts = {value: layout(study.app, {**config, name: value})
-                       for name, value in (m.split("=", 1) for m in study.machines)}
-            return measure_machines(study.command, defines, study.options, *study.inputs,
-                                    layouts, pairs), None
+            return measure_machines(study.command, defines, options, *study.inputs,
+                                    self.layouts, self.pairs)
         assert study.workload is not None
-        return measure(study.app, defines, study.options, study.workload,
-                       layout(study.app, config), pairs, study.baseline), None
-    except (FloemError, RunFailed) as e:
-        return None, str(e).replace("\n", " ")
+        return measure(study.app, defines, options, study.workload, self.layouts[""],
+                       self.pairs, study.baseline)
+
+    def _rooms(self) -> dict[str, threads.Room]:
+        """Every thread segment of the configuration (of any of its machines), with its side
+        and the most threads that can work in it."""
+        rooms: dict[str, threads.Room] = {}
+        for lay in self.layouts.values():
+            for name, process in lay.segments.items():
+                rooms[name] = threads.Room(lay.processes[process], lay.limits.get(name, 0))
+        return rooms
+
+    def _written(self, m: Measurement) -> threads.Assignment:
+        """The threads ``m`` was counted with, by segment."""
+        counted = {name.split("/")[-1]: s.threads for name, s in m.segments.items()}
+        return tuple(sorted({name: counted.get(name, 1) for lay in self.layouts.values()
+                             for name in lay.segments}.items()))
+
+
+def _interleaves(m: Measurement) -> bool:
+    """True when more than one thread of a machine works on the packets: how valgrind or qemu
+    interleaves them can change what the caches hold and which thread wins a race."""
+    by_machine: dict[str, int] = {}
+    for s in m.segments.values():
+        if s.instructions:
+            by_machine[s.machine] = by_machine.get(s.machine, 0) + s.working
+    return any(n > 1 for n in by_machine.values())
 
 
 def summary(m: Measurement | None) -> str:
@@ -239,7 +343,10 @@ def load_sweep_file(path: str, workdir: str) -> tuple[str, list[str], list[str],
     for n, s in enumerate(data.get("study", [])):
         try:
             study = Study(s["title"], os.path.join(here, s["app"]),
-                          parse_sweep(list(s.get("define", []))), None, list(s.get("options", [])))
+                          parse_sweep(list(s.get("define", []))), None, list(s.get("options", [])),
+                          best_threads=_threads_key(s.get("threads", "as-written"), path),
+                          host_cores=int(s["host_cores"]) if "host_cores" in s else None,
+                          per_core=bool(s.get("per_core")))
             if "command" in s:
                 study.command = s["command"].replace("{here}", here)
                 study.machines = [str(m) for m in s["machines"]]
@@ -249,14 +356,21 @@ def load_sweep_file(path: str, workdir: str) -> tuple[str, list[str], list[str],
                 study.workload = capture(s["workload"])
                 study.baseline = capture(s["baseline"]) if "baseline" in s else None
             studies.append(study)
-        except (KeyError, TypeError) as e:
+        except (KeyError, TypeError, ValueError) as e:
             raise FloemError(f"study {n + 1} needs title, app and workload (and may have "
-                             f"define, options, baseline), or title, app, command, machines "
-                             f"and input: {e}", path) from None
+                             f"define, options, baseline, threads, host_cores, per_core), or "
+                             f"title, app, command, machines and input: {e}", path) from None
     if not studies:
         raise FloemError("the sweep file has no [[study]]", path)
     return (str(data.get("title", os.path.basename(path))), _names(data.get("nic", [])),
             _names(data.get("host", [])), studies)
+
+
+def _threads_key(value: object, path: str) -> bool:
+    """A study's ``threads``: ``"best"`` (search them) or ``"as-written"`` (the app's)."""
+    if value not in ("best", "as-written"):
+        raise FloemError(f"a study's threads is \"best\" or \"as-written\", not {value!r}", path)
+    return value == "best"
 
 
 def _names(value: str | list[str]) -> list[str]:
@@ -290,6 +404,8 @@ def describe_rows(rows: list[Row]) -> list[dict[str, Any]]:
             "predicted_latency_us_p99": _finite(p.latency.p99_us) if ok and p else None,
             "offered_load_packets_per_s": p.load_pps if ok and p else None,
             "bottleneck": p.bottleneck if ok and p else None,
+            "threads": r.threads or None, "threads_searched": r.searched or None,
+            "spread": r.spread,
             "host_instructions_per_packet": sum(s.instructions for s in host.values()) if m else None,
             "host_cores": sum(s.threads for s in host.values()) if m else None,
             "nic_instructions_per_packet": sum(s.instructions for s in nic.values()) if m else None,

@@ -138,6 +138,7 @@ class SegmentIR:
     process: str
     loc: Location
     pinned: bool = False            # cores= given: host threads run on those CPUs
+    parallel: bool = True           # False: its elements run on one thread at a time
     process_given: str | None = None    # the process= the user wrote
     packet_state: StateLayout | None = None
     default_return: str | None = None

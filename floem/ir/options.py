@@ -65,7 +65,8 @@ class Flag:
     """How the ``floem`` command takes a build option: the flag (a bool option's is a
     switch: ``--X`` turns it on, ``--no-X`` off), its help, the commands taking it, the type
     of its value, its metavar and choices; ``key``: the entry it sets in a dict option (one
-    flag per entry)."""
+    flag per entry); ``repeat``: the flag may be given several times, each value an entry of
+    a tuple option."""
 
     name: str
     help: str
@@ -74,6 +75,15 @@ class Flag:
     metavar: str | None = None
     choices: tuple[str, ...] | None = None
     key: str | None = None
+    repeat: bool = False
+
+
+def segment_threads(text: str) -> tuple[str, int]:
+    """``SEGMENT=N`` (``--threads``) as ``(SEGMENT, N)``, N a whole number, 1 or more."""
+    name, sep, count = text.partition("=")
+    if not sep or not name or not count.isdigit() or int(count) < 1:
+        raise FloemError(f"--threads takes SEGMENT=N, N threads (1 or more), not {text!r}")
+    return name, int(count)
 
 
 def option(default: Any, *flags: Flag) -> Any:
@@ -128,6 +138,10 @@ class BuildOptions:
     trace: bool = option(False, Flag(
         "--trace", "with the packet-trace code (its processes trace FLOEM_TRACE packets)",
         commands=("check", "build")))
+    threads: tuple[tuple[str, int], ...] = option((), Flag(
+        "--threads", "run N threads of segment SEGMENT instead of the app's cores= (SEGMENT=N; "
+        "several times for several segments)", type=segment_threads, metavar="SEGMENT=N",
+        repeat=True))
     count_elements: bool = option(False, Flag(
         "--count-elements", "keep every element's function out of line, so that "
         "--count-instructions counts each on its own (floem place)"))
@@ -155,6 +169,10 @@ class BuildOptions:
         if self.count_instructions and self.nic != "emu":
             raise FloemError("--count-instructions runs the NIC natively under callgrind: "
                              "use --nic emu")
+        named = [name for name, _ in self.threads]
+        twice = sorted({n for n in named if named.count(n) > 1})
+        if twice:
+            raise FloemError(f"--threads gives segment {twice[0]!r} threads twice")
         if self.trace_filter is not None and not self.trace:
             raise FloemError("--trace-filter selects the packets --trace traces: give --trace too")
 

@@ -49,7 +49,10 @@ class Segment(Scope):
     """Elements run to completion per packet by ``len(cores)`` threads on one device.
 
     Subclass and wire elements in `impl`; instantiate with
-    ``MySeg("name", device=target.CPU, cores=[0, 1], process="p")``.
+    ``MySeg("name", device=target.CPU, cores=[0, 1], process="p")``. ``parallel=False``
+    says its elements cannot run on several threads at once (state kept without locks, an
+    order of packets to keep): it then has one thread, whatever ``--threads`` or a search
+    of thread counts asks.
     """
 
     scope_kind = ScopeKind.SEGMENT
@@ -60,7 +63,8 @@ class Segment(Scope):
         cls.class_loc = caller_location()
 
     def __init__(self, name: str | None = None, device: str = target.CPU,
-                 cores: list[int] | None = None, process: str | None = None, **kwargs: Any) -> None:
+                 cores: list[int] | None = None, process: str | None = None,
+                 parallel: bool = True, **kwargs: Any) -> None:
         self.program = current_registry()
         self.loc = caller_location()
         self.name = self.program.claim_name(name, type(self).__name__, self.loc)
@@ -83,6 +87,12 @@ class Segment(Scope):
         if twice:
             raise self.loc.error(f"cores lists core {twice[0]} twice: each thread of a segment "
                                  f"runs on a core of its own")
+        if not isinstance(parallel, bool):
+            raise self.loc.error(f"parallel is True or False, not {parallel!r}")
+        if not parallel and len(self.cores) > 1:
+            raise self.loc.error(f"segment '{self.name}' is parallel=False (one thread at a "
+                                 f"time) but cores lists {len(self.cores)} threads")
+        self.parallel = parallel
         self.process = process
         self.flow = self.program.innermost(ScopeKind.FLOW)
         self._core_id: CoreId | None = None

@@ -56,6 +56,7 @@ def run(program: Program, options: BuildOptions) -> ProgramIR:
     _states(program, ir, layout)
     for seg in program.segments:
         ir.segments[seg.name] = _segment_ir(seg, program.display_name, layout)
+    _threads(ir, options)
     _cuts(program, ir)
     unused = _unused_queue_ends(program) | _unused_cache_points(program)
     membership = _assign_segments(program, ir, unused)
@@ -210,8 +211,24 @@ def _segment_ir(seg: Segment, default_process: str, layout: _LayoutMaker) -> Seg
         packet_state=(layout(flow.state_class)
                       if isinstance(flow, Flow) and flow.state_class else None),
         default_return=seg.default_return if isinstance(seg, CallableSegment) else None,
-        auto=auto,
+        auto=auto, parallel=seg.parallel,
     )
+
+
+def _threads(ir: ProgramIR, options: BuildOptions) -> None:
+    """The thread counts ``--threads SEGMENT=N`` gives (threads on no particular CPU)."""
+    threaded = sorted(s.name for s in ir.segments.values() if s.kind == SegmentKind.THREAD)
+    for name, count in options.threads:
+        seg = ir.segments.get(name)
+        if seg is None or seg.kind != SegmentKind.THREAD:
+            what = "is a callable segment: its caller's threads run it" if seg else \
+                "names no segment"
+            raise FloemError(f"--threads {name}={count}: {name!r} {what} (segments with "
+                             f"threads: {', '.join(threaded)})")
+        if count > 1 and not seg.parallel:
+            raise seg.loc.error(f"--threads {name}={count}: segment '{name}' is "
+                                f"parallel=False: it runs on one thread")
+        ir.segments[name] = dataclasses.replace(seg, cores=list(range(count)), pinned=False)
 
 
 def _queue_ir(q: Queue) -> QueueIR:
