@@ -200,11 +200,12 @@ def test_place_ranks_checks_and_writes_a_runnable_app(capture: str, tmp_path) ->
     assert "| placement (NIC rx | CPU || NIC tx) |" in result.stdout
     placements = json.load(open(tmp_path / "aes_placed.json"))["placements"]
     best = placements[0]
-    # AES on the NIC, as the paper found: no host core at all.
+    # AES on the NIC, as the paper found: no host core at all, checked with all its threads.
     assert best["cpu"] == [] and "AESEncrypt0" in best["nic"] and best["checked"] is True
-    checked = {p["placement"] for p in placements if p["checked"] is True}
-    assert len(checked) == 2                    # --top 2: two cuts, each row of them marked
-    assert all(p["checked"] is None for p in placements if p["placement"] not in checked)
+    assert best["threads"]["aes"]["rx"] > 1 and best["check"].startswith("same frames")
+    checked = [p for p in placements if p["checked"] is True]
+    assert len(checked) == 2            # --top 2: two placements, each run with its threads
+    assert all(p["checked"] is None for p in placements if p not in checked)
     rates = [p["per_host_core"] for p in placements if p["per_host_core"] is not None]
     assert rates == sorted(rates, reverse=True)
     for name in ("aes_placed.csv", "aes_placed.py", "aes_placed.diff"):
@@ -219,6 +220,51 @@ def test_place_ranks_checks_and_writes_a_runnable_app(capture: str, tmp_path) ->
     assert run.returncode == 0, run.stderr
     with open(out, "rb") as f:
         assert len(list(dpkt.pcap.Reader(f))) == 100
+
+
+@pytest.mark.slow
+def test_place_refuses_a_reference_that_sends_nothing(tmp_path) -> None:
+    silent = str(tmp_path / "tcp.pcap")             # AES answers UDP only
+    with open(silent, "wb") as f:
+        writer = dpkt.pcap.Writer(f, linktype=dpkt.pcap.DLT_EN10MB)
+        for i in range(50):
+            tcp = dpkt.ip.IP(src=b"\x0a\0\0\x01", dst=b"\x0a\0\0\x02", p=6,
+                             data=dpkt.tcp.TCP(sport=1000 + i, dport=80, data=bytes(64)))
+            tcp.len = len(tcp)
+            writer.writepkt(bytes(dpkt.ethernet.Ethernet(src=b"\x02" * 6, dst=b"\x04" * 6,
+                                                         data=tcp)), ts=i * 1e-6)
+    result = place([AES, "-D", "device=auto", "--pcap", silent, "--top", "1", "-o", "s"],
+                   str(tmp_path))
+    assert result.returncode == 1
+    assert "running all on the CPU (the reference): it sent no frame on this workload" in \
+        result.stderr
+    assert "Traceback" not in result.stderr
+
+
+class _Node:
+    def __init__(self, name: str, sends: bool) -> None:
+        self.name, self.sends_packets = name, sends
+
+
+class _IR:
+    def nodes(self) -> list[_Node]:
+        return [_Node("parse", False), _Node("error_reply", True), _Node("reply", True)]
+
+
+def test_each_part_is_charged_only_the_frames_it_sends() -> None:
+    from floem.place.search import Figures
+    figures = Figures({}, {}, {}, {("parse", "error_reply"): 0.02, ("parse", "reply"): 0.98,
+                                   ("reply", "x"): 1.0}, received=1.0, replies=1.5)
+    assert figures.sent(_IR(), ["parse", "error_reply"]) == pytest.approx(1.5 * 0.02)
+    assert figures.sent(_IR(), ["reply"]) == pytest.approx(1.5 * 0.98)
+    assert figures.sent(_IR(), ["parse"]) == 0.0
+
+
+def test_every_thread_count_is_tried_within_the_cores() -> None:
+    cut = Cut("aes", ("FromNet0",), ("ToNet0",))
+    found = list(placements([[cut]], {"aes": 5}, nic_free=4, host_cores=2))
+    assert sorted((c.rx_cores, c.tx_cores, c.cpu_cores) for [c] in found) == sorted(
+        (rx, tx, cpu) for rx in range(1, 4) for tx in range(1, 5 - rx) for cpu in (1, 2))
 
 
 def test_explain_gives_the_compilers_reason_for_a_cut_only_it_rejects(capsys) -> None:

@@ -29,6 +29,8 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from floem.explore import provenance
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SWEEPS = ("figure8", "figure9", "figure10", "hypotheses")
@@ -43,10 +45,16 @@ WRITE_BACK = {1: "buckets=32768 entries=0", 2: "buckets=32768 entries=5",
 
 
 class Rows:
-    """The rows of the explorations, found by study, configuration words and host."""
+    """The rows of the explorations, found by study, configuration words and host; the
+    rows found since `forget` are `used`."""
 
     def __init__(self, rows: list[dict]) -> None:
         self.rows = rows
+        self.used: list[dict] = []
+
+    def forget(self) -> None:
+        """Start a claim: no row used yet."""
+        self.used = []
 
     def find(self, study: str, words: str, host: str = HASWELL) -> dict:
         """The one row of ``study`` (a prefix of its title) on ``host`` whose configuration
@@ -61,6 +69,7 @@ class Rows:
                              f"{host} (want one)")
         if found[0]["error"]:
             raise SystemExit(f"validate.py: {study} {words} on {host} failed: {found[0]['error']}")
+        self.used.append(found[0])
         return found[0]
 
     def rate(self, study: str, words: str, host: str = HASWELL, per_core: bool = False) -> float:
@@ -81,6 +90,14 @@ class Claim:
     paper: tuple[float, float] | None
     model: Callable[[Rows], float]
     ordering: Callable[[float], bool]
+    scales: bool = True                     # the figure is a ratio of rates (not a count)
+
+    def verdict(self, value: float) -> tuple[bool, float | None, bool]:
+        """Whether ``value`` has the paper's ordering, its ratio to the paper's figure, and
+        whether the claim is reproduced (ordering right, within 2x)."""
+        ordered = self.ordering(value)
+        ratio = self.ratio(value)
+        return ordered, ratio, ordered and (ratio is None or 0.5 <= ratio <= 2)
 
     def ratio(self, value: float) -> float | None:
         """The model's figure over the paper's (1 inside the paper's range)."""
@@ -168,7 +185,7 @@ def claims() -> list[Claim]:
         Claim("10", "sequencer: the NIC gains nothing beyond 3 cores (the fewest within 2% "
               "of its best)", None,
               lambda r: best(r, "Network sequencer", "device=nic", NIC_CORES)[0],
-              lambda v: v == 3),
+              lambda v: v == 3, scales=False),
     ]
     for host, name in HOSTS.items():
         out += [
@@ -207,34 +224,72 @@ def load(out_dir: str) -> Rows:
 
 
 def table(rows: Rows) -> list[str]:
-    """The validation table and its closing lines."""
-    lines = ["| figure | claim | paper | model | ordering | model / paper | reproduced |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
-    reproduced, total, errors = 0, 0, []
+    """The validation table and its closing lines.
+
+    A claim's rows were each counted twice when their threads interleave; their spreads
+    (relative differences of packets/s) add up to the claim's uncertainty ("±"): a claim
+    whose verdict changes within it is "undetermined". A claim whose rows are all bound by
+    the same resource, at the same capacity, holds by construction: it says "structural".
+    A claim resting on a row whose app changed since it was counted says "stale"."""
+    lines = ["| figure | claim | paper | model | ± | ordering | model / paper | reproduced |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    reproduced = total = structural = undetermined = 0
+    errors: list[float] = []
+    stale_rows: set[int] = set()
     for c in claims():
+        total += 1
+        rows.forget()
         try:
             value = c.model(rows)
         except SystemExit as missing:
-            lines.append(f"| {c.figure} | {c.text} | {_paper(c)} | not run: {missing} | | | |")
-            total += 1
+            lines.append(f"| {c.figure} | {c.text} | {_paper(c)} | not run: {missing} | | | | |")
             continue
-        ordered = c.ordering(value)
-        ratio = c.ratio(value)
-        within = ratio is None or 0.5 <= ratio <= 2
-        ok = ordered and within
-        reproduced += ok
-        total += 1
-        if ratio is not None:
+        used = list({id(r): r for r in rows.used}.values())
+        spread = sum(r.get("spread") or 0.0 for r in used) if c.scales else 0.0
+        ordered, ratio, ok = c.verdict(value)
+        stale = [why for r in used if (why := provenance.stale(r))]
+        stale_rows |= {id(r) for r in used if provenance.stale(r)}
+        if stale:
+            outcome = f"stale: {stale[0]}"
+        elif spread and len({c.verdict(v)[2] for v in (value * (1 - spread), value,
+                                                       value * (1 + spread))}) > 1:
+            outcome = "undetermined"
+            undetermined += 1
+        elif ok and (bound := _same_bound(used)):
+            outcome = f"yes (structural: every row bound by {bound})"
+            reproduced += 1
+            structural += 1
+        else:
+            outcome = "yes" if ok else "no"
+            reproduced += ok
+        if ratio is not None and not stale:
             errors.append(max(ratio, 1 / ratio))
         lines.append(f"| {c.figure} | {c.text} | {_paper(c)} | {value:.2f} | "
+                     f"{f'{100 * spread:.1f}%' if spread else '-'} | "
                      f"{'right' if ordered else 'wrong'} | "
-                     f"{'-' if ratio is None else f'{ratio:.2f}'} | {'yes' if ok else 'no'} |")
+                     f"{'-' if ratio is None else f'{ratio:.2f}'} | {outcome} |")
     lines.append("")
-    lines.append(f"{reproduced} of {total} claims reproduced (ordering right, within 2x)")
+    lines.append(f"{reproduced} of {total} claims reproduced (ordering right, within 2x)"
+                 + (f", {structural} of them structural" if structural else "")
+                 + (f"; {undetermined} undetermined" if undetermined else ""))
     if errors:
         lines.append(f"median ratio error {statistics.median(errors):.2f}x over the "
                      f"{len(errors)} claims with a figure")
+    if stale_rows:
+        lines.append(f"{len(stale_rows)} rows are stale: they no longer describe the tree "
+                     "(each claim says why)")
     return lines
+
+
+def _same_bound(used: list[dict]) -> str | None:
+    """The resource every row of a claim is bound by, at the same capacity, if there is one
+    and the claim compares several rows."""
+    bounds = {r["bottleneck"] for r in used}
+    if len(used) < 2 or len(bounds) != 1:
+        return None
+    bound = bounds.pop()
+    rates = [r["capacities"][bound] for r in used]
+    return bound if max(rates) <= min(rates) * (1 + 1e-6) else None
 
 
 def _paper(c: Claim) -> str:

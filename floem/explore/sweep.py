@@ -29,7 +29,7 @@ from floem.errors import FloemError
 from floem.ir import Device, SegmentKind
 from floem.explore.measure import (Geometry, Layout, Measurement, RunFailed, Workload, measure,
                                   measure_machines)
-from floem.explore import threads
+from floem.explore import provenance, threads
 from floem.explore.model import Platform, Prediction, load_platform, predict
 from floem.lang import params
 
@@ -68,6 +68,8 @@ class Row:
     prediction: Prediction | None
     error: str | None = None
     options: list[str] = field(default_factory=list)
+    app: str = ""                           # the app file
+    app_sources: str = ""                   # the hash of its sources when counted
     threads: str = ""                       # the threads of each segment, when searched
     searched: str = ""                      # what the search tried and counted
     spread: float | None = None             # two counts' relative difference of packets/s
@@ -177,6 +179,7 @@ class _Counter:
         self.again: dict[threads.Assignment, Measurement] = {}
         self.layouts: dict[str, Layout] = {}
         self.error: str | None = None
+        self.sources = provenance.app_sources_hash(study.app)
 
     def first(self) -> tuple[Measurement | None, str | None]:
         """The configuration counted with the threads it is written with, or why not."""
@@ -193,7 +196,7 @@ class _Counter:
             load: float | None) -> Row:
         """The configuration's row for ``nic`` beside ``host``."""
         row = Row(self.study.title, shown, nic.name, host.name, None, None,
-                  options=self.study.options)
+                  options=self.study.options, app=self.study.app, app_sources=self.sources)
         if not self.known:
             row.error = self.error
             return row
@@ -406,6 +409,10 @@ def describe_rows(rows: list[Row]) -> list[dict[str, Any]]:
             "bottleneck": p.bottleneck if ok and p else None,
             "threads": r.threads or None, "threads_searched": r.searched or None,
             "spread": r.spread,
+            "app": provenance.app_path(r.app) if r.app else None,
+            "app_sources": r.app_sources or None,
+            "commit": provenance.commit(),
+            "toolchain": "; ".join(f"{k}: {v}" for k, v in provenance.toolchain().items()),
             "host_instructions_per_packet": sum(s.instructions for s in host.values()) if m else None,
             "host_cores": sum(s.threads for s in host.values()) if m else None,
             "nic_instructions_per_packet": sum(s.instructions for s in nic.values()) if m else None,

@@ -1,12 +1,14 @@
-"""Checking a cut by running it: its output must be the all-CPU build's, byte for byte.
+"""Checking a placement by running it: its output must be the all-CPU build's.
 
-Each cut is written as an app file (`floem.place.app_file`), built for the emulated NIC
-with one thread in every part and replayed on the workload (``floem run --net pcap``)
-until every frame is in and its counters stand still; the frames it sent, in order, are
-compared with those of the all-CPU build, also one thread, on the same capture. One
-thread: the cut is what the compiler made, while several threads change what a program
-whose output depends on the order of its packets computes (a sequencer numbers them, a
-sketch counts them) wherever it runs. A difference is the compiler's bug, never a result.
+Each placement is written as an app file (`floem.place.app_file`), built for the emulated
+NIC with the threads it will run with and replayed on the workload (``floem run --net
+pcap``) until every frame is in and its counters stand still; the frames it sent are
+compared with those of the all-CPU build, one thread, on the same capture: in order when
+every part has one thread, as a multiset when several threads may take packets in another
+order. Several threads can also change what a program whose output depends on the order
+of its packets computes (a sequencer numbers them): when the frames differ, the placement
+runs again with one thread in every part, and only a difference there is the compiler's
+bug; the placement is then not checked with its threads, and says why.
 """
 from __future__ import annotations
 
@@ -47,6 +49,15 @@ def same_output(reference: list[bytes], frames: list[bytes]) -> str | None:
         return "the same frames in another order"
     first = next(i for i, (a, b) in enumerate(zip(frames, reference)) if a != b)
     return f"frame {first} differs"
+
+
+def same_frames(reference: list[bytes], frames: list[bytes]) -> str | None:
+    """None when ``frames`` are ``reference`` in any order; else what differs."""
+    if sorted(frames) == sorted(reference):
+        return None
+    if len(frames) != len(reference):
+        return f"sent {len(frames)} frames, the all-CPU build {len(reference)}"
+    return f"{sum(a != b for a, b in zip(sorted(frames), sorted(reference)))} frames differ"
 
 
 def one_thread(cuts: list[Cut]) -> list[Cut]:

@@ -30,7 +30,7 @@ from floem.lang import params
 from floem.lang.program import Program
 from floem.passes.split_auto import queue_shape
 from floem.place import app_file
-from floem.place.check import one_thread, same_output, sent_frames
+from floem.place.check import one_thread, same_frames, same_output, sent_frames
 from floem.place.counts import Probe, count_probe, require
 from floem.place.cuts import MAX_CUTS, Candidate, candidates, segment_order
 from floem.place.search import (BOUNDED, OBJECTIVES, Figures, Placement, crossings,
@@ -437,14 +437,14 @@ def _as_written(app: str, search: Search, options: list[str], workload: Workload
 def _check(app: str, searches: dict[str, Search], options: list[str], workload: Workload,
            ranked: list[Placement], top: int, builds: int, deadline: float | None,
            progress: output.Progress) -> None:
-    """Run the cuts of the best ``top`` placements (within ``builds`` runs, a reference
-    run of each configuration included) and compare their output with the all-CPU one's
-    of their configuration (`floem.place.check`); every placement of a cut checked gets
-    its result. A configuration as written has nothing cut: nothing to check."""
+    """Run the best ``top`` placements with their threads (within ``builds`` runs, a
+    reference run of each configuration included) and compare their output with the
+    all-CPU one's of their configuration (`floem.place.check`). A configuration as written
+    has nothing cut: nothing to check. An empty reference checks nothing: an error."""
     chosen: list[Placement] = []
     for p in ranked:
         if p.cuts and not p.prediction.error and all(
-                (q.label, _key(q.cuts)) != (p.label, _key(p.cuts)) for q in chosen):
+                (q.label, q.cuts) != (p.label, p.cuts) for q in chosen):
             chosen.append(p)
     for p in ranked:
         if not p.cuts:
@@ -472,19 +472,41 @@ def _check(app: str, searches: dict[str, Search], options: list[str], workload: 
             references[p.label] = sent_frames(app, one_thread([Cut(c.segment) for c in p.cuts]),
                                               search.defines, options, workload)
             progress.finish(label, f"{len(references[p.label])} frames sent")
-        label = f"checking {p.describe()}"
+            if not references[p.label]:
+                raise FloemError(f"{label}: it sent no frame on this workload, so no "
+                                 "placement can be checked against it (does the workload "
+                                 "reach the app?)")
+        label = f"checking {p.describe()} with threads {p.threads()}"
         progress.start(label)
-        try:
-            frames = sent_frames(app, one_thread(p.cuts), search.defines, options, workload)
-        except (RunFailed, FloemError) as e:
-            p.checked, p.check_note = False, f"the run failed: {e}"
-        else:
-            difference = same_output(references[p.label], frames)
-            p.checked, p.check_note = difference is None, difference or "same output"
+        p.checked, p.check_note = _checked(app, search, p.cuts, options, workload,
+                                           references[p.label])
         for q in ranked:
-            if (q.label, _key(q.cuts)) == (p.label, _key(p.cuts)):
+            if (q.label, q.cuts) == (p.label, p.cuts):
                 q.checked, q.check_note = p.checked, p.check_note
         progress.finish(label, p.check_note)
+
+
+def _checked(app: str, search: Search, cuts: list[Cut], options: list[str],
+             workload: Workload, reference: list[bytes]) -> tuple[bool | None, str]:
+    """Whether ``cuts``, run with their threads, send ``reference``'s frames (in order with
+    one thread a part, in any order with more), and what the check found: when several
+    threads change the frames and one thread does not, neither (None)."""
+    single = one_thread(cuts)
+    try:
+        frames = sent_frames(app, cuts, search.defines, options, workload)
+        if cuts == single:
+            difference = same_output(reference, frames)
+            return difference is None, difference or "same output"
+        if same_frames(reference, frames) is None:
+            return True, "same frames" + ("" if frames == reference else ", in another order")
+        alone = same_output(reference, sent_frames(app, single, search.defines, options,
+                                                   workload))
+    except (RunFailed, FloemError) as e:
+        return False, f"the run failed: {e}"
+    if alone is not None:
+        return False, f"{alone} (with one thread a part)"
+    return None, ("with its threads the frames depend on the order packets are taken in; "
+                  "with one thread a part, the same output")
 
 
 def _table(rows: list[Placement]) -> str:

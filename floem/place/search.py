@@ -30,8 +30,6 @@ from floem.ir.sizes import entry_size, field_size
 from floem.place.counts import Cost, Probe
 from floem.passes.split_auto import part_of
 
-#: Thread counts tried for each part (up to what the platform has, which is tried too).
-THREADS = (1, 2, 4, 8, 12)
 #: The objectives ``--objective`` takes (``host-cores-at`` with a rate).
 OBJECTIVES = ("throughput", "per-host-core", "host-cores-at", "latency")
 #: The objectives whose ranking a bound on packets/s bounds (`rank_key`).
@@ -107,6 +105,7 @@ class Figures:
     replies: float
     serial: dict[tuple[str, Device], Cost] = field(default_factory=dict)   # holding a lock
     engine: dict[tuple[str, Device], tuple[float, float]] = field(default_factory=dict)
+    senders: dict[str, float] | None = None     # each sending element: how often entered
 
     @classmethod
     def merge(cls, cpu: Probe, others: list[tuple[Probe, dict[Part, float]]]) -> Figures:
@@ -154,6 +153,20 @@ class Figures:
                 return self.overhead[key]
         return Cost()
 
+    def sent(self, ir: ProgramIR, names: list[str]) -> float:
+        """Frames the sending elements among ``names`` send per packet: their share of
+        every frame sent, by how often the all-CPU probe entered each sending element."""
+        if self.senders is None:
+            self.senders = {n.name: 0.0 for n in ir.nodes() if n.sends_packets}
+            for (_, v), taken in self.edges.items():
+                if v in self.senders:
+                    self.senders[v] += taken
+        mine = [n for n in names if n in self.senders]
+        total = sum(self.senders.values())
+        if not total:
+            return self.replies if mine else 0.0
+        return self.replies * sum(self.senders[n] for n in mine) / total
+
     def boundary(self, boundary: Part, device: Device) -> Cost:
         """One crossing of ``boundary``'s queue, on ``device``'s side of it."""
         mirror = Part.TX if boundary == Part.RX else Part.RX
@@ -168,10 +181,9 @@ def values_text(values: dict[str, str]) -> str:
     return " ".join(f"{k}={v}" for k, v in values.items())
 
 
-def thread_choices(limit: int) -> list[int]:
-    """The thread counts tried for a part on a side with ``limit`` cores free: `THREADS`
-    up to it, and all of them."""
-    return sorted({n for n in THREADS if n <= limit} | ({limit} if limit >= 1 else set()))
+def thread_choices(limit: int) -> range:
+    """The thread counts tried for a part on a side with ``limit`` cores free: every one."""
+    return range(1, limit + 1)
 
 
 def placements(cut_sets: list[list[Cut]], sizes: dict[str, int], nic_free: int,
@@ -260,7 +272,6 @@ def measurement(ir0: ProgramIR, placed: ProgramIR | None, cuts: list[Cut], figur
                     if part == a:
                         crossed[boundary] += taken[boundary]
             cost.add(figures.part_overhead(device, from_net), entering)
-            sends = any(ir0.node(n).sends_packets for n in names)
             whole = part == "fixed" or len(names) == len(seg.elements)
             name = part_name(seg.name, Part.CPU if whole else Part(part))
             process = seg.process if device == Device.CPU else "nic"
@@ -270,7 +281,7 @@ def measurement(ir0: ProgramIR, placed: ProgramIR | None, cuts: list[Cut], figur
                 serial_instructions=serial.instructions, serial_atomics=serial.atomics,
                 engine_calls=engine_calls, engine_bytes=engine_bytes,
                 received=figures.received if from_net else 0.0,
-                sent=figures.replies if sends else 0.0)
+                sent=figures.sent(ir0, names))
             if device == Device.CPU:
                 host_threads += threads
     on_nic = any(s.on_nic for s in m.segments.values())
