@@ -346,6 +346,9 @@ def build_parser() -> argparse.ArgumentParser:
     explore.add_argument("--workload", metavar="CMD",
                          help="a command that writes the workload capture to {pcap}")
     explore.add_argument("--pcap", metavar="FILE", help="the workload capture")
+    explore.add_argument("--packets", type=_count, metavar="N",
+                         help="use only the workload's first N packets (after its "
+                              "baseline's): a quicker, rougher count")
     explore.add_argument("--baseline", metavar="CMD",
                          help="a command writing a capture that begins the workload (its "
                               "warm-up) to {pcap}: its counts are subtracted")

@@ -6,7 +6,14 @@
 # OUT/<app>-<objective>.{out,csv,json,py,diff}.
 #
 #   bash benchmarks/place/run.sh [OUT]          (default: place-results; about 5 minutes)
+#   bash benchmarks/place/run.sh --short [OUT]  (the sequencer alone on 200 packets, one
+#                                                check: what the slow tests run)
 set -euo pipefail
+short=false
+if [ "${1:-}" = "--short" ]; then
+    short=true
+    shift
+fi
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 out=${1:-place-results}
@@ -22,6 +29,12 @@ place() {
         || echo "  exit status $? (see $out/$name.out)"
 }
 one_core=(--objective throughput --host-cores 1)
+if $short; then
+    place sequencer-1core "$nf/sequencer.py" -D device=auto "${one_core[@]}" --top 1 \
+        --workload "$python $nf/load.py sequencer --size 1024 --count 200 --pcap {pcap}"
+    grep -q "^| 1 |" sequencer-1core.out || { cat sequencer-1core.out; exit 1; }
+    exit 0
+fi
 place aes-1core "$nf/aes.py" -D device=auto -D engine=true "${one_core[@]}" \
     --workload "$python $nf/load.py aes --size 1024 --count 2000 --pcap {pcap}"
 place flowclass-1core "$nf/flowclass.py" -D device=auto "${one_core[@]}" \

@@ -48,7 +48,11 @@ def _explore(args: argparse.Namespace) -> int:
                 if args.baseline else None
             studies = [Study(name, os.path.abspath(args.app), parse_sweep(args.define),
                              make_workload(args.workload, args.pcap, workdir), baseline=baseline)]
-        for s in studies:
+        for n, s in enumerate(studies):
+            if args.packets and s.workload is not None:
+                before = s.baseline.frames if s.baseline else 0
+                s.workload = s.workload.first(before + args.packets,
+                                              os.path.join(workdir, f"first{n}.pcap"))
             s.options += args.option
             s.best_threads = s.best_threads or args.best_threads
             s.host_cores = args.host_cores or s.host_cores

@@ -64,6 +64,18 @@ class Workload:
             raise FloemError(f"the workload capture {path} holds no frames")
         return cls(path, len(sizes), sum(sizes) / len(sizes))
 
+    def first(self, frames: int, path: str) -> Workload:
+        """A capture at ``path`` of this one's first ``frames`` frames (this one when it
+        has no more)."""
+        if frames >= self.frames:
+            return self
+        with open(self.pcap, "rb") as f, open(path, "wb") as out:
+            reader = dpkt.pcap.Reader(f)
+            writer = dpkt.pcap.Writer(out, snaplen=reader.snaplen, linktype=reader.datalink())
+            for _, (ts, buf) in zip(range(frames), reader):
+                writer.writepkt(buf, ts=ts)
+        return Workload.read(path)
+
 
 #: A cache geometry for callgrind's simulation, as ``floem run --count-cache`` takes it:
 #: ``I1:D1:LL``, each ``BYTES,WAYS,LINE``.
