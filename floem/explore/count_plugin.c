@@ -17,11 +17,13 @@
  * read-modify-writes in the ISA's own terms (a lock-prefixed or memory XCHG on x86-64,
  * a store-exclusive, a CAS or an LSE atomic on AArch64, an SC or SCD on MIPS64: an LL/SC
  * pair counts once, a failed SC and its retry twice). With a cache geometry
- * (cache=I1:D1:LL, each BYTES/WAYS/LINE) its instruction fetches, loads and stores go
- * through a cache simulation: a first-level instruction and data cache of its own, and
- * one last level shared by the process's threads, each set-associative with LRU
- * replacement, write-allocate, an access straddling lines touching each; a first-level
- * miss looks up the last level. Loads and fetches that miss are counted, stores are not
+ * (cache=I1:D1:LL, each BYTES/WAYS/LINE) every instruction fetch, load and store of a
+ * thread goes through a cache simulation, counted or not (as callgrind simulates what it
+ * does not collect: what the caches hold when a packet's turn begins is what the thread
+ * did before it): a first-level instruction and data cache of the thread's own, and one
+ * last level shared by the process's threads, each set-associative with LRU replacement,
+ * write-allocate, an access straddling lines touching each; a first-level miss looks up
+ * the last level. The counted loads and fetches that miss are counted, stores are not
  * (they change what the caches hold).
  *
  * At exit it writes one line per thread to out=FILE:
@@ -195,18 +197,18 @@ static void block_executed(unsigned int vcpu, void *data)
         t->naming = false;
         t->root = b->symbol;
     }
-    if (!t->counted)
-        return;
-    t->insns += b->insns;
-    t->atomics += b->atomics;
+    if (t->counted) {
+        t->insns += b->insns;
+        t->atomics += b->atomics;
+    }
     if (!simulate)
         return;
     for (size_t i = 0; i < b->n_fetches; i++) {
         const struct fetch *f = &b->fetches[i];
         if (missed(&t->i1, f->vaddr, f->size)) {
-            t->i1_misses++;
+            t->i1_misses += t->counted;
             if (last_level_missed(f->vaddr, f->size))
-                t->il_misses++;
+                t->il_misses += t->counted;
         }
     }
 }
@@ -216,10 +218,10 @@ static void memory_accessed(unsigned int vcpu, qemu_plugin_meminfo_t info, uint6
 {
     (void)data;
     struct thread *t = vcpus[vcpu];
-    if (t == NULL || !t->counted)
+    if (t == NULL)
         return;
     unsigned size = 1u << qemu_plugin_mem_size_shift(info);
-    bool load = !qemu_plugin_mem_is_store(info);
+    bool load = t->counted && !qemu_plugin_mem_is_store(info);
     if (missed(&t->d1, vaddr, size)) {
         if (load)
             t->d1_misses++;
