@@ -223,9 +223,12 @@ class Counting:
     caches: dict[str, str] = field(default_factory=dict)
     functions: bool = False
 
-    def prefix(self, process: str, emulator: list[str]) -> list[str]:
+    def prefix(self, process: str, emulator: list[str], cpu: int) -> list[str]:
         """The command that runs ``process`` counted, before the process's executable
-        (``emulator``: what runs it when not counted; none: it is this machine's)."""
+        (``emulator``: what runs it when not counted; none: it is this machine's). Under
+        qemu its threads share CPU ``cpu``, one at a time as under callgrind, so that no
+        two of them ever race between a load-linked and its store-conditional: a failed
+        store and its retry would count as work the program did."""
         if self.functions:
             command = ["valgrind", "-q", "--tool=callgrind", "--collect-atstart=no",
                        "--collect-bus=yes", "--separate-threads=yes",
@@ -236,8 +239,8 @@ class Counting:
                 command += ["--cache-sim=yes", f"--I1={i1}", f"--D1={d1}", f"--LL={ll}"]
             return command
         from floem.explore.plugin import plugin_arguments
-        return (emulator or [NATIVE_QEMU]) + plugin_arguments(
-            f"{self.base}.{process}", self.caches.get(process))
+        return ["taskset", "-c", str(cpu), *(emulator or [NATIVE_QEMU]),
+                *plugin_arguments(f"{self.base}.{process}", self.caches.get(process))]
 
     def check(self) -> None:
         """A clear error when the counting tool is not installed."""
@@ -245,6 +248,9 @@ class Counting:
             if shutil.which("valgrind") is None:
                 raise FloemError("--count-elements counts with callgrind: apt-get install "
                                  "valgrind")
+        elif shutil.which("taskset") is None:
+            raise FloemError("--count-instructions runs each process on one CPU with taskset: "
+                             "apt-get install util-linux")
         elif shutil.which(NATIVE_QEMU) is None:
             raise FloemError(f"--count-instructions runs the program under qemu-user "
                              f"({NATIVE_QEMU}): apt-get install qemu-user")
@@ -281,7 +287,9 @@ def run_built(built: BuildResult, program: Any, timeout: float | None = None,
             raise FloemError(f"--count-cache names no process of the program: "
                              f"{', '.join(sorted(unknown))} (its processes: "
                              f"{', '.join(sorted(built.executables))})")
-        prefixes = {n: count.prefix(n, built.commands[n][:-1]) for n in built.executables}
+        cpus = sorted(os.sched_getaffinity(0))     # the processes spread over the CPUs
+        prefixes = {n: count.prefix(n, built.commands[n][:-1], cpus[i % len(cpus)])
+                    for i, n in enumerate(built.executables)}
         others = {n: [built.executables[n]] for n in others}
     env = {**given, **({"FLOEM_REPORT": "1"} if built.report else {})}
     if not trace:
