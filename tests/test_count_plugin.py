@@ -1,6 +1,7 @@
 """The counting plugin (floem/explore/count_plugin.c) under qemu-user of each ISA, with the
 runtime's counting calls (runtime/src/count.c): a program whose turns do a known number of
-atomic adds and stream through an array, in two threads one after the other.
+atomic adds on as many lines and stream through an array, in two threads one after the
+other.
 
 Each thread is named by the function it started in (pthread_create is wrapped as in a
 counting build), counts only its turns, and counts each atomic add once in its ISA's terms
@@ -24,22 +25,22 @@ PROGRAM = r"""
 #include <pthread.h>
 
 #define TURNS 10
-#define ADDS 100
-static uint64_t counter;
-static unsigned char array[1 << 16];            /* 64 KB: 16 times the first level */
+#define LINES 1024                              /* 64 KB: 16 times the first level */
+static uint64_t counters[LINES * 8];            /* one in each 64-byte line */
+static unsigned char array[LINES * 64];
 
 static void *worker(void *arg)
 {
     unsigned sum = 0;
     for (int turn = 0; turn < TURNS; turn++) {
         floem_packet_begin();
-        for (int i = 0; i < ADDS; i++)
-            __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
-        for (size_t i = 0; i < sizeof array; i += 64)
-            sum += ((volatile unsigned char *)array)[i];
+        for (int i = 0; i < LINES; i++)
+            __atomic_fetch_add(&counters[i * 8], 1, __ATOMIC_RELAXED);
+        for (int i = 0; i < LINES; i++)
+            sum += ((volatile unsigned char *)array)[i * 64];
         floem_count_turn_end();
-        for (int i = 0; i < ADDS; i++)                  /* not counted */
-            __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
+        for (int i = 0; i < 100; i++)                   /* not counted */
+            __atomic_fetch_add(&counters[0], 1, __ATOMIC_RELAXED);
     }
     *(unsigned *)arg = sum;
     return NULL;
@@ -53,7 +54,7 @@ int main(void)
         if (pthread_create(&thread, NULL, worker, &sums[i]) != 0 || pthread_join(thread, NULL))
             return 1;
     }
-    return counter == 2 * 2 * TURNS * ADDS ? 0 : 2;
+    return counters[0] == 2 * TURNS * (1 + 100) ? 0 : 2;
 }
 """
 
@@ -96,21 +97,22 @@ def test_each_thread_counts_its_turns_and_atomics_in_its_isa(tmp_path, isa: str)
     main, first, second = threads
     assert main.counts["Ir"] == 0                           # main has no turns
     for t in (first, second):
-        assert t.counts["Ge"] == 10 * 100                   # its turns' adds, once each
-        assert t.counts["Ir"] > 10 * (100 + 1024)           # an add and a load at least
+        assert t.counts["Ge"] == 10 * 1024                  # its turns' adds, once each
+        assert t.counts["Ir"] > 10 * 2 * 1024               # an add and a load at least
         assert t.counts["I1mr"] == t.counts["D1mr"] == 0    # no cache simulated
     assert first.counts["Ir"] == second.counts["Ir"]
     assert [t.counts for t in again] == [t.counts for t in threads]
 
 
-@pytest.mark.parametrize("isa", ["x86-64", "mips64"])
+@pytest.mark.parametrize("isa", list(ISAS))
 def test_each_thread_has_its_own_first_level_and_shares_the_last(tmp_path, isa: str) -> None:
     executable = build(tmp_path, isa)
     main, first, second = counted(executable, isa, str(tmp_path / "count"), GEOMETRY)
-    # every turn streams 1,024 lines through a 64-line first level: all miss, in each thread
+    # every turn adds to 1,024 lines and loads 1,024 others, through a 64-line first
+    # level: all miss (an atomic add is a load), in each thread
     for t in (first, second):
-        assert 10 * 1024 <= t.counts["D1mr"] <= 10 * 1024 + 100
-    # the last level holds the array after the first thread's first turn
-    assert 1024 <= first.counts["DLmr"] <= 1024 + 100
+        assert 10 * 2048 <= t.counts["D1mr"] <= 10 * 2048 + 100
+    # the last level holds both arrays after the first thread's first turn
+    assert 2048 <= first.counts["DLmr"] <= 2048 + 100
     assert second.counts["DLmr"] < 50
     assert first.counts["I1mr"] >= first.counts["ILmr"] > 0

@@ -213,15 +213,16 @@ static void block_executed(unsigned int vcpu, void *data)
     }
 }
 
+/* `data` is non-NULL for an atomic read-modify-write, whose one access qemu reports as a
+ * store: it is a load too. */
 static void memory_accessed(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr,
                             void *data)
 {
-    (void)data;
     struct thread *t = vcpus[vcpu];
     if (t == NULL)
         return;
     unsigned size = 1u << qemu_plugin_mem_size_shift(info);
-    bool load = t->counted && !qemu_plugin_mem_is_store(info);
+    bool load = t->counted && (!qemu_plugin_mem_is_store(info) || data != NULL);
     if (missed(&t->d1, vaddr, size)) {
         if (load)
             t->d1_misses++;
@@ -320,8 +321,8 @@ static void block_translated(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
             b->symbol = qemu_plugin_insn_symbol(insn);
             b->marker = marker_of(b->symbol, vaddr);
         }
-        if (atomic(qemu_plugin_insn_data(insn), size))
-            b->atomics++;
+        bool rmw = atomic(qemu_plugin_insn_data(insn), size);
+        b->atomics += rmw;
         if (!simulate)
             continue;
         if (i == 0 || vaddr + size > line_end) {
@@ -329,7 +330,7 @@ static void block_translated(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
             line_end = (((vaddr + size - 1) >> line_bits) + 1) << line_bits;
         }
         qemu_plugin_register_vcpu_mem_cb(insn, memory_accessed, QEMU_PLUGIN_CB_NO_REGS,
-                                         QEMU_PLUGIN_MEM_RW, NULL);
+                                         QEMU_PLUGIN_MEM_RW, rmw ? b : NULL);
     }
     qemu_plugin_register_vcpu_tb_exec_cb(tb, block_executed, QEMU_PLUGIN_CB_NO_REGS, b);
 }
