@@ -3,9 +3,10 @@
 plugin against callgrind on the same x86-64 build, and the NIC's segments in their own
 ISA (MIPS64 for the LiquidIO, AArch64 for the BlueField-2).
 
-Usage: python3 benchmarks/counting/run.py [--cases echo,aes,flowclass,kvs] [--frames N]
+Usage: python3 benchmarks/counting/run.py [--cases CASE,...] [--frames N]
 
-For each app configuration, replays one capture through ``floem run --net pcap
+For each case (`CASES`: the echo, AES and flow classification on the NIC or the CPU, the
+key-value store's cpu and cache-wb designs), replays one capture through ``floem run --net pcap
 --count-instructions`` as `floem explore` does (no per-element counters, the LiquidIO's
 caches on the NIC, the E5-2680 v3's on the host), until every frame is in and the counters
 stand still:
@@ -42,17 +43,24 @@ from floem.explore.sweep import layout  # noqa: E402
 from floem.ir.cnames import c_global  # noqa: E402
 
 NF = os.path.join(ROOT, "examples", "nf")
-#: name -> (app, -D values, the capture's command: load.py's or traffic.py's arguments)
+ECHO = os.path.join(ROOT, "examples", "echo", "echo.py")
+ECHO_CAPTURE = ["traffic.py", "forwarder", "--size", "106", "--malformed", "0"]
+#: name -> (app, -D values, the capture: examples/nf's script and its arguments, or "kvs")
 CASES = {
-    "echo": (os.path.join(ROOT, "examples", "echo", "echo.py"), {"device": "nic"},
-             ["traffic.py", "forwarder", "--size", "106", "--malformed", "0"]),
-    "aes": (os.path.join(NF, "aes.py"), {"device": "nic"},
-            ["load.py", "aes", "--size", "1024"]),
+    "echo": (ECHO, {"device": "nic"}, ECHO_CAPTURE),
+    "aes": (os.path.join(NF, "aes.py"), {"device": "nic"}, ["load.py", "aes", "--size", "1024"]),
     "flowclass": (os.path.join(NF, "flowclass.py"), {"device": "nic"},
                   ["load.py", "flowclass", "--size", "80"]),
-    "kvs": (os.path.join(ROOT, "examples", "kvs", "kvs.py"), {"design": "cache-wb"},
-            ["kvs"]),
+    "echo-cpu": (ECHO, {"device": "cpu"}, ECHO_CAPTURE),
+    "aes-cpu": (os.path.join(NF, "aes.py"), {"device": "cpu"},
+                ["load.py", "aes", "--size", "1024"]),
+    "flowclass-cpu": (os.path.join(NF, "flowclass.py"), {"device": "cpu"},
+                      ["load.py", "flowclass", "--size", "80"]),
+    "kvs": (os.path.join(ROOT, "examples", "kvs", "kvs.py"), {"design": "cache-wb"}, ["kvs"]),
+    "kvs-cpu": (os.path.join(ROOT, "examples", "kvs", "kvs.py"), {"design": "cpu"}, ["kvs"]),
 }
+#: The runs of each case: the --nic and the tool (a case with no NIC segment: emu only).
+RUNS = (("emu", "qemu"), ("emu", "callgrind"), ("liquidio", "qemu"), ("bluefield", "qemu"))
 NIC_CACHES = load_platform("liquidio").caches
 HOST_CACHES = load_platform("xeon-e5-2680v3", "host").caches
 
@@ -149,7 +157,7 @@ def main() -> None:
     if len(sys.argv) > 2 and sys.argv[1] == "--run":
         sys.exit(serve(sys.argv[2], sys.argv[3:]))
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cases", default="echo,aes,flowclass")
+    parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--frames", type=int, default=2000)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="floem-counting-") as tmp:
@@ -159,8 +167,9 @@ def main() -> None:
             print("| target | tool | segment | instr/pkt | atomics/pkt | first-level misses/pkt "
                   "| last-level misses/pkt | run s | replay span s |")
             print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-            for nic, tool in (("emu", "qemu"), ("emu", "callgrind"), ("liquidio", "qemu"),
-                              ("bluefield", "qemu")):
+            lay = layout(CASES[name][0], CASES[name][1])
+            on_nic = any(lay.processes[p] for p in lay.segments.values())
+            for nic, tool in RUNS if on_nic else RUNS[:2]:
                 counts, seconds, span = counted(name, nic, tool, workload)
                 for segment, (ir, ge, first, last) in sorted(counts.items()):
                     print(f"| {nic} | {tool} | {segment} | {ir:.1f} | {ge:.3f} | {first:.3f} "

@@ -183,21 +183,14 @@ static uint64_t lock_acquisitions;
 
 void floem_lock(int *lock)
 {
-    if (__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE)) {
-        floem_count_pause();                    /* spinning is waiting, not work */
-        do {
-            while (__atomic_load_n(lock, __ATOMIC_RELAXED))
-                floem_cpu_relax();
-        } while (__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE));
-        floem_count_resume();
-    }
+    floem_spin_lock(lock);
     __atomic_fetch_add(&lock_acquisitions, 1, __ATOMIC_RELAXED);
     held(+1);
 }
 
 void floem_unlock(int *lock)
 {
-    __atomic_store_n(lock, 0, __ATOMIC_RELEASE);
+    floem_spin_unlock(lock);
     held(-1);
 }
 

@@ -200,6 +200,25 @@ static inline void floem_cpu_relax(void)
 #endif
 }
 
+/* Take the spin lock `*lock` (0: free). The exchange that takes it is counted (an atomic);
+ * spinning while another thread holds it is waiting, which the model never counts. */
+static inline void floem_spin_lock(int *lock)
+{
+    if (__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE)) {
+        floem_count_pause();
+        do {
+            while (__atomic_load_n(lock, __ATOMIC_RELAXED))
+                floem_cpu_relax();
+        } while (__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE));
+        floem_count_resume();
+    }
+}
+
+static inline void floem_spin_unlock(int *lock)
+{
+    __atomic_store_n(lock, 0, __ATOMIC_RELEASE);
+}
+
 /* A spin lock (`*lock` starts at 0) whose holder's work the model counts as serial. */
 void floem_lock(int *lock);
 void floem_unlock(int *lock);
