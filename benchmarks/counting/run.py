@@ -17,9 +17,10 @@ stand still:
 * on ``--nic liquidio`` and ``--nic bluefield`` with the plugin.
 
 It prints, per segment, instructions and atomics per packet and first- and last-level
-misses per packet, with each run's time (the processes' start to the counters standing
-still and the run stopped; the build excluded) and the pcap backend's replay span
-(first frame received to last sent).
+misses per packet, with each run's time (its processes' start to the counters standing
+still and the run stopped; the build excluded) and its segment threads' work per frame
+(the runtime's measure of their busy turns as CPU time); a run not counted (``none``)
+gives each target's times without counting.
 """
 from __future__ import annotations
 
@@ -60,7 +61,8 @@ CASES = {
     "kvs-cpu": (os.path.join(ROOT, "examples", "kvs", "kvs.py"), {"design": "cpu"}, ["kvs"]),
 }
 #: The runs of each case: the --nic and the tool (a case with no NIC segment: emu only).
-RUNS = (("emu", "qemu"), ("emu", "callgrind"), ("liquidio", "qemu"), ("bluefield", "qemu"))
+RUNS = (("emu", "none"), ("emu", "qemu"), ("emu", "callgrind"), ("liquidio", "none"),
+        ("liquidio", "qemu"), ("bluefield", "none"), ("bluefield", "qemu"))
 NIC_CACHES = load_platform("liquidio").caches
 HOST_CACHES = load_platform("xeon-e5-2680v3", "host").caches
 
@@ -80,16 +82,23 @@ def capture(name: str, frames: int, path: str) -> Workload:
 
 
 def counted(name: str, nic: str, tool: str, workload: Workload) -> tuple[dict, float, float]:
-    """One counted replay: each segment's (instructions, atomics, first, last) per frame,
-    the run's seconds and the replay span's."""
+    """One replay, counted by ``tool`` (``qemu``, ``callgrind``; ``none``: not counted, run
+    natively and under qemu-user of the NIC's ISA as `floem run` does): each segment's
+    (instructions, atomics, first, last) per frame, the run's seconds (its processes' start
+    to the run stopped) and its segment threads' work per frame in microseconds (their
+    busy turns as CPU time, the runtime's measure: what the tool costs per packet, apart
+    from starting, idling and stopping)."""
     app, config, _ = CASES[name]
     defines = [f"{k}={v}" for k, v in config.items()]
     lay = layout(app, config)
     with tempfile.TemporaryDirectory(prefix="floem-counting-") as tmp:
         base = os.path.join(tmp, "count")
-        options = ["--no-counters", "--nic", nic, "--count-instructions", base]
-        for process, on_nic in lay.processes.items():
-            options += ["--count-cache", f"{process}={NIC_CACHES if on_nic else HOST_CACHES}"]
+        options = ["--no-counters", "--nic", nic]
+        if tool != "none":
+            options += ["--count-instructions", base]
+            for process, on_nic in lay.processes.items():
+                options += ["--count-cache",
+                            f"{process}={NIC_CACHES if on_nic else HOST_CACHES}"]
         run = Replay(app, defines, options, workload)
         run.command[1:4] = [__file__, "--run", tool]
         with run:
@@ -98,21 +107,21 @@ def counted(name: str, nic: str, tool: str, workload: Workload) -> tuple[dict, f
             end = time.monotonic()
         started = next(float(line.split()[-1]) for line in stderr.splitlines()
                        if line.startswith("counting: started "))
-        seconds = end - started
         report = parse(stderr.splitlines())
-        span = next((int(line.split("replay span ")[1].split()[0]) / 1e9
-                     for line in stderr.splitlines() if "replay span" in line), 0.0)
+        work = sum(t.work_ns for t in report.threads if t.worker) / workload.frames / 1000
         counts = {}
-        for process in lay.processes:
+        for process in lay.processes if tool != "none" else []:
             segments = [s for s, p in lay.segments.items() if p == process]
-            tallies = (process_counts(base, process, segments, report, stderr) if tool == "qemu"
-                       else callgrind_counts(base, process, segments))
-            for segment, t in tallies.items():
-                n = workload.frames
-                counts[segment] = (t[0] / n, t[1] / n, t[2] / n, t[3] / n) if tool != "qemu" \
-                    else (t.instructions / n, t.atomics / n, t.first_misses / n,
-                          t.last_misses / n)
-    return counts, seconds, span
+            n = workload.frames
+            if tool == "qemu":
+                for segment, t in process_counts(base, process, segments, report,
+                                                 stderr).items():
+                    counts[segment] = (t.instructions / n, t.atomics / n, t.first_misses / n,
+                                       t.last_misses / n)
+            else:
+                for segment, t in callgrind_counts(base, process, segments).items():
+                    counts[segment] = tuple(v / n for v in t)
+    return counts, end - started, work
 
 
 def callgrind_counts(base: str, process: str, segments: list[str]) -> dict[str, tuple]:
@@ -165,16 +174,16 @@ def main() -> None:
             workload = capture(name, args.frames, os.path.join(tmp, f"{name}.pcap"))
             print(f"\n{name} {CASES[name][1]}: {workload.frames} frames")
             print("| target | tool | segment | instr/pkt | atomics/pkt | first-level misses/pkt "
-                  "| last-level misses/pkt | run s | replay span s |")
+                  "| last-level misses/pkt | run s | work µs/pkt |")
             print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
             lay = layout(CASES[name][0], CASES[name][1])
             on_nic = any(lay.processes[p] for p in lay.segments.values())
-            for nic, tool in RUNS if on_nic else RUNS[:2]:
-                counts, seconds, span = counted(name, nic, tool, workload)
-                for segment, (ir, ge, first, last) in sorted(counts.items()):
+            for nic, tool in RUNS if on_nic else RUNS[:3]:
+                counts, seconds, work = counted(name, nic, tool, workload)
+                for segment, (ir, ge, first, last) in sorted(counts.items()) or [
+                        ("-", (0.0, 0.0, 0.0, 0.0))]:
                     print(f"| {nic} | {tool} | {segment} | {ir:.1f} | {ge:.3f} | {first:.3f} "
-                          f"| {last:.3f} | {seconds:.1f} | {span:.2f} |", flush=True)
-
+                          f"| {last:.3f} | {seconds:.1f} | {work:.2f} |", flush=True)
 
 if __name__ == "__main__":
     main()
