@@ -267,7 +267,7 @@ def _on_target(options: list[str], nic_target: str) -> list[str]:
     if nic_target not in PLATFORMS:
         raise FloemError(f"no NIC target {nic_target!r} to count on (the targets: "
                          f"{', '.join(PLATFORMS)})")
-    return options + ["--nic", nic_target]
+    return options + [f"--nic={nic_target}"]
 
 
 def measure_machines(command: str, defines: list[str], options: list[str], inputs: str,
