@@ -101,7 +101,7 @@ def test_a_profile_is_read_exactly_inlined_code_and_calls_included(tmp_path) -> 
     assert p.of("rx_thread", "Ir") == 580 and p.of("rx_thread", "DLmr") == 5
     assert p.of("parse", "Ir") == 400 and p.of("rx_thread", "Ge") == 1
     assert p.of("nothing", "Ir") == 0 and p.of("rx_thread", "ILmr") == 0
-    assert p.total("Ge") == 1 and p.root() == "run_thread"
+    assert p.total("Ge") == 1
     assert p.calls["rx_thread"]["parse"] == [400, 0, 3]
 
 
