@@ -17,6 +17,7 @@ from typing import Any
 from floem.codegen.emit import GeneratedFile, generate, launcher
 from floem.codegen.report import report
 from floem.errors import FloemError
+from floem.explore.plugin import plugin_arguments
 from floem.ir import BuildOptions, Device, ProgramIR
 from floem.ir.plan import TRACE_FILTER_FILE
 from floem.launcher import RunResult, launch
@@ -238,9 +239,9 @@ class Counting:
                 i1, d1, ll = self.caches[process].split(":")
                 command += ["--cache-sim=yes", f"--I1={i1}", f"--D1={d1}", f"--LL={ll}"]
             return command
-        from floem.explore.plugin import plugin_arguments
         return ["taskset", "-c", str(cpu), *(emulator or [NATIVE_QEMU]),
-                *plugin_arguments(f"{self.base}.{process}", self.caches.get(process))]
+                *plugin_arguments(cache_root(), f"{self.base}.{process}",
+                                  self.caches.get(process))]
 
     def check(self) -> None:
         """A clear error when the counting tool is not installed."""

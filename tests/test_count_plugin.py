@@ -18,6 +18,7 @@ import subprocess
 import pytest
 
 from conftest import ROOT
+from floem.builder import cache_root
 from floem.explore.plugin import plugin_arguments, read_counts
 
 PROGRAM = r"""
@@ -83,8 +84,8 @@ def build(tmp_path, isa: str) -> str:
 
 
 def counted(executable: str, isa: str, out: str, geometry: str | None = None):
-    subprocess.run([*ISAS[isa][1], *plugin_arguments(out, geometry), executable], check=True,
-                   timeout=120)
+    subprocess.run([*ISAS[isa][1], *plugin_arguments(cache_root(), out, geometry),
+                    executable], check=True, timeout=120)
     return read_counts(out)
 
 

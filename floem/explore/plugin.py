@@ -26,19 +26,19 @@ HEADER = "/usr/local/include/qemu-plugin.h"
 EVENTS = ("Ir", "Ge", "I1mr", "D1mr", "ILmr", "DLmr")
 
 
-def plugin_path() -> str:
-    """The compiled plugin (a shared object in the build cache), compiled if it is not."""
-    from floem.builder import cache_root
+def plugin_path(cache: str) -> str:
+    """The compiled plugin, a shared object in the build cache ``cache``, compiled if it is
+    not."""
     source = str(resources.files("floem.explore") / "count_plugin.c")
     with open(source, "rb") as f:
         key = hashlib.sha256(f.read()).hexdigest()[:24]
-    path = os.path.join(cache_root(), f"count-plugin-{key}.so")
+    path = os.path.join(cache, f"count-plugin-{key}.so")
     if os.path.exists(path):
         return path
     if not os.path.exists(HEADER):
         raise FloemError(f"--count-instructions needs qemu's plugin header {HEADER}: run "
                          "bash scripts/setup.sh (it fetches it: scripts/qemu_plugin_header.sh)")
-    fd, building = tempfile.mkstemp(suffix=".so", dir=cache_root())
+    fd, building = tempfile.mkstemp(suffix=".so", dir=cache)
     os.close(fd)
     cc = os.environ.get("CC", "cc")
     try:
@@ -55,10 +55,11 @@ def plugin_path() -> str:
     return path
 
 
-def plugin_arguments(out: str, geometry: str | None = None) -> list[str]:
-    """qemu-user's arguments that load the plugin, writing to ``out``, simulating caches
-    of ``geometry`` (``I1:D1:LL``, each ``BYTES,WAYS,LINE``) when given."""
-    argument = f"file={_escaped(plugin_path())},out={_escaped(out)}"
+def plugin_arguments(cache: str, out: str, geometry: str | None = None) -> list[str]:
+    """qemu-user's arguments that load the plugin (compiled into the build cache
+    ``cache``), writing to ``out``, simulating caches of ``geometry`` (``I1:D1:LL``, each
+    ``BYTES,WAYS,LINE``) when given."""
+    argument = f"file={_escaped(plugin_path(cache))},out={_escaped(out)}"
     if geometry:
         argument += ",cache=" + geometry.replace(",", "/")
     return ["-plugin", argument]
