@@ -17,6 +17,7 @@ from typing import Any
 from floem.codegen.emit import GeneratedFile, generate, launcher
 from floem.codegen.report import report
 from floem.errors import FloemError
+from floem.explore.plugin import plugin_arguments
 from floem.ir import BuildOptions, Device, ProgramIR
 from floem.ir.plan import TRACE_FILTER_FILE
 from floem.launcher import RunResult, launch
@@ -154,7 +155,9 @@ def _toolchain(program: Any, ir: ProgramIR, options: BuildOptions) -> Toolchain:
     net_flags, net_libs = _network_flags(ir, options.net, platform, _has_nic(ir))
     counting = ["-DFLOEM_COUNT_INSTRUCTIONS"] if options.count_instructions else []
     cflags = DEFAULT_CFLAGS + app_dir + program.extra_cflags + user + net_flags + counting
-    return Toolchain(platform, cflags, _nic_cflags(cflags, platform, options), net_libs)
+    # a counting build names each thread of a program of the user's by its start routine
+    libs = net_libs + (["-Wl,--wrap=pthread_create"] if options.count_instructions else [])
+    return Toolchain(platform, cflags, _nic_cflags(cflags, platform, options), libs)
 
 
 def _staging(out_dir: str | None) -> str:
@@ -207,25 +210,55 @@ def network_environment(net: str = "udp", port: int | None = None, listen: str |
 
 @dataclass(frozen=True)
 class Counting:
-    """Run every process under callgrind (a build with ``count_instructions``), which writes
-    to ``base``.PROCESS-N (its N-th thread) what its threads execute on packets:
-    instructions, atomic operations and, for a process ``caches`` names, the misses of a
-    simulated cache of that geometry (``I1:D1:LL``, each ``BYTES,WAYS,LINE``)
-    (docs/exploration.md); and valgrind's own messages to ``base``.PROCESS.log."""
+    """Count what every process's threads execute on packets (a build with
+    ``count_instructions``; docs/exploration.md): each process under qemu-user of its ISA
+    with Floem's counting plugin (`floem.explore.plugin`), which writes every thread's
+    instructions, atomic operations and, for a process ``caches`` names, the misses of
+    simulated caches of that geometry (``I1:D1:LL``, each ``BYTES,WAYS,LINE``: a first
+    level per thread, the last shared) to ``base``.PROCESS. With ``functions`` (a build
+    with ``count_elements``, for this machine's ISA) under callgrind instead, which writes
+    each function's inclusive cost, one profile per thread (``base``.PROCESS-N), and
+    valgrind's messages to ``base``.PROCESS.log."""
 
     base: str
     caches: dict[str, str] = field(default_factory=dict)
+    functions: bool = False
 
-    def prefix(self, process: str) -> list[str]:
-        """The command that runs ``process`` counted, before the process's own command."""
-        command = ["valgrind", "-q", "--tool=callgrind", "--collect-atstart=no",
-                   "--collect-bus=yes", "--separate-threads=yes",
-                   f"--callgrind-out-file={self.base}.{process}",
-                   f"--log-file={self.base}.{process}.log"]
-        if process in self.caches:
-            i1, d1, ll = self.caches[process].split(":")
-            command += ["--cache-sim=yes", f"--I1={i1}", f"--D1={d1}", f"--LL={ll}"]
-        return command
+    def prefix(self, process: str, emulator: list[str], cpu: int) -> list[str]:
+        """The command that runs ``process`` counted, before the process's executable
+        (``emulator``: what runs it when not counted; none: it is this machine's). Under
+        qemu its threads share CPU ``cpu``, one at a time as under callgrind, so that no
+        two of them ever race between a load-linked and its store-conditional: a failed
+        store and its retry would count as work the program did."""
+        if self.functions:
+            command = ["valgrind", "-q", "--tool=callgrind", "--collect-atstart=no",
+                       "--collect-bus=yes", "--separate-threads=yes",
+                       f"--callgrind-out-file={self.base}.{process}",
+                       f"--log-file={self.base}.{process}.log"]
+            if process in self.caches:
+                i1, d1, ll = self.caches[process].split(":")
+                command += ["--cache-sim=yes", f"--I1={i1}", f"--D1={d1}", f"--LL={ll}"]
+            return command
+        return ["taskset", "-c", str(cpu), *(emulator or [NATIVE_QEMU]),
+                *plugin_arguments(cache_root(), f"{self.base}.{process}",
+                                  self.caches.get(process))]
+
+    def check(self) -> None:
+        """A clear error when the counting tool is not installed."""
+        if self.functions:
+            if shutil.which("valgrind") is None:
+                raise FloemError("--count-elements counts with callgrind: apt-get install "
+                                 "valgrind")
+        elif shutil.which("taskset") is None:
+            raise FloemError("--count-instructions runs each process on one CPU with taskset: "
+                             "apt-get install util-linux")
+        elif shutil.which(NATIVE_QEMU) is None:
+            raise FloemError(f"--count-instructions runs the program under qemu-user "
+                             f"({NATIVE_QEMU}): apt-get install qemu-user")
+
+
+#: qemu-user for this machine's own ISA, which counting runs its processes under.
+NATIVE_QEMU = "qemu-x86_64"
 
 
 def run_built(built: BuildResult, program: Any, timeout: float | None = None,
@@ -234,7 +267,7 @@ def run_built(built: BuildResult, program: Any, timeout: float | None = None,
               count: Counting | None = None, trace: int | None = None) -> RunResult:
     """Run the processes of a finished build; the result is the main process's.
 
-    ``count``: run every process (built with ``count_instructions``) under callgrind.
+    ``count``: count what every process (built with ``count_instructions``) executes.
     ``trace``: trace the first that many packets (a build with the ``trace`` option) and,
     when the program has ended, write their paths (floem/trace.py) after its stderr.
     """
@@ -249,14 +282,16 @@ def run_built(built: BuildResult, program: Any, timeout: float | None = None,
               if p != built.main_executable}
     prefixes = {}
     if count is not None:
-        if shutil.which("valgrind") is None:
-            raise FloemError("--count-instructions needs valgrind (apt-get install valgrind)")
+        count.check()
         unknown = set(count.caches) - set(built.executables)
         if unknown:
             raise FloemError(f"--count-cache names no process of the program: "
                              f"{', '.join(sorted(unknown))} (its processes: "
                              f"{', '.join(sorted(built.executables))})")
-        prefixes = {n: count.prefix(n) for n in built.executables}
+        cpus = sorted(os.sched_getaffinity(0))     # the processes spread over the CPUs
+        prefixes = {n: count.prefix(n, built.commands[n][:-1], cpus[i % len(cpus)])
+                    for i, n in enumerate(built.executables)}
+        others = {n: [built.executables[n]] for n in others}
     env = {**given, **({"FLOEM_REPORT": "1"} if built.report else {})}
     if not trace:
         return launch(built.main_executable, others, args or [], timeout=timeout,

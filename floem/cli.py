@@ -177,7 +177,7 @@ def _counting(args: argparse.Namespace) -> Counting | None:
                          "--count-instructions too")
     if not args.count_instructions:
         return None
-    return Counting(args.count_instructions, dict(args.count_cache))
+    return Counting(args.count_instructions, dict(args.count_cache), args.count_elements)
 
 
 def _packets(text: str) -> int:
@@ -285,8 +285,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="write the element counters as JSON when the program ends (for "
                           "floem graph --stats)")
     run.add_argument("--count-instructions", metavar="BASE",
-                     help="--nic emu: run every process under callgrind, counting what its "
-                          "segment threads execute on packets into BASE.PROCESS (floem explore)")
+                     help="run every process under qemu-user of its ISA with Floem's "
+                          "counting plugin, counting what its segment threads execute on "
+                          "packets into BASE.PROCESS (floem explore; with --count-elements, "
+                          "each function, under callgrind: floem place)")
     run.add_argument("--count-cache", action="append", default=[], type=_count_cache,
                      metavar="PROCESS=I1:D1:LL",
                      help="--count-instructions: simulate PROCESS's caches with this geometry "

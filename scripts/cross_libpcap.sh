@@ -4,10 +4,9 @@
 # The pcap packet I/O backend (--net pcap) links libpcap, and a NIC process built for
 # --nic bluefield (aarch64-linux-gnu) or --nic liquidio (mips64-linux-gnuabi64, big-endian:
 # no Debian architecture) links it statically. Debian ships libpcap for neither, so this
-# builds the Debian source package of the host's libpcap (apt-get source, from the
-# machine's own Debian sources turned into deb-src ones in a private list: the machine's
-# apt configuration is left alone) for each cross compiler that is installed, reading and
-# writing capture files only (no capture module that needs another library), and installs
+# builds the Debian source package of the host's libpcap (scripts/debian_source.sh) for
+# each cross compiler that is installed, reading and writing capture files only (no capture
+# module that needs another library), and installs
 # libpcap.a and its headers where that compiler looks: /usr/TRIPLET/lib and
 # /usr/TRIPLET/include.
 set -euo pipefail
@@ -22,29 +21,9 @@ sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-cd "$work"
-mkdir -p lists/partial cache parts
-# The machine's sources, as deb-src.
-if [ -f /etc/apt/sources.list ]; then
-    sed -n 's/^deb /deb-src /p' /etc/apt/sources.list >sources.list
-else
-    : >sources.list
-fi
-for f in /etc/apt/sources.list.d/*.sources; do
-    [ -f "$f" ] && sed 's/^Types: deb$/Types: deb-src/' "$f" >"parts/$(basename "$f")"
-done
-for f in /etc/apt/sources.list.d/*.list; do
-    [ -f "$f" ] && sed -n 's/^deb /deb-src /p' "$f" >"parts/$(basename "$f")"
-done
-apt_options=(-o "Dir::Etc::sourcelist=$work/sources.list" -o "Dir::Etc::sourceparts=$work/parts"
-             -o "Dir::State::Lists=$work/lists" -o "Dir::Cache=$work/cache" -o Debug::NoLocking=1
-             -o APT::Sandbox::User=root)
+. "$(dirname "$0")/debian_source.sh"
 echo "cross_libpcap: fetching the libpcap source package" >&2
-apt-get "${apt_options[@]}" -qq update >&2
-version="$(dpkg-query -W -f='${source:Version}' libpcap0.8-dev)"
-apt-get "${apt_options[@]}" -qq source "libpcap=$version" >/dev/null 2>&1 ||
-    apt-get "${apt_options[@]}" -qq source libpcap >/dev/null
-src="$(find "$work" -maxdepth 1 -type d -name 'libpcap-*' | head -1)"
+src="$(debian_source "$work" libpcap "$(dpkg-query -W -f='${source:Version}' libpcap0.8-dev)")"
 
 for t in "${triplets[@]}"; do
     echo "cross_libpcap: building libpcap for $t" >&2

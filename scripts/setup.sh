@@ -3,7 +3,8 @@
 # System packages: a C toolchain (gcc, and clang as a second compiler for C checks, with
 # its libFuzzer and sanitizer runtimes for scripts/fuzz.sh), make, Graphviz, Python venv
 # support, OpenSSL (the AES reference), valgrind (benchmarks), the cross compilers and
-# qemu-user for the NIC platforms (BlueField: aarch64, LiquidIO: mips64), DPDK 22.11
+# qemu-user for the NIC platforms (BlueField: aarch64, LiquidIO: mips64; qemu's plugin
+# header, for the counting plugin: scripts/qemu_plugin_header.sh), DPDK 22.11
 # (--net dpdk), libpcap (--net pcap; flex, bison and dpkg-dev build it for the NIC
 # platforms' cross compilers: scripts/cross_libpcap.sh), memcached (the key-value
 # store's oracle: the tests start their own) and memcaslap (libmemcached-tools: a client).
@@ -24,6 +25,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >&2
 fi
 bash scripts/cross_libpcap.sh
+bash scripts/qemu_plugin_header.sh
 
 if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv >&2

@@ -1,10 +1,11 @@
 """`floem explore` and its performance model (floem/explore, floem/platforms/*.toml).
 
-Counting: callgrind's profiles are read exactly (every block of a function, inlined code
-included), each thread counts for its segment or, in a program of the user's, the function
-it started in, a segment missing from the profiles or instructions outside its thread
-function are errors, and the same configuration counted twice gives the same counts, with several
-threads the same per packet as with one. The model: platform files load and cite every
+Counting: callgrind's profiles (floem place's) are read exactly (every block of a function,
+inlined code included); each thread of the counting plugin's file counts for its segment
+or, in a program of the user's, the function it started in, and a segment missing from
+the counts, a thread the plugin could not name or a failed plugin are errors; the same
+configuration counted twice gives the same counts, on the NIC in its own ISA (MIPS64,
+AArch64) too, with several threads the same per packet as with one. The model: platform files load and cite every
 figure, each cost follows from the counts and the platform's figures, latency grows with
 the offered load. Exploring: the echo on the CPU and the NIC gives the same table twice (up
 to a simulated miss or two), with the columns the docs promise; a configuration that does
@@ -13,6 +14,7 @@ not build gets a failed row.
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import math
 import os
@@ -28,14 +30,15 @@ from floem.errors import FloemError
 from floem.explore.callgrind import read_profile
 from floem.explore.counters import Counters, Thread, parse
 from floem.explore.latency import Station, latency
-from floem.explore.measure import (Machine, Measurement, Misses, RunFailed, SegmentCounts, Tally,
-                                  Workload, measure, process_counts)
+from floem.explore.measure import (Layout, Machine, Measurement, Misses, RunFailed,
+                                  SegmentCounts, Tally, Workload, measure, process_counts)
 from floem.explore.model import (SECTIONS, WIRE_OVERHEAD_BYTES, load_platform, model_platforms,
                                  predict, segment_time)
 from floem.explore.sweep import layout
 
 ECHO = os.path.join(ROOT, "examples", "echo", "echo.py")
 NAT = os.path.join(ROOT, "examples", "nf", "nat.py")
+AES = os.path.join(ROOT, "examples", "nf", "aes.py")
 FLOWCLASS = os.path.join(ROOT, "examples", "nf", "flowclass.py")
 KVS = os.path.join(ROOT, "examples", "kvs", "kvs.py")
 
@@ -88,26 +91,6 @@ fn=(1)
 totals: 580 1 5
 """
 
-WORKER = """# callgrind format
-version: 1
-positions: line
-events: Ir Ge
-fl=(1) /build/worker.c
-fn=(1) start_thread
-cfn=(2) worker
-calls=1 5
-3 300 2
-fn=(2)
-cfn=(3) get
-calls=4 9
-5 200 2
-6 100
-fn=(3)
-9 200 2
-totals: 300 2
-"""
-
-
 def test_a_profile_is_read_exactly_inlined_code_and_calls_included(tmp_path) -> None:
     path = tmp_path / "count.nic"
     path.write_text(PROFILE)
@@ -118,7 +101,7 @@ def test_a_profile_is_read_exactly_inlined_code_and_calls_included(tmp_path) -> 
     assert p.of("rx_thread", "Ir") == 580 and p.of("rx_thread", "DLmr") == 5
     assert p.of("parse", "Ir") == 400 and p.of("rx_thread", "Ge") == 1
     assert p.of("nothing", "Ir") == 0 and p.of("rx_thread", "ILmr") == 0
-    assert p.total("Ge") == 1 and p.root() == "run_thread"
+    assert p.total("Ge") == 1
     assert p.calls["rx_thread"]["parse"] == [400, 0, 3]
 
 
@@ -133,29 +116,46 @@ def thread(segment: str, packets: int) -> Thread:
     return Thread(segment, 0, "nic", packets, packets, 0.0)
 
 
+COUNTS = """events Ir Ge I1mr D1mr ILmr DLmr
+thread 0 main 0 0 0 0 0 0
+thread 1 rx_thread 580 1 2 3 1 4
+thread 2 rx_thread 580 1 2 3 1 4
+thread 3 worker 300 2 0 0 0 0
+thread 4 worker 0 0 0 0 0 0
+thread 5 worker 200 0 0 0 0 0
+thread 6 device_main 0 0 0 0 0 0
+"""
+
+
 def test_each_thread_counts_for_its_segment_or_the_function_it_started_in(tmp_path) -> None:
-    (tmp_path / "count.app-01").write_text(PROFILE)
-    (tmp_path / "count.app-02").write_text(PROFILE)
-    (tmp_path / "count.app-03").write_text(WORKER)
-    (tmp_path / "count.app-04").write_text(WORKER.replace("totals: 300 2", "totals: 0 0"))
+    (tmp_path / "count.app").write_text(COUNTS)
     counts = process_counts(str(tmp_path / "count"), "app", ["rx"],
                             Counters(threads=[thread("rx", 10)]))
-    assert counts["rx"] == Tally("app", 2, 1160, 2, 0, 10)
+    assert counts["rx"] == Tally("app", 2, 1160, 2, 10, 10)
     assert counts["worker[0]"] == Tally("app", 1, 300, 2, 0, 0)     # a thread of the user's
+    assert counts["worker[1]"] == Tally("app", 1, 200, 0, 0, 0)     # (one counted nothing)
+    assert set(counts) == {"rx", "worker[0]", "worker[1]"}
 
 
-def test_a_segment_missing_from_its_profiles_is_an_error(tmp_path) -> None:
-    (tmp_path / "count.nic-01").write_text(PROFILE)
+def test_a_segment_missing_from_its_counts_is_an_error(tmp_path) -> None:
+    (tmp_path / "count.nic").write_text(COUNTS)
     report = Counters(threads=[thread("rx", 10), thread("tx", 10)])
     with pytest.raises(FloemError, match="miss segment tx .tx_thread., whose threads handled"):
         process_counts(str(tmp_path / "count"), "nic", ["rx", "tx"], report)
 
 
-def test_instructions_outside_a_segment_thread_are_an_error(tmp_path) -> None:
-    (tmp_path / "count.nic-01").write_text(PROFILE.replace("totals: 580", "totals: 630"))
-    with pytest.raises(FloemError, match="50 instructions of process nic outside rx_thread"):
+def test_counts_of_an_unnamed_thread_or_a_failed_plugin_are_errors(tmp_path) -> None:
+    (tmp_path / "count.nic").write_text(COUNTS.replace("worker 300", "? 300"))
+    with pytest.raises(FloemError, match="300 instructions of process nic in a thread it could "
+                                         "not name"):
         process_counts(str(tmp_path / "count"), "nic", ["rx"], Counters())
-    with pytest.raises(RunFailed, match="callgrind wrote no counts for process host"):
+    (tmp_path / "count.nic").write_text("failed more threads than it can count\n" + COUNTS)
+    with pytest.raises(FloemError, match="plugin failed .more threads than it can count"):
+        process_counts(str(tmp_path / "count"), "nic", ["rx"], Counters())
+    (tmp_path / "count.nic").write_text(PROFILE)
+    with pytest.raises(FloemError, match="not a file of the counting plugin"):
+        process_counts(str(tmp_path / "count"), "nic", ["rx"], Counters())
+    with pytest.raises(RunFailed, match="the counting plugin wrote no counts for process host"):
         process_counts(str(tmp_path / "count"), "host", [], Counters())
 
 
@@ -197,9 +197,24 @@ NIC_GEOMETRY = load_platform("liquidio").caches
 HOST_GEOMETRY = load_platform("xeon-e5-2680v3", "host").caches
 
 
-def count(app: str, capture: str, **config: str) -> Measurement:
+def count(app: str, capture: str, nic_target: str = "emu", **config: str) -> Measurement:
     return measure(app, [f"{k}={v}" for k, v in config.items()], [], Workload.read(capture),
-                   layout(app, config), [(NIC_GEOMETRY, HOST_GEOMETRY)])
+                   layout_of(app, tuple(sorted(config.items()))),
+                   [(NIC_GEOMETRY, HOST_GEOMETRY)], nic_target=nic_target)
+
+
+@functools.lru_cache
+def layout_of(app: str, config: tuple[tuple[str, str], ...]) -> Layout:
+    """`layout` of ``app`` configured so (it compiles the app: once per configuration)."""
+    return layout(app, dict(config))
+
+
+def nf_capture(path: str, function: str, frames: int, size: int) -> str:
+    """examples/nf/load.py's capture of ``frames`` frames of ``size`` bytes for ``function``."""
+    subprocess.run([sys.executable, os.path.join(ROOT, "examples", "nf", "load.py"), function,
+                    "--size", str(size), "--count", str(frames), "--pcap", path], check=True,
+                   capture_output=True)
+    return path
 
 
 @pytest.mark.slow
@@ -248,8 +263,44 @@ def test_a_users_program_calling_callables_is_counted_per_packet(tmp_path) -> No
     assert {"nic_rx", "nic_tx"} <= set(first.segments)
 
 
-def test_counting_needs_the_emulated_nic() -> None:
-    result = floem("run", ECHO, "-D", "device=nic", "--nic", "liquidio",
+@pytest.mark.slow
+@pytest.mark.parametrize("target,isa", [("liquidio", "mips64"), ("bluefield", "aarch64")])
+def test_nic_segments_are_counted_in_the_nics_isa(tmp_path, target: str, isa: str) -> None:
+    """The echo, AES (in software) and flow classification on the NIC, built for it and
+    counted under qemu of its ISA: the ISA recorded, each packet's instructions and the
+    misses of the NIC's caches, and flow classification's (atomic adds to its sketch) the
+    same twice."""
+    cases = [(ECHO, "echo", write_capture(str(tmp_path / "echo.pcap"), 300)),
+             (AES, "aes", nf_capture(str(tmp_path / "aes.pcap"), "aes", 100, 1024)),
+             (FLOWCLASS, "flowclass", nf_capture(str(tmp_path / "fc.pcap"), "flowclass", 500, 80))]
+    for app, segment, pcap in cases:
+        m = count(app, pcap, target, device="nic")
+        assert (m.nic_isa, m.host_isa) == (isa, "x86-64")
+        s = m.segments[segment]
+        assert s.on_nic and s.threads == 1 and s.received == 1.0
+        assert s.instructions > (64 * 10 * 16 if app == AES else 50)    # AES: 64 blocks, 10
+        assert s.misses[NIC_GEOMETRY].first >= s.misses[NIC_GEOMETRY].last >= 0   # rounds
+    assert s.atomics >= 4                               # an add to each row of the sketch
+    again = count(FLOWCLASS, pcap, target, device="nic").segments["flowclass"]
+    assert (s.instructions, s.atomics) == (again.instructions, again.atomics)
+
+
+@pytest.mark.slow
+def test_the_key_value_stores_write_back_cache_is_counted_in_mips64(tmp_path) -> None:
+    """cache-wb on the LiquidIO: the NIC's receive and send segments in MIPS64, the host's
+    in x86-64, each request's work on both sides."""
+    pcap = str(tmp_path / "kvs.pcap")
+    subprocess.run([sys.executable, os.path.join(ROOT, "examples", "kvs", "load.py"), "--pcap",
+                    pcap, "--requests", "600", "--keys", "300"], check=True, capture_output=True)
+    m = count(KVS, pcap, "liquidio", design="cache-wb")
+    assert m.nic_isa == "mips64"
+    nic = m.side(True)
+    assert {"nic_rx", "nic_tx"} <= set(nic) and nic["nic_rx"].instructions > 100
+    assert m.side(False) and all(s.misses for s in m.segments.values() if s.instructions)
+
+
+def test_counting_each_element_needs_the_emulated_nic() -> None:
+    result = floem("run", ECHO, "-D", "device=nic", "--nic", "liquidio", "--count-elements",
                    "--count-instructions", "/tmp/x")
     assert result.returncode == 1 and "use --nic emu" in result.stderr
 

@@ -64,14 +64,23 @@ class Sink(Element):
     def configure(self):
         self.inp = Input()
 q = Queue("q", inst=12)
+toward = Queue("toward")
 class Rx(Segment):
     def impl(self):
         Src() >> q
 class Work(Segment):
     def impl(self):
         q >> Sink()
+class Host(Segment):
+    def impl(self):
+        Src() >> toward
+class Up(Segment):
+    def impl(self):
+        toward >> Sink()
 Rx("rx", device=target.NIC, cores=list(range(4)))
-Work("work", device=target.NIC, cores=list(range(8)))   # <-- 4 + 8 + 1 manager > 12
+Host("host")                            # a queue to the NIC: the sync layer's manager runs
+Up("up", device=target.NIC)
+Work("work", device=target.NIC, cores=list(range(7)))   # <-- 4 + 1 + 7 + 1 manager > 12
 '''
 
 
@@ -87,6 +96,12 @@ def test_liquidio_core_limit_is_an_error_at_the_segment(tmp_path) -> None:
     inline = floem("build", str(app), "--nic", "liquidio", "--nic-managers", "0",
                    "-o", str(tmp_path / "out2"))
     assert inline.returncode == 0, inline.stderr
+    # Without a queue between the NIC and the host no manager runs, so none is counted.
+    alone = tmp_path / "alone.py"
+    alone.write_text(LIMIT_APP.replace('Host("host")', "").replace(
+        'Up("up", device=target.NIC)', "").replace("range(7)", "range(8)"))
+    nic_only = floem("build", str(alone), "--nic", "liquidio", "-o", str(tmp_path / "out3"))
+    assert nic_only.returncode == 0, nic_only.stderr
 
 
 CRASH_APP = '''

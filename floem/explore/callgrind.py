@@ -1,9 +1,9 @@
 """Reading a callgrind profile: the inclusive cost of each function, every event, exactly.
 
-``floem run --count-instructions`` has callgrind collect only what threads execute on
-packets, one profile per thread, so a thread's whole profile is the inclusive cost of
-its ``<segment>_thread`` function (or, in a program of the user's, of the function the
-thread started in). This reads the profile file itself (the format of
+``floem run --count-instructions --count-elements`` (`floem place`'s probes) has
+callgrind collect only what threads execute on packets, one profile per thread, so a
+thread's whole profile is the inclusive cost of its ``<segment>_thread`` function, and
+each element's function has its own. This reads the profile file itself (the format of
 callgrind's manual, "Callgrind Format Specification"), not ``callgrind_annotate``'s
 report, whose lines drop a function's name when inlined code shares its cost: a
 function's inclusive cost is its own cost lines plus the cost lines of the calls made
@@ -30,13 +30,6 @@ class Profile:
     inclusive: dict[str, list[int]] = field(default_factory=dict)
     calls: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # caller -> callee
     called: dict[str, dict[str, int]] = field(default_factory=dict)     # caller -> callee: times
-
-    def root(self) -> str | None:
-        """The function the profile's thread started in: what ``start_thread`` (a thread's)
-        or ``__libc_start_call_main`` (the main thread's) called with the most cost."""
-        called = {**self.calls.get("__libc_start_call_main", {}),
-                  **self.calls.get("start_thread", {})}
-        return max(called, key=lambda f: called[f][0]) if called else None
 
     def total(self, event: str) -> int:
         """The whole profile's count of ``event`` (0 when it was not collected)."""

@@ -59,7 +59,9 @@ def _explore(args: argparse.Namespace) -> int:
             s.per_core = s.per_core or args.per_core
         nics = nics or platforms_named(nic_names or DEFAULT_NICS, "nic")
         hosts = hosts or platforms_named(host_names or DEFAULT_HOSTS, "host")
-        progress = output.Progress(sum(len(configurations(s.app, s.sweep)) for s in studies))
+        targets = len({nic.target for nic in nics})
+        progress = output.Progress(targets * sum(len(configurations(s.app, s.sweep))
+                                                 for s in studies))
         rows = []
         for s in studies:
             rows += run_study(s, nics, hosts, args.load, progress)

@@ -4,14 +4,17 @@ A configuration (``-D`` values and build options) replays a workload capture thr
 ``floem run --net pcap --count-instructions``, as fast as the pipeline goes, until
 every frame has been received and the counters stand still (`Replay`); or, in a study of
 several machines, a command runs them all on an input file (`measure_machines`). Every
-process runs under callgrind, which counts what each segment's threads execute on packets
-(`floem.explore.callgrind`): instructions, atomic read-modify-writes and, with a
-platform's cache geometry simulated, the loads that miss its first-level and its
-last-level caches. The runtime's report gives the rest: frames received and sent by each
-thread, the DMA transfers it waited for, its engine calls, the queue entries the sync
-layer moved, cache hits. One run per cache geometry the platforms need, and, when the
-program takes locks, one more with ``FLOEM_COUNT=serial``: what is executed holding a
-lock.
+process runs under qemu-user of its ISA with Floem's counting plugin
+(`floem.explore.plugin`): the NIC's processes in the NIC target's ISA (``nic_target``:
+MIPS64 for ``liquidio``, AArch64 for ``bluefield``, this machine's for ``emu``), the
+host's in x86-64. It counts what each segment's threads execute on packets:
+instructions, atomic read-modify-writes and, with a platform's cache geometry simulated
+(a first level per thread, the last shared by the process), the loads and fetches that
+miss its first-level and its last-level caches. The runtime's report gives the rest:
+frames received and sent by each thread, the DMA transfers it waited for, its engine
+calls, the queue entries the sync layer moved, cache hits. One run per cache geometry the
+platforms need, and, when the program takes locks, one more with ``FLOEM_COUNT=serial``:
+what is executed holding a lock.
 
 Everything is a count, so the same build and capture give the same figures on any
 machine, whatever else it is doing. With a baseline capture (the workload's warm-up,
@@ -20,7 +23,6 @@ subtracted.
 """
 from __future__ import annotations
 
-import glob
 import os
 import re
 import shlex
@@ -35,11 +37,14 @@ from dataclasses import dataclass, field
 import dpkt
 
 from floem.errors import FloemError
-from floem.explore.callgrind import read_profile
 from floem.explore.counters import Counters, parse
+from floem.explore.plugin import read_counts
 from floem.ir.cnames import c_global
+from floem.platforms import PLATFORMS
 
 POLL_SECONDS = 0.4
+#: The ISA the host's processes are counted in (this machine's, as the emulated NIC's).
+HOST_ISA = PLATFORMS["emu"].isa
 #: How long one run may take before it is reported as failed.
 RUN_SECONDS = 1800.0
 
@@ -77,7 +82,8 @@ class Workload:
         return Workload.read(path)
 
 
-#: A cache geometry for callgrind's simulation, as ``floem run --count-cache`` takes it:
+#: A cache geometry for the counting plugin's simulation, as ``floem run --count-cache``
+#: takes it:
 #: ``I1:D1:LL``, each ``BYTES,WAYS,LINE``.
 Geometry = str
 
@@ -113,7 +119,7 @@ class SegmentCounts:
     machine: str = ""                       # a study of several machines: which one
     limit: int = 0                          # most threads that can work in it (0: any)
     instructions: float = 0.0
-    atomics: float = 0.0                    # atomic read-modify-writes (callgrind's Ge)
+    atomics: float = 0.0                    # atomic read-modify-writes, in its ISA's terms
     misses: dict[Geometry, Misses] = field(default_factory=dict)    # by simulated caches
     serial_instructions: float = 0.0        # executed holding a lock
     serial_atomics: float = 0.0
@@ -151,6 +157,8 @@ class Measurement:
     segments: dict[str, SegmentCounts] = field(default_factory=dict)
     machines: dict[str, Machine] = field(default_factory=dict)
     hit_rate: float | None = None
+    nic_isa: str = HOST_ISA                 # the ISA the NIC's segments were counted in
+    host_isa: str = HOST_ISA
 
     @property
     def host_threads(self) -> int:
@@ -244,14 +252,17 @@ class Replay:
 
 def measure(app: str, defines: list[str], options: list[str], workload: Workload,
             layout: Layout, geometries: list[tuple[Geometry, Geometry]],
-            baseline: Workload | None = None) -> Measurement:
+            baseline: Workload | None = None, nic_target: str = "emu") -> Measurement:
     """Count what one configuration does per packet of ``workload``.
 
     ``geometries``: pairs of cache geometries (the NIC's, the host's) to simulate, one
     counted run each (none: one run, no cache simulation). ``baseline``: a capture that
     begins the workload (e.g. its warm-up); every run is also made on it alone and
-    subtracted, so the figures are those of the rest.
+    subtracted, so the figures are those of the rest. ``nic_target``: the ``--nic`` the
+    NIC's processes are built for and counted in the ISA of (``liquidio``, ``bluefield``,
+    ``emu``).
     """
+    options = _on_target(options, nic_target)
     frames = workload.frames - (baseline.frames if baseline else 0)
     if frames <= 0:
         raise FloemError("the baseline capture is not shorter than the workload")
@@ -267,19 +278,31 @@ def measure(app: str, defines: list[str], options: list[str], workload: Workload
         return {"": (report.minus(before), {s: t.minus(counted_before.get(s, Tally(t.process)))
                                             for s, t in counts.items()})}
 
-    return _measurement(run, {"": layout}, geometries, frames, size)
+    return _measurement(run, {"": layout}, geometries, frames, size, nic_target)
+
+
+def _on_target(options: list[str], nic_target: str) -> list[str]:
+    """``options`` building the NIC's processes for ``nic_target``."""
+    if nic_target not in PLATFORMS:
+        raise FloemError(f"no NIC target {nic_target!r} to count on (the targets: "
+                         f"{', '.join(PLATFORMS)})")
+    return options + [f"--nic={nic_target}"]
 
 
 def measure_machines(command: str, defines: list[str], options: list[str], inputs: str,
                      packets: int, layouts: dict[str, Layout],
-                     geometries: list[tuple[Geometry, Geometry]]) -> Measurement:
+                     geometries: list[tuple[Geometry, Geometry]],
+                     nic_target: str = "emu") -> Measurement:
     """Count what one configuration of a study of several machines does per packet: run
     ``command``, which starts every machine's program (``layouts``: each one's, by name)
     on the input file ``inputs`` (``packets`` packets: its lines), and ends when they are
     done. Its words ``{input}``, ``{defines}`` (``-DNAME=VALUE`` each), ``{count}`` (where
     each machine counts: BASE, as ``floem run --count-instructions BASE.MACHINE``) and
     ``{options}`` (each option of ``floem run`` as ``--floem-option=OPTION``) are filled
-    in; each machine's lines in its stderr start with ``[MACHINE] ``."""
+    in; each machine's lines in its stderr start with ``[MACHINE] ``. ``nic_target``: as
+    for `measure`."""
+    options = _on_target(options, nic_target)
+
     def run(caches: dict[str, Geometry], env: dict[str, str]) -> Counted:
         with tempfile.TemporaryDirectory() as tmp:
             base = os.path.join(tmp, "count")
@@ -307,7 +330,7 @@ def measure_machines(command: str, defines: list[str], options: list[str], input
                 counted[name] = (report, counts)
         return counted
 
-    return _measurement(run, layouts, geometries, packets, 0.0)
+    return _measurement(run, layouts, geometries, packets, 0.0, nic_target)
 
 
 #: What a counted run gives, by machine: its final counters and each segment's tally.
@@ -316,7 +339,7 @@ Counted = dict[str, tuple[Counters, "Counts"]]
 
 def _measurement(run: Callable[[dict[str, Geometry], dict[str, str]], Counted],
                  layouts: dict[str, Layout], geometries: list[tuple[Geometry, Geometry]],
-                 packets: int, frame_bytes: float) -> Measurement:
+                 packets: int, frame_bytes: float, nic_target: str) -> Measurement:
     """Counted runs, one per pair of geometries, then one of the serial work when the
     program takes locks: the counts per packet."""
     first: Counted | None = None
@@ -334,7 +357,8 @@ def _measurement(run: Callable[[dict[str, Geometry], dict[str, str]], Counted],
                         tally.first_misses, tally.last_misses)
     assert first is not None
     m = Measurement(packets=packets, frame_bytes=frame_bytes,
-                    replies=sum(report.tx for report, _ in first.values()) / packets)
+                    replies=sum(report.tx for report, _ in first.values()) / packets,
+                    nic_isa=PLATFORMS[nic_target].isa)
     hits = sum(r.hits for r, _ in first.values())
     lookups = hits + sum(r.misses for r, _ in first.values())
     m.hit_rate = hits / lookups if lookups else None
@@ -410,8 +434,9 @@ def _run_command(argv: list[str], env: dict[str, str]) -> str:
 
 @dataclass(frozen=True)
 class Tally:
-    """What callgrind counted of one segment in one run, or of the threads of a program of
-    the user's that started in one function (``threads`` of them counted something)."""
+    """What the counting plugin counted of one segment in one run, or of the threads of a
+    program of the user's that started in one function (``threads`` of them counted
+    something)."""
 
     process: str
     threads: int = 0
@@ -451,53 +476,39 @@ def _count(app: str, defines: list[str], options: list[str], workload: Workload,
 
 def process_counts(base: str, process: str, segments: list[str], report: Counters,
                    stderr: str = "") -> Counts:
-    """What callgrind counted of ``process``'s threads (``base``.PROCESS-N, one profile a
-    thread): each of ``segments`` (its ``<segment>_thread``'s threads), and each thread of
-    a program of the user's by the function it started in (``worker[0]``, ``worker[1]``...,
-    in the order they started). A segment whose threads handled packets must be there, and
-    a segment thread's count is all of its profile."""
-    paths = sorted(glob.glob(f"{glob.escape(base)}.{process}-*"))
-    if not paths:
-        raise RunFailed(f"callgrind wrote no counts for process {process}: "
-                        + _failure(stderr + _read(f"{base}.{process}.log")))
+    """What the counting plugin counted of ``process``'s threads (``base``.PROCESS): each
+    of ``segments`` (the threads named by its ``<segment>_thread``), and each thread of a
+    program of the user's by the function it started in (``worker[0]``, ``worker[1]``...,
+    in the order they started). A segment whose threads handled packets must be there."""
+    path = f"{base}.{process}"
+    if not os.path.exists(path):
+        raise RunFailed(f"the counting plugin wrote no counts for process {process}: "
+                        + _failure(stderr))
+    functions = {c_global("segment", s, "thread"): s for s in segments}
     counts: Counts = {}
-    for path in paths:
-        profile = read_profile(path)
-        total = profile.total("Ir")
-        if total == 0:
+    for thread in read_counts(path):
+        c = thread.counts
+        if c["Ir"] == 0:
             continue
-        ran = [s for s in segments if profile.of(c_global("segment", s, "thread"), "Ir")]
-        root = profile.root()
-        if len(ran) > 1 or (not ran and root is None):
-            raise FloemError(f"callgrind counted {total:,} instructions of process {process} in "
-                             f"a thread of no segment ({os.path.basename(path)})")
-        if ran:
-            name, function = ran[0], c_global("segment", ran[0], "thread")
-            if profile.of(function, "Ir") != total:
-                raise FloemError(f"callgrind counted {total - profile.of(function, 'Ir'):,} "
-                                 f"instructions of process {process} outside {function}")
+        if thread.root in functions:
+            name = functions[thread.root]
+        elif thread.root == "?":
+            raise FloemError(f"the counting plugin counted {c['Ir']:,} instructions of process "
+                             f"{process} in a thread it could not name ({path})")
         else:                   # a thread of the user's program, by the function it started in
-            name = f"{root}[{sum(n.startswith(f'{root}[') for n in counts)}]"
+            name = f"{thread.root}[{sum(n.startswith(f'{thread.root}[') for n in counts)}]"
         before = counts.get(name, Tally(process))
-        counts[name] = Tally(process, before.threads + 1, before.instructions + total,
-                             before.atomics + profile.total("Ge"),
-                             before.first_misses + profile.total("I1mr") + profile.total("D1mr"),
-                             before.last_misses + profile.total("ILmr") + profile.total("DLmr"))
+        counts[name] = Tally(process, before.threads + 1, before.instructions + c["Ir"],
+                             before.atomics + c["Ge"],
+                             before.first_misses + c["I1mr"] + c["D1mr"],
+                             before.last_misses + c["ILmr"] + c["DLmr"])
     for segment in segments:
         if segment not in counts and any(t.segment == segment and t.packets
                                          for t in report.threads):
-            raise FloemError(f"callgrind's counts of process {process} miss segment {segment} "
+            raise FloemError(f"the counts of process {process} miss segment {segment} "
                              f"({c_global('segment', segment, 'thread')}), whose threads "
                              "handled packets")
     return counts
-
-
-def _read(path: str) -> str:
-    try:
-        with open(path) as f:
-            return f.read()
-    except OSError:
-        return ""
 
 
 def handles_sigusr1(pid: int) -> bool:

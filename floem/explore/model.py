@@ -79,6 +79,7 @@ class Platform:
     pcie_latency_ns: float = 0.0            # a 64-byte read's round trip
     tlp_bytes: float = 0.0                  # a transaction's headers and framing
     link_gbps: float = 0.0
+    target: str = "emu"                     # a NIC's: the --nic build counted for it
     sources: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -116,11 +117,14 @@ def load_platform(name: str, kind: str = "nic") -> Platform:
             pcie_latency_ns=float(nic["pcie"]["latency_ns"]) if nic else 0.0,
             tlp_bytes=float(nic["pcie"]["tlp_bytes"]) if nic else 0.0,
             link_gbps=float(nic["link"]["gbps"]) if nic else 0.0,
+            target=str(data["target"]) if kind == "nic" else "emu",
             sources={k: str(v.get("source", "")) for k, v in data.items() if isinstance(v, dict)})
     except (KeyError, TypeError, ValueError) as e:
-        raise FloemError(f"{path}: a {kind} platform needs title, [cores] count/ghz/cpi, "
-                         f"[caches] l1i/l1d/ll, [memory] cache_ns/dram_ns/atomic_ns/transfer_ns, "
-                         f"[packet_io] rx_ns/tx_ns, [crypto] cycles_per_byte/call_ns"
+        raise FloemError(f"{path}: a {kind} platform needs title, "
+                         + ("target (a --nic), " if kind == "nic" else "")
+                         + "[cores] count/ghz/cpi, "
+                         "[caches] l1i/l1d/ll, [memory] cache_ns/dram_ns/atomic_ns/transfer_ns, "
+                         "[packet_io] rx_ns/tx_ns, [crypto] cycles_per_byte/call_ns"
                          + (", [pcie] gbytes/latency_ns/tlp_bytes and [link] gbps"
                             if kind == "nic" else "")
                          + f" ({type(e).__name__}: {e})") from None

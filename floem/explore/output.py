@@ -12,7 +12,7 @@ from typing import TextIO
 from floem.explore.model import Platform
 from floem.explore.sweep import Row, describe_rows
 
-COLUMNS = ["configuration", "NIC", "host", "threads", "host instr/pkt", "NIC instr/pkt", "NIC µs/pkt",
+COLUMNS = ["configuration", "NIC", "host", "ISA (NIC/host)", "threads", "host instr/pkt", "NIC instr/pkt", "NIC µs/pkt",
            "PCIe B/pkt", "hit rate", "predicted pkt/s", "pkt/s per host core",
            "p50 µs", "p99 µs", "bottleneck"]
 #: Width of the progress bar, in characters.
@@ -78,11 +78,11 @@ def table(rows: list[Row]) -> str:
 def _cells(r: Row) -> list[str]:
     m, p = r.measurement, r.prediction
     if m is None or p is None or r.failed:
-        return [r.label, r.platform, r.host, r.threads or "as written"] \
-            + ["-"] * (len(COLUMNS) - 5) + [f"failed: {r.failed}"]
+        return [r.label, r.platform, r.host, "-", r.threads or "as written"] \
+            + ["-"] * (len(COLUMNS) - 6) + [f"failed: {r.failed}"]
     nic, host = m.side(True), m.side(False)
     described = describe_rows([r])[0]
-    return [r.label, r.platform, r.host, r.threads or "as written",
+    return [r.label, r.platform, r.host, f"{m.nic_isa}/{m.host_isa}", r.threads or "as written",
             f"{sum(s.instructions for s in host.values()):,.0f}" if host else "-",
             f"{sum(s.instructions for s in nic.values()):,.0f}" if nic else "-",
             f"{described['nic_us_per_packet']:.2f}" if nic else "-",

@@ -153,27 +153,35 @@ def run_study(study: Study, nics: list[Platform], hosts: list[Platform], load: f
     configs = configurations(study.app, study.sweep)
     shown_names = [n for n in configs[0]
                    if n in study.sweep or len({c[n] for c in configs}) > 1] if configs else []
+    targets = list(dict.fromkeys(nic.target for nic in nics))
     for config in configs:
         shown = {n: config[n] for n in shown_names}
         label = f"{study.title}: " + (" ".join([f"{k}={v}" for k, v in shown.items()]
                                                + study.options) or "(defaults)")
-        counter = _Counter(study, config, geometries(nics, hosts), label, progress)
-        progress.start(label)
-        measurement, error = counter.first()
-        progress.finish(label, f"failed: {error}" if error else summary(measurement))
+        counters = {}
+        for target in targets:
+            mine = [nic for nic in nics if nic.target == target]
+            named = f"{label}, NIC on {target}" if len(targets) > 1 else label
+            counters[target] = counter = _Counter(study, config, geometries(mine, hosts),
+                                                  target, named, progress)
+            progress.start(named)
+            measurement, error = counter.first()
+            progress.finish(named, f"failed: {error}" if error else summary(measurement))
         for nic in nics:
             for host in hosts:
-                rows.append(counter.row(shown, nic, host, load))
+                rows.append(counters[nic.target].row(shown, nic, host, load))
     return rows
 
 
 class _Counter:
-    """The counts of one configuration of a study: as written, with other threads, and
-    again (each kept, so that every pair of platforms reuses them)."""
+    """The counts of one configuration of a study with its NIC's segments built for one
+    ``--nic`` target: as written, with other threads, and again (each kept, so that every
+    pair of platforms reuses them)."""
 
     def __init__(self, study: Study, config: dict[str, str],
-                 pairs: list[tuple[Geometry, Geometry]], label: str, progress: Progress) -> None:
-        self.study, self.config, self.pairs = study, config, pairs
+                 pairs: list[tuple[Geometry, Geometry]], target: str, label: str,
+                 progress: Progress) -> None:
+        self.study, self.config, self.pairs, self.target = study, config, pairs, target
         self.label, self.progress = label, progress
         self.known: dict[threads.Assignment, Measurement] = {}
         self.again: dict[threads.Assignment, Measurement] = {}
@@ -244,10 +252,10 @@ class _Counter:
         options = study.options + extra
         if study.command is not None and study.inputs is not None:
             return measure_machines(study.command, defines, options, *study.inputs,
-                                    self.layouts, self.pairs)
+                                    self.layouts, self.pairs, self.target)
         assert study.workload is not None
         return measure(study.app, defines, options, study.workload, self.layouts[""],
-                       self.pairs, study.baseline)
+                       self.pairs, study.baseline, self.target)
 
     def _rooms(self) -> dict[str, threads.Room]:
         """Every thread segment of the configuration (of any of its machines), with its side
@@ -408,6 +416,7 @@ def describe_rows(rows: list[Row]) -> list[dict[str, Any]]:
             "offered_load_packets_per_s": p.load_pps if ok and p else None,
             "bottleneck": p.bottleneck if ok and p else None,
             "threads": r.threads or None, "threads_searched": r.searched or None,
+            "nic_isa": m.nic_isa if m else None, "host_isa": m.host_isa if m else None,
             "spread": r.spread,
             "app": provenance.app_path(r.app) if r.app else None,
             "app_sources": r.app_sources or None,

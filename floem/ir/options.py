@@ -166,13 +166,13 @@ class BuildOptions:
                     not isinstance(value, int) or isinstance(value, bool) or value < 0):
                 raise FloemError(f"{flags(f)[0].name} must be a whole number, 0 or more, "
                                  f"not {value!r}")
-        if self.count_instructions and self.nic != "emu":
-            raise FloemError("--count-instructions runs the NIC natively under callgrind: "
-                             "use --nic emu")
         named = [name for name, _ in self.threads]
         twice = sorted({n for n in named if named.count(n) > 1})
         if twice:
             raise FloemError(f"--threads gives segment {twice[0]!r} threads twice")
+        if self.count_instructions and self.count_elements and self.nic != "emu":
+            raise FloemError("--count-elements counts each element's function with callgrind, "
+                             "which runs this machine's instructions only: use --nic emu")
         if self.trace_filter is not None and not self.trace:
             raise FloemError("--trace-filter selects the packets --trace traces: give --trace too")
 

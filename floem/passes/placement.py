@@ -7,7 +7,9 @@ After: a `Placement` result: ``processes`` maps each process to its device, thre
 callable segments; exactly one host process holds ``main`` (the one ``floem.main``
 or ``floem.external_main`` names, else the default process; with
 ``external_main`` that process's executable is the user's program); the NIC's threads plus its manager cores
-fit the platform (``--nic``), else an error at the segment that overflows; a ``--nic``
+(when a queue joins the NIC and the CPU, which the sync layer's managers keep: otherwise
+they have nothing to do and do not run) fit the platform (``--nic``), else an error at
+the segment that overflows; a ``--nic``
 other than the default for a program with no NIC segment is a warning::
 
     seg rx (NIC, 2 cores), inc2 (process=math)  =>  process nic (NIC) [rx], 2 + 1 cores
@@ -74,15 +76,20 @@ def _main_error(ir: ProgramIR, message: str) -> FloemError:
 
 
 def _check_nic_cores(ir: ProgramIR) -> None:
-    """NIC worker threads plus manager cores must fit the platform's cores."""
+    """NIC worker threads plus manager cores (when they have queues to keep) must fit the
+    platform's cores."""
     platform = ir.options.nic
     limit = PLATFORMS[platform].cores
-    used = ir.options.nic_managers
+    managers = ir.options.nic_managers if ir.options.sync_layer and any(
+        len({ir.segments[ir.node(n).segment].device
+             for n in (q.dequeuer, *(e for names in q.enqueuers for e in names))
+             if n in ir.graph}) > 1
+        for q in ir.queues.values()) else 0
+    used = managers
     for seg in ir.segments.values():
         if seg.device != Device.NIC:
             continue
         used += len(seg.cores)
         if used > limit:
             raise seg.loc.error(f"segment '{seg.name}' needs NIC cores beyond the {limit} of "
-                                f"--nic {platform} ({used} with {ir.options.nic_managers} "
-                                "manager core(s))")
+                                f"--nic {platform} ({used} with {managers} manager core(s))")

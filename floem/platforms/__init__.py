@@ -10,7 +10,8 @@ from floem.errors import FloemError
 
 @dataclass(frozen=True)
 class Platform:
-    """A NIC platform (``--nic``): its C compiler, flags, emulator and core count."""
+    """A NIC platform (``--nic``): its C compiler, flags, emulator, core count and the
+    instruction set its programs are built for."""
 
     name: str
     cc: str
@@ -18,6 +19,7 @@ class Platform:
     emulator: tuple[str, ...]
     cores: int
     packages: str
+    isa: str = "x86-64"
 
     def compiler(self) -> str:
         """The C compiler command (``$CC`` for the native emulation)."""
@@ -34,12 +36,19 @@ class Platform:
                 raise FloemError(f"--nic {self.name} needs '{tool}' (apt-get install {self.packages})")
 
 
+# The LiquidIO's cnMIPS64 III cores run MIPS64r2 with Octeon instructions of their own;
+# gcc's -march=octeon3 (octeon, octeon2 too) uses DMUL, which qemu 7.2 lacks, so the build
+# is scheduled for them (-mtune) without using them. The BlueField-2's Cortex-A72 has no
+# LSE atomics: its atomic operations are inline exclusive pairs (no run-time choice).
 PLATFORMS = {
     "emu": Platform("emu", "", (), (), 64, "gcc"),
-    "bluefield": Platform("bluefield", "aarch64-linux-gnu-gcc", ("-static",), ("qemu-aarch64",), 16,
-                          "gcc-aarch64-linux-gnu qemu-user"),
-    "liquidio": Platform("liquidio", "mips64-linux-gnuabi64-gcc", ("-march=mips64r2", "-static"),
-                         ("qemu-mips64",), 12, "gcc-mips64-linux-gnuabi64 qemu-user"),
+    "bluefield": Platform("bluefield", "aarch64-linux-gnu-gcc",
+                          ("-mcpu=cortex-a72", "-mno-outline-atomics", "-static"),
+                          ("qemu-aarch64", "-cpu", "cortex-a72"), 16,
+                          "gcc-aarch64-linux-gnu qemu-user", "aarch64"),
+    "liquidio": Platform("liquidio", "mips64-linux-gnuabi64-gcc",
+                         ("-march=mips64r2", "-mtune=octeon3", "-static"), ("qemu-mips64",), 12,
+                         "gcc-mips64-linux-gnuabi64 qemu-user", "mips64"),
 }
 
 

@@ -1,5 +1,6 @@
 /* The Floem cache construct's storage: buckets of LRU entries, versions, counters. */
 #include "floem/cache.h"
+#include "floem/runtime.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -108,28 +109,16 @@ static const void *thread_copy(const void *from, uint32_t len)
     return s->bytes;
 }
 
-static void spin_lock(int *lock)
-{
-    while (__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE))
-        while (__atomic_load_n(lock, __ATOMIC_RELAXED))
-            ;
-}
-
-static void spin_unlock(int *lock)
-{
-    __atomic_store_n(lock, 0, __ATOMIC_RELEASE);
-}
-
 static struct bucket *lock_bucket(floem_cache_t *c, const void *key, uint32_t keylen)
 {
     struct bucket *b = &c->buckets[floem_cache_hash(key, keylen) % c->nbuckets];
-    spin_lock(&b->lock);
+    floem_spin_lock(&b->lock);
     return b;
 }
 
 static void unlock_bucket(struct bucket *b)
 {
-    spin_unlock(&b->lock);
+    floem_spin_unlock(&b->lock);
 }
 
 /* The link pointing at the entry of `key` in bucket `b` (pointing at NULL when absent). */
@@ -275,7 +264,7 @@ bool floem_cache_set(floem_cache_t *c, const void *key, uint32_t keylen, const v
 static struct deferred *take_deferred_key(floem_cache_t *c, const void *key, uint32_t keylen)
 {
     struct deferred *newest = NULL, **p = &c->deferred_head;
-    spin_lock(&c->deferred_lock);
+    floem_spin_lock(&c->deferred_lock);
     while (*p != NULL) {
         struct deferred *d = *p;
         if (d->evicted.keylen == keylen && memcmp(d->evicted.key, key, keylen) == 0) {
@@ -291,7 +280,7 @@ static struct deferred *take_deferred_key(floem_cache_t *c, const void *key, uin
         }
     }
     c->deferred_tail = p;                   /* the last link: what is left ends there */
-    spin_unlock(&c->deferred_lock);
+    floem_spin_unlock(&c->deferred_lock);
     return newest;
 }
 
@@ -337,11 +326,11 @@ void floem_cache_defer(floem_cache_t *c, floem_cache_evicted_t *evicted)
     struct deferred *d = allocate(sizeof *d);
     d->evicted = *evicted;
     memset(evicted, 0, sizeof *evicted);
-    spin_lock(&c->deferred_lock);
+    floem_spin_lock(&c->deferred_lock);
     *c->deferred_tail = d;
     c->deferred_tail = &d->next;
     __atomic_fetch_add(&c->pending, 1, __ATOMIC_RELAXED);
-    spin_unlock(&c->deferred_lock);
+    floem_spin_unlock(&c->deferred_lock);
 }
 
 bool floem_cache_has_deferred(const floem_cache_t *c)
@@ -356,14 +345,14 @@ void floem_cache_drain_begin(floem_cache_t *c)
 
 bool floem_cache_take_deferred(floem_cache_t *c, floem_cache_evicted_t *out)
 {
-    spin_lock(&c->deferred_lock);
+    floem_spin_lock(&c->deferred_lock);
     struct deferred *d = c->deferred_head;
     if (d != NULL) {
         c->deferred_head = d->next;
         if (c->deferred_head == NULL)
             c->deferred_tail = &c->deferred_head;
     }
-    spin_unlock(&c->deferred_lock);
+    floem_spin_unlock(&c->deferred_lock);
     if (d == NULL)
         return false;
     *out = d->evicted;

@@ -1,15 +1,20 @@
 /* What the NIC performance model counts: instructions on packets, serial work, engine calls.
  *
- * Built with FLOEM_COUNT_INSTRUCTIONS and run under `valgrind --tool=callgrind
- * --collect-atstart=no`, a program has callgrind collect exactly the instructions its
- * segment threads execute on packets (see floem/runtime.h); otherwise nothing here
- * toggles anything, and the lock and engine calls only keep their counters.
+ * Built with FLOEM_COUNT_INSTRUCTIONS, a program says when each thread's work is to be
+ * counted (see floem/runtime.h) to the counting plugin of qemu-user it runs under
+ * (floem/explore/count_plugin.c), by calling marker functions it recognises by name,
+ * and, in a build for this machine, to callgrind (`valgrind --tool=callgrind
+ * --collect-atstart=no`, which `floem place` counts each element's function with) by its
+ * client request. Otherwise nothing here marks anything, and the lock and engine calls
+ * only keep their counters.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include "floem/runtime.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,9 +23,70 @@ _Thread_local uint64_t floem_thread_received, floem_thread_sent, floem_thread_dm
     floem_thread_dma_bytes, floem_thread_engine_calls, floem_thread_engine_bytes;
 
 #ifdef FLOEM_COUNT_INSTRUCTIONS
+#if __has_include(<valgrind/callgrind.h>)
 #include <valgrind/callgrind.h>
+#define TOGGLE_CALLGRIND() CALLGRIND_TOGGLE_COLLECT
+#else                           /* a cross compiler: no callgrind for this ISA */
+#define TOGGLE_CALLGRIND() ((void)0)
+#endif
 
-/* Per thread: in a packet turn, locks held, pauses open, and whether callgrind collects. */
+/* The markers: they do nothing, the plugin sees them called. gcc's noipa keeps every
+ * call and keeps the functions apart (no identical code folding); clang folds none. */
+#ifdef __clang__
+#define MARKER __attribute__((noinline))
+#else
+#define MARKER __attribute__((noipa))
+#endif
+
+MARKER void floem_count_on(void)
+{
+    __asm__ volatile("");
+}
+
+MARKER void floem_count_off(void)
+{
+    __asm__ volatile("");
+}
+
+MARKER void *floem_count_thread(void *(*fn)(void *), void *arg)
+{
+    return fn(arg);
+}
+
+/* A program of the user's starts its threads itself: a counting build links with
+ * --wrap=pthread_create, which sends each through floem_count_thread, so that the plugin
+ * names it by its start routine. */
+int __real_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+                          void *(*fn)(void *), void *arg);
+int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+                          void *(*fn)(void *), void *arg);
+
+struct start {
+    void *(*fn)(void *);
+    void *arg;
+};
+
+static void *start_named(void *arg)
+{
+    struct start start = *(struct start *)arg;
+    free(arg);
+    return floem_count_thread(start.fn, start.arg);
+}
+
+int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+                          void *(*fn)(void *), void *arg)
+{
+    struct start *start = malloc(sizeof *start);
+    if (start == NULL)
+        return EAGAIN;
+    *start = (struct start){fn, arg};
+    int err = __real_pthread_create(thread, attr, start_named, start);
+    if (err != 0)
+        free(start);
+    return err;
+}
+
+/* Per thread: in a packet turn, locks held, pauses open, and whether it is counted now. */
 static _Thread_local struct {
     bool in_turn, collecting;
     int locks_held, paused;
@@ -39,13 +105,20 @@ static bool serial(void)
     return __atomic_load_n(&serial_mode, __ATOMIC_RELAXED) == 1;
 }
 
-/* Make callgrind's collection match what this thread is doing now. */
+/* Count this thread, or stop, as what it is doing now asks. The plugin's window lies
+ * inside callgrind's: neither counts the other's mark. */
 static void update(void)
 {
     bool counted = self.paused == 0 && (serial() ? self.locks_held > 0 : self.in_turn);
-    if (counted != self.collecting) {
-        self.collecting = counted;
-        CALLGRIND_TOGGLE_COLLECT;
+    if (counted == self.collecting)
+        return;
+    self.collecting = counted;
+    if (counted) {
+        TOGGLE_CALLGRIND();
+        floem_count_on();
+    } else {
+        floem_count_off();
+        TOGGLE_CALLGRIND();
     }
 }
 
@@ -110,21 +183,14 @@ static uint64_t lock_acquisitions;
 
 void floem_lock(int *lock)
 {
-    if (__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE)) {
-        floem_count_pause();                    /* spinning is waiting, not work */
-        do {
-            while (__atomic_load_n(lock, __ATOMIC_RELAXED))
-                floem_cpu_relax();
-        } while (__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE));
-        floem_count_resume();
-    }
+    floem_spin_lock(lock);
     __atomic_fetch_add(&lock_acquisitions, 1, __ATOMIC_RELAXED);
     held(+1);
 }
 
 void floem_unlock(int *lock)
 {
-    __atomic_store_n(lock, 0, __ATOMIC_RELEASE);
+    floem_spin_unlock(lock);
     held(-1);
 }
 

@@ -31,14 +31,12 @@ static void give_back(floem_packet_t *pkt)
 
 static void acquire(void)
 {
-    while (__atomic_exchange_n(&lock, 1, __ATOMIC_ACQUIRE))
-        while (__atomic_load_n(&lock, __ATOMIC_RELAXED))
-            floem_cpu_relax();
+    floem_spin_lock(&lock);
 }
 
 static void release(void)
 {
-    __atomic_store_n(&lock, 0, __ATOMIC_RELEASE);
+    floem_spin_unlock(&lock);
 }
 
 void floem_frames_init(uint32_t n, uint64_t timeout_ns)

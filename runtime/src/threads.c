@@ -75,7 +75,7 @@ static void *run_thread(void *arg)
     __atomic_store_n(&t->start_cpu_ns, clock_ns(CLOCK_THREAD_CPUTIME_ID), __ATOMIC_RELAXED);
     turn_start = floem_now_ns();
     __atomic_store_n(&t->start_ns, turn_start, __ATOMIC_RELEASE);
-    void *result = t->fn((void *)(intptr_t)self->index);
+    void *result = floem_count_thread(t->fn, (void *)(intptr_t)self->index);
     clock_busy_turns();
     __atomic_store_n(&self->cpu_ns, clock_ns(CLOCK_THREAD_CPUTIME_ID) - t->start_cpu_ns,
                      __ATOMIC_RELAXED);

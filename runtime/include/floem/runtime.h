@@ -115,13 +115,14 @@ uint64_t floem_now_ns(void);
 
 /* What the NIC performance model counts (`floem explore`, docs/exploration.md).
  *
- * A program built with FLOEM_COUNT_INSTRUCTIONS and run under `valgrind --tool=callgrind
- * --collect-atstart=no` has callgrind collect the instructions its segment threads execute
- * on packets: from the moment a segment's source hands a packet on (floem_packet_begin)
- * to the end of the turn, less the pauses: waiting (for a DMA to complete, for room in a
- * full queue, for a lock), the emulated DMA engine and packet I/O (hardware on a NIC),
- * and work handed to an engine. With FLOEM_COUNT=serial in the environment it collects
- * instead the instructions executed holding a floem_lock: work no two cores do at once.
+ * A program built with FLOEM_COUNT_INSTRUCTIONS and run under qemu-user with Floem's
+ * counting plugin (or, built for this machine, under `valgrind --tool=callgrind
+ * --collect-atstart=no`) has it count what its segment threads execute on packets: from
+ * the moment a segment's source hands a packet on (floem_packet_begin) to the end of the
+ * turn, less the pauses: waiting (for a DMA to complete, for room in a full queue, for a
+ * lock), the emulated DMA engine and packet I/O (hardware on a NIC), and work handed to
+ * an engine. With FLOEM_COUNT=serial in the environment it counts instead the
+ * instructions executed holding a floem_lock: work no two cores do at once.
  * Without FLOEM_COUNT_INSTRUCTIONS the calls only keep the counters below.
  */
 extern _Thread_local uint64_t floem_thread_packets;
@@ -136,6 +137,8 @@ extern _Thread_local uint64_t floem_thread_received, floem_thread_sent, floem_th
  * that packet is counted; one that gives packets counts only its own work when the
  * caller is in no turn. floem_count_call returns what floem_count_return needs. */
 #ifdef FLOEM_COUNT_INSTRUCTIONS
+/* Call fn(arg) as the calling thread's start: counting names the thread by fn. */
+void *floem_count_thread(void *(*fn)(void *), void *arg);
 void floem_count_packet(void);
 void floem_count_turn_end(void);
 void floem_count_pause(void);
@@ -143,6 +146,10 @@ void floem_count_resume(void);
 bool floem_count_call(bool takes);
 void floem_count_return(bool end_turn);
 #else
+static inline void *floem_count_thread(void *(*fn)(void *), void *arg)
+{
+    return fn(arg);
+}
 static inline void floem_count_turn_end(void) {}
 static inline void floem_count_pause(void) {}
 static inline void floem_count_resume(void) {}
@@ -191,6 +198,25 @@ static inline void floem_cpu_relax(void)
 #elif defined(__aarch64__)
     __asm__ __volatile__("yield");
 #endif
+}
+
+/* Take the spin lock `*lock` (0: free). The exchange that takes it is counted (an atomic);
+ * spinning while another thread holds it is waiting, which the model never counts. */
+static inline void floem_spin_lock(int *lock)
+{
+    if (__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE)) {
+        floem_count_pause();
+        do {
+            while (__atomic_load_n(lock, __ATOMIC_RELAXED))
+                floem_cpu_relax();
+        } while (__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE));
+        floem_count_resume();
+    }
+}
+
+static inline void floem_spin_unlock(int *lock)
+{
+    __atomic_store_n(lock, 0, __ATOMIC_RELEASE);
 }
 
 /* A spin lock (`*lock` starts at 0) whose holder's work the model counts as serial. */

@@ -1,0 +1,409 @@
+/* A qemu TCG plugin counting what each thread of a Floem program executes on packets.
+ *
+ * `floem run --count-instructions BASE` runs every process under qemu-user (qemu-x86_64,
+ * qemu-aarch64, qemu-mips64: the process's own ISA) with this plugin, built with
+ * -DFLOEM_COUNT_INSTRUCTIONS. The runtime calls marker functions that do nothing
+ * (runtime/src/count.c), which the plugin recognises by their symbols when it translates
+ * them:
+ *
+ *   floem_count_on, floem_count_off   the calling thread starts or stops being counted
+ *                                     (a packet's turn begins or ends, a pause ends or
+ *                                     begins); the markers' own instructions are not;
+ *   floem_count_thread(fn, arg)       calls fn(arg): the thread is named by the next
+ *                                     function it runs (a segment's `<segment>_thread`,
+ *                                     or a start routine of the user's program).
+ *
+ * While a thread is counted, every instruction it executes is, with its atomic
+ * read-modify-writes in the ISA's own terms (a lock-prefixed or memory XCHG on x86-64,
+ * a store-exclusive, a CAS or an LSE atomic on AArch64, an SC or SCD on MIPS64: an LL/SC
+ * pair counts once, a failed SC and its retry twice). With a cache geometry
+ * (cache=I1:D1:LL, each BYTES/WAYS/LINE) every instruction fetch, load and store of a
+ * thread goes through a cache simulation, counted or not (as callgrind simulates what it
+ * does not collect: what the caches hold when a packet's turn begins is what the thread
+ * did before it): a first-level instruction and data cache of the thread's own, and one
+ * last level shared by the process's threads, each set-associative with LRU replacement,
+ * write-allocate, an access straddling lines touching each; a first-level miss looks up
+ * the last level. The counted loads and fetches that miss are counted, stores are not
+ * (they change what the caches hold).
+ *
+ * At exit it writes one line per thread to out=FILE:
+ *
+ *   events Ir Ge I1mr D1mr ILmr DLmr
+ *   thread N ROOT <a count per event>
+ *
+ * (callgrind's names: instructions, atomics, first-level fetch and load misses,
+ * last-level fetch and load misses), N the order the threads started in, ROOT the
+ * function the thread is named by ("main" for the process's first thread).
+ */
+#include <qemu-plugin.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
+
+/* Threads a process may start (vCPUs of qemu-user: one per guest thread). */
+#define MAX_VCPUS 4096
+
+enum isa { ISA_X86_64, ISA_AARCH64, ISA_MIPS64 };
+enum marker { NO_MARKER, MARK_ON, MARK_OFF, MARK_THREAD };
+
+/* One set-associative cache: `ways` line numbers per set, the most recently used first
+ * (UINT64_MAX: empty). */
+struct cache {
+    uint64_t *lines;
+    uint64_t sets;
+    unsigned ways, line_bits;
+};
+
+struct geometry {
+    uint64_t bytes;
+    unsigned ways, line;
+};
+
+/* An instruction fetch the caches see: an instruction that starts a line the one before it
+ * in its block did not end in (the others hit the most recently used line: no change). */
+struct fetch {
+    uint64_t vaddr;
+    unsigned size;
+};
+
+/* What the plugin knows of a translated block. */
+struct block {
+    const char *symbol;         /* the function it is in (NULL: no symbol) */
+    enum marker marker;
+    uint64_t insns, atomics;
+    size_t n_fetches;
+    struct fetch fetches[];
+};
+
+/* One guest thread: whether it is counted now, what it is named by, its counts. */
+struct thread {
+    struct thread *next;        /* in the order threads started */
+    const char *root;
+    bool counted, naming;       /* naming: the next function it runs names it */
+    uint64_t insns, atomics, i1_misses, d1_misses, il_misses, dl_misses;
+    struct cache i1, d1;
+};
+
+static enum isa isa;
+static const char *out_path;
+static bool simulate;
+static struct geometry i1_geometry, d1_geometry, ll_geometry;
+static struct cache last_level;
+static pthread_mutex_t last_level_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t threads_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct thread *vcpus[MAX_VCPUS];
+static struct thread *first_thread, **last_next = &first_thread;
+static const char *failure;     /* why the counts are not to be trusted */
+
+static void cache_init(struct cache *c, const struct geometry *g)
+{
+    c->ways = g->ways;
+    c->sets = g->bytes / ((uint64_t)g->line * g->ways);
+    c->line_bits = (unsigned)__builtin_ctz(g->line);
+    c->lines = malloc(c->sets * c->ways * sizeof *c->lines);
+    if (c->lines == NULL) {
+        fprintf(stderr, "floem count plugin: out of memory for a %" PRIu64 "-byte cache\n",
+                g->bytes);
+        exit(1);
+    }
+    memset(c->lines, 0xff, c->sets * c->ways * sizeof *c->lines);
+}
+
+/* Look line `line` up in its set: true when it was not there (it is now, the most
+ * recently used). */
+static bool line_missed(struct cache *c, uint64_t line)
+{
+    uint64_t *set = c->lines + (line % c->sets) * c->ways;
+    if (set[0] == line)
+        return false;
+    unsigned way = 1;
+    while (way < c->ways && set[way] != line)
+        way++;
+    bool missed = way == c->ways;
+    if (missed)
+        way--;
+    memmove(set + 1, set, way * sizeof *set);
+    set[0] = line;
+    return missed;
+}
+
+/* An access of `size` bytes at `vaddr`: true when a line it touches was not there. */
+static bool missed(struct cache *c, uint64_t vaddr, unsigned size)
+{
+    bool miss = false;
+    uint64_t last = (vaddr + size - 1) >> c->line_bits;
+    for (uint64_t line = vaddr >> c->line_bits; line <= last; line++)
+        miss |= line_missed(c, line);
+    return miss;
+}
+
+static bool last_level_missed(uint64_t vaddr, unsigned size)
+{
+    pthread_mutex_lock(&last_level_lock);
+    bool miss = missed(&last_level, vaddr, size);
+    pthread_mutex_unlock(&last_level_lock);
+    return miss;
+}
+
+static void vcpu_init(qemu_plugin_id_t id, unsigned int vcpu)
+{
+    (void)id;
+    struct thread *t = calloc(1, sizeof *t);
+    if (t == NULL || vcpu >= MAX_VCPUS) {
+        failure = t == NULL ? "out of memory" : "more threads than it can count";
+        free(t);
+        return;
+    }
+    if (simulate) {
+        cache_init(&t->i1, &i1_geometry);
+        cache_init(&t->d1, &d1_geometry);
+    }
+    pthread_mutex_lock(&threads_lock);
+    t->root = first_thread == NULL ? "main" : NULL;
+    *last_next = t;
+    last_next = &t->next;
+    vcpus[vcpu] = t;
+    pthread_mutex_unlock(&threads_lock);
+}
+
+static void block_executed(unsigned int vcpu, void *data)
+{
+    struct thread *t = vcpus[vcpu];
+    const struct block *b = data;
+    if (t == NULL)
+        return;
+    switch (b->marker) {
+    case MARK_ON:
+        t->counted = true;
+        return;
+    case MARK_OFF:
+        t->counted = false;
+        return;
+    case MARK_THREAD:
+        t->naming = true;
+        return;
+    case NO_MARKER:
+        break;
+    }
+    if (t->naming) {
+        t->naming = false;
+        t->root = b->symbol;
+    }
+    if (t->counted) {
+        t->insns += b->insns;
+        t->atomics += b->atomics;
+    }
+    if (!simulate)
+        return;
+    for (size_t i = 0; i < b->n_fetches; i++) {
+        const struct fetch *f = &b->fetches[i];
+        if (missed(&t->i1, f->vaddr, f->size)) {
+            t->i1_misses += t->counted;
+            if (last_level_missed(f->vaddr, f->size))
+                t->il_misses += t->counted;
+        }
+    }
+}
+
+/* `data` is non-NULL for an atomic read-modify-write, whose one access qemu reports as a
+ * store: it is a load too. */
+static void memory_accessed(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr,
+                            void *data)
+{
+    struct thread *t = vcpus[vcpu];
+    if (t == NULL)
+        return;
+    unsigned size = 1u << qemu_plugin_mem_size_shift(info);
+    bool load = t->counted && (!qemu_plugin_mem_is_store(info) || data != NULL);
+    if (missed(&t->d1, vaddr, size)) {
+        if (load)
+            t->d1_misses++;
+        if (last_level_missed(vaddr, size) && load)
+            t->dl_misses++;
+    }
+}
+
+static bool legacy_prefix(uint8_t byte)
+{
+    switch (byte) {
+    case 0xf0: case 0xf2: case 0xf3: case 0x2e: case 0x36: case 0x3e: case 0x26: case 0x64:
+    case 0x65: case 0x66: case 0x67:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Whether the instruction `bytes` (`size` bytes) is an atomic read-modify-write. */
+static bool atomic(const uint8_t *bytes, size_t size)
+{
+    switch (isa) {
+    case ISA_X86_64: {
+        size_t i = 0;
+        for (; i < size && legacy_prefix(bytes[i]); i++)
+            if (bytes[i] == 0xf0)               /* lock */
+                return true;
+        if (i < size && (bytes[i] & 0xf0) == 0x40)  /* REX */
+            i++;
+        /* xchg with a memory operand is locked without the prefix */
+        return i + 1 < size && (bytes[i] == 0x86 || bytes[i] == 0x87)
+               && (bytes[i + 1] >> 6) != 3;
+    }
+    case ISA_AARCH64: {
+        if (size != 4)
+            return false;
+        uint32_t w = (uint32_t)bytes[0] | (uint32_t)bytes[1] << 8 | (uint32_t)bytes[2] << 16
+                     | (uint32_t)bytes[3] << 24;
+        if ((w & 0x3f000000) == 0x08000000) {   /* load/store exclusive, ordered, CAS */
+            bool o2 = w >> 23 & 1, load = w >> 22 & 1, o1 = w >> 21 & 1, wide = w >> 31 & 1;
+            if (!o2 && !load && (!o1 || wide))  /* STXR, STLXR (B, H), STXP, STLXP */
+                return true;
+            return o1 && (w >> 10 & 0x1f) == 0x1f && (o2 || !wide);    /* CAS, CASP */
+        }
+        /* LSE atomics: LDADD... SWP (not LDAPR, which shares the encoding space) */
+        return (w & 0x3f200c00) == 0x38200000 && (w & 0xf000) != 0xc000;
+    }
+    case ISA_MIPS64: {
+        if (size != 4)
+            return false;
+        unsigned opcode = bytes[0] >> 2;        /* big-endian */
+        return opcode == 0x38 || opcode == 0x3c;    /* SC, SCD */
+    }
+    }
+    return false;
+}
+
+/* The marker a block starting at `vaddr` in function `symbol` is: a marker function's
+ * first block, the first of it translated (a block after a call it makes returns is not). */
+static enum marker marker_of(const char *symbol, uint64_t vaddr)
+{
+    static const char *const names[] = {[MARK_ON] = "floem_count_on",
+                                        [MARK_OFF] = "floem_count_off",
+                                        [MARK_THREAD] = "floem_count_thread"};
+    static uint64_t entries[] = {[MARK_THREAD] = 0};    /* translation is serialized */
+    if (symbol == NULL)
+        return NO_MARKER;
+    for (enum marker m = MARK_ON; m <= MARK_THREAD; m++) {
+        if (strcmp(symbol, names[m]) != 0)
+            continue;
+        if (entries[m] == 0)
+            entries[m] = vaddr;
+        return entries[m] == vaddr ? m : NO_MARKER;
+    }
+    return NO_MARKER;
+}
+
+static void block_translated(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
+{
+    (void)id;
+    size_t n = qemu_plugin_tb_n_insns(tb);
+    struct block *b = calloc(1, sizeof *b + n * sizeof b->fetches[0]);
+    if (b == NULL) {
+        failure = "out of memory";
+        return;
+    }
+    b->insns = n;
+    uint64_t line_end = 0;          /* the end of the line the previous fetch ended in */
+    unsigned line_bits = simulate ? (unsigned)__builtin_ctz(i1_geometry.line) : 0;
+    for (size_t i = 0; i < n; i++) {
+        struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+        uint64_t vaddr = qemu_plugin_insn_vaddr(insn);
+        size_t size = qemu_plugin_insn_size(insn);
+        if (i == 0) {
+            b->symbol = qemu_plugin_insn_symbol(insn);
+            b->marker = marker_of(b->symbol, vaddr);
+        }
+        bool rmw = atomic(qemu_plugin_insn_data(insn), size);
+        b->atomics += rmw;
+        if (!simulate)
+            continue;
+        if (i == 0 || vaddr + size > line_end) {
+            b->fetches[b->n_fetches++] = (struct fetch){vaddr, (unsigned)size};
+            line_end = (((vaddr + size - 1) >> line_bits) + 1) << line_bits;
+        }
+        qemu_plugin_register_vcpu_mem_cb(insn, memory_accessed, QEMU_PLUGIN_CB_NO_REGS,
+                                         QEMU_PLUGIN_MEM_RW, rmw ? b : NULL);
+    }
+    qemu_plugin_register_vcpu_tb_exec_cb(tb, block_executed, QEMU_PLUGIN_CB_NO_REGS, b);
+}
+
+static void write_counts(qemu_plugin_id_t id, void *data)
+{
+    (void)id;
+    (void)data;
+    FILE *out = fopen(out_path, "w");
+    if (out == NULL) {
+        fprintf(stderr, "floem count plugin: cannot write %s: %s\n", out_path, strerror(errno));
+        return;
+    }
+    if (failure != NULL)
+        fprintf(out, "failed %s\n", failure);
+    fprintf(out, "events Ir Ge I1mr D1mr ILmr DLmr\n");
+    unsigned n = 0;
+    for (const struct thread *t = first_thread; t != NULL; t = t->next, n++)
+        fprintf(out, "thread %u %s %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
+                " %" PRIu64 "\n", n, t->root ? t->root : "?", t->insns, t->atomics,
+                t->i1_misses, t->d1_misses, t->il_misses, t->dl_misses);
+    fclose(out);
+}
+
+/* BYTES/WAYS/LINE: a whole number of sets, a line of a power of two bytes. */
+static bool parse_geometry(const char *text, struct geometry *g)
+{
+    char end;
+    if (sscanf(text, "%" SCNu64 "/%u/%u%c", &g->bytes, &g->ways, &g->line, &end) != 3)
+        return false;
+    return g->ways > 0 && g->line > 0 && (g->line & (g->line - 1)) == 0
+           && g->bytes % ((uint64_t)g->ways * g->line) == 0 && g->bytes > 0;
+}
+
+QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
+                                           int argc, char **argv)
+{
+    if (strcmp(info->target_name, "x86_64") == 0)
+        isa = ISA_X86_64;
+    else if (strcmp(info->target_name, "aarch64") == 0)
+        isa = ISA_AARCH64;
+    else if (strcmp(info->target_name, "mips64") == 0)
+        isa = ISA_MIPS64;
+    else {
+        fprintf(stderr, "floem count plugin: cannot count %s instructions\n", info->target_name);
+        return -1;
+    }
+    for (int i = 0; i < argc; i++) {
+        if (strncmp(argv[i], "out=", 4) == 0)
+            out_path = argv[i] + 4;
+        else if (strncmp(argv[i], "cache=", 6) == 0) {
+            char i1[64], d1[64], ll[64], end;
+            simulate = sscanf(argv[i] + 6, "%63[^:]:%63[^:]:%63[^:]%c", i1, d1, ll, &end) == 3
+                       && parse_geometry(i1, &i1_geometry) && parse_geometry(d1, &d1_geometry)
+                       && parse_geometry(ll, &ll_geometry);
+            if (!simulate) {
+                fprintf(stderr, "floem count plugin: cache=%s: need I1:D1:LL, each "
+                        "BYTES/WAYS/LINE\n", argv[i] + 6);
+                return -1;
+            }
+        } else {
+            fprintf(stderr, "floem count plugin: unknown argument %s\n", argv[i]);
+            return -1;
+        }
+    }
+    if (out_path == NULL) {
+        fprintf(stderr, "floem count plugin: give out=FILE\n");
+        return -1;
+    }
+    if (simulate)
+        cache_init(&last_level, &ll_geometry);
+    qemu_plugin_register_vcpu_init_cb(id, vcpu_init);
+    qemu_plugin_register_vcpu_tb_trans_cb(id, block_translated);
+    qemu_plugin_register_atexit_cb(id, write_counts, NULL);
+    return 0;
+}

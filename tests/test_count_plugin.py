@@ -1,0 +1,119 @@
+"""The counting plugin (floem/explore/count_plugin.c) under qemu-user of each ISA, with the
+runtime's counting calls (runtime/src/count.c): a program whose turns do a known number of
+atomic adds on as many lines and stream through an array, in two threads one after the
+other.
+
+Each thread is named by the function it started in (pthread_create is wrapped as in a
+counting build), counts only its turns, and counts each atomic add once in its ISA's terms
+(a lock-prefixed add on x86-64, an exclusive pair on AArch64, an LLD/SCD pair on MIPS64);
+the same program counted twice gives the same instructions and atomics; with caches
+simulated, each thread misses its own first level as the other does, while the last level,
+shared, was warmed by the first thread for the second.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from conftest import ROOT
+from floem.builder import cache_root
+from floem.explore.plugin import plugin_arguments, read_counts
+
+PROGRAM = r"""
+#include "floem/runtime.h"
+#include <pthread.h>
+
+#define TURNS 10
+#define LINES 1024                              /* 64 KB: 16 times the first level */
+static uint64_t counters[LINES * 8];            /* one in each 64-byte line */
+static unsigned char array[LINES * 64];
+
+static void *worker(void *arg)
+{
+    unsigned sum = 0;
+    for (int turn = 0; turn < TURNS; turn++) {
+        floem_packet_begin();
+        for (int i = 0; i < LINES; i++)
+            __atomic_fetch_add(&counters[i * 8], 1, __ATOMIC_RELAXED);
+        for (int i = 0; i < LINES; i++)
+            sum += ((volatile unsigned char *)array)[i * 64];
+        floem_count_turn_end();
+        for (int i = 0; i < 100; i++)                   /* not counted */
+            __atomic_fetch_add(&counters[0], 1, __ATOMIC_RELAXED);
+    }
+    *(unsigned *)arg = sum;
+    return NULL;
+}
+
+int main(void)
+{
+    unsigned sums[2];
+    for (int i = 0; i < 2; i++) {                   /* one after the other */
+        pthread_t thread;
+        if (pthread_create(&thread, NULL, worker, &sums[i]) != 0 || pthread_join(thread, NULL))
+            return 1;
+    }
+    return counters[0] == 2 * TURNS * (1 + 100) ? 0 : 2;
+}
+"""
+
+#: ISA -> (C compiler and flags, qemu-user and its flags), as floem/platforms builds and runs
+ISAS = {
+    "x86-64": (["cc"], ["qemu-x86_64"]),
+    "aarch64": (["aarch64-linux-gnu-gcc", "-mcpu=cortex-a72", "-mno-outline-atomics",
+                 "-static"], ["qemu-aarch64", "-cpu", "cortex-a72"]),
+    "mips64": (["mips64-linux-gnuabi64-gcc", "-march=mips64r2", "-mtune=octeon3", "-static"],
+               ["qemu-mips64"]),
+}
+#: I1:D1:LL: 4 KB first levels, a 1 MB last level, 64-byte lines
+GEOMETRY = "4096,4,64:4096,4,64:1048576,16,64"
+
+
+def build(tmp_path, isa: str) -> str:
+    source = tmp_path / "program.c"
+    source.write_text(PROGRAM)
+    executable = str(tmp_path / f"program-{isa}")
+    runtime = os.path.join(ROOT, "runtime")
+    subprocess.run([*ISAS[isa][0], "-std=c11", "-D_GNU_SOURCE", "-O2", "-Wall", "-Wextra",
+                    "-Werror", "-pthread", "-DFLOEM_COUNT_INSTRUCTIONS",
+                    f"-I{runtime}/include", "-o", executable, str(source),
+                    f"{runtime}/src/count.c", "-Wl,--wrap=pthread_create"], check=True)
+    return executable
+
+
+def counted(executable: str, isa: str, out: str, geometry: str | None = None):
+    subprocess.run([*ISAS[isa][1], *plugin_arguments(cache_root(), out, geometry),
+                    executable], check=True, timeout=120)
+    return read_counts(out)
+
+
+@pytest.mark.parametrize("isa", list(ISAS))
+def test_each_thread_counts_its_turns_and_atomics_in_its_isa(tmp_path, isa: str) -> None:
+    executable = build(tmp_path, isa)
+    threads = counted(executable, isa, str(tmp_path / "count"))
+    again = counted(executable, isa, str(tmp_path / "again"))
+    assert [t.root for t in threads] == ["main", "worker", "worker"]
+    main, first, second = threads
+    assert main.counts["Ir"] == 0                           # main has no turns
+    for t in (first, second):
+        assert t.counts["Ge"] == 10 * 1024                  # its turns' adds, once each
+        assert t.counts["Ir"] > 10 * 2 * 1024               # an add and a load at least
+        assert t.counts["I1mr"] == t.counts["D1mr"] == 0    # no cache simulated
+    assert first.counts["Ir"] == second.counts["Ir"]
+    assert [t.counts for t in again] == [t.counts for t in threads]
+
+
+@pytest.mark.parametrize("isa", list(ISAS))
+def test_each_thread_has_its_own_first_level_and_shares_the_last(tmp_path, isa: str) -> None:
+    executable = build(tmp_path, isa)
+    main, first, second = counted(executable, isa, str(tmp_path / "count"), GEOMETRY)
+    # every turn adds to 1,024 lines and loads 1,024 others, through a 64-line first
+    # level: all miss (an atomic add is a load), in each thread
+    for t in (first, second):
+        assert 10 * 2048 <= t.counts["D1mr"] <= 10 * 2048 + 100
+    # the last level holds both arrays after the first thread's first turn
+    assert 2048 <= first.counts["DLmr"] <= 2048 + 100
+    assert second.counts["DLmr"] < 50
+    assert first.counts["I1mr"] >= first.counts["ILmr"] > 0
