@@ -236,8 +236,9 @@ class Counting:
                        f"--callgrind-out-file={self.base}.{process}",
                        f"--log-file={self.base}.{process}.log"]
             if process in self.caches:
-                i1, d1, ll = self.caches[process].split(":")
-                command += ["--cache-sim=yes", f"--I1={i1}", f"--D1={d1}", f"--LL={ll}"]
+                levels = self.caches[process].split(":")    # callgrind has no second level
+                command += ["--cache-sim=yes", f"--I1={levels[0]}", f"--D1={levels[1]}",
+                            f"--LL={levels[-1]}"]
             return command
         return ["taskset", "-c", str(cpu), *(emulator or [NATIVE_QEMU]),
                 *plugin_arguments(cache_root(), f"{self.base}.{process}",

@@ -159,14 +159,15 @@ def _platforms(kind: str, several: bool) -> Callable[[str], str]:
 
 
 def _count_cache(text: str) -> tuple[str, str]:
-    """An argparse type: PROCESS=I1:D1:LL, each cache BYTES,WAYS,LINE (whole numbers)."""
+    """An argparse type: PROCESS=I1:D1:LL or PROCESS=I1:D1:L2:LL, each cache
+    BYTES,WAYS,LINE (whole numbers)."""
     process, _, geometry = text.partition("=")
     caches = geometry.split(":")
-    if not process or len(caches) != 3 or not all(
+    if not process or len(caches) not in (3, 4) or not all(
             len(c.split(",")) == 3 and all(n.isdigit() for n in c.split(",")) for c in caches):
-        raise argparse.ArgumentTypeError(f"need PROCESS=I1:D1:LL, each cache BYTES,WAYS,LINE "
-                                         f"(e.g. nic=32768,4,128:32768,32,128:4194304,16,128), "
-                                         f"not {text!r}")
+        raise argparse.ArgumentTypeError(f"need PROCESS=I1:D1:LL or PROCESS=I1:D1:L2:LL, each "
+                                         f"cache BYTES,WAYS,LINE (e.g. nic=32768,4,128:32768,"
+                                         f"32,128:4194304,16,128), not {text!r}")
     return process, geometry
 
 
@@ -290,7 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "packets into BASE.PROCESS (floem explore; with --count-elements, "
                           "each function, under callgrind: floem place)")
     run.add_argument("--count-cache", action="append", default=[], type=_count_cache,
-                     metavar="PROCESS=I1:D1:LL",
+                     metavar="PROCESS=I1:D1[:L2]:LL",
                      help="--count-instructions: simulate PROCESS's caches with this geometry "
                           "(each BYTES,WAYS,LINE) and count their misses too")
     run.add_argument("args", nargs="*", default=[],

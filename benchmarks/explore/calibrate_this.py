@@ -5,12 +5,17 @@ Usage: python3 benchmarks/explore/calibrate_this.py [--write]
 
 Prints floem/platforms/this.toml as measured now (with --write, writes it there):
 the cores and clock (the kernel's), the caches (sysfs), cycles per instruction of
-packet code (calibrate.c's flow classification: callgrind's instructions against the
-native time, best of five), a last-level miss (a dependent load through 256 MiB), an
-atomic add on a line the core holds and a line's move between two cores (calibrate.c),
-AES-128-CBC with the CPU's instructions (``openssl speed -evp``). Packet I/O is not
-measured (no NIC here): DPDK's published cycles per packet at this clock. Takes about
-a minute; run it on a quiet machine.
+integer code in the caches (calibrate.c's rounds of CoreMark's kind of work: callgrind's
+instructions against the native time, best of five, as the other platforms' CPI come
+from CoreMark), the latency of a hit in the second and in the last level and of a
+last-level miss (dependent loads through a size each level holds), an atomic add on a
+line the core holds and a line's move between two cores (calibrate.c), AES-128-CBC with
+the CPU's instructions (``openssl speed -evp``), and what a frame costs DPDK's memif
+port here (io.py receiving alone, and receiving and sending, each on one core, fed by
+replay.c from the other, as this_machine.py measures; as root, with DPDK: otherwise
+DPDK's published cycles per packet of a NIC's port at this clock). Takes a few minutes;
+run it on a quiet machine. --short measures each figure once, briefly, and writes
+nothing (what the slow tests run, to keep the script working).
 """
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ import argparse
 import datetime
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 
@@ -26,7 +32,9 @@ PLATFORM = os.path.join(HERE, "..", "..", "floem", "platforms", "this.toml")
 #: DPDK's vector poll-mode driver, receive only and transmit only, cycles per packet (Intel's
 #: DPDK test plan "Unit Tests: PMD Performance", pmd_perf_autotest, "Burst Mode Performance").
 RX_CYCLES, TX_CYCLES = 34, 23
-PACKETS = 10_000_000
+#: Rounds of calibrate.c's integer work timed natively, and counted (the difference of two
+#: counts, so that what runs once does not count).
+ROUNDS, COUNTED = 400_000, (20_000, 40_000)
 
 
 def run(*argv: str) -> str:
@@ -38,11 +46,11 @@ def nanoseconds(binary: str, *argv: str, repeat: int = 3) -> float:
     return min(float(run(binary, *argv).split()[0]) for _ in range(repeat))
 
 
-def instructions(binary: str, packets: int, tmp: str) -> int:
-    """callgrind's instruction count of ``binary work packets``."""
-    out = os.path.join(tmp, f"callgrind.{packets}")
+def instructions(binary: str, rounds: int, tmp: str) -> int:
+    """callgrind's instruction count of ``binary work rounds``."""
+    out = os.path.join(tmp, f"callgrind.{rounds}")
     subprocess.run(["valgrind", "-q", "--tool=callgrind", f"--callgrind-out-file={out}",
-                    binary, "work", str(packets)], capture_output=True, check=True)
+                    binary, "work", str(rounds)], capture_output=True, check=True)
     with open(out) as f:
         return int(re.search(r"^totals: (\d+)", f.read(), re.M).group(1))
 
@@ -54,8 +62,10 @@ def clock_ghz() -> float:
 
 
 def caches() -> dict[str, list[int]]:
-    """The first-level caches and the last level, as callgrind simulates them: the size
-    kept, the ways changed where needed so that the number of sets is a power of two."""
+    """The caches as sysfs gives them, as the counting simulates them: the first level's,
+    a second level of the core's own (when there is one below a shared last level), the
+    last; each (bytes, ways, line) with the ways changed where needed so that the number
+    of sets is a power of two."""
     found = {}
     root = "/sys/devices/system/cpu/cpu0/cache"
     for index in sorted(os.listdir(root)):
@@ -68,9 +78,11 @@ def caches() -> dict[str, list[int]]:
         size = int(read("size").rstrip("K")) * 1024
         key = "l1i" if kind == "Instruction" else "l1d" if level == 1 else f"l{level}"
         found[key] = [size, int(read("ways_of_associativity")), int(read("coherency_line_size"))]
-    last = found[max(k for k in found if k[1:].isdigit() and k != "l1")]
-    return {"l1i": power_of_two_sets(found["l1i"]), "l1d": power_of_two_sets(found["l1d"]),
-            "ll": power_of_two_sets(last)}
+    levels = sorted(int(k[1:]) for k in found if k[1:].isdigit())
+    chosen = {"l1i": found["l1i"], "l1d": found["l1d"], "ll": found[f"l{levels[-1]}"]}
+    if len(levels) > 1 and levels[0] == 2:
+        chosen["l2"] = found["l2"]
+    return {k: power_of_two_sets(v) for k, v in chosen.items()}
 
 
 def power_of_two_sets(cache: list[int]) -> list[int]:
@@ -82,6 +94,30 @@ def power_of_two_sets(cache: list[int]) -> list[int]:
     while lines % (sets * 2) == 0 and lines // (sets * 2) >= ways:
         sets *= 2
     return [size, lines // sets, line]
+
+
+def io_ns(short: bool) -> tuple[float, float] | None:
+    """What a frame costs this machine's DPDK memif port, receiving and sending (ns of a
+    core per frame), measured with io.py and replay.c as this_machine.py measures a design;
+    None when that cannot run here (not root, no DPDK, one CPU)."""
+    import this_machine as bench            # beside this script
+    floem = shutil.which("floem")
+    if os.geteuid() != 0 or floem is None or len(os.sched_getaffinity(0)) < 2 or \
+            subprocess.run(["pkg-config", "--exists", "libdpdk"]).returncode != 0:
+        return None
+    seconds = 0.5 if short else 3.0
+    with tempfile.TemporaryDirectory(prefix="floem-calibrate-") as tmp:
+        replay = bench.build_replay(tmp)
+        capture = bench.write_capture(f"python {bench.ROOT}/examples/nf/load.py aes --size 64 "
+                                      "--count 2000 --pcap {pcap}", os.path.join(tmp, "io.pcap"))
+        rates = {}
+        for send in ("false", "true"):
+            design = bench.Design(f"io, send={send}", "benchmarks/explore/io.py",
+                                  (f"send={send}",), "")
+            rates[send] = max(bench.measure(design, {"loop": capture}, floem, replay, tmp,
+                                            seconds, n) for n in range(1 if short else 3))
+    rx = 1e9 / rates["false"]
+    return rx, max(1e9 / rates["true"] - rx, 0.0)
 
 
 def aes_cycles_per_byte(ghz: float) -> tuple[float, float]:
@@ -100,22 +136,53 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--write", action="store_true", help=f"write {os.path.relpath(PLATFORM)}")
+    ap.add_argument("--short", action="store_true",
+                    help="each figure measured once, briefly; nothing written")
     args = ap.parse_args()
+    rounds, repeat = (ROUNDS // 20, 1) if args.short else (ROUNDS, 5)
+    geometry = caches()
     with tempfile.TemporaryDirectory() as tmp:
         binary = os.path.join(tmp, "calibrate")
         subprocess.run(["gcc", "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-pthread",
                         "-o", binary, os.path.join(HERE, "calibrate.c")], check=True)
-        per_packet = (instructions(binary, 200_000, tmp) - instructions(binary, 100_000, tmp)) \
-            / 100_000
-        ns = nanoseconds(binary, "work", str(PACKETS), repeat=5)
+        few, more = (n // 20 if args.short else n for n in COUNTED)
+        per_round = (instructions(binary, more, tmp) - instructions(binary, few, tmp)) \
+            / (more - few)
+        ns = nanoseconds(binary, "work", str(rounds), repeat=repeat)
         ghz = clock_ghz()
-        cpi = round(ns / (per_packet * PACKETS) * ghz, 3)
-        dram, cache, atomic, transfer = (nanoseconds(binary, what) for what in
-                                         ("dram", "cache", "atomic", "transfer"))
-    geometry = caches()
+        cpi = round(ns / (per_round * rounds) * ghz, 3)
+        # A working set each level holds and the one above it does not: four times the
+        # level above, at most half the level itself.
+        above = geometry["l2"][0] if "l2" in geometry else geometry["l1d"][0]
+        chases = {"dram": 256 << 20, "ll": min(4 * above, geometry["ll"][0] // 2)}
+        if "l2" in geometry:
+            chases["l2"] = min(4 * geometry["l1d"][0], geometry["l2"][0] // 2)
+        chased = {k: nanoseconds(binary, "chase", str(v), repeat=1 if args.short else 3)
+                  for k, v in chases.items()}
+        atomic, transfer = (nanoseconds(binary, what, repeat=1 if args.short else 3)
+                            for what in ("atomic", "transfer"))
     aes, call = aes_cycles_per_byte(ghz)
+    io = io_ns(args.short)
     cores = os.cpu_count() or 1
     day = datetime.date.today().isoformat()
+    second = "l2" in geometry
+    l2_lines = f"l2 = {geometry['l2']}\n" if second else ""
+    l2_memory = f"l2_ns = {chased['l2']:.1f}\n" if second else ""
+    l2_source = (f"l2_ns, a dependent load through {chases['l2'] >> 10} KiB;\n  " if second
+                 else "")
+    if io is None:
+        rx, tx = RX_CYCLES / ghz, TX_CYCLES / ghz
+        io_source = ('Not measured here (as root, with DPDK, it would be): DPDK\'s vector '
+                     'poll-mode driver of a NIC,\n  "rxonly 34, txonly 23" cycles per packet '
+                     '(Intel\'s DPDK test plan "Unit Tests: PMD\n  Performance", '
+                     'pmd_perf_autotest), at this clock.')
+    else:
+        rx, tx = io
+        io_source = ("Measured here: DPDK's net_memif port (a memif server, no hugepages) "
+                     "fed by replay.c from\n  the other CPU, io.py on one core receiving "
+                     "alone (rx_ns: its CPU time per frame) and\n  receiving and sending "
+                     "(tx_ns: the difference), the best of three runs. It includes the\n  "
+                     "few instructions of FromNet, ToNet and NetFree.")
     text = f'''# This machine, measured by benchmarks/explore/calibrate_this.py on {day}: the
 # default host of floem explore. Run the script again (--write) on another machine.
 name = "this"
@@ -128,39 +195,37 @@ ghz = {ghz}
 cpi = {cpi}
 source = """
 count: os.cpu_count(); ghz: the highest "cpu MHz" of /proc/cpuinfo.
-cpi: calibrate.c's flow classification of cached frames ({per_packet:.0f} instructions per
-  packet by callgrind; {PACKETS:,} packets in {ns / 1e6:.0f} ms, the best of five runs):
-  {ns / (per_packet * PACKETS):.3f} ns per instruction.
+cpi: calibrate.c's integer work in the caches, CoreMark's kind ({per_round:,.0f} instructions
+  a round by callgrind; {rounds:,} rounds in {ns / 1e6:.0f} ms, the least of {repeat} runs):
+  {ns / (per_round * rounds):.3f} ns per instruction.
 """
 
 [caches]
 l1i = {geometry["l1i"]}
 l1d = {geometry["l1d"]}
-ll = {geometry["ll"]}
+{l2_lines}ll = {geometry["ll"]}
 source = """
 /sys/devices/system/cpu/cpu0/cache; the ways changed where needed so that the set count is
-  a power of two (callgrind simulates no other), the size kept.
+  a power of two, the size kept.
 """
 
 [memory]
-cache_ns = {cache:.1f}
-dram_ns = {dram:.1f}
+{l2_memory}ll_ns = {chased["ll"]:.1f}
+dram_ns = {chased["dram"]:.1f}
 atomic_ns = {atomic:.1f}
 transfer_ns = {max(transfer - atomic, 0):.1f}
 source = """
-calibrate.c: cache_ns and dram_ns, a dependent load through 128 KiB and through 256 MiB
-  in a random cycle (a first-level miss, a last-level one); atomic_ns, an atomic add on a
-  line the core holds; transfer_ns, two threads on CPUs 0 and 1 taking turns on one line
-  ({transfer:.1f} ns a turn) less atomic_ns. Each the best of three.
+calibrate.c: {l2_source}ll_ns, through {chases["ll"] >> 10} KiB; dram_ns, through 256 MiB
+  (each in a random cycle); atomic_ns, an atomic add on a line the core holds;
+  transfer_ns, two threads on CPUs 0 and 1 taking turns on one line ({transfer:.1f} ns a
+  turn) less atomic_ns.
 """
 
 [packet_io]
-rx_ns = {RX_CYCLES / ghz:.1f}
-tx_ns = {TX_CYCLES / ghz:.1f}
+rx_ns = {rx:.1f}
+tx_ns = {tx:.1f}
 source = """
-Not measured (no NIC): DPDK's vector poll-mode driver, "rxonly 34, txonly 23" cycles per
-  packet (Intel's DPDK test plan "Unit Tests: PMD Performance", pmd_perf_autotest), at this
-  clock.
+{io_source}
 """
 
 [crypto]
@@ -171,7 +236,7 @@ openssl speed -elapsed -evp aes-128-cbc: 1 KB buffers for the rate, 16-byte ones
   extra cost of a call.
 """
 '''
-    if args.write:
+    if args.write and not args.short:
         with open(PLATFORM, "w") as f:
             f.write(text)
         print(f"wrote {os.path.relpath(PLATFORM)}")

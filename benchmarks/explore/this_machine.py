@@ -89,6 +89,16 @@ def write_capture(command: str, path: str) -> str:
     return path
 
 
+def build_replay(tmp: str) -> str:
+    """replay.c compiled into ``tmp``."""
+    replay = os.path.join(tmp, "replay")
+    pkg = subprocess.run(["pkg-config", "--cflags", "--libs", "libdpdk"],
+                         capture_output=True, text=True, check=True).stdout.split()
+    subprocess.run(["gcc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-O2",
+                    os.path.join(HERE, "replay.c"), *pkg, "-lpcap", "-o", replay], check=True)
+    return replay
+
+
 def predict(design: Design, floem: str, tmp: str) -> tuple[float, str]:
     """The design's predicted packets/s on one host thread of ``this``, and its bound."""
     out = os.path.join(tmp, "predicted")
@@ -167,8 +177,9 @@ def measure(design: Design, captures: dict[str, str], floem: str, replay: str, t
     """Packets per second per server core of ``design`` over memif."""
     with serving(design, floem, tmp, n) as (server, socket):
         command = ["taskset", "-c", str(CLIENT_CPU), replay, *EAL.split(),
-                   f"--file-prefix=fc{os.getpid()}x{n}",
-                   f"--vdev=net_memif0,role=client,socket={socket},socket-abstract=no", "--",
+                   "--single-file-segments", f"--file-prefix=fc{os.getpid()}x{n}",
+                   f"--vdev=net_memif0,role=client,socket={socket},socket-abstract=no,"
+                   "zero-copy=yes", "--",
                    captures["loop"], str(seconds)] + (
                        [captures["warmup"]] if "warmup" in captures else [])
         client = subprocess.Popen(in_namespace(command), stdout=subprocess.PIPE,
@@ -220,12 +231,7 @@ def main() -> None:
     if len(os.sched_getaffinity(0)) < 2:
         sys.exit("this_machine.py needs two CPUs: the server's and the client's")
     with tempfile.TemporaryDirectory(prefix="floem-this-") as tmp:
-        replay = os.path.join(tmp, "replay")
-        pkg = subprocess.run(["pkg-config", "--cflags", "--libs", "libdpdk"],
-                             capture_output=True, text=True, check=True).stdout.split()
-        subprocess.run(["gcc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-O2",
-                        os.path.join(HERE, "replay.c"), *pkg, "-lpcap", "-o", replay],
-                       check=True)
+        replay = build_replay(tmp)
         chosen = designs(2000 if args.short else 20000)
         results: dict[str, dict[str, object]] = {}
         captures: dict[str, dict[str, str]] = {}

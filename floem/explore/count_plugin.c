@@ -9,6 +9,9 @@
  *   floem_count_on, floem_count_off   the calling thread starts or stops being counted
  *                                     (a packet's turn begins or ends, a pause ends or
  *                                     begins); the markers' own instructions are not;
+ *   floem_count_drop                  the calling thread stops being counted, and what it
+ *                                     counted since its last floem_count_on is forgotten
+ *                                     (a sync-layer round that moved nothing);
  *   floem_count_thread(fn, arg)       calls fn(arg): the thread is named by the next
  *                                     function it runs (a segment's `<segment>_thread`,
  *                                     or a start routine of the user's program).
@@ -17,23 +20,25 @@
  * read-modify-writes in the ISA's own terms (a lock-prefixed or memory XCHG on x86-64,
  * a store-exclusive, a CAS or an LSE atomic on AArch64, an SC or SCD on MIPS64: an LL/SC
  * pair counts once, a failed SC and its retry twice). With a cache geometry
- * (cache=I1:D1:LL, each BYTES/WAYS/LINE) every instruction fetch, load and store of a
- * thread goes through a cache simulation, counted or not (as callgrind simulates what it
- * does not collect: what the caches hold when a packet's turn begins is what the thread
- * did before it): a first-level instruction and data cache of the thread's own, and one
- * last level shared by the process's threads, each set-associative with LRU replacement,
- * write-allocate, an access straddling lines touching each; a first-level miss looks up
- * the last level. The counted loads and fetches that miss are counted, stores are not
- * (they change what the caches hold).
+ * (cache=I1:D1:LL or I1:D1:L2:LL, each BYTES/WAYS/LINE) every instruction fetch, load and
+ * store of a thread goes through a cache simulation, counted or not (as callgrind
+ * simulates what it does not collect: what the caches hold when a packet's turn begins is
+ * what the thread did before it): a first-level instruction and data cache of the
+ * thread's own, a unified second level of its own when the geometry has one (a core's
+ * private L2), and one last level shared by the process's threads, each set-associative
+ * with LRU replacement, write-allocate, an access straddling lines touching each; a miss
+ * looks up the next level. The counted loads and fetches that miss are counted, stores
+ * are not (they change what the caches hold).
  *
  * At exit it writes one line per thread to out=FILE:
  *
- *   events Ir Ge I1mr D1mr ILmr DLmr
+ *   events Ir Ge I1mr D1mr I2mr D2mr ILmr DLmr
  *   thread N ROOT <a count per event>
  *
  * (callgrind's names: instructions, atomics, first-level fetch and load misses,
- * last-level fetch and load misses), N the order the threads started in, ROOT the
- * function the thread is named by ("main" for the process's first thread).
+ * second-level ones (the first level's when there is no second: every first-level miss
+ * goes on), last-level ones), N the order the threads started in, ROOT the function the
+ * thread is named by ("main" for the process's first thread).
  */
 #include <qemu-plugin.h>
 
@@ -52,7 +57,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 #define MAX_VCPUS 4096
 
 enum isa { ISA_X86_64, ISA_AARCH64, ISA_MIPS64 };
-enum marker { NO_MARKER, MARK_ON, MARK_OFF, MARK_THREAD };
+enum marker { NO_MARKER, MARK_ON, MARK_OFF, MARK_DROP, MARK_THREAD };
 
 /* One set-associative cache: `ways` line numbers per set, the most recently used first
  * (UINT64_MAX: empty). */
@@ -83,19 +88,25 @@ struct block {
     struct fetch fetches[];
 };
 
-/* One guest thread: whether it is counted now, what it is named by, its counts. */
+/* What a thread counted. */
+struct counts {
+    uint64_t insns, atomics, i1_misses, d1_misses, i2_misses, d2_misses, il_misses, dl_misses;
+};
+
+/* One guest thread: whether it is counted now, what it is named by, its counts (and what
+ * they were when it was last counted from: floem_count_drop goes back to them). */
 struct thread {
     struct thread *next;        /* in the order threads started */
     const char *root;
     bool counted, naming;       /* naming: the next function it runs names it */
-    uint64_t insns, atomics, i1_misses, d1_misses, il_misses, dl_misses;
-    struct cache i1, d1;
+    struct counts c, at_on;
+    struct cache i1, d1, l2;
 };
 
 static enum isa isa;
 static const char *out_path;
-static bool simulate;
-static struct geometry i1_geometry, d1_geometry, ll_geometry;
+static bool simulate, second_level;
+static struct geometry i1_geometry, d1_geometry, l2_geometry, ll_geometry;
 static struct cache last_level;
 static pthread_mutex_t last_level_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t threads_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -165,6 +176,8 @@ static void vcpu_init(qemu_plugin_id_t id, unsigned int vcpu)
     if (simulate) {
         cache_init(&t->i1, &i1_geometry);
         cache_init(&t->d1, &d1_geometry);
+        if (second_level)
+            cache_init(&t->l2, &l2_geometry);
     }
     pthread_mutex_lock(&threads_lock);
     t->root = first_thread == NULL ? "main" : NULL;
@@ -172,6 +185,19 @@ static void vcpu_init(qemu_plugin_id_t id, unsigned int vcpu)
     last_next = &t->next;
     vcpus[vcpu] = t;
     pthread_mutex_unlock(&threads_lock);
+}
+
+/* A first-level miss of thread `t` (counted: `count`) goes on to the second level, if
+ * there is one, and the last: each miss adds one to its counter. */
+static void below_first(struct thread *t, uint64_t vaddr, unsigned size, bool count,
+                        uint64_t *first, uint64_t *second, uint64_t *last)
+{
+    *first += count;
+    if (second_level && !missed(&t->l2, vaddr, size))
+        return;
+    *second += count;
+    if (last_level_missed(vaddr, size))
+        *last += count;
 }
 
 static void block_executed(unsigned int vcpu, void *data)
@@ -183,9 +209,14 @@ static void block_executed(unsigned int vcpu, void *data)
     switch (b->marker) {
     case MARK_ON:
         t->counted = true;
+        t->at_on = t->c;
         return;
     case MARK_OFF:
         t->counted = false;
+        return;
+    case MARK_DROP:
+        t->counted = false;
+        t->c = t->at_on;
         return;
     case MARK_THREAD:
         t->naming = true;
@@ -198,18 +229,16 @@ static void block_executed(unsigned int vcpu, void *data)
         t->root = b->symbol;
     }
     if (t->counted) {
-        t->insns += b->insns;
-        t->atomics += b->atomics;
+        t->c.insns += b->insns;
+        t->c.atomics += b->atomics;
     }
     if (!simulate)
         return;
     for (size_t i = 0; i < b->n_fetches; i++) {
         const struct fetch *f = &b->fetches[i];
-        if (missed(&t->i1, f->vaddr, f->size)) {
-            t->i1_misses += t->counted;
-            if (last_level_missed(f->vaddr, f->size))
-                t->il_misses += t->counted;
-        }
+        if (missed(&t->i1, f->vaddr, f->size))
+            below_first(t, f->vaddr, f->size, t->counted, &t->c.i1_misses, &t->c.i2_misses,
+                        &t->c.il_misses);
     }
 }
 
@@ -223,12 +252,8 @@ static void memory_accessed(unsigned int vcpu, qemu_plugin_meminfo_t info, uint6
         return;
     unsigned size = 1u << qemu_plugin_mem_size_shift(info);
     bool load = t->counted && (!qemu_plugin_mem_is_store(info) || data != NULL);
-    if (missed(&t->d1, vaddr, size)) {
-        if (load)
-            t->d1_misses++;
-        if (last_level_missed(vaddr, size) && load)
-            t->dl_misses++;
-    }
+    if (missed(&t->d1, vaddr, size))
+        below_first(t, vaddr, size, load, &t->c.d1_misses, &t->c.d2_misses, &t->c.dl_misses);
 }
 
 static bool legacy_prefix(uint8_t byte)
@@ -287,6 +312,7 @@ static enum marker marker_of(const char *symbol, uint64_t vaddr)
 {
     static const char *const names[] = {[MARK_ON] = "floem_count_on",
                                         [MARK_OFF] = "floem_count_off",
+                                        [MARK_DROP] = "floem_count_drop",
                                         [MARK_THREAD] = "floem_count_thread"};
     static uint64_t entries[] = {[MARK_THREAD] = 0};    /* translation is serialized */
     if (symbol == NULL)
@@ -346,12 +372,15 @@ static void write_counts(qemu_plugin_id_t id, void *data)
     }
     if (failure != NULL)
         fprintf(out, "failed %s\n", failure);
-    fprintf(out, "events Ir Ge I1mr D1mr ILmr DLmr\n");
+    fprintf(out, "events Ir Ge I1mr D1mr I2mr D2mr ILmr DLmr\n");
     unsigned n = 0;
-    for (const struct thread *t = first_thread; t != NULL; t = t->next, n++)
+    for (const struct thread *t = first_thread; t != NULL; t = t->next, n++) {
+        const struct counts *c = &t->c;
         fprintf(out, "thread %u %s %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
-                " %" PRIu64 "\n", n, t->root ? t->root : "?", t->insns, t->atomics,
-                t->i1_misses, t->d1_misses, t->il_misses, t->dl_misses);
+                " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", n, t->root ? t->root : "?", c->insns,
+                c->atomics, c->i1_misses, c->d1_misses, c->i2_misses, c->d2_misses,
+                c->il_misses, c->dl_misses);
+    }
     fclose(out);
 }
 
@@ -382,13 +411,17 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
         if (strncmp(argv[i], "out=", 4) == 0)
             out_path = argv[i] + 4;
         else if (strncmp(argv[i], "cache=", 6) == 0) {
-            char i1[64], d1[64], ll[64], end;
-            simulate = sscanf(argv[i] + 6, "%63[^:]:%63[^:]:%63[^:]%c", i1, d1, ll, &end) == 3
-                       && parse_geometry(i1, &i1_geometry) && parse_geometry(d1, &d1_geometry)
-                       && parse_geometry(ll, &ll_geometry);
+            char levels[4][64], end;
+            int n = sscanf(argv[i] + 6, "%63[^:]:%63[^:]:%63[^:]:%63[^:]%c", levels[0],
+                           levels[1], levels[2], levels[3], &end);
+            second_level = n == 4;
+            simulate = (n == 3 || n == 4) && parse_geometry(levels[0], &i1_geometry)
+                       && parse_geometry(levels[1], &d1_geometry)
+                       && (!second_level || parse_geometry(levels[2], &l2_geometry))
+                       && parse_geometry(levels[n - 1], &ll_geometry);
             if (!simulate) {
-                fprintf(stderr, "floem count plugin: cache=%s: need I1:D1:LL, each "
-                        "BYTES/WAYS/LINE\n", argv[i] + 6);
+                fprintf(stderr, "floem count plugin: cache=%s: need I1:D1:LL or I1:D1:L2:LL, "
+                        "each BYTES/WAYS/LINE\n", argv[i] + 6);
                 return -1;
             }
         } else {

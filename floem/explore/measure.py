@@ -101,11 +101,23 @@ class Layout:
 
 @dataclass(frozen=True)
 class Misses:
-    """Loads and instruction fetches that missed a simulated first-level cache, and those
-    that missed its last level too (stores are not: a core's store buffer takes them)."""
+    """Loads and instruction fetches that missed a simulated first-level cache, those that
+    missed the second level too (None: not simulated), and those that missed the last
+    level (stores are not: a core's store buffer takes them)."""
 
     first: float = 0.0
     last: float = 0.0
+    second: float | None = None
+
+    @property
+    def past_second(self) -> float:
+        """The misses that went beyond a second level: all first-level ones without one."""
+        return self.first if self.second is None else self.second
+
+    def per(self, packets: int) -> Misses:
+        """These misses per packet of ``packets``."""
+        return Misses(self.first / packets, self.last / packets,
+                      None if self.second is None else self.second / packets)
 
 
 @dataclass
@@ -145,6 +157,7 @@ class Machine:
     nic_managers: int = 0                   # NIC cores running the sync layer
     queue_entries: float = 0.0              # queue entries the sync layer moved over PCIe
     queue_bytes: float = 0.0                # their bytes, a status word each included
+    managers: SegmentCounts | None = None   # the managers' rounds that moved entries
 
 
 @dataclass
@@ -333,6 +346,11 @@ def measure_machines(command: str, defines: list[str], options: list[str], input
     return _measurement(run, layouts, geometries, packets, 0.0, nic_target)
 
 
+#: The function a NIC's manager core starts in (process.c.j2), and the name its counted
+#: rounds go by in a run's counts.
+MANAGER_THREAD = "floem_manager_thread"
+MANAGERS = "(managers)"
+
 #: What a counted run gives, by machine: its final counters and each segment's tally.
 Counted = dict[str, tuple[Counters, "Counts"]]
 
@@ -354,7 +372,7 @@ def _measurement(run: Callable[[dict[str, Geometry], dict[str, str]], Counted],
             for name, tally in counts.items():
                 if pair:
                     misses.setdefault((machine, name), {})[caches[tally.process]] = Misses(
-                        tally.first_misses, tally.last_misses)
+                        tally.first_misses, tally.last_misses, tally.second_misses)
     assert first is not None
     m = Measurement(packets=packets, frame_bytes=frame_bytes,
                     replies=sum(report.tx for report, _ in first.values()) / packets,
@@ -363,11 +381,12 @@ def _measurement(run: Callable[[dict[str, Geometry], dict[str, str]], Counted],
     lookups = hits + sum(r.misses for r, _ in first.values())
     m.hit_rate = hits / lookups if lookups else None
     for machine, (report, counts) in first.items():
-        _add_machine(m, machine, report, counts, layouts[machine], packets)
+        record = _add_machine(m, machine, report, counts, layouts[machine], packets)
         for name in counts:
-            m.segments[_named(machine, name)].misses = {
-                g: Misses(n.first / packets, n.last / packets)
-                for g, n in misses.get((machine, name), {}).items()}
+            tallied = record.managers if name == MANAGERS else m.segments[_named(machine, name)]
+            assert tallied is not None
+            tallied.misses = {g: n.per(packets)
+                              for g, n in misses.get((machine, name), {}).items()}
     if any(report.lock_acquisitions for report, _ in first.values()):
         for machine, (_, serial) in run({}, {"FLOEM_COUNT": "serial"}).items():
             for name, tally in serial.items():
@@ -383,8 +402,8 @@ def _named(machine: str, name: str) -> str:
 
 
 def _add_machine(m: Measurement, machine: str, c: Counters, counts: Counts, layout: Layout,
-                 n: int) -> None:
-    """One machine's counters and counts, per packet, into ``m``."""
+                 n: int) -> Machine:
+    """One machine's counters and counts, per packet, into ``m``; its record."""
     m.machines[machine] = record = Machine(
         host_io=layout.host_io, queue_entries=c.entries / n, queue_bytes=c.entry_bytes / n)
     for t in c.threads:
@@ -404,10 +423,15 @@ def _add_machine(m: Measurement, machine: str, c: Counters, counts: Counts, layo
         s.engine_calls += t.engine_calls / n
         s.engine_bytes += t.engine_bytes / n
     for name, tally in counts.items():
-        s = m.segments.setdefault(_named(machine, name), SegmentCounts(  # a user's thread
-            tally.process, layout.processes[tally.process], threads=tally.threads,
-            machine=machine))
+        if name == MANAGERS:
+            s = record.managers = SegmentCounts(tally.process, True, threads=tally.threads,
+                                                machine=machine)
+        else:
+            s = m.segments.setdefault(_named(machine, name), SegmentCounts(  # a user's thread
+                tally.process, layout.processes[tally.process], threads=tally.threads,
+                machine=machine))
         s.instructions, s.atomics = tally.instructions / n, tally.atomics / n
+    return record
 
 
 def _run_command(argv: list[str], env: dict[str, str]) -> str:
@@ -443,12 +467,14 @@ class Tally:
     instructions: int = 0
     atomics: int = 0
     first_misses: int = 0                   # loads and fetches missing the first level,
-    last_misses: int = 0                    # and the last
+    last_misses: int = 0                    # the last,
+    second_misses: int = 0                  # and the second (the first's without one)
 
     def minus(self, other: Tally) -> Tally:
         return Tally(self.process, self.threads, self.instructions - other.instructions,
                      self.atomics - other.atomics, self.first_misses - other.first_misses,
-                     self.last_misses - other.last_misses)
+                     self.last_misses - other.last_misses,
+                     self.second_misses - other.second_misses)
 
 
 #: What a counted run gives of one machine: each segment's tally.
@@ -492,6 +518,8 @@ def process_counts(base: str, process: str, segments: list[str], report: Counter
             continue
         if thread.root in functions:
             name = functions[thread.root]
+        elif thread.root == MANAGER_THREAD:
+            name = MANAGERS
         elif thread.root == "?":
             raise FloemError(f"the counting plugin counted {c['Ir']:,} instructions of process "
                              f"{process} in a thread it could not name ({path})")
@@ -501,7 +529,8 @@ def process_counts(base: str, process: str, segments: list[str], report: Counter
         counts[name] = Tally(process, before.threads + 1, before.instructions + c["Ir"],
                              before.atomics + c["Ge"],
                              before.first_misses + c["I1mr"] + c["D1mr"],
-                             before.last_misses + c["ILmr"] + c["DLmr"])
+                             before.last_misses + c["ILmr"] + c["DLmr"],
+                             before.second_misses + c["I2mr"] + c["D2mr"])
     for segment in segments:
         if segment not in counts and any(t.segment == segment and t.packets
                                          for t in report.threads):

@@ -1,16 +1,19 @@
 """The performance model: what a counted configuration would do on a NIC and a host.
 
 A platform is a data file, ``floem/platforms/<name>.toml``, every figure with its
-published source: its cores (count, clock, cycles per counted instruction), caches (the
-geometry callgrind simulates), memory (a last-level miss; an atomic operation, and the
+published source: its cores (count, clock, cycles per counted instruction of its own ISA),
+caches (the geometry the counting simulates: a first level per thread, a second level per
+thread where the platform has one of each core's own, a last level shared), memory (a hit
+in the second and in the last level, a last-level miss; an atomic operation, and the
 extra cost when another core wrote the line last), packet I/O per frame, crypto (cycles
 per byte on the issuing core, per-call cost) and, for a NIC, PCIe and the link. From a
 `Measurement` (counts per packet, the same on any machine) the model gives each
 segment's time per packet on the platform of its side,
 
     instructions x CPI / clock                    the work
-  + first-level misses x a lower cache's latency  memory (loads and instruction fetches
-  + last-level misses x DRAM latency                      missing the simulated caches)
+  + second-level hits x its latency               memory (loads and instruction fetches
+  + last-level hits x its latency                         missing the simulated caches)
+  + last-level misses x DRAM latency
   + frames received x rx + frames sent x tx       packet I/O
   + atomics x (atomic + share x transfer)         cache lines moving between cores
   + DMA waits x (round trip + bytes / bandwidth)  blocking DMA issued by elements
@@ -19,7 +22,10 @@ segment's time per packet on the platform of its side,
 (``share``, the chance that another core wrote the line last, is 1 - 1/N for N threads
 on that side doing atomics), and turns it into capacities in packets per second:
 
-* each segment: its threads / its time per packet;
+* each segment: its threads (those that can work: a queue's consumer at most its
+  instances) / its time per packet;
+* the NIC's sync-layer managers: their cores / the time per packet of their rounds that
+  moved entries (counted on the manager cores as a segment's work is);
 * each side's locks: 1 / (the time per packet spent holding a lock, with its atomics):
   no two cores hold one at once;
 * PCIe: bandwidth / bytes per packet (the queue entries, with their status words and a
@@ -66,8 +72,9 @@ class Platform:
     cores: int
     ghz: float
     cpi: float
-    caches: Geometry                        # I1:D1:LL, each BYTES,WAYS,LINE
-    cache_ns: float                         # a first-level miss served by a lower cache
+    caches: Geometry                        # I1:D1:LL or I1:D1:L2:LL, each BYTES,WAYS,LINE
+    l2_ns: float                            # a first-level miss served by the second level
+    ll_ns: float                            # a miss served by the last level
     dram_ns: float
     atomic_ns: float
     transfer_ns: float
@@ -103,12 +110,13 @@ def load_platform(name: str, kind: str = "nic") -> Platform:
     try:
         cores, caches, memory, io, crypto = (data[k] for k in SECTIONS)
         nic = {k: data[k] for k in NIC_SECTIONS} if kind == "nic" else {}
-        geometry = ":".join(",".join(str(int(n)) for n in caches[level])
-                            for level in ("l1i", "l1d", "ll"))
+        levels = ("l1i", "l1d", "l2", "ll") if "l2" in caches else ("l1i", "l1d", "ll")
+        geometry = ":".join(",".join(str(int(n)) for n in caches[level]) for level in levels)
         return Platform(
             name=name, title=data["title"], kind=kind, cores=int(cores["count"]),
             ghz=float(cores["ghz"]), cpi=float(cores["cpi"]), caches=geometry,
-            cache_ns=float(memory["cache_ns"]), dram_ns=float(memory["dram_ns"]),
+            l2_ns=float(memory["l2_ns"]) if "l2" in caches else 0.0,
+            ll_ns=float(memory["ll_ns"]), dram_ns=float(memory["dram_ns"]),
             atomic_ns=float(memory["atomic_ns"]), transfer_ns=float(memory["transfer_ns"]),
             rx_ns=float(io["rx_ns"]),
             tx_ns=float(io["tx_ns"]), crypto_cycles_per_byte=float(crypto["cycles_per_byte"]),
@@ -123,7 +131,8 @@ def load_platform(name: str, kind: str = "nic") -> Platform:
         raise FloemError(f"{path}: a {kind} platform needs title, "
                          + ("target (a --nic), " if kind == "nic" else "")
                          + "[cores] count/ghz/cpi, "
-                         "[caches] l1i/l1d/ll, [memory] cache_ns/dram_ns/atomic_ns/transfer_ns, "
+                         "[caches] l1i/l1d/ll (and l2), [memory] ll_ns/dram_ns/atomic_ns/"
+                         "transfer_ns (and l2_ns with l2), "
                          "[packet_io] rx_ns/tx_ns, [crypto] cycles_per_byte/call_ns"
                          + (", [pcie] gbytes/latency_ns/tlp_bytes and [link] gbps"
                             if kind == "nic" else "")
@@ -202,6 +211,9 @@ def predict(m: Measurement, nic: Platform, host: Platform,
                 caps[f"{side} locks{tag}"] = capacity(1, serial)
             if not p.crypto_cycles_per_byte and any(s.engine_bytes for s in segments.values()):
                 error = error or f"{p.name} has no crypto engine"
+        if record.managers is not None and record.nic_managers:
+            managed = segment_time(record.managers, nic, nic, 0.0)
+            caps[f"NIC managers{tag}"] = capacity(record.nic_managers, managed.total)
         if (pcie := pcie_capacity(m, machine, nic)) < math.inf:
             caps[f"PCIe{tag}"] = pcie
         used = sum(s.threads for s in m.side(True, machine).values()) + record.nic_managers
@@ -234,9 +246,11 @@ def segment_time(s: SegmentCounts, p: Platform, nic: Platform, share: float) -> 
     dma_ns = s.dma_waits * nic.pcie_latency_ns + (s.dma_bytes / nic.pcie_gbytes
                                                   if s.dma_bytes else 0.0)
     misses = s.misses.get(p.caches, Misses())
+    beyond = misses.past_second
     return SegmentTime(
         work=s.instructions * p.ns_per_instruction,
-        memory=(misses.first - misses.last) * p.cache_ns + misses.last * p.dram_ns,
+        memory=((misses.first - beyond) * p.l2_ns + (beyond - misses.last) * p.ll_ns
+                + misses.last * p.dram_ns),
         io=s.received * p.rx_ns + s.sent * p.tx_ns,
         atomics=s.atomics * (p.atomic_ns + share * p.transfer_ns),
         dma=dma_ns,

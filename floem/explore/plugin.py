@@ -23,7 +23,7 @@ from floem.errors import FloemError
 #: Where scripts/qemu_plugin_header.sh installs qemu's plugin API header.
 HEADER = "/usr/local/include/qemu-plugin.h"
 #: The events of each thread's line, in order (callgrind's names).
-EVENTS = ("Ir", "Ge", "I1mr", "D1mr", "ILmr", "DLmr")
+EVENTS = ("Ir", "Ge", "I1mr", "D1mr", "I2mr", "D2mr", "ILmr", "DLmr")
 
 
 def plugin_path(cache: str) -> str:
@@ -57,8 +57,8 @@ def plugin_path(cache: str) -> str:
 
 def plugin_arguments(cache: str, out: str, geometry: str | None = None) -> list[str]:
     """qemu-user's arguments that load the plugin (compiled into the build cache
-    ``cache``), writing to ``out``, simulating caches of ``geometry`` (``I1:D1:LL``, each
-    ``BYTES,WAYS,LINE``) when given."""
+    ``cache``), writing to ``out``, simulating caches of ``geometry`` (``I1:D1:LL`` or
+    ``I1:D1:L2:LL``, each ``BYTES,WAYS,LINE``) when given."""
     argument = f"file={_escaped(plugin_path(cache))},out={_escaped(out)}"
     if geometry:
         argument += ",cache=" + geometry.replace(",", "/")

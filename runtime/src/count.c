@@ -48,6 +48,11 @@ MARKER void floem_count_off(void)
     __asm__ volatile("");
 }
 
+MARKER void floem_count_drop(void)
+{
+    __asm__ volatile("");
+}
+
 MARKER void *floem_count_thread(void *(*fn)(void *), void *arg)
 {
     return fn(arg);
@@ -88,7 +93,7 @@ int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
 
 /* Per thread: in a packet turn, locks held, pauses open, and whether it is counted now. */
 static _Thread_local struct {
-    bool in_turn, collecting;
+    bool in_turn, collecting, manager;
     int locks_held, paused;
 } self;
 
@@ -151,6 +156,29 @@ void floem_count_return(bool end_turn)
 {
     if (end_turn)
         floem_count_turn_end();
+}
+
+void floem_count_manager(void)
+{
+    self.manager = true;
+}
+
+bool floem_count_sync_begin(void)
+{
+    if (!self.manager || serial())
+        return false;
+    floem_count_on();
+    return true;
+}
+
+void floem_count_sync_end(bool counting, bool moved)
+{
+    if (!counting)
+        return;
+    if (moved)
+        floem_count_off();
+    else
+        floem_count_drop();
 }
 
 void floem_count_pause(void)

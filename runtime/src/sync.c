@@ -587,11 +587,12 @@ static uint64_t progress(const floem_sync_t *s)
     return s->writing + s->modified + __atomic_load_n(&s->reading, __ATOMIC_RELAXED) + s->seen;
 }
 
-/* A manager round (returns at once if another thread is in one). */
-static void manage(floem_sync_t *s)
+/* A manager round (returns at once if another thread is in one); whether it moved
+ * entries. */
+static bool manage(floem_sync_t *s)
 {
     if (__atomic_exchange_n(&s->manager_lock, 1, __ATOMIC_ACQUIRE))
-        return;
+        return false;
     floem_fault_point();
     uint64_t before = progress(s);
     retire_writes(s);
@@ -601,17 +602,21 @@ static void manage(floem_sync_t *s)
     floem_fault_point();
     if (!s->read_pending)
         issue_read(s);
-    if (progress(s) != before)
+    bool moved = progress(s) != before;
+    if (moved)
         floem_idle_reset();     /* work: the calling thread's idle waits spin again */
     unlock(&s->manager_lock);
+    return moved;
 }
 
-/* The sync layer's work, never the packet's: floem explore does not count it, wherever
- * it runs. */
+/* The sync layer's work, never the packet's: floem explore does not count it as a
+ * segment's, wherever it runs; a manager core's rounds that move entries are counted as
+ * the managers' work. */
 void floem_sync_manage(floem_sync_t *s)
 {
     floem_count_pause();
-    manage(s);
+    bool counting = floem_count_sync_begin();
+    floem_count_sync_end(counting, manage(s));
     floem_count_resume();
 }
 

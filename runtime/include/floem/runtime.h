@@ -139,6 +139,13 @@ extern _Thread_local uint64_t floem_thread_received, floem_thread_sent, floem_th
 #ifdef FLOEM_COUNT_INSTRUCTIONS
 /* Call fn(arg) as the calling thread's start: counting names the thread by fn. */
 void *floem_count_thread(void *(*fn)(void *), void *arg);
+/* The calling thread is one of the NIC's manager cores: the sync layer's rounds it runs
+ * that move entries are counted (floem explore charges them to the managers), those that
+ * find nothing to move are not. floem_count_sync_begin starts counting a round, and says
+ * whether it did; floem_count_sync_end keeps what was counted, or forgets it. */
+void floem_count_manager(void);
+bool floem_count_sync_begin(void);
+void floem_count_sync_end(bool counting, bool moved);
 void floem_count_packet(void);
 void floem_count_turn_end(void);
 void floem_count_pause(void);
@@ -149,6 +156,16 @@ void floem_count_return(bool end_turn);
 static inline void *floem_count_thread(void *(*fn)(void *), void *arg)
 {
     return fn(arg);
+}
+static inline void floem_count_manager(void) {}
+static inline bool floem_count_sync_begin(void)
+{
+    return false;
+}
+static inline void floem_count_sync_end(bool counting, bool moved)
+{
+    (void)counting;
+    (void)moved;
 }
 static inline void floem_count_turn_end(void) {}
 static inline void floem_count_pause(void) {}
