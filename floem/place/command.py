@@ -437,14 +437,16 @@ def _as_written(app: str, search: Search, options: list[str], workload: Workload
 def _check(app: str, searches: dict[str, Search], options: list[str], workload: Workload,
            ranked: list[Placement], top: int, builds: int, deadline: float | None,
            progress: output.Progress) -> None:
-    """Run the best ``top`` placements with their threads (within ``builds`` runs, a
-    reference run of each configuration included) and compare their output with the
-    all-CPU one's of their configuration (`floem.place.check`). A configuration as written
-    has nothing cut: nothing to check. An empty reference checks nothing: an error."""
+    """Run the best ``top`` cuts, each with the threads ranked best for it (within
+    ``builds`` runs, a reference run of each configuration included), and compare their
+    output with the all-CPU one's of their configuration (`floem.place.check`). A
+    configuration as written has nothing cut: nothing to check. An empty reference checks
+    nothing: an error."""
     chosen: list[Placement] = []
     for p in ranked:
         if p.cuts and not p.prediction.error and all(
-                (q.label, q.cuts) != (p.label, p.cuts) for q in chosen):
+                (q.label, one_thread(q.cuts)) != (p.label, one_thread(p.cuts))
+                for q in chosen):
             chosen.append(p)
     for p in ranked:
         if not p.cuts:
