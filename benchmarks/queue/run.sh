@@ -32,25 +32,30 @@ read -r -a dpdk_cflags <<< "$(pkg-config --cflags libdpdk)"
 read -r -a dpdk_libs <<< "$(pkg-config --libs libdpdk)"
 cc=("${CC:-gcc}" -O2 -std=gnu11 -Wall -Wextra -Werror "${dpdk_cflags[@]}" -I"$here")
 
-# One Floem side per queue implementation: N, its include directory, its queue.c, its label.
+# One Floem side per queue implementation: N, its include directory, its queue.c ("" when
+# side 0's), its label, and any -D flags (FLOEM_SIDE_RING: the ring layout).
 objects=()
 declarations=()
 add_side() {
     local n="$1" include="$2" queue_c="$3" label="$4"
-    "${cc[@]}" -I"$include" -DFLOEM_SIDE="floem_side_$n" -DFLOEM_SIDE_LABEL="\"$label\"" \
+    shift 4
+    "${cc[@]}" -I"$include" -DFLOEM_SIDE="floem_side_$n" -DFLOEM_SIDE_LABEL="\"$label\"" "$@" \
         -c "$here/floem_side.c" -o "$build/side_$n.o"
+    objects+=("$build/side_$n.o")
+    declarations+=("floem_side_$n")
+    [ -n "$queue_c" ] || return 0
     "${cc[@]}" -I"$include" -c "$queue_c" -o "$build/queue_$n.o"
-    if [ "$n" -gt 0 ]; then
+    if [ "$n" -gt 1 ]; then
         nm -g --defined-only "$build/queue_$n.o" | awk -v p="rev${n}_" '{print $3, p $3}' \
             > "$build/names_$n"
         objcopy --redefine-syms="$build/names_$n" "$build/side_$n.o"
         objcopy --redefine-syms="$build/names_$n" "$build/queue_$n.o"
     fi
-    objects+=("$build/side_$n.o" "$build/queue_$n.o")
-    declarations+=("floem_side_$n")
+    objects+=("$build/queue_$n.o")
 }
-add_side 0 "$root/runtime/include" "$root/runtime/src/queue.c" "Floem queue"
-n=0
+add_side 0 "$root/runtime/include" "" "Floem ring" -DFLOEM_SIDE_RING
+add_side 1 "$root/runtime/include" "$root/runtime/src/queue.c" "Floem turns"
+n=1
 for rev in ${QUEUE_REVS:-}; do
     n=$((n + 1))
     checkout_queue "$rev" "$build/rev_$n"
