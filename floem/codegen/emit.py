@@ -229,7 +229,7 @@ class _ProcessEmitter:
     def _queue(self, q: QueueIR) -> qgen.QueueView:
         return qgen.QueueView(q, self.ir.entry_layouts.entries[q.name],
                               self.plan.queues.get(q.name, qgen.HOLDS), self.ir.queue_home(q.name),
-                              self.ir.plan.sync_batches[q.name])
+                              self.ir.plan.sync_batches[q.name], self.ir.plan.layouts[q.name])
 
     def _join(self, n: ElementNode) -> dict[str, Any]:
         return {"element": n.name, "record": self.ir.element_plan(n.name).inputs_record,
@@ -244,7 +244,7 @@ class _ProcessEmitter:
             view = self._queue(q)
             channel = view.channels[n.channel] if n.role in (Role.ENQUEUE, Role.SAVE) else None
             return qgen.QueueEnd(n, plan, q, channel, len(self.ir.segments[n.segment].cores),
-                                 view.access)
+                                 view.access, n.segment in self.plan.publishing)
         if n.role in _CACHE_ROLES:
             return cgen.CacheStep(next(v for v in self.caches if v.cache.name == n.cache), n, plan)
         return None
@@ -262,6 +262,7 @@ class _ProcessEmitter:
                 "has_value": bool(fn.return_type(self.ir, seg)),
                 "source": seg.source,
                 "takes": any(self.ir.node(e).role == Role.DEQUEUE for e in seg.elements),
+                "publishes": seg.name in self.plan.publishing,
                 "default": seg.default_return or "0"}
 
     def _thread(self, seg: SegmentIR) -> dict[str, Any]:
@@ -270,7 +271,8 @@ class _ProcessEmitter:
                 "state": seg.packet_state.name if seg.packet_state
                 and not self.ir.element_plan(seg.source).fresh_state else "",
                 "zero": bool(self.ir.liveness.read_first[seg.name]),
-                "manage": self.plan.threads_manage}
+                "manage": self.plan.threads_manage,
+                "publishes": seg.name in self.plan.publishing}
 
     def _main(self) -> dict[str, Any]:
         info = self.ir.main_info

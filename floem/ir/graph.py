@@ -463,12 +463,13 @@ class ProgramIR:
         return "\n".join(lines) + "\n"
 
     def _dump_queue_home(self, queue: str) -> str:
-        """The queue line's end: its variants, devices, home and sync batches, once known."""
+        """The queue line's end: its variants, devices, home, layout and sync batches, once
+        known."""
         if Homes not in self.results:
             return ""
         h = self.queue_home(queue)
-        batches = (f", sync batches of {self.plan.sync_batches[queue]}" if Plan in self.results
-                   else "")
+        batches = (f", {self.plan.layouts[queue]} layout, sync batches of "
+                   f"{self.plan.sync_batches[queue]}" if Plan in self.results else "")
         return (f" mp={h.multi_producer} mc={h.multi_consumer} {h.enq_device}->{h.deq_device} "
                 f"in {h.home} memory{batches}")
 

@@ -17,6 +17,13 @@ TRACE_FILTER_FILE = "--trace-filter"
 TRACE_VALUES = 255
 
 
+class QueueLayout(StrEnum):
+    """How a queue's instances are laid out and handed over (runtime/include/floem/queue.h)."""
+
+    TURNS = "turns"     # each entry's turn in its header: what the NIC's DMA moves
+    RING = "ring"       # positions on lines of their own, published in batches: host threads
+
+
 @dataclass(frozen=True)
 class QueueSide:
     """How one process reaches one queue."""
@@ -146,6 +153,8 @@ class ProcessPlan:
     network: bool = False                # packet I/O is initialised
     net_queues: int = 1                  # NIC queues: the widest network-using segment's threads
     queues: Mapping[str, QueueSide] = field(default_factory=dict)
+    publishing: tuple[str, ...] = ()     # segments enqueuing into ring queues: they publish
+    #   their entries at the end of each turn (or call), and before waiting for room
     counters: int = 0                    # element counters (0: built without them)
     counter_layout: str = ""             # their layout, one line per element
     kept_frames: int = 0                 # slots of the pool of frames kept by the port (0: none)
@@ -164,8 +173,10 @@ class ProcessPlan:
                    f"{self.kept_frame_timeout_ms} ms" if self.kept_frames else "")
         tracing = (f", traced as process {self.trace_number} with {len(self.trace_sites)} "
                    "trace sites" if self.trace_number else "")
+        publishing = (f", ring entries published by {', '.join(self.publishing)}"
+                      if self.publishing else "")
         lines = [f"  plan: {self.managers} manager core(s){managing}, {network}{counting}"
-                 f"{keeping}{tracing}"]
+                 f"{keeping}{tracing}{publishing}"]
         lines += [f"  queue {name}: {side.describe()}" for name, side in self.queues.items()]
         return lines
 

@@ -36,7 +36,7 @@ from floem.ir.cnames import GENERATED_GLOBALS, c_global
 from floem.ir.graph import unused_name
 from floem.ir.results import frozen_map
 from floem.ir.plan import (TRACE_FIELD, TRACE_VALUES, ElementCounters, ElementPlan, ElementTrace,
-                           ProcessPlan, QueueSide, TraceKind, TracedPort, join_slot)
+                           ProcessPlan, QueueLayout, QueueSide, TraceKind, TracedPort, join_slot)
 
 NAME = "plan_code"
 #: In a segment of more elements than this, every INLINE_DEPTH-th element (in program
@@ -53,7 +53,8 @@ PROVIDES: frozenset[str | type] = frozenset({Plan})
 
 def run(ir: ProgramIR) -> ProgramIR:
     """Plan every process and element."""
-    processes = {proc.name: _process_plan(ir, proc) for proc in ir.processes.values()}
+    layouts = {q.name: _layout(ir, q) for q in ir.queues.values()}
+    processes = {proc.name: _process_plan(ir, proc, layouts) for proc in ir.processes.values()}
     positions = {e: i for seg in ir.segments.values() for i, e in enumerate(seg.elements)}
     taken = ir.names() | _checked_globals(ir)
     made = {n.name: _element_plan(ir, n, positions[n.name], taken) for n in ir.nodes()}
@@ -82,11 +83,13 @@ def run(ir: ProgramIR) -> ProgramIR:
     batches = {q.name: max(1, min(32, q.size // 4)) for q in ir.queues.values()}
     main_body = csrc.lower(ir.main_info, {}, {}) \
         if ir.main_info is not None and ir.main.code is not None else None
-    ir.results.add(Plan(frozen_map(plans), frozen_map(processes), frozen_map(batches), main_body))
+    ir.results.add(Plan(frozen_map(plans), frozen_map(processes), frozen_map(batches),
+                        frozen_map(layouts), main_body))
     return ir
 
 
-def _process_plan(ir: ProgramIR, proc: ProcessIR) -> ProcessPlan:
+def _process_plan(ir: ProgramIR, proc: ProcessIR,
+                  layouts: dict[str, QueueLayout]) -> ProcessPlan:
     nodes = [ir.node(e) for s in proc.segments for e in ir.segments[s].elements]
     mine = {n.name for n in nodes}
     nic = proc.device == Device.NIC
@@ -105,8 +108,23 @@ def _process_plan(ir: ProgramIR, proc: ProcessIR) -> ProcessPlan:
         network=any(n.uses_network for n in nodes),
         net_queues=max([len(ir.segments[s].cores) for s in networked] or [1]),
         queues=frozen_map({q.name: _side(ir, q, mine, nic, configured) for q in touched}),
+        publishing=tuple(s for s in proc.segments
+                         if any(ir.node(e).role == Role.ENQUEUE
+                                and layouts[ir.node(e).queue] == QueueLayout.RING
+                                for e in ir.segments[s].elements)),
         kept_frames=ir.options.slice_pool if keeps else 0,
         kept_frame_timeout_ms=ir.options.slice_timeout_ms if keeps else 0)
+
+
+def _layout(ir: ProgramIR, q: QueueIR) -> QueueLayout:
+    """The ring layout for a queue between host threads with one producer and one consumer
+    per instance; else each entry's turn in its header: the NIC's sync layer moves entries
+    with their turns by DMA, and several producers or consumers claim entries by their turns
+    without waiting for one another (runtime/include/floem/queue.h)."""
+    home = ir.queue_home(q.name)
+    between_host_threads = home.enq_device == Device.CPU and home.deq_device == Device.CPU
+    return QueueLayout.RING if between_host_threads and not home.multi_producer \
+        and not home.multi_consumer else QueueLayout.TURNS
 
 
 def _enqueues(q: QueueIR, mine: set[str]) -> bool:
