@@ -20,8 +20,8 @@ from floem.templates import render
 from floem.paths import in_build
 from floem.platforms import DMA_ENVIRONMENT
 from floem.codegen.structs import printf_conversion
-from floem.ir import (CachePoint, Device, ElementNode, Home, PersistentState, ProgramIR, QueueIR, Role,
-                      SegmentIR, SegmentKind)
+from floem.ir import (CachePoint, Device, ElementNode, Home, PersistentState, ProcessIR, ProgramIR,
+                      QueueIR, Role, SegmentIR, SegmentKind)
 
 
 @dataclass
@@ -33,16 +33,40 @@ class GeneratedFile:
     owners: list[tuple[int, str]] = field(default_factory=list)
 
 
-def generate(ir: ProgramIR, cflags: list[str], runtime_sources: list[str],
-             nic_cc: str = "$(CC)", nic_cflags: list[str] | None = None,
-             libs: list[str] | None = None) -> list[GeneratedFile]:
+@dataclass(frozen=True)
+class Archive:
+    """Floem's runtime and element library compiled for one compiler and set of flags: a
+    static library in the build cache (``path``) that runtime/runtime.mk makes with ``cc``,
+    ``ar`` and ``cflags``; a Makefile names it ``variable``."""
+
+    variable: str
+    path: str
+    cc: str
+    ar: str
+    cflags: list[str]
+
+
+@dataclass(frozen=True)
+class CompileSettings:
+    """What the Makefile compiles with: the host's and the NIC's C flags, the NIC's compiler,
+    the libraries linked, and the runtime archives the processes link (``RUNTIME``: the
+    host's, ``PIC_RUNTIME``: position-independent, for libraries, ``NIC_RUNTIME``)."""
+
+    cflags: list[str] = field(default_factory=list)
+    nic_cc: str = "$(CC)"
+    nic_cflags: list[str] = field(default_factory=list)
+    libs: list[str] = field(default_factory=list)
+    archives: list[Archive] = field(default_factory=list)
+
+
+def generate(ir: ProgramIR, tools: CompileSettings = CompileSettings()) -> list[GeneratedFile]:
     """The C files, headers and Makefile for every process of ``ir``."""
     files = []
     for proc in ir.processes.values():
         emitter = _ProcessEmitter(ir, proc.name)
         files.append(emitter.header())
         files.append(emitter.source())
-    files.append(_makefile(ir, cflags, runtime_sources, nic_cc, nic_cflags or cflags, libs or []))
+    files.append(_makefile(ir, tools))
     return files
 
 
@@ -58,23 +82,52 @@ def launcher(ir: ProgramIR, emulator: list[str]) -> GeneratedFile | None:
     return GeneratedFile("run", text)
 
 
-def _makefile(ir: ProgramIR, cflags: list[str], runtime_sources: list[str], nic_cc: str,
-              nic_cflags: list[str], libs: list[str]) -> GeneratedFile:
+def _makefile(ir: ProgramIR, tools: CompileSettings) -> GeneratedFile:
     depends = [in_build(d) for d in ir.depends]
+    # The element library's C is in the runtime archive; the program's own is built here.
+    own = [d for d in depends if d.endswith(".c") and not d.startswith("runtime/")]
+    processes = [_process_build(p, own, [in_build(f) for f in p.external_main])
+                 for p in ir.processes.values()]
     text = render(
-        "Makefile.j2", app_file=ir.app_file, cflags=_flags(cflags), nic_cc=nic_cc,
-        nic_cflags=_flags(nic_cflags), ldlibs=" ".join(libs),
-        runtime_sources=" ".join(runtime_sources),
-        depends=" ".join(depends),
-        depend_files=[{"path": d, "name": os.path.splitext(os.path.basename(d))[0]}
-                      for d in depends if d.endswith(".c")],
-        processes=[{"name": p.name, "executable": p.has_main, "library": bool(p.callables),
-                    "external": " ".join(in_build(f) for f in p.external_main),
-                    "cc": "$(NIC_CC)" if p.device == Device.NIC else "$(CC)",
-                    "cflags": "$(NIC_CFLAGS)" if p.device == Device.NIC else "$(CFLAGS)"}
-                   for p in ir.processes.values()],
-    )
+        "Makefile.j2", app_file=ir.app_file, cflags=_flags(tools.cflags), nic_cc=tools.nic_cc,
+        nic_cflags=_flags(tools.nic_cflags), ldlibs=" ".join(tools.libs),
+        depends=" ".join(depends), processes=processes,
+        archives=[{"variable": a.variable, "path": a.path, "cc": a.cc, "ar": a.ar,
+                   "cflags": " ".join(a.cflags)}
+                  for a in tools.archives])
     return GeneratedFile("Makefile", text)
+
+
+def _process_build(p: ProcessIR, own: list[str], external: list[str]) -> dict[str, Any]:
+    """How the Makefile builds process ``p``: its objects for the executable (in
+    ``P.objs/``) and for the library (``libP.objs/``, position-independent), from its
+    translation units, the program's C files ``own`` and, for the executable, the files of
+    its ``external_main``."""
+    nic = p.device == Device.NIC
+    units = [p.name]
+    builds = []
+    for directory, pic in ((f"{p.name}.objs", False), (f"lib{p.name}.objs", True)):
+        if (p.callables if pic else p.has_main):
+            sources = [{"path": d, "object": f"{directory}/depend{i}_{_stem(d)}.o",
+                        "external": False} for i, d in enumerate(own, 1)]
+            sources += [] if pic else [{"path": f, "object": f"{directory}/main{i}_{_stem(f)}.o",
+                                        "external": True} for i, f in enumerate(external, 1)]
+            builds.append({
+                "what": f"The objects of lib{p.name}: position-independent, without main"
+                        if pic else f"The objects of {p.name}",
+                "directory": directory, "variable": directory.replace(".", "_").upper(),
+                "flags": " -fPIC -DFLOEM_LIBRARY" if pic else "",
+                "objects": [f"{directory}/{u}.o" for u in units] + [s["object"] for s in sources],
+                "sources": sources})
+    return {"name": p.name, "executable": p.has_main, "library": bool(p.callables),
+            "cc": "$(NIC_CC)" if nic else "$(CC)", "cflags": "$(NIC_CFLAGS)" if nic else "$(CFLAGS)",
+            "headers": f"{p.name}.h", "builds": builds,
+            "archive": "NIC_RUNTIME" if nic else "RUNTIME", "pic_archive": "PIC_RUNTIME"}
+
+
+def _stem(path: str) -> str:
+    """A file's name without its directory and extension."""
+    return os.path.splitext(os.path.basename(path))[0]
 
 
 def _flags(flags: list[str]) -> str:

@@ -326,7 +326,7 @@ def test_main_reading_a_counter_leaves_its_element_the_only_writer(code, alone):
     ir = counting("plan_main_reads", main_code=code)
     [c] = counters(ir)
     assert ir.element_plan(c.name).alone == alone
-    source = "".join(f.text for f in generate(ir, [], []) if f.name.endswith(".c"))
+    source = "".join(f.text for f in generate(ir) if f.name.endswith(".c"))
     assert ("enum { floem_alone = 1 };" in source) == alone
 
 
@@ -361,5 +361,5 @@ def test_the_values_a_body_never_reads_are_planned_unused_and_cast_to_void():
     sink = next(n for n in ir.segments["chain"].elements if ir.node(n).cls_name == "Sink")
     assert ir.element_plan(sink).unused == ()                  # inp(): read, and thrown away
     assert "never reads inp_0, inp_1" in ir.dump()
-    c = next(f.text for f in generate(ir, [], []) if f.name.endswith(".c"))
+    c = next(f.text for f in generate(ir) if f.name.endswith(".c"))
     assert "(void)inp_1;" in c
