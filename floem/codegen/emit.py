@@ -20,8 +20,8 @@ from floem.templates import render
 from floem.paths import in_build
 from floem.platforms import DMA_ENVIRONMENT
 from floem.codegen.structs import printf_conversion
-from floem.ir import (CachePoint, Device, ElementNode, Home, PersistentState, ProcessIR, ProgramIR,
-                      QueueIR, Role, SegmentIR, SegmentKind)
+from floem.ir import (CacheIR, CachePoint, Device, ElementNode, Home, PersistentState, ProcessIR,
+                      ProgramIR, QueueIR, Role, SegmentIR, SegmentKind)
 
 
 @dataclass
@@ -65,7 +65,7 @@ def generate(ir: ProgramIR, tools: CompileSettings = CompileSettings()) -> list[
     for proc in ir.processes.values():
         emitter = _ProcessEmitter(ir, proc.name)
         files.append(emitter.header())
-        files.append(emitter.source())
+        files.extend(emitter.sources())
     files.append(_makefile(ir, tools))
     return files
 
@@ -86,7 +86,8 @@ def _makefile(ir: ProgramIR, tools: CompileSettings) -> GeneratedFile:
     depends = [in_build(d) for d in ir.depends]
     # The element library's C is in the runtime archive; the program's own is built here.
     own = [d for d in depends if d.endswith(".c") and not d.startswith("runtime/")]
-    processes = [_process_build(p, own, [in_build(f) for f in p.external_main])
+    processes = [_process_build(p, len(ir.plan.processes[p.name].units), own,
+                                [in_build(f) for f in p.external_main])
                  for p in ir.processes.values()]
     text = render(
         "Makefile.j2", app_file=ir.app_file, cflags=_flags(tools.cflags), nic_cc=tools.nic_cc,
@@ -98,13 +99,14 @@ def _makefile(ir: ProgramIR, tools: CompileSettings) -> GeneratedFile:
     return GeneratedFile("Makefile", text)
 
 
-def _process_build(p: ProcessIR, own: list[str], external: list[str]) -> dict[str, Any]:
+def _process_build(p: ProcessIR, units: int, own: list[str], external: list[str]
+                   ) -> dict[str, Any]:
     """How the Makefile builds process ``p``: its objects for the executable (in
     ``P.objs/``) and for the library (``libP.objs/``, position-independent), from its
-    translation units, the program's C files ``own`` and, for the executable, the files of
-    its ``external_main``."""
+    ``units`` translation units, the program's C files ``own`` and, for the executable, the
+    files of its ``external_main``."""
     nic = p.device == Device.NIC
-    units = [p.name]
+    stems = [p.name] + [f"{p.name}.{k}" for k in range(1, units)]
     builds = []
     for directory, pic in ((f"{p.name}.objs", False), (f"lib{p.name}.objs", True)):
         if (p.callables if pic else p.has_main):
@@ -117,11 +119,12 @@ def _process_build(p: ProcessIR, own: list[str], external: list[str]) -> dict[st
                         if pic else f"The objects of {p.name}",
                 "directory": directory, "variable": directory.replace(".", "_").upper(),
                 "flags": " -fPIC -DFLOEM_LIBRARY" if pic else "",
-                "objects": [f"{directory}/{u}.o" for u in units] + [s["object"] for s in sources],
+                "objects": [f"{directory}/{u}.o" for u in stems] + [s["object"] for s in sources],
                 "sources": sources})
     return {"name": p.name, "executable": p.has_main, "library": bool(p.callables),
             "cc": "$(NIC_CC)" if nic else "$(CC)", "cflags": "$(NIC_CFLAGS)" if nic else "$(CFLAGS)",
-            "headers": f"{p.name}.h", "builds": builds,
+            "headers": f"{p.name}.h" + (f" {p.name}.units.h" if units > 1 else ""),
+            "builds": builds,
             "archive": "NIC_RUNTIME" if nic else "RUNTIME", "pic_archive": "PIC_RUNTIME"}
 
 
@@ -204,32 +207,60 @@ class _ProcessEmitter:
         )
         return GeneratedFile(name, _resolve_line_markers(text, name))
 
-    # -- source ---------------------------------------------------------------
+    # -- sources ----------------------------------------------------------------
 
-    def source(self) -> GeneratedFile:
-        c_file = f"{self.process}.c"
+    def sources(self) -> list[GeneratedFile]:
+        """The process's C: ``<process>.c`` (its globals, lifecycle and first translation
+        unit's elements) and, when it is compiled as several units, ``<process>.units.h``
+        (what they share) and ``<process>.<k>.c`` (the elements of unit k)."""
+        units = self.plan.units
+        split = len(units) > 1
+        shared = self._shared(split)
+        files = [self._c_file(f"{self.process}.c", "process.c.j2",
+                              {**shared, **self._unit(units[0], 0, split), **self._lifecycle(),
+                               "unit_files": [self._unit_file(k) for k in range(1, len(units))]})]
+        if split:
+            files.insert(0, self._c_file(f"{self.process}.units.h", "units.h.j2", {
+                **shared, "linkage": "extern FLOEM_HIDDEN ",
+                "guard": re.sub(r"\W", "_", self.process).upper(),
+                "unit_files": [f"{self.process}.c"] + [self._unit_file(k)
+                                                        for k in range(1, len(units))],
+                "functions": [f for n in self.nodes if self.ir.element_plan(n.name).shared
+                              for f in fn.shared_functions(self.ir, n)],
+                "threads": [s.name for s in self.segments if s.kind == SegmentKind.THREAD],
+                "evictions": [v.cache.name for v in self.caches],
+                "drains": [v.cache.name for v in self.caches if v.cache.defer_fill_evictions]}))
+            files += [self._c_file(self._unit_file(k), "unit.c.j2",
+                                   {**shared, **self._unit(elements, k, split), "unit": k})
+                      for k, elements in enumerate(units) if k > 0]
+        return files
+
+    def _unit_file(self, k: int) -> str:
+        return f"{self.process}.{k}.c"
+
+    def _c_file(self, name: str, template: str, context: dict[str, Any]) -> GeneratedFile:
+        """``template`` rendered as file ``name``, with the owner of each line's code."""
+        text = _resolve_line_markers(render(template, **context), name)
+        marks = [(i + 1, m.group(1)) for i, line in enumerate(text.split("\n"))
+                 if (m := re.match(_OWNER_MARK, line))]
+        return GeneratedFile(name, text, marks)
+
+    def _shared(self, split: bool) -> dict[str, Any]:
+        """What every C file of the process is rendered with: its includes, entry structs and
+        globals (templates/process_head.c.j2, globals.c.j2)."""
         homes = self.ir.homes.states
         layouts = self.ir.entry_layouts.entries
         states = list(self.ir.states.values())
         queues = list(self.ir.queues.values())
         used = [q for q in queues if q.name in self.plan.queues]
-        joins_here = any(n.join for n in self.nodes)
-        text = render(
-            "process.c.j2", process=self.process, app_file=self.ir.app_file, c_file=c_file,
-            nic=self.nic, managers=self.plan.managers, network=self.plan.network,
-            net_queues=self.plan.net_queues, counters=self.plan.counters,
-            kept_frames=self.plan.kept_frames,
+        return dict(
+            process=self.process, app_file=self.ir.app_file, nic=self.nic,
+            network=self.plan.network, counters=self.plan.counters,
             packets=any(qgen.carries_packets(layouts[q.name]) for q in used),
-            kept_frame_timeout_ms=self.plan.kept_frame_timeout_ms,
-            counter_layout=self.plan.counter_layout.splitlines(),
-            counter_notes=[{"line": line, **self._reported(self.ir.states[state])}
-                           for line, state in self.plan.counter_notes],
-            trace=self.plan.trace_number, trace_sites=self.plan.trace_sites,
-            dma_defaults=[(DMA_ENVIRONMENT[k], f"{v:g}" if k == "gbps" else str(int(v)))
-                          for k, v in sorted(self.ir.options.dma_model.items())],
+            trace=self.plan.trace_number, split=split,
+            linkage="FLOEM_HIDDEN " if split else "static ",
             states=[self._state(s) for s in states if homes[s.name] == Home.HOST],
             nic_states=[self._state(s) for s in states if self.nic and homes[s.name] == Home.NIC],
-            regions=[{"name": r.name, "size": r.size} for r in self.ir.regions],
             queues=[self._queue(q) for q in queues if self._home(q) == Home.HOST],
             nic_queues=[self._queue(q) for q in queues if self.nic and self._home(q) == Home.NIC],
             shadows=[self._queue(q) for q in used if self.plan.queues[q.name].synced],
@@ -237,25 +268,61 @@ class _ProcessEmitter:
             entry_channels=[ch for q in queues if q in used or self._home(q) == Home.HOST
                             for ch in layouts[q.name] if not ch.empty],     # laid out here
             wire_layouts=self.ir.layouts if self.nic else [],
-            caches=[{"name": v.cache.name, "buckets": v.cache.buckets,
-                     "entries": v.cache.entries or 0, "view": v,
-                     "drain": v.cache.defer_fill_evictions} for v in self.caches],
-            prototypes=fn.prototypes(self.ir, self.nodes),
-            joins=[self._join(n) for n in self.nodes if n.join],
-            returns=[self._return_slot(s) for s in self.segments
-                     if s.kind == SegmentKind.CALLABLE and fn.return_element(self.ir, s)],
-            elements=[fn.element_function(self.ir, n, self._plumbing(n)) for n in self.nodes],
-            dispatchers=[d for n in self.nodes for d in fn.dispatchers(self.ir, n, joins_here)],
-            join_entries=[j for n in self.nodes if n.join for j in fn.join_entries(self.ir, n)],
-            threads=[self._thread(s) for s in self.segments if s.kind == SegmentKind.THREAD],
-            callables=[self._callable(s) for s in self.segments if s.kind == SegmentKind.CALLABLE],
+            caches=self._caches())
+
+    def _caches(self) -> list[dict[str, Any]]:
+        """The caches this process's elements use."""
+        return [{"name": v.cache.name, "buckets": v.cache.buckets,
+                 "entries": v.cache.entries or 0, "view": v,
+                 "drain": v.cache.defer_fill_evictions} for v in self.caches]
+
+    def _unit(self, elements: tuple[str, ...], k: int, split: bool) -> dict[str, Any]:
+        """The functions of translation unit ``k``, of ``elements`` (templates/unit_body.c.j2):
+        theirs, the threads and callables whose sources are there (a callable with a return
+        element: where that is), the caches' write-back functions beside their set region's
+        start; in a process compiled as several units, the prototypes of the functions only
+        this unit calls."""
+        nodes = [self.ir.node(e) for e in elements]
+        here = set(elements)
+        joins = any(n.join for n in self.nodes)
+        callables = [s for s in self.segments if s.kind == SegmentKind.CALLABLE
+                     and (fn.return_element(self.ir, s) or self.ir.node(s.source)).name in here]
+        return dict(
+            sequenced=joins,
+            prototypes=[f for f in fn.prototypes(self.ir, nodes) if not (split and f.hidden)],
+            joins=[self._join(n) for n in nodes if n.join],
+            returns=[self._return_slot(s) for s in callables if fn.return_element(self.ir, s)],
+            elements=[fn.element_function(self.ir, n, self._plumbing(n)) for n in nodes],
+            evictions=[c for c in self._caches() if self._eviction_unit(c["view"].cache) == k],
+            dispatchers=[d for n in nodes for d in fn.dispatchers(self.ir, n, joins)],
+            join_entries=[j for n in nodes if n.join for j in fn.join_entries(self.ir, n)],
+            threads=[self._thread(s) for s in self.segments
+                     if s.kind == SegmentKind.THREAD and s.source in here],
+            callables=[self._callable(s) for s in callables])
+
+    def _eviction_unit(self, cache: CacheIR) -> int:
+        """The unit of a cache's write-back functions: its set region's start's (they call
+        its port), or the first."""
+        start = cache.points.get(CachePoint.SET_START)
+        return next((k for k, elements in enumerate(self.plan.units) if start in elements), 0)
+
+    def _lifecycle(self) -> dict[str, Any]:
+        """What <process>.c alone is rendered with: the shared memory's layout, the
+        counters' and traces' tables, starting and stopping, main."""
+        return dict(
+            managers=self.plan.managers, net_queues=self.plan.net_queues,
+            kept_frames=self.plan.kept_frames,
+            kept_frame_timeout_ms=self.plan.kept_frame_timeout_ms,
+            counter_layout=self.plan.counter_layout.splitlines(),
+            counter_notes=[{"line": line, **self._reported(self.ir.states[state])}
+                           for line, state in self.plan.counter_notes],
+            trace_sites=self.plan.trace_sites,
+            dma_defaults=[(DMA_ENVIRONMENT[k], f"{v:g}" if k == "gbps" else str(int(v)))
+                          for k, v in sorted(self.ir.options.dma_model.items())],
+            regions=[{"name": r.name, "size": r.size} for r in self.ir.regions],
+            all_threads=[self._thread(s) for s in self.segments if s.kind == SegmentKind.THREAD],
             main=self._main() if self.proc.has_main and not self.proc.external_main else None,
-            reported_states=self._reported_states(),
-        )
-        text = _resolve_line_markers(text, c_file)
-        marks = [(i + 1, m.group(1)) for i, line in enumerate(text.split("\n"))
-                 if (m := re.match(_OWNER_MARK, line))]
-        return GeneratedFile(c_file, text, marks)
+            reported_states=self._reported_states())
 
     def _reported_states(self) -> list[dict[str, Any]]:
         """The ``report = True`` states this process's elements use and reach, with the

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
 from pycparser import c_ast
@@ -36,6 +37,21 @@ def analyze(bodies: list[Body], prelude: str = "", include_text: str = "",
     Returns each element's `BodyInfo`; raises `FloemError` for the mistakes of every body
     (one report: a mistake in one body does not hide those in the others).
     """
+    return analyze_unit(bodies, prelude, include_text, include_dirs).infos
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """What `analyze_unit` found: each element's `BodyInfo`, and the names of what the
+    include text defines that a program must hold once (`floem.csrc.unit.ParsedUnit`)."""
+
+    infos: dict[str, BodyInfo]
+    defined_once: tuple[str, ...]
+
+
+def analyze_unit(bodies: list[Body], prelude: str = "", include_text: str = "",
+                 include_dirs: Sequence[str] = ()) -> Analysis:
+    """`analyze`, with what the include text defines that a program must hold once."""
     by_name: dict[str, Body] = {}
     for body in bodies:
         if not body.element.isidentifier() or not body.element.isascii():
@@ -50,8 +66,9 @@ def analyze(bodies: list[Body], prelude: str = "", include_text: str = "",
                             _include_parse_text(include_text, app_file), include_dirs)
     except UnitError as e:
         raise _unit_error(e, by_name, app_file) from None
-    return _each(by_name, lambda body: _analyze_body(body, forms[body.element],
-                                                      parsed[body.element]))
+    infos = _each(by_name, lambda body: _analyze_body(body, forms[body.element],
+                                                       parsed.bodies[body.element]))
+    return Analysis(infos, parsed.defined_once)
 
 
 def _each(bodies: dict[str, Body], function: Callable[[Body], T]) -> dict[str, T]:

@@ -254,6 +254,9 @@ class ProgramIR:
     warnings: list[str] = field(default_factory=list)
     user_names: frozenset[str] = frozenset()    # every name the user's program claimed
     main_info: BodyInfo | None = None       # parse_bodies: the analysed floem.main code
+    include_definitions: tuple[str, ...] = ()   # parse_bodies: what floem.include's C
+    #   defines that a program holds once (data written or with external linkage, functions
+    #   with external linkage)
     trace_filter: TraceFilter | None = None     # trace_packets: the --trace-filter expression
     results: Results = field(default_factory=Results)
     owns_graph: bool = field(default=True, repr=False)  # False: shared with the IR copied

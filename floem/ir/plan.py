@@ -148,6 +148,10 @@ class ElementTrace:
 class ProcessPlan:
     """What the C of one process needs besides its elements."""
 
+    units: tuple[tuple[str, ...], ...] = ((),)  # the elements of each translation unit:
+    #   the first (<process>.c) also holds the process's globals and lifecycle
+    one_unit_for: tuple[str, ...] = ()  # what floem.include defines that keeps a process of
+    #   more than UNIT_ELEMENTS elements in one unit
     managers: int = 0                    # NIC cores running the sync managers
     threads_manage: bool = False         # no manager cores: NIC threads run the managers
     network: bool = False                # packet I/O is initialised
@@ -175,8 +179,13 @@ class ProcessPlan:
                    "trace sites" if self.trace_number else "")
         publishing = (f", ring entries published by {', '.join(self.publishing)}"
                       if self.publishing else "")
+        units = (f", {len(self.units)} translation units of "
+                 f"{', '.join(str(len(u)) for u in self.units)} elements"
+                 if len(self.units) > 1 else "")
+        units += (f", one translation unit: floem.include defines {', '.join(self.one_unit_for)}"
+                  if self.one_unit_for else "")
         lines = [f"  plan: {self.managers} manager core(s){managing}, {network}{counting}"
-                 f"{keeping}{tracing}{publishing}"]
+                 f"{keeping}{tracing}{publishing}{units}"]
         lines += [f"  queue {name}: {side.describe()}" for name, side in self.queues.items()]
         return lines
 
@@ -200,6 +209,7 @@ class ElementPlan:
     fresh_state: bool = False       # ... whose state is a local of the output port (the
     #   source body never touches the state, and no field is read before it is written)
     out_of_line: bool = False       # never inlined into its caller (bounds inlining depth)
+    shared: bool = False            # called from another translation unit of its process
     alone: bool = False             # its body adds to its states (floem_add) and one
     #   thread writes every persistent state it uses: a plain add, not an atomic one
     state_unused: bool = False      # its function never names the packet's state (the
@@ -224,6 +234,7 @@ class ElementPlan:
                                         ("each output a new packet", self.emits_packets),
                                         ("its state a local of the port", self.fresh_state),
                                         ("out of line", self.out_of_line),
+                                        ("called from another unit", self.shared),
                                         ("adds plainly (its states' only writer)",
                                          self.alone),
                                         ("never names its state", self.state_unused)) if on]

@@ -39,12 +39,19 @@ from floem.ir.plan import (TRACE_FIELD, TRACE_VALUES, ElementCounters, ElementPl
                            ProcessPlan, QueueLayout, QueueSide, TraceKind, TracedPort, join_slot)
 
 NAME = "plan_code"
-#: In a segment of more elements than this, every INLINE_DEPTH-th element (in program
-#: order) is a function the C compiler does not inline into its caller: each element calls
-#: the next through its port function, so a long chain inlined whole is one function nested
-#: as deep as the chain, and gcc's time and memory grow with the square of that depth
-#: (with -g: 28 s and 1.3 GB for 1,000 elements; 0.2 s for 100).
-INLINE_DEPTH = 64
+#: In a segment of more elements than LONG_SEGMENT, every INLINE_DEPTH-th element (in
+#: program order) is a function the C compiler does not inline into its caller: each element
+#: calls the next through its port function, so a long chain inlined whole is one function
+#: nested as deep as the chain, and gcc's time and memory grow with the square of that depth
+#: (with -g: 28 s and 1.3 GB for 1,000 elements; 0.2 s for 100; 1.8 s inlined 64 deep,
+#: 1.1 s 16 deep: docs/benchmarks.md).
+LONG_SEGMENT = 64
+INLINE_DEPTH = 16
+#: A process of more elements than this is compiled as several translation units of at most
+#: this many elements each (its segments in order, a longer one in parts), which make -j
+#: compiles in parallel; unless the program's floem.include C defines what a program must
+#: hold once (data it writes, a function with external linkage), which one unit keeps so.
+UNIT_ELEMENTS = 256
 #: What this pass needs done before it, and what it gives the passes after it.
 REQUIRES: frozenset[str | type] = frozenset({Placement, Homes, Liveness, Windows, EntryLayouts,
                                              "queues_lowered", "bodies", "trace_field"})
@@ -80,6 +87,9 @@ def run(ir: ProgramIR) -> ProgramIR:
     plans = {name: dataclasses.replace(plan, state_unused=not _names_state(ir, ir.node(name),
                                                                             plan, named[name]))
              for name, plan in plans.items()}
+    for proc in ir.processes.values():
+        plans |= {name: dataclasses.replace(plans[name], shared=True)
+                  for name in _called_across_units(ir, processes[proc.name].units)}
     batches = {q.name: max(1, min(32, q.size // 4)) for q in ir.queues.values()}
     main_body = csrc.lower(ir.main_info, {}, {}) \
         if ir.main_info is not None and ir.main.code is not None else None
@@ -103,6 +113,10 @@ def _process_plan(ir: ProgramIR, proc: ProcessIR,
                 for q in touched for carried in ir.windows.packets[q.name]
                 for b in carried.values())
     return ProcessPlan(
+        units=_units(ir, proc),
+        one_unit_for=ir.include_definitions if sum(len(ir.segments[s].elements)
+                                                   for s in proc.segments) > UNIT_ELEMENTS
+        else (),
         managers=configured if syncs else 0,        # else the managers have nothing to do
         threads_manage=nic and configured == 0,
         network=any(n.uses_network for n in nodes),
@@ -114,6 +128,43 @@ def _process_plan(ir: ProgramIR, proc: ProcessIR,
                                 for e in ir.segments[s].elements)),
         kept_frames=ir.options.slice_pool if keeps else 0,
         kept_frame_timeout_ms=ir.options.slice_timeout_ms if keeps else 0)
+
+
+def _units(ir: ProgramIR, proc: ProcessIR) -> tuple[tuple[str, ...], ...]:
+    """The elements of each translation unit of ``proc`` (`UNIT_ELEMENTS`): its segments in
+    order, a segment longer than a unit in parts of UNIT_ELEMENTS elements (a multiple of
+    INLINE_DEPTH: each part begins with an element kept out of line)."""
+    segments = [ir.segments[s].elements for s in proc.segments]
+    if sum(map(len, segments)) <= UNIT_ELEMENTS or ir.include_definitions:
+        return (tuple(e for elements in segments for e in elements),)
+    units: list[tuple[str, ...]] = []
+    current: tuple[str, ...] = ()
+    for elements in segments:
+        for at in range(0, len(elements), UNIT_ELEMENTS):
+            part = elements[at:at + UNIT_ELEMENTS]
+            if current and len(current) + len(part) > UNIT_ELEMENTS:
+                units.append(current)
+                current = ()
+            current += part
+    return tuple(units + [current])
+
+
+def _called_across_units(ir: ProgramIR, units: tuple[tuple[str, ...], ...]) -> set[str]:
+    """The elements of a process in ``units`` that another of its units calls: through an
+    edge (a port's dispatcher, an element ordered after another), or a callable segment's
+    function, which is in the unit of the segment's return element (its result's slot is
+    there), calling its source."""
+    unit = {e: i for i, elements in enumerate(units) for e in elements}
+    called = {e.dst for name in unit for e in ir.out_edges(name, kind=None)
+              if unit.get(e.dst, unit[name]) != unit[name]}
+    for seg in {ir.node(e).segment for e in unit}:
+        segment = ir.segments[seg]
+        if segment.kind == SegmentKind.CALLABLE:
+            ret = next((e for e in segment.elements if ir.node(e).role == Role.RETURN),
+                       segment.source)
+            if unit[ret] != unit[segment.source]:
+                called.add(segment.source)
+    return called
 
 
 def _layout(ir: ProgramIR, q: QueueIR) -> QueueLayout:
@@ -210,7 +261,7 @@ def _element_plan(ir: ProgramIR, n: ElementNode, position: int,
         begins_packets=begins,
         emits_packets=emits,
         fresh_state=emits and _fresh_state(ir, n, seg),
-        out_of_line=ir.options.count_elements or (len(seg.elements) > INLINE_DEPTH
+        out_of_line=ir.options.count_elements or (len(seg.elements) > LONG_SEGMENT
                                                   and position > 0
                                                   and position % INLINE_DEPTH == 0)), named
 
