@@ -8,8 +8,8 @@ program must hold once). `lower` turns one body into the plain C pasted inside
 the element's generated function, with ``#line`` directives into the app file.
 """
 from floem.csrc.analyze import Analysis, analyze, analyze_unit
-from floem.csrc.lower import lower
+from floem.csrc.lower import lower, lower_named
 from floem.csrc.model import Body, BodyForm, BodyInfo, FieldUse, Port
 
 __all__ = ["Analysis", "Body", "BodyForm", "BodyInfo", "FieldUse", "Port", "analyze",
-           "analyze_unit", "lower"]
+           "analyze_unit", "lower", "lower_named"]

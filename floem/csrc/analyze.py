@@ -9,6 +9,7 @@ check the rules of the output forms.
 """
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -51,7 +52,9 @@ class Analysis:
 
 def analyze_unit(bodies: list[Body], prelude: str = "", include_text: str = "",
                  include_dirs: Sequence[str] = ()) -> Analysis:
-    """`analyze`, with what the include text defines that a program must hold once."""
+    """`analyze`, with what the include text defines that a program must hold once. Bodies
+    that read alike (the instances of a class) are analysed once and share the parts of
+    their `BodyInfo`, which no one changes."""
     by_name: dict[str, Body] = {}
     for body in bodies:
         if not body.element.isidentifier() or not body.element.isascii():
@@ -66,9 +69,17 @@ def analyze_unit(bodies: list[Body], prelude: str = "", include_text: str = "",
                             _include_parse_text(include_text, app_file), include_dirs)
     except UnitError as e:
         raise _unit_error(e, by_name, app_file) from None
-    infos = _each(by_name, lambda body: _analyze_body(body, forms[body.element],
-                                                       parsed.bodies[body.element]))
-    return Analysis(infos, parsed.defined_once)
+    analysed: dict[str, BodyInfo] = {}      # by how a body reads: a class's instances alike
+
+    def analysis(body: Body) -> BodyInfo:
+        alike = repr(dataclasses.replace(body, element="", app_line=0))
+        if alike in analysed:
+            return dataclasses.replace(analysed[alike], element=body.element, body=body)
+        info = analysed[alike] = _analyze_body(body, forms[body.element],
+                                               parsed.bodies[body.element])
+        return info
+
+    return Analysis(_each(by_name, analysis), parsed.defined_once)
 
 
 def _each(bodies: dict[str, Body], function: Callable[[Body], T]) -> dict[str, T]:

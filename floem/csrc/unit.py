@@ -70,11 +70,16 @@ class ParsedUnit:
 
 def parse_unit(bodies: dict[str, str], prelude: str = "", include_text: str = "",
                include_dirs: Sequence[str] = ()) -> ParsedUnit:
-    """Preprocess and parse all bodies (element -> parse text); raises `UnitError`."""
+    """Preprocess and parse all bodies (element -> parse text); raises `UnitError`. Elements
+    whose bodies read alike (instances of one class) share one syntax tree, which no one
+    changes; a mistake in it is reported at the first of them."""
+    first: dict[str, str] = {}      # each distinct body text, parsed once: by its first element
+    for element, text in bodies.items():
+        first.setdefault(text, element)
     parts = [f'#include "{FAKE_HEADER}"\n',
              f'#line 1 "{INCLUDE_FILE}"\n', include_text, "\n",
              f'#line 1 "{PRELUDE_FILE}"\n', prelude, "\n"]
-    for element, text in bodies.items():
+    for text, element in first.items():
         parts += [f"void {FUNCTION_PREFIX}{element}(void) {{\n",
                   f'#line 1 "{BODY_FILE_PREFIX}{element}"\n', text, "\n}\n"]
     try:
@@ -92,7 +97,8 @@ def parse_unit(bodies: dict[str, str], prelude: str = "", include_text: str = ""
             bodies_ast[node.decl.name[len(FUNCTION_PREFIX):]] = node.body
         elif _program_file(node.coord.file if node.coord else None) and _defined_once(node):
             once.append(node.decl.name if isinstance(node, c_ast.FuncDef) else node.name)
-    return ParsedUnit(bodies_ast, tuple(once))
+    return ParsedUnit({element: bodies_ast[first[text]] for element, text in bodies.items()},
+                      tuple(once))
 
 
 def _program_file(file: str | None) -> bool:

@@ -242,8 +242,7 @@ def _element_plan(ir: ProgramIR, n: ElementNode, position: int,
         reads = {p: [join_slot(record, p, i) if n.join else f"{p}_{i}" for i in range(len(t))]
                  for p, t in n.inputs.items()}
         if n.code and n.info is not None:
-            body = csrc.lower(n.info, reads, ports)
-            named = identifiers(body)
+            body, named = csrc.lower_named(n.info, reads, ports)
         if not n.join:
             unused = tuple(v for values in reads.values() for v in values if v not in named)
     used = n.info.persistent_used if n.info else set()
@@ -418,11 +417,11 @@ def _sends_at_most_once(n: ElementNode) -> bool:
 def _flow_order(ir: ProgramIR, seg: SegmentIR) -> list[str]:
     """``seg``'s elements in the order packets reach them from its source (breadth first),
     then the others in program order."""
-    order, seen = [], set()
+    order, seen, members = [], set(), set(seg.elements)
     frontier = deque([seg.source] if seg.source else [])
     while frontier:
         name = frontier.popleft()
-        if name in seen or name not in seg.elements:
+        if name in seen or name not in members:
             continue
         seen.add(name)
         order.append(name)
