@@ -23,6 +23,7 @@ from floem.launcher import RunResult, launch
 from floem.passes import run_pipeline
 from floem.paths import RUNTIME_MAKEFILE, build_copies, in_build, make_directory, runtime_dir
 from floem.platforms import PLATFORMS, Platform
+from floem.templates import keep_compiled
 from floem.trace import read_traces, trace_report
 
 DEFAULT_CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-O2", "-g", "-Wall", "-Wextra",
@@ -84,6 +85,7 @@ def compile_ir(program: Any, options: BuildOptions, out_dir: str | None = None,
     """The pass pipeline; dumps (``dump_after``) into ``out_dir``, or into the cache's
     staging directory when the build directory is not known yet."""
     dump_dir = make_directory(_staging(out_dir), BUILD_DIRECTORY) if dump_after else None
+    keep_compiled(make_directory(os.path.join(cache_root(), "templates"), "the build cache"))
     return run_pipeline(program, options, dump_after=dump_after, dump_dir=dump_dir)
 
 
