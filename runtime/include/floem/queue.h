@@ -4,12 +4,22 @@
  * `entry_size` bytes, in one contiguous 64-byte-aligned block with no pointers in it,
  * so several processes may map it at different addresses.
  *
- *   bytes   0- 63  configuration: size, entry_size (written by floem_queue_init), and
+ *   bytes   0- 63  configuration: size, entry_size, layout, batch (written by init), and
  *                  track_releases (0, or set once by the NIC's sync layer, below)
- *   bytes  64-127  producer side: enq_cursor, enqueued, dropped, full_spins
- *   bytes 128-191  consumer side: deq_cursor, dequeued, released
+ *   bytes  64-127  producer side: enq_cursor, enqueued, dropped, full_spins; the ring's
+ *                  published, room, enq_index, listed
+ *   bytes 128-191  consumer side: deq_cursor, dequeued, released; the ring's freed, ready,
+ *                  releases, deq_index
  *   bytes 192-255  guard line (keeps the consumer line and entry 0 out of one 128-byte pair)
  *   bytes 256-     entry[0] .. entry[size-1], each `entry_size` bytes (32 or a multiple of 64)
+ *
+ * An instance has one of two layouts, chosen per queue by the compiler (plan_code) and
+ * recorded by init: its entries' turns (floem_queue_init and the floem_enq_* / floem_deq_*
+ * calls, below), for queues the NIC reaches (the sync layer moves each entry with its turn
+ * by DMA) and for several producers or consumers; or the ring (floem_ring_init and the
+ * floem_ring_* calls, at the end of this file), for one producer and one consumer thread
+ * on the host, which moves each entry's line once per lap: its turns, written by both
+ * sides, move it twice.
  *
  * Every entry starts with an 8-byte header: a 32-bit status word (the turn), the
  * 16-bit channel and the 16-bit `used`: how much of the payload the producer wrote, in
@@ -342,7 +352,27 @@ static inline void floem_deq_release(floem_queue_t *q, void *payload)
     }
 }
 
-/* The ring layout: single producer, single consumer, both host threads (see above). */
+/* The ring layout: one producer thread and one consumer thread, both on the host.
+ *
+ * The entries have the same header (channel and used; the status word is left alone), but
+ * who owns an entry follows from two positions, each on its side's line: `published`
+ * (the producer's: every position before it holds a committed entry) and `freed` (the
+ * consumer's: every position before it was released). Each side keeps the other's last
+ * value it read (`room` = freed + size, `ready` = published) and reads the other's line
+ * again only when that runs out, so a line crosses between the cores once per batch, not
+ * once per entry, and the consumer never writes into an entry. Positions are 64-bit counts
+ * (they never wrap), `enq_index` and `deq_index` their places in the ring (no division).
+ *
+ * A producer publishes its commits `batch` at a time (a quarter of the ring, at most
+ * FLOEM_QUEUE_RING_BATCH), and whatever it holds back when its thread's turn ends
+ * (floem_queue_flush: a generated thread calls it after each turn, a callable segment when
+ * it returns, a thread waiting for room before it waits) or when it finds the ring full.
+ * A consumer frees its releases `batch` at a time, and all it holds back when it finds the
+ * ring empty. So a lossy producer may find a ring full that holds up to batch - 1 entries
+ * released but not yet freed. The producer commits each reservation before the next, and
+ * the consumer releases its entries in the order it acquired them (what generated code
+ * does). Counters: enqueued and dequeued are the positions; dropped and full_spins as above.
+ */
 
 /* A ring's batch: entries a producer publishes at once (at the latest when its thread's turn
  * ends: floem_queue_flush) and a consumer frees at once (at the latest when it finds the
