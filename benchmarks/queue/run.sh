@@ -1,7 +1,9 @@
 #!/bin/bash
 # Floem host queue vs DPDK rte_ring, two threads, 64-byte entries (see queue_bench.c).
 #
-# Usage: [QUEUE_REVS="REV ..."] bash benchmarks/queue/run.sh [ENTRIES [REPEATS [SIZE [PAUSES]]]]
+# Usage: [QUEUE_REVS="REV ..."] bash benchmarks/queue/run.sh [ENTRIES [REPEATS [SIZES [PAUSES]]]]
+#        bash benchmarks/queue/run.sh --short     (one round of 100,000 entries: a check)
+# SIZES: queue sizes, comma-separated (default 256,1024,4096), all timed in one run.
 # Installs libdpdk-dev with apt-get when it is missing (as root), builds queue_bench in
 # a temporary directory and prints a Markdown table. DPDK's EAL runs without hugepages
 # or PCI; as root it runs in its own mount namespace with a private tmpfs on /run, so
@@ -24,6 +26,10 @@ if ! command -v pkg-config >/dev/null || ! pkg-config --exists libdpdk; then
     export DEBIAN_FRONTEND=noninteractive
     install_dpdk() { apt-get install -y -q --no-install-recommends libdpdk-dev pkg-config >&2; }
     install_dpdk || { apt-get update -q >&2 && install_dpdk; }
+fi
+
+if [ "${1:-}" = "--short" ]; then
+    set -- 100000 1
 fi
 
 build="$(mktemp -d)"
