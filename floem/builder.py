@@ -345,12 +345,12 @@ def _settings(tools: Toolchain, ir: ProgramIR) -> CompileSettings:
     if any(p.callables for p in processes):
         archives.append(_archive("PIC_RUNTIME", host_cc, "ar", tools.cflags + ["-fPIC"]))
     if any(p.has_main and p.device == Device.NIC for p in processes):
-        archives.append(_archive("NIC_RUNTIME", nic_cc, nic_ar, tools.nic_cflags))
-    return CompileSettings(cflags=tools.cflags, nic_cc=nic_cc, nic_cflags=tools.nic_cflags,
-                           libs=tools.net_libs, archives=archives)
+        archives.append(_archive("NIC_RUNTIME", nic_cc, nic_ar, tools.nic_cflags, nic=True))
+    return CompileSettings(cflags=tools.cflags, nic_cc=nic_cc, nic_ar=nic_ar,
+                           nic_cflags=tools.nic_cflags, libs=tools.net_libs, archives=archives)
 
 
-def _archive(variable: str, cc: str, ar: str, cflags: list[str]) -> Archive:
+def _archive(variable: str, cc: str, ar: str, cflags: list[str], nic: bool = False) -> Archive:
     """The runtime archive made with ``cc``, ``ar`` and ``cflags`` less the include
     directories (the program's: the runtime names none of them): in the build cache, under
     a key of those and of the runtime's files, so that one is compiled per toolchain."""
@@ -358,7 +358,7 @@ def _archive(variable: str, cc: str, ar: str, cflags: list[str]) -> Archive:
     h = hashlib.sha256(f"{cc}\0{ar}\0{' '.join(flags)}\0{_compiler_id(cc)}".encode())
     h.update(_floem_c_digest())
     path = os.path.join(cache_root(), "runtime", h.hexdigest()[:24], "libfloem.a")
-    return Archive(variable, path, cc, ar, flags)
+    return Archive(variable, path, cc, ar, flags, nic)
 
 
 def _without_includes(flags: list[str]) -> list[str]:

@@ -36,14 +36,16 @@ class GeneratedFile:
 @dataclass(frozen=True)
 class Archive:
     """Floem's runtime and element library compiled for one compiler and set of flags: a
-    static library in the build cache (``path``) that runtime/runtime.mk makes with ``cc``,
-    ``ar`` and ``cflags``; a Makefile names it ``variable``."""
+    static library in the build cache (``path``, keyed by ``cc``, ``ar`` and ``cflags``)
+    that runtime/runtime.mk makes with the Makefile's compiler and ``ar`` (the NIC's, for
+    ``nic``); the Makefile names it ``variable``."""
 
     variable: str
     path: str
     cc: str
     ar: str
     cflags: list[str]
+    nic: bool = False
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,7 @@ class CompileSettings:
 
     cflags: list[str] = field(default_factory=list)
     nic_cc: str = "$(CC)"
+    nic_ar: str = "$(AR)"
     nic_cflags: list[str] = field(default_factory=list)
     libs: list[str] = field(default_factory=list)
     archives: list[Archive] = field(default_factory=list)
@@ -91,11 +94,12 @@ def _makefile(ir: ProgramIR, tools: CompileSettings) -> GeneratedFile:
                  for p in ir.processes.values()]
     text = render(
         "Makefile.j2", app_file=ir.app_file, cflags=_flags(tools.cflags), nic_cc=tools.nic_cc,
+        nic_ar=tools.nic_ar,
         nic_cflags=_flags(tools.nic_cflags), ldlibs=" ".join(tools.libs),
         depends=" ".join(depends), processes=processes,
-        archives=[{"variable": a.variable, "path": a.path, "cc": a.cc, "ar": a.ar,
-                   "cflags": " ".join(a.cflags)}
-                  for a in tools.archives])
+        archives=[{"variable": a.variable, "path": a.path,
+                   "cc": "$(NIC_CC)" if a.nic else "$(CC)", "ar": "$(NIC_AR)" if a.nic else "$(AR)",
+                   "cflags": " ".join(a.cflags)} for a in tools.archives])
     return GeneratedFile("Makefile", text)
 
 
