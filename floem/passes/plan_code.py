@@ -68,9 +68,6 @@ def run(ir: ProgramIR) -> ProgramIR:
     plans = {name: plan for name, (plan, _) in made.items()}
     named = {name: names for name, (_, names) in made.items()}
     writers = _state_writers(ir, plans)
-    plans = {name: dataclasses.replace(plan, alone=_alone(ir, ir.node(name), plan, writers,
-                                                          named[name]))
-             for name, plan in plans.items()}
     if ir.options.counters:
         for proc in ir.processes.values():
             counters, total, layout, notes = _plan_counters(ir, proc, plans)
@@ -84,12 +81,11 @@ def run(ir: ProgramIR) -> ProgramIR:
             plans |= {name: dataclasses.replace(plans[name], trace=t) for name, t in traces.items()}
             processes[proc.name] = dataclasses.replace(processes[proc.name], trace_number=number,
                                                        trace_sites=sites)
-    plans = {name: dataclasses.replace(plan, state_unused=not _names_state(ir, ir.node(name),
-                                                                            plan, named[name]))
-             for name, plan in plans.items()}
-    for proc in ir.processes.values():
-        plans |= {name: dataclasses.replace(plans[name], shared=True)
-                  for name in _called_across_units(ir, processes[proc.name].units)}
+    shared = {name for proc in processes.values() for name in _called_across_units(ir, proc.units)}
+    plans = {name: dataclasses.replace(
+        plan, alone=_alone(ir, ir.node(name), plan, writers, named[name]),
+        state_unused=not _names_state(ir, ir.node(name), plan, named[name]),
+        shared=name in shared) for name, plan in plans.items()}
     batches = {q.name: max(1, min(32, q.size // 4)) for q in ir.queues.values()}
     main_body = csrc.lower(ir.main_info, {}, {}) \
         if ir.main_info is not None and ir.main.code is not None else None
