@@ -14,7 +14,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from floem.codegen.emit import GeneratedFile, generate, launcher
+from floem.codegen.emit import Archive, CompileSettings, GeneratedFile, generate, launcher
 from floem.codegen.report import report
 from floem.errors import FloemError
 from floem.explore.plugin import plugin_arguments
@@ -22,8 +22,9 @@ from floem.ir import BuildOptions, Device, ProgramIR
 from floem.ir.plan import TRACE_FILTER_FILE
 from floem.launcher import RunResult, launch
 from floem.passes import run_pipeline
-from floem.paths import build_copies, make_directory, runtime_dir
+from floem.paths import RUNTIME_MAKEFILE, build_copies, in_build, make_directory, runtime_dir
 from floem.platforms import PLATFORMS, Platform
+from floem.templates import keep_compiled
 from floem.trace import read_traces, trace_report
 
 DEFAULT_CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-O2", "-g", "-Wall", "-Wextra",
@@ -85,6 +86,7 @@ def compile_ir(program: Any, options: BuildOptions, out_dir: str | None = None,
     """The pass pipeline; dumps (``dump_after``) into ``out_dir``, or into the cache's
     staging directory when the build directory is not known yet."""
     dump_dir = make_directory(_staging(out_dir), BUILD_DIRECTORY) if dump_after else None
+    keep_compiled(make_directory(os.path.join(cache_root(), "templates"), "the build cache"))
     return run_pipeline(program, options, dump_after=dump_after, dump_dir=dump_dir)
 
 
@@ -94,9 +96,7 @@ def write_build(program: Any, ir: ProgramIR, options: BuildOptions, out_dir: str
     the launcher script, the runtime's sources and the report into ``out_dir`` (default:
     the cache's directory for their content key, which then receives the dumps)."""
     tools = _toolchain(program, ir, options)
-    sources = _runtime_sources()
-    files = generate(ir, tools.cflags, [f"runtime/src/{s}" for s in sources],
-                     tools.platform.compiler(), tools.nic_cflags, tools.net_libs)
+    files = generate(ir, _settings(tools, ir))
     headers = [c.text.split('"')[1] for c in ir.includes if c.text.startswith('#include "/')]
     external = [f for p in ir.processes.values() for f in p.external_main]
     key = _content_key(files, tools.cflags + tools.nic_cflags, ir.depends + headers + external,
@@ -368,15 +368,68 @@ def _nic_cflags(cflags: list[str], platform: Platform, options: BuildOptions) ->
     return flags
 
 
-def _runtime_sources() -> list[str]:
-    return [f for f in _c_files(os.path.join(runtime_dir(), "src")) if f.endswith(".c")]
+def _settings(tools: Toolchain, ir: ProgramIR) -> CompileSettings:
+    """What the Makefile compiles with, the runtime archives its processes link (`_archive`)
+    included."""
+    host_cc = os.environ.get("CC", "cc")
+    nic_cc = tools.platform.compiler()
+    nic_ar = f"{tools.platform.cc.removesuffix('gcc')}ar" if tools.platform.cc else "ar"
+    processes = ir.processes.values()
+    archives = []
+    if any(p.has_main and p.device == Device.CPU for p in processes):
+        archives.append(_archive("RUNTIME", host_cc, "ar", tools.cflags))
+    if any(p.callables for p in processes):
+        archives.append(_archive("PIC_RUNTIME", host_cc, "ar", tools.cflags + ["-fPIC"]))
+    if any(p.has_main and p.device == Device.NIC for p in processes):
+        archives.append(_archive("NIC_RUNTIME", nic_cc, nic_ar, tools.nic_cflags, nic=True))
+    return CompileSettings(cflags=tools.cflags, nic_cc=nic_cc, nic_ar=nic_ar,
+                           nic_cflags=tools.nic_cflags, libs=tools.net_libs, archives=archives)
+
+
+def _archive(variable: str, cc: str, ar: str, cflags: list[str], nic: bool = False) -> Archive:
+    """The runtime archive made with ``cc``, ``ar`` and ``cflags`` less the include
+    directories (the program's: the runtime names none of them): in the build cache, under
+    a key of those and of the runtime's files, so that one is compiled per toolchain."""
+    flags = _without_includes(cflags)
+    h = hashlib.sha256(f"{cc}\0{ar}\0{' '.join(flags)}\0{_compiler_id(cc)}".encode())
+    h.update(_floem_c_digest())
+    path = os.path.join(cache_root(), "runtime", h.hexdigest()[:24], "libfloem.a")
+    return Archive(variable, path, cc, ar, flags, nic)
+
+
+def _without_includes(flags: list[str]) -> list[str]:
+    """``flags`` without their include directories (``-Idir``, ``-I dir``, ``-isystem dir``...)."""
+    kept: list[str] = []
+    skip = False
+    for flag in flags:
+        if skip:
+            skip = False
+        elif flag in ("-I", "-isystem", "-iquote", "-idirafter"):
+            skip = True
+        elif not flag.startswith(("-I", "-isystem", "-iquote", "-idirafter")):
+            kept.append(flag)
+    return kept
+
+
+def _floem_c_digest() -> bytes:
+    """A digest of Floem's C (`build_copies`) and the runtime archive's makefile."""
+    h = hashlib.sha256()
+    for path in _floem_c_paths():
+        h.update(path.encode() + b"\0" + _read_bytes(path) + b"\0")
+    return h.digest()
+
+
+def _floem_c_paths() -> list[str]:
+    """Every file of Floem's C a build directory holds a copy of (`build_copies`)."""
+    return [os.path.join(installed, name) for installed in build_copies()
+            for name in _c_files(installed)] + [os.path.join(runtime_dir(), RUNTIME_MAKEFILE)]
 
 
 def _copy_floem_c(out_dir: str) -> list[str]:
-    """Copy Floem's C (`build_copies`: the runtime, the element library's support files) into
-    the build directory, which its generated files name (`floem.paths.in_build`)."""
-    return [_write(out_dir, f"{copy}/{name}", _read(os.path.join(installed, name)) or "")
-            for installed, copy in build_copies().items() for name in _c_files(installed)]
+    """Copy Floem's C (`build_copies`: the runtime, the element library's support files, the
+    runtime archive's makefile) into the build directory, which its generated files name
+    (`floem.paths.in_build`)."""
+    return [_write(out_dir, in_build(path), _read(path) or "") for path in _floem_c_paths()]
 
 
 def _c_files(directory: str) -> list[str]:
@@ -389,9 +442,7 @@ def _content_key(files: list[GeneratedFile], cflags: list[str], depends: list[st
     h = hashlib.sha256(repr(sorted(params.items())).encode())
     for f in files:
         h.update(f.name.encode() + b"\0" + f.text.encode() + b"\0")
-    for installed in build_copies():
-        for name in _c_files(installed):
-            h.update(name.encode() + (_read(os.path.join(installed, name)) or "").encode())
+    h.update(_floem_c_digest())
     for dep in depends:
         h.update(dep.encode() + (_read_bytes(dep)))
     h.update(" ".join(cflags).encode())
@@ -428,7 +479,8 @@ def _make(out_dir: str, files: list[GeneratedFile], ir: ProgramIR) -> list[str]:
     """Run make; returns the C compiler's warnings, raises its first error."""
     if shutil.which("make") is None:
         raise FloemError("'make' is not installed (apt-get install make)")
-    with subprocess.Popen(["make", "-s", "-C", out_dir, "-j2"], stdout=subprocess.PIPE,
+    jobs = f"-j{os.cpu_count() or 1}"
+    with subprocess.Popen(["make", "-s", "-C", out_dir, jobs], stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True, start_new_session=True) as make:
         try:
             stdout, stderr = make.communicate()

@@ -22,6 +22,11 @@ def library_c_dir() -> str:
     return str(resources.files("floem.library") / "c")
 
 
+#: The makefile of the runtime archive, in the runtime's directory (and a build directory's
+#: ``runtime/``): every build links the runtime compiled once per toolchain (floem/builder.py).
+RUNTIME_MAKEFILE = "runtime.mk"
+
+
 def build_copies() -> dict[str, str]:
     """Floem's C that every build directory holds a copy of: each installed directory, and
     its copy's place in the build directory (relative to it)."""
@@ -36,6 +41,8 @@ def in_build(path: str) -> str:
     file in one, its copy's path relative to the build directory; else ``path`` itself (a
     file of the program's)."""
     real = os.path.realpath(path)
+    if real == os.path.realpath(os.path.join(runtime_dir(), RUNTIME_MAKEFILE)):
+        return f"runtime/{RUNTIME_MAKEFILE}"
     for installed, copy in build_copies().items():
         inside = os.path.relpath(real, os.path.realpath(installed))
         if inside == ".":

@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from conftest import ROOT, floem
+from conftest import ROOT, floem, floem_command
 
 #: A host -> NIC -> host program whose NIC element uses a runtime header (frames.h) and the
 #: element library's C (headers.h, and headers.c linked in): it prints the IPv4 header
@@ -178,3 +178,45 @@ def test_a_copied_build_directory_makes_and_runs_without_the_source_tree(build: 
     ran = subprocess.run(["./run"], cwd=card, capture_output=True, text=True, timeout=120)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout == "".join(f"{i} {ipv4_checksum(20 + i)}\n" for i in range(1, 6))
+
+
+def archive_of(build: str) -> str:
+    """The runtime archive a build directory's Makefile links (its RUNTIME)."""
+    with open(os.path.join(build, "Makefile")) as f:
+        return next(line.split(" = ", 1)[1].strip() for line in f
+                    if line.startswith("RUNTIME = "))
+
+
+def test_the_runtime_is_compiled_once_per_toolchain_and_made_again_when_gone(tmp_path) -> None:
+    """Builds with the same compiler and flags link one runtime archive in the build cache,
+    compiled by the first (two at once on an empty cache both succeed); other flags, another
+    archive; a build directory's `make` makes its archive again where it was when it is
+    gone."""
+    app = os.path.join(ROOT, "tests", "programs", "persistent_state.py")
+    env = {"FLOEM_CACHE": str(tmp_path / "cache")}
+    first, second = tmp_path / "first", tmp_path / "second"
+    builds = [subprocess.Popen(floem_command() + ["build", app, "-o", str(out)], env={
+        **os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for out in (first, second)]
+    for build in builds:
+        _, err = build.communicate(timeout=300)
+        assert build.returncode == 0, err
+    archive = archive_of(str(first))
+    assert archive == archive_of(str(second)) and archive.startswith(env["FLOEM_CACHE"])
+    made = os.stat(archive).st_mtime_ns
+    third = tmp_path / "third"
+    assert floem("build", app, "-o", str(third), env=env).returncode == 0
+    assert archive_of(str(third)) == archive and os.stat(archive).st_mtime_ns == made
+    assert not [f for f in os.listdir(third / "persistent_state.objs") if "queue" in f]
+    other = floem("build", app, "-o", str(tmp_path / "other"),
+                  env={**env, "FLOEM_CFLAGS": os.environ.get("FLOEM_CFLAGS", "") + " -DOTHER"})
+    assert other.returncode == 0 and archive_of(str(tmp_path / "other")) != archive
+
+    shutil.rmtree(os.path.dirname(archive))
+    made = subprocess.run(["make", "clean", "all"], cwd=first, capture_output=True, text=True,
+                          timeout=300)
+    assert made.returncode == 0, made.stderr
+    assert os.path.exists(archive)
+    ran = subprocess.run(["./run"], cwd=first, capture_output=True, text=True, timeout=60)
+    with open(os.path.join(ROOT, "tests", "programs", "persistent_state.expected")) as f:
+        assert ran.returncode == 0 and ran.stdout == f.read(), ran.stderr

@@ -17,6 +17,7 @@ GOLDEN = os.path.join(ROOT, "tests", "golden_c")
 APPS = {
     "callable_inc2": os.path.join(PROGRAMS, "callable_inc2.py"),       # callable segments, main
     "queue_two_channels": os.path.join(PROGRAMS, "queue_two_channels.py"),   # queue lowering
+    "queue_processes": os.path.join(PROGRAMS, "queue_processes.py"),   # the ring layout
     "nic_roundtrip": os.path.join(PROGRAMS, "nic_roundtrip.py"),       # NIC, sync layer
     "echo": os.path.join(ROOT, "examples", "echo", "echo.py"),         # packet I/O thread
 }

@@ -47,6 +47,7 @@ class Sink(Element):
         self.run_c(r'''
             static volatile int last;
             last = inp();
+            (void)last;
         ''')
 
 

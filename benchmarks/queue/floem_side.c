@@ -22,12 +22,32 @@
 
 #define FLOEM_PAYLOAD (ENTRY_BYTES - FLOEM_QUEUE_ENTRY_HEADER_BYTES)
 
+/* The layout under test: FLOEM_SIDE_RING, the ring layout (queues between host threads; a
+ * producer's turn ends with floem_queue_flush, here after each entry or burst); else the
+ * turns in entries (queues the NIC reaches). */
+#ifdef FLOEM_SIDE_RING
+#define INIT floem_ring_init
+#define RESERVE(q) floem_ring_enq_reserve(q)
+#define COMMIT floem_ring_enq_commit
+#define TURN_END() floem_queue_flush()
+#define ACQUIRE(q) floem_ring_deq_acquire(q, NULL)
+#define RELEASE floem_ring_deq_release
+#else
+#define INIT floem_queue_init
+#define RESERVE(q) floem_enq_reserve(q, false)
+#define COMMIT floem_enq_commit
+#define TURN_END() ((void)0)
+#define ACQUIRE(q) floem_deq_acquire(q, false, NULL)
+#endif
+
 /* The release call of the revision compiled: it takes the consumer's `multi` since the
  * single consumer's counted release (FLOEM_QUEUE_COUNTED), and the payload alone before. */
+#ifndef RELEASE
 #ifdef FLOEM_QUEUE_COUNTED
 #define RELEASE(q, p) floem_deq_release(q, false, p)
 #else
 #define RELEASE(q, p) floem_deq_release(q, p)
+#endif
 #endif
 
 static void *make(uint32_t size)
@@ -38,7 +58,7 @@ static void *make(uint32_t size)
     if (q == NULL || entry_size != ENTRY_BYTES)
         return NULL;
     memset(q, 0, bytes);
-    floem_queue_init(q, size, entry_size);
+    INIT(q, size, entry_size);
     return q;
 }
 
@@ -61,10 +81,11 @@ static void *single_producer(void *arg)
     for (uint64_t i = 0; i < r->entries; i++) {
         void *p;
         fill(&e, i);
-        while ((p = floem_enq_reserve(q, false)) == NULL)
+        while ((p = RESERVE(q)) == NULL)
             back_off();
         memcpy(p, &e, FLOEM_PAYLOAD);
-        floem_enq_commit(q, p, 0, FLOEM_PAYLOAD);
+        COMMIT(q, p, 0, FLOEM_PAYLOAD);
+        TURN_END();
     }
     return NULL;
 }
@@ -79,7 +100,7 @@ static void *single_consumer(void *arg)
     wait_for_go(r);
     for (uint64_t i = 0; i < r->entries; i++) {
         void *p;
-        while ((p = floem_deq_acquire(q, false, NULL)) == NULL)
+        while ((p = ACQUIRE(q)) == NULL)
             back_off();
         memcpy(&e, p, FLOEM_PAYLOAD);
         RELEASE(q, p);
@@ -102,14 +123,15 @@ static void *burst_producer(void *arg)
             fill(&buf[k], i + k);
         unsigned sent = 0;
         while (sent < n) {
-            void *p = floem_enq_reserve(q, false);
+            void *p = RESERVE(q);
             if (p == NULL) {
                 back_off();
                 continue;
             }
             memcpy(p, &buf[sent++], FLOEM_PAYLOAD);
-            floem_enq_commit(q, p, 0, FLOEM_PAYLOAD);
+            COMMIT(q, p, 0, FLOEM_PAYLOAD);
         }
+        TURN_END();
         i += n;
     }
     return NULL;
@@ -126,7 +148,7 @@ static void *burst_consumer(void *arg)
     for (uint64_t i = 0; i < r->entries;) {
         unsigned n = 0;
         void *p;
-        while (n < BURST && (p = floem_deq_acquire(q, false, NULL)) != NULL) {
+        while (n < BURST && (p = ACQUIRE(q)) != NULL) {
             memcpy(&buf[n++], p, FLOEM_PAYLOAD);
             RELEASE(q, p);
         }

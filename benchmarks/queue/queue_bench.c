@@ -1,13 +1,14 @@
 /* Floem host queue vs DPDK rte_ring: two threads moving 64-byte entries.
  *
- * Usage: queue_bench [ENTRIES [REPEATS [SIZE [PAUSES]]]]
- *        (defaults: 10000000 entries per run, 5 repeats, 1024 entries, 1 pause)
- * Built and run by run.sh. A producer thread sends ENTRIES entries to a consumer
- * thread, each pinned to its own CPU (the first two the process may use), through
+ * Usage: queue_bench [ENTRIES [REPEATS [SIZES [PAUSES]]]]
+ *        (defaults: 10000000 entries per run, 5 repeats, sizes 256,1024,4096, 1 pause)
+ * Built and run by run.sh. For each queue size in SIZES (comma-separated), a producer
+ * thread sends ENTRIES entries to a consumer thread, each pinned to its own CPU (the
+ * first two the process may use), through
  *   - one Floem queue instance, single producer / single consumer, SIZE entries of
- *     64 bytes (8-byte header + 56-byte payload), for each Floem queue implementation
- *     linked in (floem_side.c: the working tree's, and any revisions run.sh was asked
- *     to compare), and
+ *     64 bytes (8-byte header + 56-byte payload), for each Floem queue linked in
+ *     (floem_side.c: the working tree's in both layouts, and any revisions run.sh was
+ *     asked to compare), and
  *   - an rte_ring made with rte_ring_create_elem(count SIZE, esize 64,
  *     RING_F_SP_ENQ | RING_F_SC_DEQ) (SIZE - 1 usable), used through its SP/SC _elem
  *     functions,
@@ -15,9 +16,9 @@
  * reserve/commit or acquire/release in a row). Both sides copy each entry from or to
  * a local buffer, as generated code does with per-packet state, and the consumer
  * checks every sequence number. A side that finds the queue full or empty pauses
- * PAUSES times (rte_pause) before it tries again. All variants run in turn, REPEATS
- * times (forwards, then backwards, alternately); the table shows the median (min-max)
- * in millions of entries per second, and each Floem queue's ratio to rte_ring.
+ * PAUSES times (rte_pause) before it tries again. All variants of all sizes run in turn,
+ * REPEATS times (forwards, then backwards, alternately); the table shows the median
+ * (min-max) in millions of entries per second, and each Floem queue's ratio to rte_ring.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -38,6 +39,7 @@
 
 #define MAX_REPEATS 99
 #define MAX_SIDES 8
+#define MAX_SIZES 8
 
 _Static_assert(sizeof(struct elem) == ENTRY_BYTES, "element size");
 
@@ -158,8 +160,9 @@ static void *ring_burst_consumer(void *arg)
     return NULL;
 }
 
-/* One queue in one mode, and its results. */
+/* One queue of one size in one mode, and its results. */
 struct variant {
+    long size;
     const char *mode;   /* "single" or "burst 32" */
     const char *label;  /* "rte_ring" or the Floem side's */
     void *queue;
@@ -230,16 +233,33 @@ static double highest(const double *xs, int n)
     return m;
 }
 
+/* The queue sizes of "256,1024,4096" (powers of two from 2 to 2^20), or 0 when malformed. */
+static int parse_sizes(const char *text, long *sizes)
+{
+    int n = 0;
+    for (const char *p = text; *p != '\0' && n < MAX_SIZES;) {
+        char *end;
+        long size = strtol(p, &end, 10);
+        if (end == p || size < 2 || size > (1 << 20) || (size & (size - 1)) != 0 ||
+            (*end != ',' && *end != '\0'))
+            return 0;
+        sizes[n++] = size;
+        p = *end == ',' ? end + 1 : end;
+    }
+    return n;
+}
+
 int main(int argc, char **argv)
 {
     uint64_t entries = argc > 1 ? strtoull(argv[1], NULL, 10) : 10000000;
     int repeats = argc > 2 ? atoi(argv[2]) : 5;
-    long size = argc > 3 ? atol(argv[3]) : 1024;
+    long sizes[MAX_SIZES];
+    int n_sizes = parse_sizes(argc > 3 ? argv[3] : "256,1024,4096", sizes);
     backoff_pauses = argc > 4 ? (unsigned)atoi(argv[4]) : 1;
-    if (argc > 5 || entries == 0 || repeats < 1 || repeats > MAX_REPEATS || size < 2 ||
-        size > (1 << 20) || (size & (size - 1)) != 0 || backoff_pauses < 1) {
-        fprintf(stderr, "usage: %s [ENTRIES [REPEATS <= %d [SIZE (power of two) [PAUSES >= 1]]]]\n",
-                argv[0], MAX_REPEATS);
+    if (argc > 5 || entries == 0 || repeats < 1 || repeats > MAX_REPEATS || n_sizes == 0 ||
+        backoff_pauses < 1) {
+        fprintf(stderr, "usage: %s [ENTRIES [REPEATS <= %d [SIZES (powers of two, "
+                "comma-separated) [PAUSES >= 1]]]]\n", argv[0], MAX_REPEATS);
         return 2;
     }
     int n_sides = 0;
@@ -257,40 +277,45 @@ int main(int argc, char **argv)
         fprintf(stderr, "queue_bench: rte_eal_init: %s\n", rte_strerror(rte_errno));
         return 1;
     }
-    struct rte_ring *ring = rte_ring_create_elem("bench", ENTRY_BYTES, (unsigned)size,
-                                                 SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
-    if (ring == NULL) {
-        fprintf(stderr, "queue_bench: rte_ring_create_elem: %s\n", rte_strerror(rte_errno));
-        return 1;
-    }
-    void *queues[MAX_SIDES];
-    for (int i = 0; i < n_sides; i++)
-        if ((queues[i] = floem_sides[i]->make((uint32_t)size)) == NULL) {
-            fprintf(stderr, "queue_bench: cannot set up %s\n", floem_sides[i]->label);
+    /* Per size, per mode: rte_ring, then each Floem queue. */
+    static struct variant variants[MAX_SIZES * 2 * (MAX_SIDES + 1)];
+    struct rte_ring *rings[MAX_SIZES];
+    void *queues[MAX_SIZES][MAX_SIDES];
+    const int per_mode = n_sides + 1, n_variants = n_sizes * 2 * per_mode;
+    for (int z = 0; z < n_sizes; z++) {
+        char name[32];
+        snprintf(name, sizeof name, "bench%d", z);
+        rings[z] = rte_ring_create_elem(name, ENTRY_BYTES, (unsigned)sizes[z], SOCKET_ID_ANY,
+                                        RING_F_SP_ENQ | RING_F_SC_DEQ);
+        if (rings[z] == NULL) {
+            fprintf(stderr, "queue_bench: rte_ring_create_elem: %s\n", rte_strerror(rte_errno));
             return 1;
         }
-
-    /* Per mode: rte_ring, then each Floem queue. */
-    static struct variant variants[2 * (MAX_SIDES + 1)];
-    const int per_mode = n_sides + 1, n_variants = 2 * per_mode;
-    for (int m = 0; m < 2; m++) {
-        struct variant *v = &variants[m * per_mode];
-        v->mode = m == 0 ? "single" : "burst 32";
-        v->label = "rte_ring";
-        v->queue = ring;
-        v->producer = m == 0 ? ring_single_producer : ring_burst_producer;
-        v->consumer = m == 0 ? ring_single_consumer : ring_burst_consumer;
-        for (int i = 0; i < n_sides; i++) {
-            const struct floem_side *f = floem_sides[i];
-            v[1 + i] = (struct variant){
-                .mode = v->mode, .label = f->label, .queue = queues[i],
-                .producer = m == 0 ? f->single_producer : f->burst_producer,
-                .consumer = m == 0 ? f->single_consumer : f->burst_consumer,
-            };
+        for (int i = 0; i < n_sides; i++)
+            if ((queues[z][i] = floem_sides[i]->make((uint32_t)sizes[z])) == NULL) {
+                fprintf(stderr, "queue_bench: cannot set up %s\n", floem_sides[i]->label);
+                return 1;
+            }
+        for (int m = 0; m < 2; m++) {
+            struct variant *v = &variants[(z * 2 + m) * per_mode];
+            v->size = sizes[z];
+            v->mode = m == 0 ? "single" : "burst 32";
+            v->label = "rte_ring";
+            v->queue = rings[z];
+            v->producer = m == 0 ? ring_single_producer : ring_burst_producer;
+            v->consumer = m == 0 ? ring_single_consumer : ring_burst_consumer;
+            for (int i = 0; i < n_sides; i++) {
+                const struct floem_side *f = floem_sides[i];
+                v[1 + i] = (struct variant){
+                    .size = sizes[z], .mode = v->mode, .label = f->label, .queue = queues[z][i],
+                    .producer = m == 0 ? f->single_producer : f->burst_producer,
+                    .consumer = m == 0 ? f->single_consumer : f->burst_consumer,
+                };
+            }
         }
     }
-    printf("%llu entries of %d bytes per run, queue size %ld, %d repeats, %u pause%s per failed "
-           "poll, ", (unsigned long long)entries, ENTRY_BYTES, size, repeats, backoff_pauses,
+    printf("%llu entries of %d bytes per run, %d repeats, %u pause%s per failed poll, ",
+           (unsigned long long)entries, ENTRY_BYTES, repeats, backoff_pauses,
            backoff_pauses == 1 ? "" : "s");
     if (cpus[0] >= 0)
         printf("producer on CPU %d, consumer on CPU %d\n", cpus[0], cpus[1]);
@@ -302,17 +327,17 @@ int main(int argc, char **argv)
             v->mps[rep] = measure(v, entries);
         }
 
-    printf("\n| mode | rte_ring (Mentries/s) |");
+    printf("\n| size | mode | rte_ring (Mentries/s) |");
     for (int i = 0; i < n_sides; i++)
         printf(" %s (Mentries/s) | %s / rte_ring |", floem_sides[i]->label, floem_sides[i]->label);
-    printf("\n| --- | --- |");
+    printf("\n| ---: | --- | --- |");
     for (int i = 0; i < n_sides; i++)
-        printf(" --- | --- |");
+        printf(" --- | ---: |");
     printf("\n");
-    for (int m = 0; m < 2; m++) {
-        struct variant *v = &variants[m * per_mode];
+    for (int k = 0; k < n_variants; k += per_mode) {
+        struct variant *v = &variants[k];
         double mr = median(v->mps, repeats);
-        printf("| %s | %.1f (%.1f-%.1f) |", v->mode, mr, lowest(v->mps, repeats),
+        printf("| %ld | %s | %.1f (%.1f-%.1f) |", v->size, v->mode, mr, lowest(v->mps, repeats),
                highest(v->mps, repeats));
         for (int i = 1; i <= n_sides; i++) {
             double mf = median(v[i].mps, repeats);
@@ -323,14 +348,21 @@ int main(int argc, char **argv)
     }
     printf("\n");
     for (int i = 0; i < n_sides; i++) {
-        uint64_t enqueued, dequeued, full_spins;
-        floem_sides[i]->counters(queues[i], &enqueued, &dequeued, &full_spins);
-        printf("%s counters: %llu enqueued, %llu dequeued, %llu full spins\n",
+        uint64_t enqueued = 0, dequeued = 0, full_spins = 0;
+        for (int z = 0; z < n_sizes; z++) {
+            uint64_t e, d, f;
+            floem_sides[i]->counters(queues[z][i], &e, &d, &f);
+            enqueued += e;
+            dequeued += d;
+            full_spins += f;
+            free(queues[z][i]);
+        }
+        printf("%s counters (all sizes): %llu enqueued, %llu dequeued, %llu full spins\n",
                floem_sides[i]->label, (unsigned long long)enqueued,
                (unsigned long long)dequeued, (unsigned long long)full_spins);
-        free(queues[i]);
     }
-    rte_ring_free(ring);
+    for (int z = 0; z < n_sizes; z++)
+        rte_ring_free(rings[z]);
     rte_eal_cleanup();
     return 0;
 }

@@ -1,7 +1,9 @@
 #!/bin/bash
 # Floem host queue vs DPDK rte_ring, two threads, 64-byte entries (see queue_bench.c).
 #
-# Usage: [QUEUE_REVS="REV ..."] bash benchmarks/queue/run.sh [ENTRIES [REPEATS [SIZE [PAUSES]]]]
+# Usage: [QUEUE_REVS="REV ..."] bash benchmarks/queue/run.sh [ENTRIES [REPEATS [SIZES [PAUSES]]]]
+#        bash benchmarks/queue/run.sh --short     (one round of 100,000 entries: a check)
+# SIZES: queue sizes, comma-separated (default 256,1024,4096), all timed in one run.
 # Installs libdpdk-dev with apt-get when it is missing (as root), builds queue_bench in
 # a temporary directory and prints a Markdown table. DPDK's EAL runs without hugepages
 # or PCI; as root it runs in its own mount namespace with a private tmpfs on /run, so
@@ -26,31 +28,40 @@ if ! command -v pkg-config >/dev/null || ! pkg-config --exists libdpdk; then
     install_dpdk || { apt-get update -q >&2 && install_dpdk; }
 fi
 
+if [ "${1:-}" = "--short" ]; then
+    set -- 100000 1
+fi
+
 build="$(mktemp -d)"
 trap 'rm -rf "$build"' EXIT
 read -r -a dpdk_cflags <<< "$(pkg-config --cflags libdpdk)"
 read -r -a dpdk_libs <<< "$(pkg-config --libs libdpdk)"
 cc=("${CC:-gcc}" -O2 -std=gnu11 -Wall -Wextra -Werror "${dpdk_cflags[@]}" -I"$here")
 
-# One Floem side per queue implementation: N, its include directory, its queue.c, its label.
+# One Floem side per queue implementation: N, its include directory, its queue.c ("" when
+# side 0's), its label, and any -D flags (FLOEM_SIDE_RING: the ring layout).
 objects=()
 declarations=()
 add_side() {
     local n="$1" include="$2" queue_c="$3" label="$4"
-    "${cc[@]}" -I"$include" -DFLOEM_SIDE="floem_side_$n" -DFLOEM_SIDE_LABEL="\"$label\"" \
+    shift 4
+    "${cc[@]}" -I"$include" -DFLOEM_SIDE="floem_side_$n" -DFLOEM_SIDE_LABEL="\"$label\"" "$@" \
         -c "$here/floem_side.c" -o "$build/side_$n.o"
+    objects+=("$build/side_$n.o")
+    declarations+=("floem_side_$n")
+    [ -n "$queue_c" ] || return 0
     "${cc[@]}" -I"$include" -c "$queue_c" -o "$build/queue_$n.o"
-    if [ "$n" -gt 0 ]; then
+    if [ "$n" -gt 1 ]; then
         nm -g --defined-only "$build/queue_$n.o" | awk -v p="rev${n}_" '{print $3, p $3}' \
             > "$build/names_$n"
         objcopy --redefine-syms="$build/names_$n" "$build/side_$n.o"
         objcopy --redefine-syms="$build/names_$n" "$build/queue_$n.o"
     fi
-    objects+=("$build/side_$n.o" "$build/queue_$n.o")
-    declarations+=("floem_side_$n")
+    objects+=("$build/queue_$n.o")
 }
-add_side 0 "$root/runtime/include" "$root/runtime/src/queue.c" "Floem queue"
-n=0
+add_side 0 "$root/runtime/include" "" "Floem ring" -DFLOEM_SIDE_RING
+add_side 1 "$root/runtime/include" "$root/runtime/src/queue.c" "Floem turns"
+n=1
 for rev in ${QUEUE_REVS:-}; do
     n=$((n + 1))
     checkout_queue "$rev" "$build/rev_$n"

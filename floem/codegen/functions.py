@@ -28,7 +28,8 @@ class Param:
 
 @dataclass(frozen=True)
 class Function:
-    """A generated C function's signature."""
+    """A generated C function's signature. ``hidden``: defined in one translation unit of
+    its process for the others (not exported from a library); else ``static`` or public."""
 
     name: str
     params: list[Param]
@@ -36,6 +37,7 @@ class Function:
     static: bool = True
     inline: bool = False
     noinline: bool = False
+    hidden: bool = False
 
 
 @dataclass(frozen=True)
@@ -147,7 +149,8 @@ def element_signature(n: ElementNode, plan: ElementPlan) -> Function:
         params = values(next(iter(n.outputs.values())), "arg")
     else:
         params = [] if n.join else input_params(n, None)
-    return Function(n.name, [state_param(n)] + params, noinline=plan.out_of_line)
+    return Function(n.name, [state_param(n)] + params, static=not plan.shared,
+                    noinline=plan.out_of_line, hidden=plan.shared)
 
 
 def dispatcher_signature(n: ElementNode, plan: ElementPlan, port: str) -> Function:
@@ -158,7 +161,8 @@ def dispatcher_signature(n: ElementNode, plan: ElementPlan, port: str) -> Functi
 
 def join_entry_signature(n: ElementNode, plan: ElementPlan, port: str) -> Function:
     """The entry function of input ``port`` of join ``n`` (planned as ``plan``)."""
-    return Function(plan.entries[port], [state_param(n)] + input_params(n, port))
+    return Function(plan.entries[port], [state_param(n)] + input_params(n, port),
+                    static=not plan.shared, hidden=plan.shared)
 
 
 def prototypes(ir: ProgramIR, nodes: list[ElementNode]) -> list[Function]:
@@ -171,6 +175,14 @@ def prototypes(ir: ProgramIR, nodes: list[ElementNode]) -> list[Function]:
         if n.join:
             result.extend(join_entry_signature(n, plan, p) for p in n.inputs)
     return result
+
+
+def shared_functions(ir: ProgramIR, n: ElementNode) -> list[Function]:
+    """The functions of ``n`` that another translation unit calls: its element function and
+    a join's entries (its port dispatchers stay in its unit)."""
+    plan = ir.element_plan(n.name)
+    return [element_signature(n, plan)] + \
+        [join_entry_signature(n, plan, p) for p in n.inputs if n.join]
 
 
 def return_slot(segment: str) -> str:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from floem.ir import Device, ElementNode, ElementPlan, EntryLayout, QueueHome, QueueIR
 from floem.ir.cnames import c_global
-from floem.ir.plan import QueueSide
+from floem.ir.plan import QueueLayout, QueueSide
 
 
 def carries_packets(entries: tuple[EntryLayout, ...]) -> bool:
@@ -25,10 +25,12 @@ class Access:
     layer (entries in wire byte order); otherwise the queue runtime directly.
     ``manage``: call the sync manager inline while waiting (no manager cores).
     ``table``: the C array of the queue's instance handles. ``multi_producer`` and
-    ``multi_consumer``: the atomic variants of reserving and acquiring entries.
+    ``multi_consumer``: the atomic variants of reserving and acquiring entries. ``ring``:
+    the instances have the ring layout (one producer and one consumer, host threads).
     """
 
     table: str
+    ring: bool = False
     synced: bool = False
     manage: bool = False
     multi_producer: bool = False
@@ -54,15 +56,21 @@ class QueueView:
     side: QueueSide
     home: QueueHome
     sync_batch: int             # entries the sync layer moves at once
+    layout: QueueLayout
 
     @property
     def access(self) -> Access:
         """How the process's queue elements reach the instances."""
         name = self.queue.name
         return Access(table=c_global("queue", name, "sync" if self.side.synced else "inst"),
-                      synced=self.side.synced, manage=self.side.manage_inline,
+                      ring=self.layout == QueueLayout.RING, synced=self.side.synced, manage=self.side.manage_inline,
                       multi_producer=self.home.multi_producer,
                       multi_consumer=self.home.multi_consumer)
+
+    @property
+    def ring(self) -> bool:
+        """True when the instances have the ring layout."""
+        return self.layout == QueueLayout.RING
 
     @property
     def to_host(self) -> bool:
@@ -73,7 +81,9 @@ class QueueView:
 @dataclass(frozen=True)
 class QueueEnd:
     """A queue element as templates/queues.c.j2 writes its statements: an enqueue (of
-    ``channel``), a dequeue (by ``threads`` threads), a save (of ``channel``) or a release."""
+    ``channel``), a dequeue (by ``threads`` threads), a save (of ``channel``) or a release.
+    ``publishes``: its segment enqueues into ring queues (entries it publishes before it
+    waits for room)."""
 
     node: ElementNode
     plan: ElementPlan
@@ -81,3 +91,4 @@ class QueueEnd:
     channel: EntryLayout | None
     threads: int
     access: Access
+    publishes: bool = False

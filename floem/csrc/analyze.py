@@ -9,8 +9,10 @@ check the rules of the output forms.
 """
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
 from pycparser import c_ast
@@ -36,6 +38,23 @@ def analyze(bodies: list[Body], prelude: str = "", include_text: str = "",
     Returns each element's `BodyInfo`; raises `FloemError` for the mistakes of every body
     (one report: a mistake in one body does not hide those in the others).
     """
+    return analyze_unit(bodies, prelude, include_text, include_dirs).infos
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """What `analyze_unit` found: each element's `BodyInfo`, and the names of what the
+    include text defines that a program must hold once (`floem.csrc.unit.ParsedUnit`)."""
+
+    infos: dict[str, BodyInfo]
+    defined_once: tuple[str, ...]
+
+
+def analyze_unit(bodies: list[Body], prelude: str = "", include_text: str = "",
+                 include_dirs: Sequence[str] = ()) -> Analysis:
+    """`analyze`, with what the include text defines that a program must hold once. Bodies
+    that read alike (the instances of a class) are analysed once and share the parts of
+    their `BodyInfo`, which no one changes."""
     by_name: dict[str, Body] = {}
     for body in bodies:
         if not body.element.isidentifier() or not body.element.isascii():
@@ -50,8 +69,17 @@ def analyze(bodies: list[Body], prelude: str = "", include_text: str = "",
                             _include_parse_text(include_text, app_file), include_dirs)
     except UnitError as e:
         raise _unit_error(e, by_name, app_file) from None
-    return _each(by_name, lambda body: _analyze_body(body, forms[body.element],
-                                                      parsed[body.element]))
+    analysed: dict[str, BodyInfo] = {}      # by how a body reads: a class's instances alike
+
+    def analysis(body: Body) -> BodyInfo:
+        alike = repr(dataclasses.replace(body, element="", app_line=0))
+        if alike in analysed:
+            return dataclasses.replace(analysed[alike], element=body.element, body=body)
+        info = analysed[alike] = _analyze_body(body, forms[body.element],
+                                               parsed.bodies[body.element])
+        return info
+
+    return Analysis(_each(by_name, analysis), parsed.defined_once)
 
 
 def _each(bodies: dict[str, Body], function: Callable[[Body], T]) -> dict[str, T]:

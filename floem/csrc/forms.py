@@ -22,6 +22,8 @@ Input reads ``inp()`` and output calls ``out(x)`` are already C calls.
 """
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 
 from floem.csrc.model import BodyError, BodyForm, Port
@@ -106,9 +108,17 @@ class Forms:
 
 
 def scan(code: str, inputs: dict[str, Port]) -> Forms:
-    """Tokenize a body and find its Floem forms; raises `BodyError` on malformed ones."""
+    """Tokenize a body and find its Floem forms; raises `BodyError` on malformed ones. The
+    instances of an element class share one (no one changes it)."""
+    return _scan(code, tuple((p.name, tuple(p.types)) for p in inputs.values()))
+
+
+@functools.lru_cache(maxsize=1024)
+def _scan(code: str, inputs: tuple[tuple[str, tuple[str, ...]], ...]) -> Forms:
+    """`scan` of a body with input ports ``inputs`` (name, C types)."""
+    ports = {name: Port(name, list(types)) for name, types in inputs}
     tl = TokenList(code)
-    tuples = [t for i in tl.significant if (t := _tuple_at(tl, i, inputs)) is not None]
+    tuples = [t for i in tl.significant if (t := _tuple_at(tl, i, ports)) is not None]
     outputs = [f for i in tl.significant if (f := _output_form_at(tl, i)) is not None]
     return Forms(tl, tuples, outputs)
 

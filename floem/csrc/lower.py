@@ -12,10 +12,12 @@ at the app-file lines of the body.
 """
 from __future__ import annotations
 
+import functools
+
 from floem.csrc.fields import STATE
 from floem.csrc.forms import Forms, form_replacements, scan
 from floem.csrc.model import BodyForm, BodyInfo
-from floem.csrc.tokens import TokenKind, render
+from floem.csrc.tokens import TokenKind, identifiers, render
 
 
 def lower(info: BodyInfo, read_exprs: dict[str, list[str]], output_funcs: dict[str, str],
@@ -27,18 +29,36 @@ def lower(info: BodyInfo, read_exprs: dict[str, list[str]], output_funcs: dict[s
     takes `call_args` first (e.g. ``"state"``; ``""`` for nothing). The result
     ends with a newline; the caller resets ``#line`` after it.
     """
+    return lower_named(info, read_exprs, output_funcs, call_args)[0]
+
+
+def lower_named(info: BodyInfo, read_exprs: dict[str, list[str]], output_funcs: dict[str, str],
+                call_args: str = "state") -> tuple[str, frozenset[str]]:
+    """`lower`, and the identifiers (and keywords) the lowered body names: those of the
+    body's tokens left as they are and of what replaced the others (as
+    ``identifiers(lower(...))``, without reading the new text again)."""
     body = info.body
     forms = scan(body.code, {p.name: p for p in body.inputs})
     tl = forms.tokens
     replace = _reads(info, forms, read_exprs) | _calls_and_state(info, forms, output_funcs,
                                                                   call_args)
+    form = forms.outputs[0] if forms.outputs else None
+    if form is not None:
+        replace.update(form_replacements(tl, form, ""))
+        if form.kind == BodyForm.MULTIPLE:
+            replace[form.end] = ""
+    named = frozenset(t.text for i, t in enumerate(tl.tokens)
+                      if t.kind == TokenKind.IDENT and i not in replace)
+    return _lowered(info, forms, replace), named.union(*map(identifiers, replace.values()))
+
+
+def _lowered(info: BodyInfo, forms: Forms, replace: dict[int, str]) -> str:
+    """The text of the body's tokens with ``replace``, its output form moved last."""
+    body = info.body
+    tl = forms.tokens
     directive = _LineDirective(body.app_file, body.app_line)
     form = forms.outputs[0] if forms.outputs else None
-    if form is None:
-        return directive(1) + _line_end(render(tl.tokens, replace))
-    replace.update(form_replacements(tl, form, ""))
-    if form.kind == BodyForm.MULTIPLE:
-        replace[form.end] = ""
+    if form is None or form.kind == BodyForm.MULTIPLE:
         return directive(1) + _line_end(render(tl.tokens, replace))
     brace = tl.after(form.start) if form.kind == BodyForm.BLOCK else tl.after(tl.after(form.start))
     before = render(tl.tokens, replace, 0, form.start)
@@ -132,6 +152,7 @@ class _LineDirective:
         return f"#line {self.app_line + body_line - 1} {self.file}\n"
 
 
+@functools.lru_cache(maxsize=64)
 def _c_string(text: str) -> str:
     """`text` as a C string literal."""
     out = []

@@ -7,6 +7,7 @@ adds bracket matching and navigation over the significant tokens.
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from enum import StrEnum
@@ -75,6 +76,13 @@ class Token:
 
 def tokenize(code: str) -> list[Token]:
     """Split `code` into tokens; raises `BodyError` on unterminated literals."""
+    return list(_tokens(code))
+
+
+@functools.lru_cache(maxsize=4096)
+def _tokens(code: str) -> tuple[Token, ...]:
+    """The tokens of `code`, made once per text (the instances of an element class share
+    their body's text)."""
     tokens: list[Token] = []
     pos, line, line_start = 0, 1, 0
     at_line_start = True
@@ -100,12 +108,13 @@ def tokenize(code: str) -> list[Token]:
         elif kind != TokenKind.COMMENT:
             at_line_start = False
         pos = end
-    return tokens
+    return tuple(tokens)
 
 
+@functools.lru_cache(maxsize=4096)
 def identifiers(text: str) -> frozenset[str]:
     """The identifiers (and keywords) the C ``text`` names."""
-    return frozenset(t.text for t in tokenize(text) if t.kind == TokenKind.IDENT)
+    return frozenset(t.text for t in _tokens(text) if t.kind == TokenKind.IDENT)
 
 
 def mentions(name: str, texts: list[str]) -> bool:

@@ -22,13 +22,15 @@ pycparser reports without a position get the position of the current token.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import NoReturn
 
 from pycparser import c_ast, c_parser
 from pycparser.c_lexer import CLexer, _Token
 
 from floem.csrc.forms import MARKER_SPELLING
-from floem.csrc.preprocess import FAKE_HEADER, PreprocessError, preprocess
+from floem.csrc.preprocess import FAKE_HEADER, FAKE_LIBC, PreprocessError, preprocess
 
 BODY_FILE_PREFIX = "__floem_body__"
 FUNCTION_PREFIX = "__floem_body_"
@@ -55,16 +57,29 @@ class UnitError(Exception):
         return None
 
 
-def parse_unit(bodies: dict[str, str], prelude: str = "", include_text: str = "",
-               include_dirs: Sequence[str] = ()) -> dict[str, c_ast.Compound]:
-    """Preprocess and parse all bodies (element -> parse text); raises `UnitError`.
+@dataclass(frozen=True)
+class ParsedUnit:
+    """The parsed unit: each element's body (the compound statement of its wrapper
+    function), and what the ``floem.include`` C (and the program's headers it includes)
+    defines that a program must hold once: data with external linkage or written (not
+    ``static const``), functions with external linkage."""
 
-    Returns each element's body: the compound statement of its wrapper function.
-    """
+    bodies: dict[str, c_ast.Compound]
+    defined_once: tuple[str, ...]
+
+
+def parse_unit(bodies: dict[str, str], prelude: str = "", include_text: str = "",
+               include_dirs: Sequence[str] = ()) -> ParsedUnit:
+    """Preprocess and parse all bodies (element -> parse text); raises `UnitError`. Elements
+    whose bodies read alike (instances of one class) share one syntax tree, which no one
+    changes; a mistake in it is reported at the first of them."""
+    first: dict[str, str] = {}      # each distinct body text, parsed once: by its first element
+    for element, text in bodies.items():
+        first.setdefault(text, element)
     parts = [f'#include "{FAKE_HEADER}"\n',
              f'#line 1 "{INCLUDE_FILE}"\n', include_text, "\n",
              f'#line 1 "{PRELUDE_FILE}"\n', prelude, "\n"]
-    for element, text in bodies.items():
+    for text, element in first.items():
         parts += [f"void {FUNCTION_PREFIX}{element}(void) {{\n",
                   f'#line 1 "{BODY_FILE_PREFIX}{element}"\n', text, "\n}\n"]
     try:
@@ -76,10 +91,44 @@ def parse_unit(bodies: dict[str, str], prelude: str = "", include_text: str = ""
     except _ParseFailure as e:
         raise UnitError(e.message, e.coord.file, e.coord.line, pre.stubbed) from None
     bodies_ast: dict[str, c_ast.Compound] = {}
+    once: list[str] = []
     for node in ast.ext:
         if isinstance(node, c_ast.FuncDef) and node.decl.name.startswith(FUNCTION_PREFIX):
             bodies_ast[node.decl.name[len(FUNCTION_PREFIX):]] = node.body
-    return bodies_ast
+        elif _program_file(node.coord.file if node.coord else None) and _defined_once(node):
+            once.append(node.decl.name if isinstance(node, c_ast.FuncDef) else node.name)
+    return ParsedUnit({element: bodies_ast[first[text]] for element, text in bodies.items()},
+                      tuple(once))
+
+
+def _program_file(file: str | None) -> bool:
+    """Whether C from ``file`` is the program's: its floem.include text or a header of its
+    own (not a header of the fake C library, nor the prelude, nor a body)."""
+    if file == INCLUDE_FILE:
+        return True
+    return file is not None and not file.startswith(("<", BODY_FILE_PREFIX)) \
+        and not Path(file).is_relative_to(FAKE_LIBC)
+
+
+def _defined_once(node: c_ast.Node) -> bool:
+    """A file-scope definition that two translation units may not both hold: a function
+    with external linkage (``inline`` alone defines none), data with external linkage, or
+    ``static`` data that is not ``const`` (each unit would write its own)."""
+    if isinstance(node, c_ast.FuncDef):
+        decl = node.decl
+        return "static" not in decl.storage and ("inline" not in decl.funcspec
+                                                 or "extern" in decl.storage)
+    if not isinstance(node, c_ast.Decl) or not node.name or isinstance(node.type, c_ast.FuncDecl) \
+            or {"extern", "typedef"} & set(node.storage):
+        return False
+    return "static" not in node.storage or "const" not in _qualifiers(node.type)
+
+
+def _qualifiers(declared: c_ast.Node) -> list[str]:
+    """The qualifiers of the object a declaration's type declares (of an array's elements)."""
+    while isinstance(declared, c_ast.ArrayDecl):
+        declared = declared.type
+    return list(getattr(declared, "quals", []))
 
 
 class _ParseFailure(Exception):

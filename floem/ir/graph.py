@@ -255,6 +255,9 @@ class ProgramIR:
     warnings: list[str] = field(default_factory=list)
     user_names: frozenset[str] = frozenset()    # every name the user's program claimed
     main_info: BodyInfo | None = None       # parse_bodies: the analysed floem.main code
+    include_definitions: tuple[str, ...] = ()   # parse_bodies: what floem.include's C
+    #   defines that a program holds once (data written or with external linkage, functions
+    #   with external linkage)
     trace_filter: TraceFilter | None = None     # trace_packets: the --trace-filter expression
     results: Results = field(default_factory=Results)
     owns_graph: bool = field(default=True, repr=False)  # False: shared with the IR copied
@@ -464,12 +467,13 @@ class ProgramIR:
         return "\n".join(lines) + "\n"
 
     def _dump_queue_home(self, queue: str) -> str:
-        """The queue line's end: its variants, devices, home and sync batches, once known."""
+        """The queue line's end: its variants, devices, home, layout and sync batches, once
+        known."""
         if Homes not in self.results:
             return ""
         h = self.queue_home(queue)
-        batches = (f", sync batches of {self.plan.sync_batches[queue]}" if Plan in self.results
-                   else "")
+        batches = (f", {self.plan.layouts[queue]} layout, sync batches of "
+                   f"{self.plan.sync_batches[queue]}" if Plan in self.results else "")
         return (f" mp={h.multi_producer} mc={h.multi_consumer} {h.enq_device}->{h.deq_device} "
                 f"in {h.home} memory{batches}")
 

@@ -17,6 +17,13 @@ TRACE_FILTER_FILE = "--trace-filter"
 TRACE_VALUES = 255
 
 
+class QueueLayout(StrEnum):
+    """How a queue's instances are laid out and handed over (runtime/include/floem/queue.h)."""
+
+    TURNS = "turns"     # each entry's turn in its header: what the NIC's DMA moves
+    RING = "ring"       # positions on lines of their own, published in batches: host threads
+
+
 @dataclass(frozen=True)
 class QueueSide:
     """How one process reaches one queue."""
@@ -141,11 +148,17 @@ class ElementTrace:
 class ProcessPlan:
     """What the C of one process needs besides its elements."""
 
+    units: tuple[tuple[str, ...], ...] = ((),)  # the elements of each translation unit:
+    #   the first (<process>.c) also holds the process's globals and lifecycle
+    one_unit_for: tuple[str, ...] = ()  # what floem.include defines that keeps a process of
+    #   more than UNIT_ELEMENTS elements in one unit
     managers: int = 0                    # NIC cores running the sync managers
     threads_manage: bool = False         # no manager cores: NIC threads run the managers
     network: bool = False                # packet I/O is initialised
     net_queues: int = 1                  # NIC queues: the widest network-using segment's threads
     queues: Mapping[str, QueueSide] = field(default_factory=dict)
+    publishing: tuple[str, ...] = ()     # segments enqueuing into ring queues: they publish
+    #   their entries at the end of each turn (or call), and before waiting for room
     counters: int = 0                    # element counters (0: built without them)
     counter_layout: str = ""             # their layout, one line per element
     kept_frames: int = 0                 # slots of the pool of frames kept by the port (0: none)
@@ -164,8 +177,15 @@ class ProcessPlan:
                    f"{self.kept_frame_timeout_ms} ms" if self.kept_frames else "")
         tracing = (f", traced as process {self.trace_number} with {len(self.trace_sites)} "
                    "trace sites" if self.trace_number else "")
+        publishing = (f", ring entries published by {', '.join(self.publishing)}"
+                      if self.publishing else "")
+        units = (f", {len(self.units)} translation units of "
+                 f"{', '.join(str(len(u)) for u in self.units)} elements"
+                 if len(self.units) > 1 else "")
+        units += (f", one translation unit: floem.include defines {', '.join(self.one_unit_for)}"
+                  if self.one_unit_for else "")
         lines = [f"  plan: {self.managers} manager core(s){managing}, {network}{counting}"
-                 f"{keeping}{tracing}"]
+                 f"{keeping}{tracing}{publishing}{units}"]
         lines += [f"  queue {name}: {side.describe()}" for name, side in self.queues.items()]
         return lines
 
@@ -189,6 +209,7 @@ class ElementPlan:
     fresh_state: bool = False       # ... whose state is a local of the output port (the
     #   source body never touches the state, and no field is read before it is written)
     out_of_line: bool = False       # never inlined into its caller (bounds inlining depth)
+    shared: bool = False            # called from another translation unit of its process
     alone: bool = False             # its body adds to its states (floem_add) and one
     #   thread writes every persistent state it uses: a plain add, not an atomic one
     state_unused: bool = False      # its function never names the packet's state (the
@@ -213,6 +234,7 @@ class ElementPlan:
                                         ("each output a new packet", self.emits_packets),
                                         ("its state a local of the port", self.fresh_state),
                                         ("out of line", self.out_of_line),
+                                        ("called from another unit", self.shared),
                                         ("adds plainly (its states' only writer)",
                                          self.alone),
                                         ("never names its state", self.state_unused)) if on]

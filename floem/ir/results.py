@@ -18,7 +18,7 @@ from types import MappingProxyType
 from typing import TypeVar
 
 from floem.ir.entries import EntryLayout, PacketBytes
-from floem.ir.plan import ElementPlan, ProcessPlan
+from floem.ir.plan import ElementPlan, ProcessPlan, QueueLayout
 from floem.ir.state import Device, Home
 
 Result = TypeVar("Result")
@@ -139,9 +139,11 @@ class Placement:
 @dataclass(frozen=True)
 class Plan:
     """``plan_code``: every choice code generation prints, per element and per process, the
-    entries the sync layer moves at once per queue, and ``floem.main`` lowered to plain C."""
+    entries the sync layer moves at once and the layout of each queue, and ``floem.main``
+    lowered to plain C."""
 
     elements: Mapping[str, ElementPlan]
     processes: Mapping[str, ProcessPlan]
     sync_batches: Mapping[str, int]
+    layouts: Mapping[str, QueueLayout]
     main_body: str | None

@@ -1,6 +1,7 @@
 """Elements, their ports, composites, and the ``>>`` connection."""
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -105,7 +106,7 @@ class Node:
         args = list(configure) if isinstance(configure, (list, tuple)) else \
             ([] if configure is None else [configure])
         try:
-            inspect.signature(self.configure).bind(*args, **kwargs)
+            _signature(type(self).configure).bind(self, *args, **kwargs)
         except TypeError as e:
             raise self.loc.error(f"{type(self).__name__}.configure: {e}") from None
         self.configure(*args, **kwargs)
@@ -115,6 +116,24 @@ class Node:
     else:
         def configure(self) -> None:
             """Declare ports (``self.inp = Input(Int)``); may take parameters."""
+
+
+@functools.cache
+def _signature(function: Callable[..., Any]) -> inspect.Signature:
+    """The signature of a class's ``configure``, found once per class."""
+    return inspect.signature(function)
+
+
+_PERSISTENT: dict[type, list[tuple[str, Persistent]]] = {}
+
+
+def _persistent_attributes(cls: type) -> list[tuple[str, Persistent]]:
+    """The `Persistent` attributes an element class declares, in declaration order (found
+    once per class)."""
+    if cls not in _PERSISTENT:
+        declared = [(k, v) for k, v in inspect.getmembers(cls) if isinstance(v, Persistent)]
+        _PERSISTENT[cls] = sorted(declared, key=lambda kv: kv[1].order)
+    return _PERSISTENT[cls]
 
 
 class Element(Node):
@@ -166,9 +185,7 @@ class Element(Node):
         super().__setattr__(key, value)
 
     def _bind_states(self, given: list[Any] | None) -> None:
-        declared = [(k, v) for k, v in inspect.getmembers(type(self))
-                    if isinstance(v, Persistent)]
-        declared.sort(key=lambda kv: kv[1].order)
+        declared = _persistent_attributes(type(self))
         if given is None:
             instances = [p.state_class(_loc=self.loc) for _, p in declared]
         else:

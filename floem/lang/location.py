@@ -13,6 +13,7 @@ _FLOEM_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.se
 _LIBRARY_DIR = _FLOEM_DIR + "library" + os.sep
 
 
+@functools.lru_cache(maxsize=256)
 def _internal(filename: str) -> bool:
     """True for the compiler's own frames; library elements count as user code."""
     path = os.path.abspath(filename)

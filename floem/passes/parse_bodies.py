@@ -5,7 +5,9 @@ Before: IR nodes whose ``code`` is C text with the Floem forms.
 After: every node but a callable's arguments and return has ``info`` (a `floem.csrc.BodyInfo`: ports read, output
 form and calls, per-packet fields used/written, the byte ranges of typed packets read and
 written or why they cannot be bounded, persistent states touched);
-``ir.main_info`` holds the analysis of the main code;
+``ir.main_info`` holds the analysis of the main code; ``ir.include_definitions`` names
+what the ``floem.include`` C defines that a program must hold once (one translation
+unit keeps them so: plan_code);
 ``ir.size_uses[S][f]`` names the fields the size expression of variable-size
 field ``f`` of state class ``S`` (by name) reads (an enqueue reads them when it sends
 ``f``). Mistakes in
@@ -42,8 +44,10 @@ def run(ir: ProgramIR) -> ProgramIR:
     prelude = render("prelude.h.j2", layouts=ir.layouts)
     include_text = "\n".join(c.text for c in ir.includes)
     include_dirs = [os.path.dirname(ir.app_file)] if ir.app_file else []
-    infos = csrc.analyze(bodies, prelude=prelude, include_text=include_text,
-                         include_dirs=include_dirs)
+    analysis = csrc.analyze_unit(bodies, prelude=prelude, include_text=include_text,
+                                 include_dirs=include_dirs)
+    infos = analysis.infos
+    ir.include_definitions = analysis.defined_once
     for n in ir.nodes():
         ir.replace_node(dataclasses.replace(n, info=infos.get(n.name)))
     ir.main_info = infos.get(MAIN_BODY)

@@ -36,15 +36,22 @@ from floem.ir.cnames import GENERATED_GLOBALS, c_global
 from floem.ir.graph import unused_name
 from floem.ir.results import frozen_map
 from floem.ir.plan import (TRACE_FIELD, TRACE_VALUES, ElementCounters, ElementPlan, ElementTrace,
-                           ProcessPlan, QueueSide, TraceKind, TracedPort, join_slot)
+                           ProcessPlan, QueueLayout, QueueSide, TraceKind, TracedPort, join_slot)
 
 NAME = "plan_code"
-#: In a segment of more elements than this, every INLINE_DEPTH-th element (in program
-#: order) is a function the C compiler does not inline into its caller: each element calls
-#: the next through its port function, so a long chain inlined whole is one function nested
-#: as deep as the chain, and gcc's time and memory grow with the square of that depth
-#: (with -g: 28 s and 1.3 GB for 1,000 elements; 0.2 s for 100).
-INLINE_DEPTH = 64
+#: In a segment of more elements than LONG_SEGMENT, every INLINE_DEPTH-th element (in
+#: program order) is a function the C compiler does not inline into its caller: each element
+#: calls the next through its port function, so a long chain inlined whole is one function
+#: nested as deep as the chain, and gcc's time and memory grow with the square of that depth
+#: (with -g: 28 s and 1.3 GB for 1,000 elements; 0.2 s for 100; 1.8 s inlined 64 deep,
+#: 1.1 s 16 deep: docs/benchmarks.md).
+LONG_SEGMENT = 64
+INLINE_DEPTH = 16
+#: A process of more elements than this is compiled as several translation units of at most
+#: this many elements each (its segments in order, a longer one in parts), which make -j
+#: compiles in parallel; unless the program's floem.include C defines what a program must
+#: hold once (data it writes, a function with external linkage), which one unit keeps so.
+UNIT_ELEMENTS = 256
 #: What this pass needs done before it, and what it gives the passes after it.
 REQUIRES: frozenset[str | type] = frozenset({Placement, Homes, Liveness, Windows, EntryLayouts,
                                              "queues_lowered", "bodies", "trace_field"})
@@ -53,16 +60,14 @@ PROVIDES: frozenset[str | type] = frozenset({Plan})
 
 def run(ir: ProgramIR) -> ProgramIR:
     """Plan every process and element."""
-    processes = {proc.name: _process_plan(ir, proc) for proc in ir.processes.values()}
+    layouts = {q.name: _layout(ir, q) for q in ir.queues.values()}
+    processes = {proc.name: _process_plan(ir, proc, layouts) for proc in ir.processes.values()}
     positions = {e: i for seg in ir.segments.values() for i, e in enumerate(seg.elements)}
     taken = ir.names() | _checked_globals(ir)
     made = {n.name: _element_plan(ir, n, positions[n.name], taken) for n in ir.nodes()}
     plans = {name: plan for name, (plan, _) in made.items()}
     named = {name: names for name, (_, names) in made.items()}
     writers = _state_writers(ir, plans)
-    plans = {name: dataclasses.replace(plan, alone=_alone(ir, ir.node(name), plan, writers,
-                                                          named[name]))
-             for name, plan in plans.items()}
     if ir.options.counters:
         for proc in ir.processes.values():
             counters, total, layout, notes = _plan_counters(ir, proc, plans)
@@ -76,17 +81,21 @@ def run(ir: ProgramIR) -> ProgramIR:
             plans |= {name: dataclasses.replace(plans[name], trace=t) for name, t in traces.items()}
             processes[proc.name] = dataclasses.replace(processes[proc.name], trace_number=number,
                                                        trace_sites=sites)
-    plans = {name: dataclasses.replace(plan, state_unused=not _names_state(ir, ir.node(name),
-                                                                            plan, named[name]))
-             for name, plan in plans.items()}
+    shared = {name for proc in processes.values() for name in _called_across_units(ir, proc.units)}
+    plans = {name: dataclasses.replace(
+        plan, alone=_alone(ir, ir.node(name), plan, writers, named[name]),
+        state_unused=not _names_state(ir, ir.node(name), plan, named[name]),
+        shared=name in shared) for name, plan in plans.items()}
     batches = {q.name: max(1, min(32, q.size // 4)) for q in ir.queues.values()}
     main_body = csrc.lower(ir.main_info, {}, {}) \
         if ir.main_info is not None and ir.main.code is not None else None
-    ir.results.add(Plan(frozen_map(plans), frozen_map(processes), frozen_map(batches), main_body))
+    ir.results.add(Plan(frozen_map(plans), frozen_map(processes), frozen_map(batches),
+                        frozen_map(layouts), main_body))
     return ir
 
 
-def _process_plan(ir: ProgramIR, proc: ProcessIR) -> ProcessPlan:
+def _process_plan(ir: ProgramIR, proc: ProcessIR,
+                  layouts: dict[str, QueueLayout]) -> ProcessPlan:
     nodes = [ir.node(e) for s in proc.segments for e in ir.segments[s].elements]
     mine = {n.name for n in nodes}
     nic = proc.device == Device.NIC
@@ -100,13 +109,69 @@ def _process_plan(ir: ProgramIR, proc: ProcessIR) -> ProcessPlan:
                 for q in touched for carried in ir.windows.packets[q.name]
                 for b in carried.values())
     return ProcessPlan(
+        units=_units(ir, proc),
+        one_unit_for=ir.include_definitions if sum(len(ir.segments[s].elements)
+                                                   for s in proc.segments) > UNIT_ELEMENTS
+        else (),
         managers=configured if syncs else 0,        # else the managers have nothing to do
         threads_manage=nic and configured == 0,
         network=any(n.uses_network for n in nodes),
         net_queues=max([len(ir.segments[s].cores) for s in networked] or [1]),
         queues=frozen_map({q.name: _side(ir, q, mine, nic, configured) for q in touched}),
+        publishing=tuple(s for s in proc.segments
+                         if any(ir.node(e).role == Role.ENQUEUE
+                                and layouts[ir.node(e).queue] == QueueLayout.RING
+                                for e in ir.segments[s].elements)),
         kept_frames=ir.options.slice_pool if keeps else 0,
         kept_frame_timeout_ms=ir.options.slice_timeout_ms if keeps else 0)
+
+
+def _units(ir: ProgramIR, proc: ProcessIR) -> tuple[tuple[str, ...], ...]:
+    """The elements of each translation unit of ``proc`` (`UNIT_ELEMENTS`): its segments in
+    order, a segment longer than a unit in parts of UNIT_ELEMENTS elements (a multiple of
+    INLINE_DEPTH: each part begins with an element kept out of line)."""
+    segments = [ir.segments[s].elements for s in proc.segments]
+    if sum(map(len, segments)) <= UNIT_ELEMENTS or ir.include_definitions:
+        return (tuple(e for elements in segments for e in elements),)
+    units: list[tuple[str, ...]] = []
+    current: tuple[str, ...] = ()
+    for elements in segments:
+        for at in range(0, len(elements), UNIT_ELEMENTS):
+            part = elements[at:at + UNIT_ELEMENTS]
+            if current and len(current) + len(part) > UNIT_ELEMENTS:
+                units.append(current)
+                current = ()
+            current += part
+    return tuple(units + [current])
+
+
+def _called_across_units(ir: ProgramIR, units: tuple[tuple[str, ...], ...]) -> set[str]:
+    """The elements of a process in ``units`` that another of its units calls: through an
+    edge (a port's dispatcher, an element ordered after another), or a callable segment's
+    function, which is in the unit of the segment's return element (its result's slot is
+    there), calling its source."""
+    unit = {e: i for i, elements in enumerate(units) for e in elements}
+    called = {e.dst for name in unit for e in ir.out_edges(name, kind=None)
+              if unit.get(e.dst, unit[name]) != unit[name]}
+    for seg in {ir.node(e).segment for e in unit}:
+        segment = ir.segments[seg]
+        if segment.kind == SegmentKind.CALLABLE:
+            ret = next((e for e in segment.elements if ir.node(e).role == Role.RETURN),
+                       segment.source)
+            if unit[ret] != unit[segment.source]:
+                called.add(segment.source)
+    return called
+
+
+def _layout(ir: ProgramIR, q: QueueIR) -> QueueLayout:
+    """The ring layout for a queue between host threads with one producer and one consumer
+    per instance; else each entry's turn in its header: the NIC's sync layer moves entries
+    with their turns by DMA, and several producers or consumers claim entries by their turns
+    without waiting for one another (runtime/include/floem/queue.h)."""
+    home = ir.queue_home(q.name)
+    between_host_threads = home.enq_device == Device.CPU and home.deq_device == Device.CPU
+    return QueueLayout.RING if between_host_threads and not home.multi_producer \
+        and not home.multi_consumer else QueueLayout.TURNS
 
 
 def _enqueues(q: QueueIR, mine: set[str]) -> bool:
@@ -173,8 +238,7 @@ def _element_plan(ir: ProgramIR, n: ElementNode, position: int,
         reads = {p: [join_slot(record, p, i) if n.join else f"{p}_{i}" for i in range(len(t))]
                  for p, t in n.inputs.items()}
         if n.code and n.info is not None:
-            body = csrc.lower(n.info, reads, ports)
-            named = identifiers(body)
+            body, named = csrc.lower_named(n.info, reads, ports)
         if not n.join:
             unused = tuple(v for values in reads.values() for v in values if v not in named)
     used = n.info.persistent_used if n.info else set()
@@ -192,7 +256,7 @@ def _element_plan(ir: ProgramIR, n: ElementNode, position: int,
         begins_packets=begins,
         emits_packets=emits,
         fresh_state=emits and _fresh_state(ir, n, seg),
-        out_of_line=ir.options.count_elements or (len(seg.elements) > INLINE_DEPTH
+        out_of_line=ir.options.count_elements or (len(seg.elements) > LONG_SEGMENT
                                                   and position > 0
                                                   and position % INLINE_DEPTH == 0)), named
 
@@ -349,11 +413,11 @@ def _sends_at_most_once(n: ElementNode) -> bool:
 def _flow_order(ir: ProgramIR, seg: SegmentIR) -> list[str]:
     """``seg``'s elements in the order packets reach them from its source (breadth first),
     then the others in program order."""
-    order, seen = [], set()
+    order, seen, members = [], set(), set(seg.elements)
     frontier = deque([seg.source] if seg.source else [])
     while frontier:
         name = frontier.popleft()
-        if name in seen or name not in seg.elements:
+        if name in seen or name not in members:
             continue
         seen.add(name)
         order.append(name)

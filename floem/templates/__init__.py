@@ -35,6 +35,13 @@ def c_lines(text: str, indent: int = 0) -> str:
 TEMPLATES.filters["c_lines"] = c_lines
 
 
+def keep_compiled(directory: str) -> None:
+    """Keep the templates compiled to Python in ``directory`` (the build cache's), so that a
+    process compiles each once, not every time it starts."""
+    if TEMPLATES.bytecode_cache is None:
+        TEMPLATES.bytecode_cache = jinja2.FileSystemBytecodeCache(directory)
+
+
 def render(template: str, **values: Any) -> str:
     """The text of template file ``template``."""
     return TEMPLATES.get_template(template).render(**values)

@@ -10,7 +10,9 @@
  * (lossless runs), every consumer sees each producer's entries in sequence order
  * (exactly consecutive with one consumer), content and channel intact, and the
  * counters match. Producers now and then hold a reservation across a yield, and
- * consumers hold an entry, so commits and releases happen out of order.
+ * consumers hold an entry, so commits and releases happen out of order. The ring layout's
+ * producer ends a turn (floem_queue_flush) after every few entries, as a generated
+ * thread does.
  * Prints one line per scenario and "ok", or names the failed check and aborts.
  */
 #ifndef _GNU_SOURCE
@@ -39,19 +41,23 @@
 struct scenario {
     const char *name;
     int producers, consumers;
-    bool multi_producer, multi_consumer, lossy;
+    bool multi_producer, multi_consumer, lossy, ring;
     uint32_t size, entry_size;
     double entries;  /* in all, at scale 1 */
 };
 
 static const struct scenario SCENARIOS[] = {
-    {"spsc size 1000 x 64B", 1, 1, false, false, false, 1000, 64, 4e6},
-    {"spsc size 3 x 32B", 1, 1, false, false, false, 3, 32, 4e5},
-    {"mpmc 3x3 size 100 x 64B", 3, 3, true, true, false, 100, 64, 2e6},
-    {"mpmc 2x2 size 1 x 32B", 2, 2, true, true, false, 1, 32, 3e5},
-    {"mpsc 4x1 size 7 x 32B", 4, 1, true, false, false, 7, 32, 1e6},
-    {"spmc 1x3 size 64 x 128B", 1, 3, false, true, false, 64, 128, 1e6},
-    {"mpmc lossy 3x2 size 5 x 64B", 3, 2, true, true, true, 5, 64, 1.5e6},
+    {"spsc size 1000 x 64B", 1, 1, false, false, false, false, 1000, 64, 4e6},
+    {"spsc size 3 x 32B", 1, 1, false, false, false, false, 3, 32, 4e5},
+    {"mpmc 3x3 size 100 x 64B", 3, 3, true, true, false, false, 100, 64, 2e6},
+    {"mpmc 2x2 size 1 x 32B", 2, 2, true, true, false, false, 1, 32, 3e5},
+    {"mpsc 4x1 size 7 x 32B", 4, 1, true, false, false, false, 7, 32, 1e6},
+    {"spmc 1x3 size 64 x 128B", 1, 3, false, true, false, false, 64, 128, 1e6},
+    {"mpmc lossy 3x2 size 5 x 64B", 3, 2, true, true, true, false, 5, 64, 1.5e6},
+    {"ring size 1000 x 64B", 1, 1, false, false, false, true, 1000, 64, 4e6},
+    {"ring size 3 x 32B", 1, 1, false, false, false, true, 3, 32, 4e5},
+    {"ring size 64 x 128B", 1, 1, false, false, false, true, 64, 128, 1e6},
+    {"ring lossy size 5 x 64B", 1, 1, false, false, true, true, 5, 64, 1e6},
 };
 
 /* The payload: who, which, and a pattern that must survive the trip. */
@@ -73,6 +79,19 @@ static uint64_t delivered, dropped_here;
 static uint64_t pattern(uint32_t producer, uint64_t seq, size_t i)
 {
     return (seq * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)producer << 48) ^ (i * 0x2545f4914f6cdd1dull);
+}
+
+/* The calls of the scenario's layout. */
+static void *reserve(void)
+{
+    return scenario->ring ? floem_ring_enq_reserve(queue)
+                          : floem_enq_reserve(queue, scenario->multi_producer);
+}
+
+static void *acquire(uint16_t *channel)
+{
+    return scenario->ring ? floem_ring_deq_acquire(queue, channel)
+                          : floem_deq_acquire(queue, scenario->multi_consumer, channel);
 }
 
 static uint16_t channel_of(uint32_t producer, uint64_t seq)
@@ -106,7 +125,7 @@ static void *produce(void *arg)
     for (uint64_t seq = 0; seq < per_producer; seq++) {
         struct item *it;
         unsigned spins = 0;
-        while ((it = floem_enq_reserve(queue, scenario->multi_producer)) == NULL) {
+        while ((it = reserve()) == NULL) {
             if (scenario->lossy) {
                 floem_enq_drop(queue);
                 dropped++;
@@ -122,8 +141,15 @@ static void *produce(void *arg)
             it->words[i] = pattern(id, seq, i);
         if (seq % 4096 == 17)
             sched_yield();
-        floem_enq_commit(queue, it, channel_of(id, seq), sizeof *it + n_words * 8);
+        if (scenario->ring) {
+            floem_ring_enq_commit(queue, it, channel_of(id, seq), sizeof *it + n_words * 8);
+            if (seq % 5 == 0)
+                floem_queue_flush();        /* a turn ends */
+        } else {
+            floem_enq_commit(queue, it, channel_of(id, seq), sizeof *it + n_words * 8);
+        }
     }
+    floem_queue_flush();
     __atomic_fetch_add(&dropped_here, dropped, __ATOMIC_RELAXED);
     return NULL;
 }
@@ -141,7 +167,7 @@ static void *consume(void *arg)
     bool done = false;
     for (;;) {
         uint16_t channel;
-        struct item *it = floem_deq_acquire(queue, scenario->multi_consumer, &channel);
+        struct item *it = acquire(&channel);
         if (it == NULL) {
             if (done)
                 break;
@@ -163,7 +189,10 @@ static void *consume(void *arg)
         __atomic_fetch_add(&seen[p * per_producer + seq], 1, __ATOMIC_RELAXED);
         if (++count % 4096 == 5)
             sched_yield();
-        floem_deq_release(queue, it);
+        if (scenario->ring)
+            floem_ring_deq_release(queue, it);
+        else
+            floem_deq_release(queue, it);
     }
     __atomic_fetch_add(&delivered, count, __ATOMIC_RELAXED);
     free(last);
@@ -188,7 +217,10 @@ static void run(const struct scenario *s, double scale)
     seen = calloc(total, 1);
     CHECK(queue != NULL && seen != NULL);
     memset(queue, 0, bytes);
-    floem_queue_init(queue, s->size, s->entry_size);
+    if (s->ring)
+        floem_ring_init(queue, s->size, s->entry_size);
+    else
+        floem_queue_init(queue, s->size, s->entry_size);
     started = producers_done = 0;
     delivered = dropped_here = 0;
 
@@ -207,7 +239,7 @@ static void run(const struct scenario *s, double scale)
 
     floem_queue_stats_t st;
     floem_queue_stats(queue, &st);
-    CHECK(floem_deq_acquire(queue, s->multi_consumer, NULL) == NULL);
+    CHECK(acquire(NULL) == NULL);
     CHECK(st.enqueued == delivered && st.dequeued == delivered);
     CHECK(st.dropped == dropped_here && delivered + dropped_here == total);
     if (!s->lossy)

@@ -2,7 +2,9 @@
  *
  * Build: cc -std=c11 -Wall -Wextra -Werror -Iruntime/include runtime/tests/test_queue.c
  *        runtime/src/queue.c -o test_queue
- * Every case runs with each combination of single/multi producer and consumer.
+ * Every case runs with each combination of single/multi producer and consumer of the turns
+ * layout, and most with the ring layout (whose producer ends a turn after each entry here:
+ * floem_queue_flush); the ring's batches have cases of their own.
  * Prints "ok: N checks" and exits 0, or names the failed check and aborts.
  */
 #ifndef _GNU_SOURCE
@@ -25,15 +27,15 @@ static unsigned long checks;
     do {                                                                                 \
         checks++;                                                                        \
         if (!(cond)) {                                                                   \
-            fprintf(stderr, "%s:%d: check failed: %s (size %u, multi %d/%d)\n", __FILE__, \
-                    __LINE__, #cond, cur_size, cur_mp, cur_mc);                          \
+            fprintf(stderr, "%s:%d: check failed: %s (size %u, multi %d/%d, ring %d)\n",    \
+                    __FILE__, __LINE__, #cond, cur_size, cur_mp, cur_mc, cur_ring);      \
             abort();                                                                     \
         }                                                                                \
     } while (0)
 
 /* The case being run, for failure messages. */
 static uint32_t cur_size;
-static bool cur_mp, cur_mc;
+static bool cur_mp, cur_mc, cur_ring;
 
 static const uint32_t SIZES[] = {1, 2, 3, 5, 7, 8, 63, 64, 100, 1000, 1023};
 #define N_SIZES (sizeof SIZES / sizeof SIZES[0])
@@ -54,21 +56,59 @@ static floem_queue_t *zeroed(uint32_t size, uint32_t entry_size)
     return q;
 }
 
+/* The calls of the layout under test (cur_ring: the ring's, the producer's turn ending
+ * after each commit). */
+static void init(floem_queue_t *q, uint32_t size, uint32_t entry_size)
+{
+    if (cur_ring)
+        floem_ring_init(q, size, entry_size);
+    else
+        floem_queue_init(q, size, entry_size);
+}
+
+static void *reserve(floem_queue_t *q)
+{
+    return cur_ring ? floem_ring_enq_reserve(q) : floem_enq_reserve(q, cur_mp);
+}
+
+static void commit(floem_queue_t *q, void *p, uint16_t channel, size_t bytes)
+{
+    if (cur_ring) {
+        floem_ring_enq_commit(q, p, channel, bytes);
+        floem_queue_flush();
+    } else {
+        floem_enq_commit(q, p, channel, bytes);
+    }
+}
+
+static void *acquire(floem_queue_t *q, uint16_t *channel)
+{
+    return cur_ring ? floem_ring_deq_acquire(q, channel) : floem_deq_acquire(q, cur_mc, channel);
+}
+
+static void release(floem_queue_t *q, void *p)
+{
+    if (cur_ring)
+        floem_ring_deq_release(q, p);
+    else
+        floem_deq_release(q, p);
+}
+
 static floem_queue_t *new_queue(uint32_t size, uint32_t entry_size)
 {
     floem_queue_t *q = zeroed(size, entry_size);
-    floem_queue_init(q, size, entry_size);
+    init(q, size, entry_size);
     return q;
 }
 
 static bool put(floem_queue_t *q, uint64_t seq, uint16_t channel)
 {
-    struct item *it = floem_enq_reserve(q, cur_mp);
+    struct item *it = reserve(q);
     if (it == NULL)
         return false;
     it->seq = seq;
     it->check = ~seq;
-    floem_enq_commit(q, it, channel, sizeof *it);
+    commit(q, it, channel, sizeof *it);
     return true;
 }
 
@@ -76,13 +116,13 @@ static bool put(floem_queue_t *q, uint64_t seq, uint16_t channel)
 static bool get(floem_queue_t *q, uint64_t seq, uint16_t channel)
 {
     uint16_t ch = 0xdead;
-    struct item *it = floem_deq_acquire(q, cur_mc, &ch);
+    struct item *it = acquire(q, &ch);
     if (it == NULL)
         return false;
     CHECK(it->seq == seq);
     CHECK(it->check == ~seq);
     CHECK(ch == channel);
-    floem_deq_release(q, it);
+    release(q, it);
     return true;
 }
 
@@ -107,7 +147,7 @@ static void test_sizes(void)
 static void test_empty_full(uint32_t size)
 {
     floem_queue_t *q = new_queue(size, 32);
-    CHECK(floem_deq_acquire(q, cur_mc, NULL) == NULL);
+    CHECK(acquire(q, NULL) == NULL);
     for (uint32_t i = 0; i < size; i++)
         CHECK(put(q, i, 0));
     CHECK(!put(q, size, 0));
@@ -117,7 +157,7 @@ static void test_empty_full(uint32_t size)
     CHECK(!put(q, size + 1, 0));
     for (uint32_t i = 1; i <= size; i++)
         CHECK(get(q, i, 0));
-    CHECK(floem_deq_acquire(q, cur_mc, NULL) == NULL);
+    CHECK(acquire(q, NULL) == NULL);
     floem_queue_stats_t st;
     floem_queue_stats(q, &st);
     CHECK(st.enqueued == size + 1u && st.dequeued == size + 1u);
@@ -145,7 +185,7 @@ static void test_laps(uint32_t size, uint32_t entry_size)
         CHECK(get(q, out, (uint16_t)out));
         out++;
     }
-    CHECK(floem_deq_acquire(q, cur_mc, NULL) == NULL);
+    CHECK(acquire(q, NULL) == NULL);
     floem_queue_stats_t st;
     floem_queue_stats(q, &st);
     CHECK(st.enqueued == in && st.dequeued == out);
@@ -162,13 +202,13 @@ static void test_reservation_order(void)
     b->seq = 2;
     b->check = ~2ull;
     floem_enq_commit(q, b, 2, sizeof *b);
-    CHECK(floem_deq_acquire(q, cur_mc, NULL) == NULL);
+    CHECK(acquire(q, NULL) == NULL);
     a->seq = 1;
     a->check = ~1ull;
     floem_enq_commit(q, a, 1, sizeof *a);
     /* The consumer may hold an entry while the producer keeps going. */
     uint16_t ch;
-    struct item *held = floem_deq_acquire(q, cur_mc, &ch);
+    struct item *held = acquire(q, &ch);
     CHECK(held == a && ch == 1 && held->seq == 1);
     CHECK(put(q, 3, 3) && put(q, 4, 4));
     CHECK(!put(q, 5, 5));
@@ -189,10 +229,10 @@ static void test_channels(void)
             CHECK(put(q, i, channels[i]));
             CHECK(get(q, i, channels[i]));
         }
-    struct item *it = floem_enq_reserve(q, cur_mp);
-    floem_enq_commit(q, it, 7, sizeof *it);
-    CHECK(floem_deq_acquire(q, cur_mc, NULL) == it);
-    floem_deq_release(q, it);
+    struct item *it = reserve(q);
+    commit(q, it, 7, sizeof *it);
+    CHECK(acquire(q, NULL) == it);
+    release(q, it);
     free(q);
 }
 
@@ -226,16 +266,16 @@ static void test_alignment(uint32_t size)
         floem_queue_t *q = new_queue(size, es);
         char *base = (char *)q + FLOEM_QUEUE_HEADER_BYTES;
         for (uint32_t i = 0; i < 2 * size + 1; i++) {
-            char *p = floem_enq_reserve(q, cur_mp);
+            char *p = reserve(q);
             CHECK(p != NULL);
             CHECK((uintptr_t)p % 8 == 0);
             CHECK((uintptr_t)(p - FLOEM_QUEUE_ENTRY_HEADER_BYTES) % (es < 64 ? es : 64) == 0);
             CHECK(p == base + (size_t)(i % size) * es + FLOEM_QUEUE_ENTRY_HEADER_BYTES);
             memset(p, 0xa5, es - FLOEM_QUEUE_ENTRY_HEADER_BYTES);
-            floem_enq_commit(q, p, (uint16_t)i, es - FLOEM_QUEUE_ENTRY_HEADER_BYTES);
+            commit(q, p, (uint16_t)i, es - FLOEM_QUEUE_ENTRY_HEADER_BYTES);
             uint16_t ch;
-            CHECK(floem_deq_acquire(q, cur_mc, &ch) == p && ch == (uint16_t)i);
-            floem_deq_release(q, p);
+            CHECK(acquire(q, &ch) == p && ch == (uint16_t)i);
+            release(q, p);
         }
         CHECK((char *)q + floem_queue_bytes(size, es) >= base + (size_t)size * es);
         free(q);
@@ -285,14 +325,17 @@ static void test_cursor_arithmetic(void)
 }
 
 /* Initialisation: idempotent with the same shape, refuses a different or bad one. */
-static bool init_aborts(floem_queue_t *q, uint32_t size, uint32_t entry_size)
+static bool init_aborts(floem_queue_t *q, uint32_t size, uint32_t entry_size, bool ring)
 {
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
         if (freopen("/dev/null", "w", stderr) == NULL)
             _exit(3);
-        floem_queue_init(q, size, entry_size);
+        if (ring)
+            floem_ring_init(q, size, entry_size);
+        else
+            floem_queue_init(q, size, entry_size);
         _exit(0);
     }
     int status;
@@ -305,20 +348,121 @@ static void test_init(void)
     floem_queue_t *q = new_queue(5, 64);
     CHECK(put(q, 1, 1) && put(q, 2, 2));
     CHECK(get(q, 1, 1));
-    floem_queue_init(q, 5, 64);
+    init(q, 5, 64);
     CHECK(get(q, 2, 2));
-    CHECK(floem_deq_acquire(q, cur_mc, NULL) == NULL);
-    CHECK(init_aborts(q, 6, 64));
-    CHECK(init_aborts(q, 5, 128));
+    CHECK(acquire(q, NULL) == NULL);
+    CHECK(init_aborts(q, 6, 64, cur_ring));
+    CHECK(init_aborts(q, 5, 128, cur_ring));
+    CHECK(init_aborts(q, 5, 64, !cur_ring));        /* the other layout */
     floem_queue_t *z = zeroed(8, 64);
-    CHECK(init_aborts(z, 0, 64));
-    CHECK(init_aborts(z, 4, 0));
-    CHECK(init_aborts(z, 4, 16));
-    CHECK(init_aborts(z, 4, 96));
-    CHECK(init_aborts((floem_queue_t *)((char *)z + 32), 1, 32));
-    CHECK(!init_aborts(z, 4, 32));
+    CHECK(init_aborts(z, 0, 64, cur_ring));
+    CHECK(init_aborts(z, 4, 0, cur_ring));
+    CHECK(init_aborts(z, 4, 16, cur_ring));
+    CHECK(init_aborts(z, 4, 96, cur_ring));
+    CHECK(init_aborts((floem_queue_t *)((char *)z + 32), 1, 32, cur_ring));
+    CHECK(!init_aborts(z, 4, 32, cur_ring));
     free(q);
     free(z);
+}
+
+/* The ring publishes a batch of entries at once (a quarter of its size, at most
+ * FLOEM_QUEUE_RING_BATCH), or all it holds back when the producer's turn ends or it finds
+ * the ring full; and frees a batch of released entries at once, or all when the consumer
+ * finds the ring empty. */
+static void test_ring_batches(uint32_t size)
+{
+    floem_queue_t *q = zeroed(size, 64);
+    floem_ring_init(q, size, 64);
+    uint32_t batch = size / 4 < 1 ? 1 : size / 4 > 32 ? 32 : size / 4;
+    uint64_t in = 0, out = 0;
+    /* Committed entries stay unseen until a batch is complete. */
+    for (uint32_t i = 0; i + 1 < batch; i++) {
+        struct item *it = floem_ring_enq_reserve(q);
+        CHECK(it != NULL);
+        it->seq = in++;
+        floem_ring_enq_commit(q, it, 0, sizeof *it);
+        CHECK(floem_ring_deq_acquire(q, NULL) == NULL);
+    }
+    struct item *it = floem_ring_enq_reserve(q);
+    it->seq = in++;
+    floem_ring_enq_commit(q, it, 0, sizeof *it);
+    CHECK(floem_queue_pending_.count == (batch > 1));       /* listed until the turn ends */
+    floem_queue_flush();
+    CHECK(floem_queue_pending_.count == 0);
+    for (; out < batch; out++) {
+        uint16_t ch;
+        struct item *got = floem_ring_deq_acquire(q, &ch);
+        CHECK(got != NULL && got->seq == out && ch == 0);
+        floem_ring_deq_release(q, got);
+    }
+    /* Fill it; the last entries are published when the producer finds it full. */
+    while ((it = floem_ring_enq_reserve(q)) != NULL) {
+        it->seq = in++;
+        floem_ring_enq_commit(q, it, 1, sizeof *it);
+    }
+    CHECK(in - out == size);
+    CHECK(floem_queue_pending_.count == 0);
+    /* Released entries are room for the producer a batch at a time. */
+    for (uint32_t i = 0; i < batch; i++) {
+        CHECK(floem_ring_enq_reserve(q) == NULL);
+        struct item *got = floem_ring_deq_acquire(q, NULL);
+        CHECK(got != NULL && got->seq == out++);
+        floem_ring_deq_release(q, got);
+    }
+    for (uint32_t i = 0; i < batch; i++) {
+        it = floem_ring_enq_reserve(q);
+        CHECK(it != NULL);
+        it->seq = in++;
+        floem_ring_enq_commit(q, it, 2, sizeof *it);
+    }
+    CHECK(floem_ring_enq_reserve(q) == NULL);
+    /* Drained: the consumer finding it empty frees every released entry. */
+    struct item *got;
+    while ((got = floem_ring_deq_acquire(q, NULL)) != NULL) {
+        CHECK(got->seq == out++);
+        floem_ring_deq_release(q, got);
+    }
+    CHECK(out == in);
+    for (uint32_t i = 0; i < size; i++) {
+        it = floem_ring_enq_reserve(q);
+        CHECK(it != NULL);
+        floem_ring_enq_commit(q, it, 0, sizeof *it);
+    }
+    CHECK(floem_ring_enq_reserve(q) == NULL);
+    floem_queue_stats_t st;
+    floem_queue_stats(q, &st);
+    CHECK(st.enqueued == in + size && st.dequeued == out);
+    free(q);
+}
+
+/* A thread's list of rings with entries held back: each listed once; past FLOEM_QUEUE_PENDING
+ * rings a commit publishes at once. */
+static void test_ring_pending(void)
+{
+    enum { N = FLOEM_QUEUE_PENDING + 3 };
+    floem_queue_t *rings[N];
+    for (int i = 0; i < N; i++) {
+        rings[i] = zeroed(64, 32);
+        floem_ring_init(rings[i], 64, 32);
+    }
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < N; i++) {
+            void *p = floem_ring_enq_reserve(rings[i]);
+            CHECK(p != NULL);
+            floem_ring_enq_commit(rings[i], p, (uint16_t)round, 0);
+        }
+    CHECK(floem_queue_pending_.count == FLOEM_QUEUE_PENDING);
+    for (int i = FLOEM_QUEUE_PENDING; i < N; i++)        /* not listed: published at once */
+        CHECK(floem_ring_deq_acquire(rings[i], NULL) != NULL);
+    CHECK(floem_ring_deq_acquire(rings[0], NULL) == NULL);
+    floem_queue_flush();
+    for (int i = 0; i < N; i++) {
+        uint16_t ch = 9;
+        while (floem_ring_deq_acquire(rings[i], &ch) != NULL)
+            CHECK(ch <= 1);
+        CHECK(ch == 1);
+        free(rings[i]);
+    }
 }
 
 /* No pointers in the block: produce through one mapping, consume through another. */
@@ -331,8 +475,8 @@ static void test_two_mappings(void)
     floem_queue_t *a = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     floem_queue_t *b = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     CHECK(a != MAP_FAILED && b != MAP_FAILED && a != b);
-    floem_queue_init(a, size, es);
-    floem_queue_init(b, size, es);
+    init(a, size, es);
+    init(b, size, es);
     uint64_t in = 0, out = 0;
     while (out < 10000) {
         while (in - out < size / 3 + 1 && put(a, in, (uint16_t)(in * 3)))
@@ -356,7 +500,7 @@ static void test_processes(void)
     size_t bytes = floem_queue_bytes(size, es);
     floem_queue_t *q = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     CHECK(q != MAP_FAILED);
-    floem_queue_init(q, size, es);
+    init(q, size, es);
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
@@ -381,19 +525,27 @@ int main(void)
 {
     test_sizes();
     test_cursor_arithmetic();
-    for (int variant = 0; variant < 4; variant++) {
-        cur_mp = variant & 1;
-        cur_mc = variant & 2;
+    for (int variant = 0; variant < 5; variant++) {
+        cur_ring = variant == 4;
+        cur_mp = !cur_ring && (variant & 1);
+        cur_mc = !cur_ring && (variant & 2);
         for (size_t i = 0; i < N_SIZES; i++) {
             cur_size = SIZES[i];
-            test_empty_full(cur_size);
+            if (!cur_ring) {
+                test_empty_full(cur_size);
+                test_turn_wraparound(cur_size);
+            } else {
+                test_ring_batches(cur_size);
+            }
             test_laps(cur_size, 32);
             test_laps(cur_size, 128);
             test_alignment(cur_size);
-            test_turn_wraparound(cur_size);
         }
         cur_size = 0;
-        test_reservation_order();
+        if (!cur_ring)
+            test_reservation_order();
+        else
+            test_ring_pending();
         test_channels();
         test_stats();
         test_init();

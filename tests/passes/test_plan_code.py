@@ -8,7 +8,7 @@ from floem import (Element, Field, Flow, Input, Int, Output, PerPacket, Program,
 from floem.codegen.emit import generate
 from floem.ir import Device, Home
 from floem.library import Counter, Counts
-from floem.passes.plan_code import INLINE_DEPTH
+from floem.passes.plan_code import INLINE_DEPTH, LONG_SEGMENT, UNIT_ELEMENTS
 
 from .conftest import Sink, run_until
 from .test_place_memory import program
@@ -117,18 +117,19 @@ class Source(Element):
 
 def test_a_long_chain_is_cut_into_out_of_line_functions_every_inline_depth_elements():
     """gcc inlining a chain whole nests it as deep as it is long (seconds and gigabytes to
-    compile at 1,000 elements); every INLINE_DEPTH-th element is kept out of line."""
+    compile at 1,000 elements); in a segment longer than LONG_SEGMENT, every INLINE_DEPTH-th
+    element is kept out of line."""
     with Program("plan_chain") as p:
         class Chain(Segment):
             def impl(self):
                 x = Source()
-                for _ in range(2 * INLINE_DEPTH + 10):
+                for _ in range(LONG_SEGMENT + 10):
                     x = x >> Pass()
         Chain("chain")
     ir = run_until(p, "plan_code")
     elements = ir.segments["chain"].elements
     outlined = [i for i, e in enumerate(elements) if ir.element_plan(e).out_of_line]
-    assert outlined == [INLINE_DEPTH, 2 * INLINE_DEPTH]
+    assert outlined == list(range(INLINE_DEPTH, LONG_SEGMENT + 11, INLINE_DEPTH))
     assert "out of line" in ir.dump()
 
 
@@ -137,11 +138,11 @@ def test_a_short_segment_is_left_to_the_compiler_to_inline():
         class Chain(Segment):
             def impl(self):
                 x = Source()
-                for _ in range(INLINE_DEPTH - 1):
+                for _ in range(LONG_SEGMENT - 1):
                     x = x >> Pass()
         Chain("chain")
     ir = run_until(p, "plan_code")
-    assert len(ir.segments["chain"].elements) == INLINE_DEPTH
+    assert len(ir.segments["chain"].elements) == LONG_SEGMENT
     assert not any(ir.element_plan(e).out_of_line for e in ir.segments["chain"].elements)
 
 
@@ -326,7 +327,7 @@ def test_main_reading_a_counter_leaves_its_element_the_only_writer(code, alone):
     ir = counting("plan_main_reads", main_code=code)
     [c] = counters(ir)
     assert ir.element_plan(c.name).alone == alone
-    source = "".join(f.text for f in generate(ir, [], []) if f.name.endswith(".c"))
+    source = "".join(f.text for f in generate(ir) if f.name.endswith(".c"))
     assert ("enum { floem_alone = 1 };" in source) == alone
 
 
@@ -361,5 +362,51 @@ def test_the_values_a_body_never_reads_are_planned_unused_and_cast_to_void():
     sink = next(n for n in ir.segments["chain"].elements if ir.node(n).cls_name == "Sink")
     assert ir.element_plan(sink).unused == ()                  # inp(): read, and thrown away
     assert "never reads inp_0, inp_1" in ir.dump()
-    c = next(f.text for f in generate(ir, [], []) if f.name.endswith(".c"))
+    c = next(f.text for f in generate(ir) if f.name.endswith(".c"))
     assert "(void)inp_1;" in c
+
+
+def long_chain(name: str, length: int, include_text: str = "") -> Program:
+    """A thread segment: a source and ``length`` elements passing its packets on."""
+    with Program(name) as p:
+        if include_text:
+            p.include(include_text)
+
+        class Chain(Segment):
+            def impl(self):
+                x = Source()
+                for _ in range(length):
+                    x = x >> Pass()
+        Chain("chain")
+    return p
+
+
+def test_a_large_process_is_compiled_in_units_that_call_each_other_across():
+    """A process of more than UNIT_ELEMENTS elements: translation units of at most that many
+    (a long segment in parts); an element called from another unit is marked so."""
+    ir = run_until(long_chain("plan_units", 2 * UNIT_ELEMENTS + 9), "plan_code")
+    units = ir.plan.processes["plan_units"].units
+    elements = ir.segments["chain"].elements
+    assert [len(u) for u in units] == [UNIT_ELEMENTS, UNIT_ELEMENTS, 10]
+    assert sum(units, ()) == elements
+    shared = [i for i, e in enumerate(elements) if ir.element_plan(e).shared]
+    assert shared == [UNIT_ELEMENTS, 2 * UNIT_ELEMENTS]
+    assert all(ir.element_plan(elements[i]).out_of_line for i in shared)
+    assert "3 translation units of 256, 256, 10 elements" in ir.dump()
+    assert "called from another unit" in ir.dump()
+
+
+def test_include_text_defining_data_keeps_one_unit():
+    """What floem.include defines once in a program (data it may write, a function with
+    external linkage) would be defined once per unit: such a program stays one unit; static
+    constant data and static or inline functions do not matter."""
+    harmless = ("static const int table[2] = {1, 2};\n"
+                "static inline int twice(int x) { return 2 * x; }\n"
+                "extern int elsewhere;\n")
+    ir = run_until(long_chain("plan_harmless", UNIT_ELEMENTS + 1, harmless), "plan_code")
+    assert len(ir.plan.processes["plan_harmless"].units) == 2
+    once = harmless + "static int seen;\nint helper(void) { return seen; }\n"
+    ir = run_until(long_chain("plan_once", UNIT_ELEMENTS + 1, once), "plan_code")
+    plan = ir.plan.processes["plan_once"]
+    assert len(plan.units) == 1 and plan.one_unit_for == ("seen", "helper")
+    assert "one translation unit: floem.include defines seen, helper" in ir.dump()

@@ -86,7 +86,7 @@ def test_unbounded_fields_share_the_default_room_beside_the_bounded() -> None:
     (entry,) = ir.entry_layouts.entries["q"]
     assert [(v.name, v.room) for v in entry.variable] == [("key", 40), ("val", 0)]
     assert entry.variable_room == DEFAULT_VARIABLE_BYTES + 40 + 2 * ALIGNMENT
-    c = next(f.text for f in generate(run_until(program(val=True), "plan_code"), [], [])
+    c = next(f.text for f in generate(run_until(program(val=True), "plan_code"))
              if f.name.endswith(".c"))
     assert f"sizeof(struct q_entry0) + {entry.variable_room}" in c
 

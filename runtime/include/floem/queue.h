@@ -4,12 +4,22 @@
  * `entry_size` bytes, in one contiguous 64-byte-aligned block with no pointers in it,
  * so several processes may map it at different addresses.
  *
- *   bytes   0- 63  configuration: size, entry_size (written by floem_queue_init), and
+ *   bytes   0- 63  configuration: size, entry_size, layout, batch (written by init), and
  *                  track_releases (0, or set once by the NIC's sync layer, below)
- *   bytes  64-127  producer side: enq_cursor, enqueued, dropped, full_spins
- *   bytes 128-191  consumer side: deq_cursor, dequeued, released
+ *   bytes  64-127  producer side: enq_cursor, enqueued, dropped, full_spins; the ring's
+ *                  published, room, enq_index, listed
+ *   bytes 128-191  consumer side: deq_cursor, dequeued, released; the ring's freed, ready,
+ *                  releases, deq_index
  *   bytes 192-255  guard line (keeps the consumer line and entry 0 out of one 128-byte pair)
  *   bytes 256-     entry[0] .. entry[size-1], each `entry_size` bytes (32 or a multiple of 64)
+ *
+ * An instance has one of two layouts, chosen per queue by the compiler (plan_code) and
+ * recorded by init: its entries' turns (floem_queue_init and the floem_enq_* / floem_deq_*
+ * calls, below), for queues the NIC reaches (the sync layer moves each entry with its turn
+ * by DMA) and for several producers or consumers; or the ring (floem_ring_init and the
+ * floem_ring_* calls, at the end of this file), for one producer and one consumer thread
+ * on the host, which moves each entry's line once per lap: its turns, written by both
+ * sides, move it twice.
  *
  * Every entry starts with an 8-byte header: a 32-bit status word (the turn), the
  * 16-bit channel and the 16-bit `used`: how much of the payload the producer wrote, in
@@ -82,6 +92,9 @@
 #define FLOEM_QUEUE_PREFETCH 64
 /* An entry's `used` when its producer wrote 0xffff or more 8-byte units: all of the entry. */
 #define FLOEM_QUEUE_USED_ALL 0xffffu
+/* An instance's layout (`layout` in its header). */
+#define FLOEM_QUEUE_TURNS 0u
+#define FLOEM_QUEUE_RING 1u
 
 typedef struct floem_queue floem_queue_t;
 typedef struct { uint64_t enqueued, dequeued, dropped, full_spins; } floem_queue_stats_t;
@@ -104,11 +117,21 @@ struct floem_queue {
     _Alignas(64) uint32_t size;      /* entries */
     uint32_t entry_size;             /* bytes per entry, header included */
     uint32_t track_releases;         /* nonzero: releases advance `released` (see above) */
-    _Alignas(64) uint64_t enq_cursor;
+    uint32_t layout;                 /* FLOEM_QUEUE_TURNS or FLOEM_QUEUE_RING (init writes it) */
+    uint32_t batch;                  /* ring: entries published or freed at once (init writes it) */
+    _Alignas(64) uint64_t enq_cursor;   /* ring: the next position to reserve */
     uint64_t enqueued, dropped, full_spins;
-    _Alignas(64) uint64_t deq_cursor;
+    uint64_t published;              /* ring: every position before it is published */
+    uint64_t room;                   /* ring, the producer's: positions before it are free */
+    uint32_t enq_index;              /* ring, the producer's: enq_cursor's place in the ring */
+    uint32_t listed;                 /* ring, the producer's: in its thread's pending list */
+    _Alignas(64) uint64_t deq_cursor;   /* ring: the next position to acquire */
     uint64_t dequeued;
     uint64_t released;               /* a struct floem_queue_released, compared-and-swapped whole */
+    uint64_t freed;                  /* ring: every position before it is released */
+    uint64_t ready;                  /* ring, the consumer's: positions before it are published */
+    uint64_t releases;               /* ring, the consumer's: positions before it are released */
+    uint32_t deq_index;              /* ring, the consumer's: deq_cursor's place in the ring */
     _Alignas(64) uint8_t guard[64];
 };
 
@@ -131,6 +154,8 @@ size_t floem_queue_bytes(uint32_t size, uint32_t entry_size);
 uint32_t floem_queue_entry_size(size_t payload);
 /* Record the configuration of a zero-filled (or already initialised) instance; see above. */
 void floem_queue_init(floem_queue_t *q, uint32_t size, uint32_t entry_size);
+/* The same for an instance of the ring layout. */
+void floem_ring_init(floem_queue_t *q, uint32_t size, uint32_t entry_size);
 /* A snapshot of the instance's counters. */
 void floem_queue_stats(const floem_queue_t *q, floem_queue_stats_t *out);
 /* One line of counters per instance: "floem: queue NAME[i] (process P): enqueued ...". */
@@ -325,6 +350,167 @@ static inline void floem_deq_release(floem_queue_t *q, void *payload)
         floem_queue_advance_released_(q);
         floem_count_resume();
     }
+}
+
+/* The ring layout: one producer thread and one consumer thread, both on the host.
+ *
+ * The entries have the same header (channel and used; the status word is left alone), but
+ * who owns an entry follows from two positions, each on its side's line: `published`
+ * (the producer's: every position before it holds a committed entry) and `freed` (the
+ * consumer's: every position before it was released). Each side keeps the other's last
+ * value it read (`room` = freed + size, `ready` = published) and reads the other's line
+ * again only when that runs out, so a line crosses between the cores once per batch, not
+ * once per entry, and the consumer never writes into an entry. Positions are 64-bit counts
+ * (they never wrap), `enq_index` and `deq_index` their places in the ring (no division).
+ *
+ * A producer publishes its commits `batch` at a time (a quarter of the ring, at most
+ * FLOEM_QUEUE_RING_BATCH), and whatever it holds back when its thread's turn ends
+ * (floem_queue_flush: a generated thread calls it after each turn, a callable segment when
+ * it returns, a thread waiting for room before it waits) or when it finds the ring full.
+ * A consumer frees its releases `batch` at a time, and all it holds back when it finds the
+ * ring empty. So a lossy producer may find a ring full that holds up to batch - 1 entries
+ * released but not yet freed. The producer commits each reservation before the next, and
+ * the consumer releases its entries in the order it acquired them (what generated code
+ * does). Counters: enqueued and dequeued are the positions; dropped and full_spins as above.
+ */
+
+/* A ring's batch: entries a producer publishes at once (at the latest when its thread's turn
+ * ends: floem_queue_flush) and a consumer frees at once (at the latest when it finds the
+ * instance empty): a quarter of its size, at most FLOEM_QUEUE_RING_BATCH. */
+#define FLOEM_QUEUE_RING_BATCH 32
+/* Instances one thread may have unpublished entries in at once; a commit to one more
+ * publishes at once. */
+#define FLOEM_QUEUE_PENDING 16
+
+/* The calling thread's ring instances with committed entries not yet published. */
+struct floem_queue_pending {
+    unsigned count;
+    floem_queue_t *instances[FLOEM_QUEUE_PENDING];
+};
+extern _Thread_local struct floem_queue_pending floem_queue_pending_;
+
+/* Publish every entry the calling thread committed to ring instances (out of line). */
+void floem_queue_flush_pending_(void);
+
+/* Publish the entries the calling thread committed to ring instances but has not published
+ * yet: the end of a thread's turn (floem_iteration_end), a wait for room (floem_full_wait),
+ * the return of a callable segment. Cheap when there are none. */
+static inline void floem_queue_flush(void)
+{
+    if (floem_queue_pending_.count != 0)
+        floem_queue_flush_pending_();
+}
+
+/* Make every committed entry of a ring instance visible to its consumer. */
+static inline void floem_ring_publish_(floem_queue_t *q)
+{
+    uint64_t end = __atomic_load_n(&q->enq_cursor, __ATOMIC_RELAXED);
+    if (__atomic_load_n(&q->published, __ATOMIC_RELAXED) != end)
+        __atomic_store_n(&q->published, end, __ATOMIC_RELEASE);
+}
+
+/* Make every released entry of a ring instance free for its producer. */
+static inline void floem_ring_free_(floem_queue_t *q)
+{
+    uint64_t end = q->releases;
+    if (__atomic_load_n(&q->freed, __ATOMIC_RELAXED) != end)
+        __atomic_store_n(&q->freed, end, __ATOMIC_RELEASE);
+}
+
+/* Remember that the calling thread has committed entries of ring instance `q` to publish at
+ * its next floem_queue_flush (at once when its list is full). */
+static inline void floem_ring_pend_(floem_queue_t *q)
+{
+    struct floem_queue_pending *p = &floem_queue_pending_;
+    if (p->count == FLOEM_QUEUE_PENDING) {
+        floem_ring_publish_(q);
+    } else {
+        p->instances[p->count++] = q;
+        q->listed = 1;
+    }
+}
+
+/* The next place in the ring. */
+static inline uint32_t floem_ring_next_(uint32_t index, uint32_t size)
+{
+    return index + 1 == size ? 0 : index + 1;
+}
+
+/* Payload of a free entry of a ring instance, or NULL when it is full (counted in
+ * full_spins; the producer's unpublished entries are published first, so that its consumer
+ * can make room). The previous reservation must have been committed. */
+static inline void *floem_ring_enq_reserve(floem_queue_t *q)
+{
+    uint64_t cursor = __atomic_load_n(&q->enq_cursor, __ATOMIC_RELAXED);
+    if (cursor == q->room) {
+        q->room = __atomic_load_n(&q->freed, __ATOMIC_ACQUIRE) + floem_queue_size_(q);
+        if (cursor == q->room) {
+            floem_queue_flush();
+            floem_ring_publish_(q);
+            floem_queue_count_private_(&q->full_spins);
+            return NULL;
+        }
+    }
+    uint32_t index = q->enq_index;
+    q->enq_index = floem_ring_next_(index, floem_queue_size_(q));
+    __atomic_store_n(&q->enq_cursor, cursor + 1, __ATOMIC_RELAXED);
+    return floem_queue_entry_(q, index) + 1;
+}
+
+/* Commit a reserved entry of a ring instance on `channel` (`bytes`: the payload written). It
+ * is published with the rest of its batch, or at floem_queue_flush. */
+static inline void floem_ring_enq_commit(floem_queue_t *q, void *payload, uint16_t channel,
+                                         size_t bytes)
+{
+    struct floem_queue_entry *e = (struct floem_queue_entry *)payload - 1;
+    e->channel = channel;
+    e->used = floem_queue_used(bytes);
+    uint64_t unpublished = __atomic_load_n(&q->enq_cursor, __ATOMIC_RELAXED) -
+                           __atomic_load_n(&q->published, __ATOMIC_RELAXED);
+    if (unpublished >= __atomic_load_n(&q->batch, __ATOMIC_RELAXED))
+        floem_ring_publish_(q);
+    else if (!q->listed)
+        floem_ring_pend_(q);
+}
+
+/* Count an entry of a ring instance dropped instead of enqueued. */
+static inline void floem_ring_enq_drop(floem_queue_t *q)
+{
+    floem_enq_drop(q);
+}
+
+/* Payload of the oldest published entry of a ring instance, or NULL when there is none;
+ * stores its channel in *channel unless channel is NULL. */
+static inline void *floem_ring_deq_acquire(floem_queue_t *q, uint16_t *channel)
+{
+    uint64_t cursor = __atomic_load_n(&q->deq_cursor, __ATOMIC_RELAXED);
+    if (cursor == q->ready) {
+        q->ready = __atomic_load_n(&q->published, __ATOMIC_ACQUIRE);
+        if (cursor == q->ready) {
+            floem_ring_free_(q);        /* the producer may be waiting for room */
+            return NULL;
+        }
+    }
+    uint32_t index = q->deq_index;
+    q->deq_index = floem_ring_next_(index, floem_queue_size_(q));
+    __atomic_store_n(&q->deq_cursor, cursor + 1, __ATOMIC_RELAXED);
+    struct floem_queue_entry *e = floem_queue_entry_(q, index);
+    if (channel != NULL)
+        *channel = e->channel;
+    return e + 1;
+}
+
+/* Give the oldest acquired entry of a ring instance back to its producer (the consumer
+ * releases its entries in the order it acquired them). It is free for the producer with the
+ * rest of its batch, or when the consumer finds the instance empty. */
+static inline void floem_ring_deq_release(floem_queue_t *q, void *payload)
+{
+    (void)payload;
+    uint64_t releases = q->releases + 1;
+    q->releases = releases;
+    if (releases - __atomic_load_n(&q->freed, __ATOMIC_RELAXED) >=
+        __atomic_load_n(&q->batch, __ATOMIC_RELAXED))
+        floem_ring_free_(q);
 }
 
 #endif

@@ -15,27 +15,6 @@
 #define FLOEM_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define FLOEM_ALIGN8(n) (((size_t)(n) + 7) & ~(size_t)7)
 
-/* Memory shared by every process of the program (identical layout in each); on the NIC,
- * these pointers hold host (bus) addresses, reachable only through DMA. */
-static void *floem_shared;
-static size_t floem_shared_bytes;
-static floem_queue_t *to_nic_inst[1];
-static size_t to_nic_payload;
-static floem_queue_t *to_host_inst[1];
-static size_t to_host_payload;
-
-
-/* NIC memory: state only NIC elements use, NIC-to-NIC queues, shadows of host queues. */
-static void *floem_nic_memory;
-static size_t floem_nic_bytes;
-static floem_sync_t *to_nic_sync[1];
-static floem_sync_t *to_host_sync[1];
-
-static floem_sync_t **const floem_shadows[] = { to_nic_sync, to_host_sync, NULL };
-static const int floem_shadow_counts[] = { 1, 1, 0 };
-static _Thread_local struct { floem_sync_t *q; void *entry; } to_nic_held;
-static uint64_t to_host_bad_qid;
-
 /* to_nic channel 0 carries a, b, c, d. */
 struct to_nic_entry0 {
     uint8_t a;
@@ -60,6 +39,26 @@ static inline void floem_wire_Packet(Packet *s)
     s->c = floem_wire(s->c);
     s->d = floem_wire(s->d);
 }
+
+/* Memory shared by every process of the program (identical layout in each); on the NIC,
+ * these pointers hold host (bus) addresses, reachable only through DMA. */
+static void *floem_shared;
+static size_t floem_shared_bytes;
+static floem_queue_t *to_nic_inst[1];
+static size_t to_nic_payload;
+static floem_queue_t *to_host_inst[1];
+static size_t to_host_payload;
+
+
+/* NIC memory: state only NIC elements use, NIC-to-NIC queues, shadows of host queues. */
+static void *floem_nic_memory;
+static size_t floem_nic_bytes;
+static floem_sync_t *to_nic_sync[1];
+static floem_sync_t *to_host_sync[1];
+static floem_sync_t **const floem_shadows[] = { to_nic_sync, to_host_sync, NULL };
+static const int floem_shadow_counts[] = { 1, 1, 0 };
+static _Thread_local struct { floem_sync_t *q; void *entry; } to_nic_held;
+static uint64_t to_host_bad_qid;
 
 /* Packet counters of the elements (floem/counters.h), laid out as this text says. */
 static uint64_t *floem_counters;
@@ -199,7 +198,7 @@ static void Transform0(Packet *state)
 #line 42 "<repo>/tests/programs/nic_roundtrip.py"
             { Transform0_out(state); }
 
-#line 203 "nic.c"
+#line 202 "nic.c"
 }
 
 /* element to_nic_release: QueueRelease, nic_roundtrip.py:58 */

@@ -12,17 +12,6 @@
 #define FLOEM_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define FLOEM_ALIGN8(n) (((size_t)(n) + 7) & ~(size_t)7)
 
-/* Memory shared by every process of the program (identical layout in each). */
-static void *floem_shared;
-static size_t floem_shared_bytes;
-static floem_queue_t *to_nic_inst[1];
-static size_t to_nic_payload;
-static floem_queue_t *to_host_inst[1];
-static size_t to_host_payload;
-
-static uint64_t to_nic_bad_qid;
-static _Thread_local struct { floem_queue_t *q; void *entry; } to_host_held;
-
 /* to_nic channel 0 carries a, b, c, d. */
 struct to_nic_entry0 {
     uint8_t a;
@@ -38,6 +27,17 @@ struct to_host_entry0 {
     uint32_t c;
     int64_t d;
 } __attribute__((packed));
+
+/* Memory shared by every process of the program (identical layout in each). */
+static void *floem_shared;
+static size_t floem_shared_bytes;
+static floem_queue_t *to_nic_inst[1];
+static size_t to_nic_payload;
+static floem_queue_t *to_host_inst[1];
+static size_t to_host_payload;
+
+static uint64_t to_nic_bad_qid;
+static _Thread_local struct { floem_queue_t *q; void *entry; } to_host_held;
 
 /* Packet counters of the elements (floem/counters.h), laid out as this text says. */
 static uint64_t *floem_counters;

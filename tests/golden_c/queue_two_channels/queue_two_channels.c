@@ -12,16 +12,6 @@
 #define FLOEM_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define FLOEM_ALIGN8(n) (((size_t)(n) + 7) & ~(size_t)7)
 
-/* Memory shared by every process of the program (identical layout in each). */
-static void *floem_shared;
-static size_t floem_shared_bytes;
-static Done *done_state;
-static floem_queue_t *requests_inst[1];
-static size_t requests_payload;
-
-static uint64_t requests_bad_qid;
-static _Thread_local struct { floem_queue_t *q; void *entry; } requests_held;
-
 /* requests channel 0 carries key. */
 struct requests_entry0 {
     int key;
@@ -32,6 +22,16 @@ struct requests_entry1 {
     int key;
     int val;
 } __attribute__((packed));
+
+/* Memory shared by every process of the program (identical layout in each). */
+static void *floem_shared;
+static size_t floem_shared_bytes;
+static Done *done_state;
+static floem_queue_t *requests_inst[1];
+static size_t requests_payload;
+
+static uint64_t requests_bad_qid;
+static _Thread_local struct { floem_queue_t *q; void *entry; } requests_held;
 
 /* Packet counters of the elements (floem/counters.h), laid out as this text says. */
 static uint64_t *floem_counters;
