@@ -7,19 +7,24 @@
  * it); each frame is checked like CheckUDP (../codegen_overhead/hand.h, counting passed and
  * dropped frames and drops by reason), swapped and sent back; invalid frames are freed.
  *
- * Usage: echo_dpdk EAL-ARGUMENTS (e.g. --no-huge --no-pci -m 256 --vdev=net_pcap0,...).
- * Prints "echo_dpdk: port 0 started" on stderr once it serves, runs until SIGINT or SIGTERM,
- * then prints "echo_dpdk: rx N, tx N, dropped N, unsent N" there; fails if a frame it passed
- * was neither sent nor counted unsent.
+ * Usage: echo_dpdk EAL-ARGUMENTS (e.g. --no-huge --no-pci -m 256 -l 0,1 --vdev=net_pcap0,...).
+ * The loop runs on the first worker lcore (-l MAIN,WORKER), as testpmd's forwarding does, so
+ * its thread does nothing but the echo; without a worker it runs on the main lcore. Prints
+ * "echo_dpdk: port 0 started" on stderr once it serves, runs until SIGINT or SIGTERM, then
+ * prints "echo_dpdk: rx N, tx N, dropped N, unsent N" there; fails if a frame it passed was
+ * neither sent nor counted unsent.
  */
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
 #include <rte_mbuf.h>
 
 #include "hand.h"
@@ -70,20 +75,11 @@ static void start_port(uint16_t port)
         fail("rte_eth_dev_start", -err);
 }
 
-int main(int argc, char **argv)
+static uint64_t rx, tx, unsent, passed, dropped, reasons[V_VERDICTS];
+
+static int echo(void *arg)
 {
-    if (rte_eal_init(argc, argv) < 0)
-        fail("rte_eal_init", rte_errno);
-    if (rte_eth_dev_count_avail() == 0) {
-        fprintf(stderr, "echo_dpdk: no port (give EAL a --vdev)\n");
-        return 1;
-    }
-    uint16_t port = 0;
-    start_port(port);
-    signal(SIGINT, on_stop);
-    signal(SIGTERM, on_stop);
-    fprintf(stderr, "echo_dpdk: port %u started\n", port);
-    uint64_t rx = 0, tx = 0, unsent = 0, passed = 0, dropped = 0, reasons[V_VERDICTS] = {0};
+    uint16_t port = *(const uint16_t *)arg;
     struct rte_mbuf *in[BURST], *out[BURST];
     while (!stop) {
         uint16_t n = rte_eth_rx_burst(port, 0, in, BURST);
@@ -110,6 +106,33 @@ int main(int argc, char **argv)
             unsent += k - sent;
             rte_pktmbuf_free_bulk(out + sent, k - sent);
         }
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (rte_eal_init(argc, argv) < 0)
+        fail("rte_eal_init", rte_errno);
+    if (rte_eth_dev_count_avail() == 0) {
+        fprintf(stderr, "echo_dpdk: no port (give EAL a --vdev)\n");
+        return 1;
+    }
+    uint16_t port = 0;
+    start_port(port);
+    signal(SIGINT, on_stop);
+    signal(SIGTERM, on_stop);
+    fprintf(stderr, "echo_dpdk: port %u started\n", port);
+    unsigned worker = rte_get_next_lcore(-1, 1, 0);
+    if (worker < RTE_MAX_LCORE) {
+        int err = rte_eal_remote_launch(echo, &port, worker);
+        if (err != 0)
+            fail("rte_eal_remote_launch", -err);
+        while (!stop)                   /* asleep: rte_eal_mp_wait_lcore would spin */
+            usleep(10000);
+        rte_eal_mp_wait_lcore();
+    } else {
+        echo(&port);
     }
     fprintf(stderr, "echo_dpdk: rx %" PRIu64 ", tx %" PRIu64 ", dropped %" PRIu64
             ", unsent %" PRIu64 "\n", rx, tx, dropped, unsent);
