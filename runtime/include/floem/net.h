@@ -1,11 +1,14 @@
 /* Floem packet I/O: the runtime under FromNet / ToNet / NetAlloc / NetFree.
  *
  * One backend is compiled in, chosen at build time with `--net` (the build
- * defines FLOEM_NET_UDP, FLOEM_NET_PCAP or FLOEM_NET_DPDK); its run-time
- * settings come from the environment, which `floem run` fills:
- *   FLOEM_NET_PORT   udp: the UDP port to serve (default 9000)
+ * defines FLOEM_NET_UDP, FLOEM_NET_PCAP, FLOEM_NET_DPDK or FLOEM_NET_XDP); its
+ * run-time settings come from the environment, which `floem run` fills:
+ *   FLOEM_NET_PORT   udp, xdp: the UDP port to serve (default 9000)
  *   FLOEM_NET_ADDR   udp: the IPv4 address it is served on (default 127.0.0.1;
- *                    0.0.0.0: every address of the host)
+ *                    0.0.0.0: every address of the host); xdp: the only
+ *                    destination address served (default: any)
+ *   FLOEM_XDP_IFACE  xdp: the network interface whose frames to the port the
+ *                    program reads from AF_XDP sockets
  *   FLOEM_PCAP_IN    pcap: the capture to replay (pcap or pcapng, Ethernet link type)
  *   FLOEM_PCAP_OUT   pcap: where transmitted frames are written (classic pcap)
  *   FLOEM_PCAP_LOOP  pcap: how many times to replay the capture (0: until stopped; default 1)
@@ -24,9 +27,9 @@
  * NIC process when the elements are in NIC segments.
  *
  * The backends live in runtime/src/net.c (what all share) and net_udp.c,
- * net_pcap.c, net_dpdk.c (each compiled to nothing unless chosen); their
- * header comments give each backend's details. The udp and pcap backends keep
- * frames in 2048-byte buffers: a larger record of a capture is dropped and
+ * net_pcap.c, net_dpdk.c, net_xdp.c (each compiled to nothing unless chosen);
+ * their header comments give each backend's details. The udp, pcap and xdp
+ * backends keep frames in 2048-byte buffers: a larger record of a capture is dropped and
  * counted; a larger datagram arrives cut, its first bytes in the buffer and its
  * IPv4 and UDP lengths the whole datagram's (as a capture's snapshot length cuts
  * a frame), so that checking its lengths finds it cut. Every function may be
@@ -141,13 +144,24 @@ extern _Thread_local floem_net_staged_t floem_net_staged;
  * outside a receive burst (the frame by value: the caller's stays in registers). */
 void floem_net_tx_staging(unsigned queue, void *data, uint32_t len, void *buffer);
 
+/* The thread's staging is never NULL: no null check of its address (at -O1, GCC 12 compiles
+ * the one -fsanitize=null makes of a thread-local's address after a call into a test of
+ * stale flags, and reports NULL; its no_sanitize("null") does not reach inlined code). */
+#if defined(__clang__)
+#define FLOEM_NET_STAGED_ACCESS __attribute__((no_sanitize("null")))
+#else
+#define FLOEM_NET_STAGED_ACCESS __attribute__((no_sanitize_undefined))
+#endif
+
 /* Frame `i` of a receive burst (`frames`, as floem_net_rx filled it) as a packet; the thread
  * handles it now: the first frame it sends before taking the next goes out in the i-th place
  * of the burst's transmit burst, inline. A receive loop takes each frame once, in order
  * (floem_net_packet gives the packet without that). */
+FLOEM_NET_STAGED_ACCESS
 static inline floem_packet_t floem_net_take(const floem_net_frame_t *frames, unsigned i)
 {
-    floem_net_staged.slot = i;
+    floem_net_staged_t *s = &floem_net_staged;
+    s->slot = i;
     return floem_net_packet(frames[i]);
 }
 
@@ -156,6 +170,7 @@ static inline floem_packet_t floem_net_take(const floem_net_frame_t *frames, uns
  * backend's again. The first frame sent while handling a received frame is put in that
  * frame's slot here, without a call: what a DPDK program's loop does with its transmit
  * array. */
+FLOEM_NET_STAGED_ACCESS
 static inline void floem_net_tx(unsigned queue, floem_packet_t *pkt)
 {
     floem_net_staged_t *s = &floem_net_staged;
