@@ -62,7 +62,7 @@ class FromNet(Element):
             unsigned n = floem_net_rx(queue, frames, {self.batch});
             output multiple;
             for (unsigned i = 0; i < n; i++) {{
-                floem_packet_t pkt = floem_net_take(frames, i);
+                floem_packet_t pkt = floem_net_packet(frames[i]);
                 out(pkt.len, (uint8_t *)pkt.data, pkt.buffer);
             }}
             floem_net_flush(queue);

@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <rte_eal.h>
@@ -75,38 +76,44 @@ static void start_port(uint16_t port)
         fail("rte_eth_dev_start", -err);
 }
 
+/* What the loop counted, published when it ends (it counts in locals, as a DPDK program's
+ * loop does). */
 static uint64_t rx, tx, unsent, passed, dropped, reasons[V_VERDICTS];
 
 static int echo(void *arg)
 {
     uint16_t port = *(const uint16_t *)arg;
+    uint64_t n_rx = 0, n_tx = 0, n_unsent = 0, n_passed = 0, n_dropped = 0;
+    uint64_t n_reasons[V_VERDICTS] = {0};
     struct rte_mbuf *in[BURST], *out[BURST];
     while (!stop) {
         uint16_t n = rte_eth_rx_burst(port, 0, in, BURST);
         if (n == 0)
             continue;
-        rx += n;
+        n_rx += n;
         uint16_t k = 0;
         for (uint16_t i = 0; i < n; i++) {
             uint8_t *f = rte_pktmbuf_mtod(in[i], uint8_t *);
             unsigned v = udp_verdict(f, in[i]->data_len);
             if (likely(v == V_OK)) {
-                passed++;
+                n_passed++;
                 udp_swap(f);
                 out[k++] = in[i];
             } else {
-                dropped++;
-                reasons[v]++;
+                n_dropped++;
+                n_reasons[v]++;
                 rte_pktmbuf_free(in[i]);
             }
         }
         uint16_t sent = rte_eth_tx_burst(port, 0, out, k);
-        tx += sent;
+        n_tx += sent;
         if (unlikely(sent < k)) {
-            unsent += k - sent;
+            n_unsent += k - sent;
             rte_pktmbuf_free_bulk(out + sent, k - sent);
         }
     }
+    rx = n_rx, tx = n_tx, unsent = n_unsent, passed = n_passed, dropped = n_dropped;
+    memcpy(reasons, n_reasons, sizeof reasons);
     return 0;
 }
 

@@ -145,7 +145,12 @@ def run_until_stopped(cmd, duration, env=None):
     cpu_s = measure(p, duration)
     if cpu_s is not None:
         p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=60)
+    try:
+        out, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        sys.exit(f"run.py: {' '.join(cmd)} did not stop within 60 s of SIGINT:\n{out}{err}")
     if p.returncode != 0 or cpu_s is None:
         sys.exit(f"run.py: {' '.join(cmd)} failed (status {p.returncode}):\n{out}{err}")
     return err, cpu_s

@@ -1,14 +1,14 @@
 /* Packet I/O common to every backend: the floem/net.h API over floem/net_backend.h.
  *
  * Compiled only when the build chose a backend (FLOEM_NET_UDP, FLOEM_NET_PCAP,
- * FLOEM_NET_DPDK or FLOEM_NET_XDP). Thread i uses queue i % floem_net_queues(); when threads
- * outnumber queues, a queue's lock serialises its receive bursts and sends.
+ * FLOEM_NET_DPDK or FLOEM_NET_XDP). Thread i uses queue i % floem_net_queues();
+ * when threads outnumber queues, a queue's lock serialises its receive bursts and
+ * sends.
  * Transmitted frames are staged per thread: inside a receive burst (between
  * floem_net_rx and floem_net_flush, as FromNet does) they go out together at the
- * flush or every FLOEM_NET_TX_BURST frames, in the order they were sent (each received
- * frame's slot, filled inline by floem_net_tx, and the frames gathered behind them:
- * floem/net.h); outside one (ToNet in a segment fed by a queue) each goes out at once,
- * so no frame waits for a flush that never comes.
+ * flush or every FLOEM_NET_TX_BURST frames; outside one (ToNet in a segment fed
+ * by a queue) each goes out at once, so no frame waits for a flush that never
+ * comes.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -36,7 +36,7 @@ uint64_t floem_net_alloc_failed;
 static uint64_t freed;
 static unsigned n_queues;
 
-_Thread_local floem_net_staged_t floem_net_staged = {.taken = UINT_MAX, .slot = FLOEM_NET_NO_SLOT};
+_Thread_local floem_net_staged_t floem_net_staged = {.taken = UINT_MAX};
 
 static void lock(unsigned q)
 {
@@ -101,7 +101,7 @@ void floem_net_finalize(void)
 {
     if (n_queues == 0)
         return;
-    if (floem_net_staged.in_burst || floem_net_staged.n > 0)
+    if (floem_net_staged.n > 0)
         floem_net_flush(floem_net_staged.queue);
     if (getenv("FLOEM_REPORT") != NULL)
         floem_net_report();
@@ -114,58 +114,11 @@ unsigned floem_net_queues(void)
     return n_queues > 0 ? n_queues : 1;
 }
 
-static void send_staged(void)
-{
-    floem_net_staged_t *s = &floem_net_staged;
-    floem_count_pause();
-    lock(s->queue);
-    floem_backend_send(s->queue, s->frames, s->n);
-    unlock(s->queue);
-    floem_count_resume();
-    floem_thread_sent += s->n;
-    s->n = 0;
-}
-
-/* Close the receive burst's slots below `end` (at most its slot count): the filled ones
- * join the gathered frames, in order. */
-static void gather(floem_net_staged_t *s, unsigned end)
-{
-    unsigned n = s->n;
-    for (unsigned i = s->next; i < end; i++) {
-        s->frames[n] = s->frames[i];    /* n <= i: a gathered place or a closed slot */
-        n += s->used[i];
-        s->used[i] = true;
-    }
-    s->n = n;
-    if (end > s->next)
-        s->next = end;
-}
-
-/* Open a receive burst of `n` frames on `queue`: a slot for each of the first
- * FLOEM_NET_TX_BURST, the others closed. */
-static void open_burst(floem_net_staged_t *s, unsigned queue, unsigned n)
-{
-    unsigned slots = n < FLOEM_NET_TX_BURST ? n : FLOEM_NET_TX_BURST;
-    s->in_burst = true;
-    s->queue = queue;
-    s->slots = slots;
-    s->next = 0;
-    s->slot = FLOEM_NET_NO_SLOT;
-    memset(s->used, 0, slots);
-    memset(s->used + slots, 1, FLOEM_NET_TX_BURST - slots);
-}
-
 unsigned floem_net_rx(unsigned queue, floem_net_frame_t *frames, unsigned max)
 {
-    floem_net_staged_t *s = &floem_net_staged;
-    if (s->in_burst)                    /* a second receive without a flush: a new burst */
-        gather(s, s->slots);
-    if (s->n > 0)
-        send_staged();
-    if (n_queues == 0) {
-        open_burst(s, 0, 0);
+    floem_net_staged.in_burst = true;
+    if (n_queues == 0)
         return 0;
-    }
     queue %= n_queues;
     unsigned n = 0;
     floem_count_pause();                /* packet I/O: the NIC's hardware, not its cores */
@@ -181,13 +134,24 @@ unsigned floem_net_rx(unsigned queue, floem_net_frame_t *frames, unsigned max)
     unlock(queue);
     floem_count_resume();
     floem_thread_received += n;
-    open_burst(s, queue, n);
     return n;
 }
 
 bool floem_net_rx_done(void)
 {
     return n_queues > 0 && floem_backend_rx_done();
+}
+
+static void send_staged(void)
+{
+    floem_net_staged_t *s = &floem_net_staged;
+    floem_count_pause();
+    lock(s->queue);
+    floem_backend_send(s->queue, s->frames, s->n);
+    unlock(s->queue);
+    floem_count_resume();
+    floem_thread_sent += s->n;
+    s->n = 0;
 }
 
 void floem_net_tx_staging(unsigned queue, void *data, uint32_t len, void *buffer)
@@ -198,7 +162,7 @@ void floem_net_tx_staging(unsigned queue, void *data, uint32_t len, void *buffer
         floem_net_free(&pkt);
         return;
     }
-    unsigned caller = queue;
+    unsigned taken = queue;
     if (queue >= n_queues)          /* callers pass a queue they reduced already: no division */
         queue %= n_queues;
     floem_net_frame_t frame;
@@ -208,47 +172,23 @@ void floem_net_tx_staging(unsigned queue, void *data, uint32_t len, void *buffer
         unlock(queue);
         return;
     }
-    if (!s->in_burst) {             /* at once: no flush may come */
-        s->queue = queue;
-        s->frames[s->n++] = frame;
+    if (s->n > 0 && (s->queue != queue || s->n == FLOEM_NET_TX_BURST))
         send_staged();
-        return;
-    }
-    unsigned i = s->slot;
-    if (queue == s->queue && i < FLOEM_NET_TX_BURST && !s->used[i]) {
-        s->frames[i] = frame;       /* the handled frame's slot; the next ones inline */
-        s->used[i] = true;
-        s->taken = caller;
-        return;
-    }
-    gather(s, i < s->slots ? i + 1 : s->slots);     /* the slots filled so far go first */
-    if (queue != s->queue) {        /* another queue: after them, alone */
-        unsigned burst_queue = s->queue;
-        if (s->n > 0)
-            send_staged();
-        s->queue = queue;
-        s->frames[s->n++] = frame;
-        send_staged();
-        s->queue = burst_queue;
-        return;
-    }
-    if (s->n == FLOEM_NET_TX_BURST || (s->n == s->next && s->next < s->slots))
-        send_staged();              /* no place left before the open slots */
+    s->queue = queue;
     s->frames[s->n++] = frame;
+    if (s->in_burst)
+        s->taken = taken;           /* the burst's next frames for it: floem_net_tx, inline */
+    else
+        send_staged();
 }
 
 void floem_net_flush(unsigned queue)
 {
-    floem_net_staged_t *s = &floem_net_staged;
     (void)queue;
-    if (s->in_burst)
-        gather(s, s->slots);
-    if (s->n > 0)
+    if (floem_net_staged.n > 0)
         send_staged();
-    s->in_burst = false;
-    s->taken = UINT_MAX;
-    s->slot = FLOEM_NET_NO_SLOT;
-    s->slots = s->next = 0;
+    floem_net_staged.in_burst = false;
+    floem_net_staged.taken = UINT_MAX;
 }
 
 bool floem_net_alloc(uint32_t len, floem_packet_t *pkt)

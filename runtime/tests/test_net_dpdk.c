@@ -9,7 +9,7 @@
  *                          frames sent on every queue come back intact, in order,
  *                          also after moving `data` and shrinking `len`, also sent
  *                          back within the burst that received them, in the order they
- *                          were sent (floem_net_take's slots); chained mbufs
+ *                          were sent; chained mbufs
  *                          and frames outside their mbuf are dropped; allocation limits.
  *   test_net_dpdk client N port = the client end of a net_memif pair whose server
  *                          is the echo example: N Ethernet/IPv4/UDP frames go out,
@@ -102,10 +102,10 @@ static void send_filled(unsigned q, uint32_t len, uint8_t id)
     floem_net_tx(q, &p);
 }
 
-/* What FromNet does with floem_net_take: the frames sent while handling a receive burst go
- * out in the order they were sent, whether each is the handled frame's first (in its slot:
- * inline when unchanged, re-pointed when moved), a second one, a frame allocated or held from
- * an earlier frame, with frames given back (their slots left empty) in between. */
+/* The frames sent while handling a receive burst go out in the order they were sent, whether
+ * each is the handled frame itself (staged inline when unchanged, re-pointed when moved), a
+ * second one, a frame allocated or held from an earlier frame, with frames given back in
+ * between. */
 static void test_send_order(unsigned q)
 {
     enum { FRAMES = 12 };
@@ -121,7 +121,7 @@ static void test_send_order(unsigned q)
     unsigned sent = 0;
     floem_packet_t held = {0}, extra;
     for (unsigned k = 0; k < n; k++) {
-        floem_packet_t pkt = floem_net_take(frames, k);
+        floem_packet_t pkt = floem_net_packet(frames[k]);
         CHECK(pkt.len == 64 + k && ((uint8_t *)pkt.data)[0] == k);
         if (k == 3) {                                   /* held: sent while handling frame 5 */
             held = pkt;

@@ -95,7 +95,7 @@ static unsigned answer(uint16_t port, bool *seen)
     floem_net_frame_t frames[8];
     unsigned n = floem_net_rx(0, frames, 8);
     for (unsigned i = 0; i < n; i++, k++) {
-        floem_packet_t pkt = floem_net_take(frames, i);
+        floem_packet_t pkt = floem_net_packet(frames[i]);
         size_t payload = check_frame(&pkt, port);
         for (size_t s = 0; s < N_SIZES; s++)
             if (sizes[s] == payload && !seen[s]) {

@@ -29,10 +29,10 @@
  * The backends live in runtime/src/net.c (what all share) and net_udp.c,
  * net_pcap.c, net_dpdk.c, net_xdp.c (each compiled to nothing unless chosen);
  * their header comments give each backend's details. The udp, pcap and xdp
- * backends keep frames in 2048-byte buffers: a larger record of a capture is dropped and
- * counted; a larger datagram arrives cut, its first bytes in the buffer and its
- * IPv4 and UDP lengths the whole datagram's (as a capture's snapshot length cuts
- * a frame), so that checking its lengths finds it cut. Every function may be
+ * backends keep frames in 2048-byte buffers: a larger record of a capture is
+ * dropped and counted; a larger datagram arrives cut, its first bytes in the
+ * buffer and its IPv4 and UDP lengths the whole datagram's (as a capture's
+ * snapshot length cuts a frame), so that checking its lengths finds it cut. Every function may be
  * called from any segment thread.
  *
  * On DPDK the hot path is inline, as DPDK's own burst calls are: a receive burst
@@ -106,78 +106,40 @@ void floem_net_init(void);
 void floem_net_finalize(void);
 /* Receive queues usable by threads (RSS where the port supports it; thread i uses queue i % n). */
 unsigned floem_net_queues(void);
-/* Receive up to `max` frames from `queue` without blocking; returns how many, and opens a
- * receive burst that floem_net_flush closes. Each frame's packet is floem_net_take(frames, i)
- * (or floem_net_packet(frames[i])). */
+/* Receive up to `max` frames from `queue` without blocking; returns how many. Each frame's
+ * packet is floem_net_packet(frames[i]). */
 unsigned floem_net_rx(unsigned queue, floem_net_frame_t *frames, unsigned max);
 /* True once a finite input (a pcap file) has been fully delivered. */
 bool floem_net_rx_done(void);
 /* Frames a thread stages before floem_net_tx sends them without waiting for a flush. */
 #define FLOEM_NET_TX_BURST 32
-/* floem_net_staged.slot when the thread handles no received frame. */
-#define FLOEM_NET_NO_SLOT 0xffffffffu
 
 /* The calling thread's frames waiting to be sent, all for one queue (net.c keeps it; the
- * inline functions below only read and fill it). Inside a receive burst the transmit burst
- * has a slot for each received frame, in order (the first FLOEM_NET_TX_BURST of them): the
- * first frame sent while the thread handles received frame i (after floem_net_take(frames,
- * i)) takes slot i, inline, so that no count of staged frames is read and written again for
- * every frame (a chain of memory accesses from one frame to the next that would bound a
- * burst's speed). Any other frame takes floem_net_tx_staging, which gathers the slots filled
- * so far in front of it, so frames go out in the order they were sent.
- *
- *   taken       the queue number a caller of floem_net_tx passed that maps to `queue` while
- *               a receive burst is open (UINT_MAX outside one)
- *   slot        the received frame the thread handles (FLOEM_NET_NO_SLOT: none)
- *   used[i]     slot i is filled, or closed to the inline path
- *   frames      [0, n): gathered frames, in order; [next, slots): the burst's open slots
- */
+ * inline floem_net_tx below only appends to it). `taken` is the queue number a caller of
+ * floem_net_tx passed that maps to `queue` while a receive burst is open (UINT_MAX outside
+ * one): frames for it are appended inline while there is room, and any other frame takes
+ * floem_net_tx_staging. */
 typedef struct {
-    unsigned taken, queue, slot, n, next, slots;
+    unsigned taken, queue, n;
     bool in_burst;
-    bool used[FLOEM_NET_TX_BURST];
     floem_net_frame_t frames[FLOEM_NET_TX_BURST];
 } floem_net_staged_t;
 extern _Thread_local floem_net_staged_t floem_net_staged;
-/* floem_net_tx's way for the first frame of a burst, a second frame sent while handling one
- * received frame, another queue, a frame an element moved or resized (DPDK), and frames sent
- * outside a receive burst (the frame by value: the caller's stays in registers). */
+/* floem_net_tx's way for the first frame of a burst, a full burst, another queue, a frame
+ * an element moved or resized (DPDK), and frames sent outside a receive burst (the frame
+ * by value: the caller's stays in registers). */
 void floem_net_tx_staging(unsigned queue, void *data, uint32_t len, void *buffer);
-
-/* The thread's staging is never NULL: no null check of its address (at -O1, GCC 12 compiles
- * the one -fsanitize=null makes of a thread-local's address after a call into a test of
- * stale flags, and reports NULL; its no_sanitize("null") does not reach inlined code). */
-#if defined(__clang__)
-#define FLOEM_NET_STAGED_ACCESS __attribute__((no_sanitize("null")))
-#else
-#define FLOEM_NET_STAGED_ACCESS __attribute__((no_sanitize_undefined))
-#endif
-
-/* Frame `i` of a receive burst (`frames`, as floem_net_rx filled it) as a packet; the thread
- * handles it now: the first frame it sends before taking the next goes out in the i-th place
- * of the burst's transmit burst, inline. A receive loop takes each frame once, in order
- * (floem_net_packet gives the packet without that). */
-FLOEM_NET_STAGED_ACCESS
-static inline floem_packet_t floem_net_take(const floem_net_frame_t *frames, unsigned i)
-{
-    floem_net_staged_t *s = &floem_net_staged;
-    s->slot = i;
-    return floem_net_packet(frames[i]);
-}
 
 /* Queue a frame for transmission on `queue` (a queue past the last is taken modulo the
  * queue count, so a thread may pass its index, as for receiving); the frame's buffer is the
- * backend's again. The first frame sent while handling a received frame is put in that
- * frame's slot here, without a call: what a DPDK program's loop does with its transmit
- * array. */
-FLOEM_NET_STAGED_ACCESS
+ * backend's again. Inside a receive burst a frame is appended to the thread's burst here,
+ * without a call: what a DPDK program's loop does with its transmit array. */
 static inline void floem_net_tx(unsigned queue, floem_packet_t *pkt)
 {
     floem_net_staged_t *s = &floem_net_staged;
-    unsigned i = s->slot;
-    if (__builtin_expect(queue == s->taken && i < FLOEM_NET_TX_BURST && !s->used[i] &&
-                         floem_net_frame_as_is(pkt, &s->frames[i]), 1)) {
-        s->used[i] = true;
+    if (__builtin_expect(queue == s->taken && s->n < FLOEM_NET_TX_BURST &&
+                         floem_net_frame_as_is(pkt, &s->frames[s->n]), 1)) {
+        s->n++;
         return;
     }
     floem_net_tx_staging(queue, pkt->data, pkt->len, pkt->buffer);

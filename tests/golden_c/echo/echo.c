@@ -110,7 +110,7 @@ static void FromNet0(void *state)
             unsigned n = floem_net_rx(queue, frames, 32);
              
             for (unsigned i = 0; i < n; i++) {
-                floem_packet_t pkt = floem_net_take(frames, i);
+                floem_packet_t pkt = floem_net_packet(frames[i]);
                 FromNet0_out(state, pkt.len, (uint8_t *)pkt.data, pkt.buffer);
             }
             floem_net_flush(queue);
