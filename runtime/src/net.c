@@ -25,6 +25,7 @@
 #include "floem/net_backend.h"
 #include "floem/runtime.h"
 
+#include <arpa/inet.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -60,6 +61,27 @@ void floem_net_fail(const char *fmt, ...)
     fputc('\n', stderr);
     va_end(ap);
     exit(1);
+}
+
+uint16_t floem_net_setting_port(void)
+{
+    const char *s = getenv("FLOEM_NET_PORT");
+    if (s == NULL || s[0] == '\0')
+        return FLOEM_NET_DEFAULT_PORT;
+    char *end;
+    long p = strtol(s, &end, 10);
+    if (*end != '\0' || p < 1 || p > 65535)
+        floem_net_fail("FLOEM_NET_PORT=%s is not a UDP port", s);
+    return (uint16_t)p;
+}
+
+uint32_t floem_net_setting_addr(uint32_t fallback)
+{
+    const char *s = getenv("FLOEM_NET_ADDR");
+    struct in_addr a = {fallback};
+    if (s != NULL && s[0] != '\0' && inet_pton(AF_INET, s, &a) != 1)
+        floem_net_fail("FLOEM_NET_ADDR=%s is not an IPv4 address", s);
+    return a.s_addr;
 }
 
 static unsigned queues_wanted(void)

@@ -50,7 +50,6 @@
 
 const char floem_backend_name[] = "xdp";
 
-#define DEFAULT_PORT 9000
 /* Descriptors in each ring of a socket (fill, completion, receive, transmit). */
 #define RING_SIZE 1024
 /* Bytes of a frame: Ethernet, IPv4 without options, UDP. */
@@ -61,7 +60,6 @@ static struct {
     struct xsk_ring_prod fill, tx;
     struct xsk_ring_cons comp, rx;
     unsigned stocked;           /* buffers on the fill ring or the kernel's for receiving */
-    unsigned in_flight;         /* frames on the transmit ring not yet completed */
     bool zero_copy;             /* else copy mode: every send needs a system call */
 } queues[FLOEM_NET_MAX_QUEUES];
 static unsigned n_queues, stock;
@@ -70,27 +68,6 @@ static unsigned char *area;
 static int prog_fd = -1, map_fd = -1, link_fd = -1;
 static char iface[IF_NAMESIZE];
 static unsigned ifindex;
-
-static uint16_t parse_port(void)
-{
-    const char *s = getenv("FLOEM_NET_PORT");
-    if (s == NULL || s[0] == '\0')
-        return DEFAULT_PORT;
-    char *end;
-    long p = strtol(s, &end, 10);
-    if (*end != '\0' || p < 1 || p > 65535)
-        floem_net_fail("FLOEM_NET_PORT=%s is not a UDP port", s);
-    return (uint16_t)p;
-}
-
-static struct in_addr parse_addr(void)
-{
-    const char *s = getenv("FLOEM_NET_ADDR");
-    struct in_addr a = {htonl(INADDR_ANY)};
-    if (s != NULL && s[0] != '\0' && inet_pton(AF_INET, s, &a) != 1)
-        floem_net_fail("FLOEM_NET_ADDR=%s is not an IPv4 address", s);
-    return a;
-}
 
 #define INSN(c, d, s, o, i) \
     ((struct bpf_insn){.code = (c), .dst_reg = (d), .src_reg = (s), .off = (o), .imm = (i)})
@@ -208,8 +185,8 @@ unsigned floem_backend_init(unsigned wanted)
     ifindex = if_nametoindex(iface);
     if (ifindex == 0)
         floem_net_fail("no interface %s: %s", iface, strerror(errno));
-    uint16_t port = parse_port();
-    struct in_addr addr = parse_addr();
+    uint16_t port = floem_net_setting_port();
+    struct in_addr addr = {floem_net_setting_addr(htonl(INADDR_ANY))};
     n_queues = wanted;
     map_fd = bpf_map_create(BPF_MAP_TYPE_XSKMAP, "floem_xsks", sizeof(int), sizeof(int),
                             wanted, NULL);
@@ -218,10 +195,12 @@ unsigned floem_backend_init(unsigned wanted)
                        "kernel with CONFIG_XDP_SOCKETS)", strerror(errno));
     prog_fd = load_program(htons(port), addr, map_fd);
     link_fd = bpf_link_create(prog_fd, (int)ifindex, BPF_XDP, NULL);
-    if (link_fd < 0)
+    if (link_fd < 0) {
+        int err = errno;
         floem_net_fail("cannot attach the XDP program to %s: bpf_link_create: %s%s", iface,
-                       strerror(errno), errno == EBUSY || errno == EEXIST
+                       strerror(err), err == EBUSY || err == EEXIST
                        ? " (the interface has an XDP program already)" : "");
+    }
     floem_pool_init();
     area = floem_pool_area();
     struct xsk_umem_config ucfg = {
@@ -271,7 +250,6 @@ static void reclaim(unsigned q)
         floem_pool_put(bufs, k);
     }
     xsk_ring_cons__release(&queues[q].comp, done);
-    queues[q].in_flight -= done;
 }
 
 /* Keep the fill ring stocked with free buffers for the kernel to receive into. */
@@ -358,7 +336,6 @@ void floem_backend_send(unsigned q, floem_packet_t *pkts, unsigned n)
     for (unsigned i = room; i < n_ok; i++)     /* the transmit ring is full */
         dropped[n_dropped++] = ok[i]->buffer;
     xsk_ring_prod__submit(&queues[q].tx, room);
-    queues[q].in_flight += room;
     if (room > 0 && (!queues[q].zero_copy || xsk_ring_prod__needs_wakeup(&queues[q].tx)))
         (void)sendto(xsk_socket__fd(queues[q].xsk), NULL, 0, MSG_DONTWAIT, NULL, 0);
     floem_pool_put(dropped, n_dropped);     /* aborts on a buffer the network never gave */

@@ -32,8 +32,8 @@
  * backends keep frames in 2048-byte buffers: a larger record of a capture is
  * dropped and counted; a larger datagram arrives cut, its first bytes in the
  * buffer and its IPv4 and UDP lengths the whole datagram's (as a capture's
- * snapshot length cuts a frame), so that checking its lengths finds it cut. Every function may be
- * called from any segment thread.
+ * snapshot length cuts a frame), so that checking its lengths finds it cut.
+ * Every function may be called from any segment thread.
  *
  * On DPDK the hot path is inline, as DPDK's own burst calls are: a receive burst
  * is the PMD's mbuf array (floem_net_frame_t), each frame's data and length are

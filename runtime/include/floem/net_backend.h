@@ -55,6 +55,12 @@ extern const char floem_backend_name[];
 /* Print "floem: net <backend>: <message>" and exit with status 1 (configuration errors). */
 _Noreturn void floem_net_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* The UDP port a backend serves: FLOEM_NET_PORT, or FLOEM_NET_DEFAULT_PORT when unset. */
+#define FLOEM_NET_DEFAULT_PORT 9000
+uint16_t floem_net_setting_port(void);
+/* FLOEM_NET_ADDR, an IPv4 address in network byte order, or `fallback` when unset. */
+uint32_t floem_net_setting_addr(uint32_t fallback);
+
 /* Fixed-size frame buffers for the udp, pcap and xdp backends, shared by all threads (one
  * page-aligned area: the xdp backend's UMEM). */
 #define FLOEM_NET_BUFFER_BYTES 2048
