@@ -174,8 +174,8 @@ def run_program(program: Any, timeout: float | None = None, duration: float | No
     """Build (cached) and run every process of ``program``; the result is the main process's.
 
     Network settings (``port``, ``listen``, ``pcap_in``, ``pcap_out``, ``pcap_timing``,
-    ``pcap_loop``, ``eal``, ``iface``) go to the runtime; ``trace=N`` traces the first N packets (`run_built`);
-    the other keywords are `BuildOptions` fields.
+    ``pcap_loop``, ``eal``, ``iface``) go to the runtime; ``trace=N`` traces the first N
+    packets (`run_built`); the other keywords are `BuildOptions` fields.
     """
     network = {k: opts.pop(k) for k in ("port", "listen", "pcap_in", "pcap_out",
                                         "pcap_timing", "pcap_loop", "eal", "iface") if k in opts}
