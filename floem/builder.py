@@ -177,11 +177,11 @@ def run_program(program: Any, timeout: float | None = None, duration: float | No
     """Build (cached) and run every process of ``program``; the result is the main process's.
 
     Network settings (``port``, ``listen``, ``pcap_in``, ``pcap_out``, ``pcap_timing``,
-    ``pcap_loop``, ``eal``) go to the runtime; ``trace=N`` traces the first N packets (`run_built`);
-    the other keywords are `BuildOptions` fields.
+    ``pcap_loop``, ``eal``, ``iface``) go to the runtime; ``trace=N`` traces the first N
+    packets (`run_built`); the other keywords are `BuildOptions` fields.
     """
     network = {k: opts.pop(k) for k in ("port", "listen", "pcap_in", "pcap_out",
-                                        "pcap_timing", "pcap_loop", "eal") if k in opts}
+                                        "pcap_timing", "pcap_loop", "eal", "iface") if k in opts}
     packets = opts.pop("trace", None)
     options = BuildOptions.from_keywords(trace=bool(packets), **opts)
     built = build_program(program, options, out_dir, dump_after, report_file)
@@ -194,7 +194,8 @@ def network_environment(net: str = "udp", port: int | None = None, listen: str |
                         pcap_in: str | None = None,
                         pcap_out: str | None = None, eal: str | None = None,
                         pcap_timing: float | None = None,
-                        pcap_loop: int | None = None) -> dict[str, str]:
+                        pcap_loop: int | None = None,
+                        iface: str | None = None) -> dict[str, str]:
     """Run-time settings of the packet I/O backend, as the runtime reads them (net.h)."""
     env = {"FLOEM_NET": net}
     for name, value in (("FLOEM_PCAP_IN", pcap_in), ("FLOEM_PCAP_OUT", pcap_out)):
@@ -202,7 +203,8 @@ def network_environment(net: str = "udp", port: int | None = None, listen: str |
             env[name] = os.path.abspath(value)
     for name, setting in (("FLOEM_NET_PORT", port), ("FLOEM_NET_ADDR", listen),
                           ("FLOEM_DPDK_EAL", eal),
-                          ("FLOEM_PCAP_TIMING", pcap_timing), ("FLOEM_PCAP_LOOP", pcap_loop)):
+                          ("FLOEM_PCAP_TIMING", pcap_timing), ("FLOEM_PCAP_LOOP", pcap_loop),
+                          ("FLOEM_XDP_IFACE", iface)):
         if setting is not None:
             env[name] = repr(setting) if isinstance(setting, float) else str(setting)
     return env
@@ -279,6 +281,9 @@ def run_built(built: BuildResult, program: Any, timeout: float | None = None,
     if given.get("FLOEM_NET") == "pcap" and built.receives and "FLOEM_PCAP_IN" not in given:
         raise FloemError("--net pcap replays a capture into the program's FromNet: give it "
                          "with --pcap-in FILE", program.app_file)
+    if given.get("FLOEM_NET") == "xdp" and built.receives and "FLOEM_XDP_IFACE" not in given:
+        raise FloemError("--net xdp reads the program's FromNet frames from a network "
+                         "interface: give it with --iface NAME", program.app_file)
     others = {n: built.commands[n] for n, p in built.executables.items()
               if p != built.main_executable}
     prefixes = {}
@@ -328,6 +333,8 @@ def _network_flags(ir: ProgramIR, net: str, platform: Platform,
     flags = [f"-DFLOEM_NET_{net.upper()}"]
     if net == "pcap":
         return flags, _pcap_libs(platform if has_nic else None)
+    if net == "xdp":
+        return flags, _xdp_libs(platform if has_nic else None)
     if net != "dpdk":
         return flags, []
     if has_nic and platform.name != "emu":
@@ -357,6 +364,16 @@ def _pcap_libs(nic: Platform | None) -> list[str]:
     # glibc warns about the name lookups libpcap's filter compiler links in statically
     # (never called on capture files): not the program's warnings.
     return ["-lpcap", "-Wl,--no-warnings"]
+
+
+def _xdp_libs(nic: Platform | None) -> list[str]:
+    """The linker flags of the xdp backend (libxdp's AF_XDP sockets, libbpf), which runs on
+    the host or --nic emu, checking that they are there."""
+    if nic is not None and nic.name != "emu":
+        raise FloemError(f"--net xdp runs on the host or --nic emu, not --nic {nic.name}")
+    if not os.path.exists("/usr/include/xdp/xsk.h"):
+        raise FloemError("--net xdp needs libxdp (apt-get install libxdp-dev)")
+    return ["-lxdp", "-lbpf"]
 
 
 def _nic_cflags(cflags: list[str], platform: Platform, options: BuildOptions) -> list[str]:

@@ -61,6 +61,7 @@ EXAMPLES = {
            "    --trace 3 --trace-filter 'v0 > 23 && v1[23] == 17'\n"
            "floem run examples/echo/echo.py --net pcap --pcap-in in.pcapng --pcap-out out.pcap \\\n"
            "    --pcap-timing 2 --pcap-loop 3 --duration 5\n"
+           "floem run examples/kvs/kvs.py --net xdp --iface eth1 --port 11211\n"
            "floem run app.py --timeout 60 -- ARG1 ARG2",
     "check": "floem check examples/kvs/kvs.py -D design=split",
     "graph": "floem graph examples/echo/echo.py -D device=nic -o echo.svg\n"
@@ -267,10 +268,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--duration", type=_positive, metavar="S",
                      help="stop the app with SIGINT after S seconds")
     run.add_argument("--port", type=_port, metavar="P",
-                     help="--net udp: the UDP port to serve (default 9000)")
+                     help="--net udp, xdp: the UDP port to serve (default 9000)")
     run.add_argument("--listen", type=_ipv4, metavar="ADDR",
                      help="--net udp: the IPv4 address to serve the port on (default "
-                          "127.0.0.1: this host only; 0.0.0.0: every address, the network)")
+                          "127.0.0.1: this host only; 0.0.0.0: every address, the network); "
+                          "--net xdp: the only destination address served (default: any)")
+    run.add_argument("--iface", metavar="NAME",
+                     help="--net xdp: the network interface whose frames to the UDP port the "
+                          "program reads from its AF_XDP sockets (all others stay the kernel's)")
     run.add_argument("--pcap-in", metavar="FILE",
                      help="--net pcap: packets to replay (pcap or pcapng, Ethernet)")
     run.add_argument("--pcap-out", metavar="FILE",
@@ -530,7 +535,8 @@ def _command(args: argparse.Namespace) -> int:
     sys.stdout.flush()
     env = network_environment(args.net, port=args.port, listen=args.listen,
                               pcap_in=args.pcap_in, pcap_out=args.pcap_out, eal=args.eal,
-                              pcap_timing=args.pcap_timing, pcap_loop=args.pcap_loop)
+                              pcap_timing=args.pcap_timing, pcap_loop=args.pcap_loop,
+                              iface=args.iface)
     with tempfile.TemporaryDirectory(prefix="floem-counters-") as kept:
         if args.stats:
             env["FLOEM_COUNTERS_DIR"] = kept

@@ -307,7 +307,9 @@ def test_dpdk_ring_loop(tmp_path, queues: int) -> None:
     result = run(exe, "loop", env={"FLOEM_DPDK_EAL": f"{DPDK_EAL} --vdev=net_ring0",
                                    "FLOEM_NET_QUEUES": str(queues), "FLOEM_REPORT": "1"})
     assert result.stdout.startswith("ok: ") and result.stdout.rstrip().endswith(f"{queues} queues")
-    n = (40 + 16) * queues      # per queue: 40 frames, 8 sent and sent back within a burst
+    # per queue: 40 frames, 8 sent and sent back within a burst, 12 sent and 12 sent back in
+    # the order sent (two given back, two more allocated)
+    n = (40 + 16 + 24) * queues
     assert (f"floem: net dpdk: queues {queues}, rx {n}, tx {n + 1}, rx dropped 1, "
             f"tx dropped 2" in result.stderr)      # the chained mbuf: sent, dropped received
     assert "port 0 (net_ring0)" in result.stderr

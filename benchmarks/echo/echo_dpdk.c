@@ -7,19 +7,25 @@
  * it); each frame is checked like CheckUDP (../codegen_overhead/hand.h, counting passed and
  * dropped frames and drops by reason), swapped and sent back; invalid frames are freed.
  *
- * Usage: echo_dpdk EAL-ARGUMENTS (e.g. --no-huge --no-pci -m 256 --vdev=net_pcap0,...).
- * Prints "echo_dpdk: port 0 started" on stderr once it serves, runs until SIGINT or SIGTERM,
- * then prints "echo_dpdk: rx N, tx N, dropped N, unsent N" there; fails if a frame it passed
- * was neither sent nor counted unsent.
+ * Usage: echo_dpdk EAL-ARGUMENTS (e.g. --no-huge --no-pci -m 256 -l 0,1 --vdev=net_pcap0,...).
+ * The loop runs on the first worker lcore (-l MAIN,WORKER), as testpmd's forwarding does, so
+ * its thread does nothing but the echo; without a worker it runs on the main lcore. Prints
+ * "echo_dpdk: port 0 started" on stderr once it serves, runs until SIGINT or SIGTERM, then
+ * prints "echo_dpdk: rx N, tx N, dropped N, unsent N" there; fails if a frame it passed was
+ * neither sent nor counted unsent.
  */
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
 #include <rte_mbuf.h>
 
 #include "hand.h"
@@ -70,6 +76,47 @@ static void start_port(uint16_t port)
         fail("rte_eth_dev_start", -err);
 }
 
+/* What the loop counted, published when it ends (it counts in locals, as a DPDK program's
+ * loop does). */
+static uint64_t rx, tx, unsent, passed, dropped, reasons[V_VERDICTS];
+
+static int echo(void *arg)
+{
+    uint16_t port = *(const uint16_t *)arg;
+    uint64_t n_rx = 0, n_tx = 0, n_unsent = 0, n_passed = 0, n_dropped = 0;
+    uint64_t n_reasons[V_VERDICTS] = {0};
+    struct rte_mbuf *in[BURST], *out[BURST];
+    while (!stop) {
+        uint16_t n = rte_eth_rx_burst(port, 0, in, BURST);
+        if (n == 0)
+            continue;
+        n_rx += n;
+        uint16_t k = 0;
+        for (uint16_t i = 0; i < n; i++) {
+            uint8_t *f = rte_pktmbuf_mtod(in[i], uint8_t *);
+            unsigned v = udp_verdict(f, in[i]->data_len);
+            if (likely(v == V_OK)) {
+                n_passed++;
+                udp_swap(f);
+                out[k++] = in[i];
+            } else {
+                n_dropped++;
+                n_reasons[v]++;
+                rte_pktmbuf_free(in[i]);
+            }
+        }
+        uint16_t sent = rte_eth_tx_burst(port, 0, out, k);
+        n_tx += sent;
+        if (unlikely(sent < k)) {
+            n_unsent += k - sent;
+            rte_pktmbuf_free_bulk(out + sent, k - sent);
+        }
+    }
+    rx = n_rx, tx = n_tx, unsent = n_unsent, passed = n_passed, dropped = n_dropped;
+    memcpy(reasons, n_reasons, sizeof reasons);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (rte_eal_init(argc, argv) < 0)
@@ -83,33 +130,16 @@ int main(int argc, char **argv)
     signal(SIGINT, on_stop);
     signal(SIGTERM, on_stop);
     fprintf(stderr, "echo_dpdk: port %u started\n", port);
-    uint64_t rx = 0, tx = 0, unsent = 0, passed = 0, dropped = 0, reasons[V_VERDICTS] = {0};
-    struct rte_mbuf *in[BURST], *out[BURST];
-    while (!stop) {
-        uint16_t n = rte_eth_rx_burst(port, 0, in, BURST);
-        if (n == 0)
-            continue;
-        rx += n;
-        uint16_t k = 0;
-        for (uint16_t i = 0; i < n; i++) {
-            uint8_t *f = rte_pktmbuf_mtod(in[i], uint8_t *);
-            unsigned v = udp_verdict(f, in[i]->data_len);
-            if (likely(v == V_OK)) {
-                passed++;
-                udp_swap(f);
-                out[k++] = in[i];
-            } else {
-                dropped++;
-                reasons[v]++;
-                rte_pktmbuf_free(in[i]);
-            }
-        }
-        uint16_t sent = rte_eth_tx_burst(port, 0, out, k);
-        tx += sent;
-        if (unlikely(sent < k)) {
-            unsent += k - sent;
-            rte_pktmbuf_free_bulk(out + sent, k - sent);
-        }
+    unsigned worker = rte_get_next_lcore(-1, 1, 0);
+    if (worker < RTE_MAX_LCORE) {
+        int err = rte_eal_remote_launch(echo, &port, worker);
+        if (err != 0)
+            fail("rte_eal_remote_launch", -err);
+        while (!stop)                   /* asleep: rte_eal_mp_wait_lcore would spin */
+            usleep(10000);
+        rte_eal_mp_wait_lcore();
+    } else {
+        echo(&port);
     }
     fprintf(stderr, "echo_dpdk: rx %" PRIu64 ", tx %" PRIu64 ", dropped %" PRIu64
             ", unsent %" PRIu64 "\n", rx, tx, dropped, unsent);

@@ -4,6 +4,7 @@
 Usage: python3 benchmarks/kvs/run.py [--net pcap,udp] [--pcap-requests N] [--udp-requests N]
                                      [--keys N] [--only NAME,...] [--value-max N]
                                      [--repeats N] [--json FILE] [--loc-only] [--demo]
+       python3 benchmarks/kvs/run.py --short   # SHORT's designs, one run of 2,000 requests
 
 Every configuration (CONFIGS below: the Floem paper's Figure 8 designs, Table 2's cache
 sizes, and its H2/H3/H4 comparisons) serves the paper's workload, made by the KVS's own
@@ -34,6 +35,7 @@ import ast
 import difflib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -42,6 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -72,6 +75,11 @@ CONFIGS = {
     "split / no sync layer (H4)": (["design=split"], ["--no-sync-layer"]),
     "external": (["design=external"], []),
 }
+#: The configurations of --short: a host design and a NIC design with a cache, so that
+#: every column is computed.
+SHORT = ("cpu", "cache-wb #2")
+
+
 def floem_command() -> str:
     found = shutil.which("floem") or os.path.join(ROOT, ".venv", "bin", "floem")
     if not os.path.exists(found):
@@ -109,11 +117,42 @@ class FloemRun:
         if self.proc.poll() is not None or time.monotonic() > deadline:
             sys.exit(f"run.py: {' '.join(self.command)} failed:\n{self._stderr()[-4000:]}")
 
-    def counters(self, settle: float) -> Counters:
+    def counters(self, settle: float) -> Snapshot:
         """Ask every process for its counters (SIGUSR1); the snapshot ``settle`` s later."""
         self.proc.send_signal(signal.SIGUSR1)
         time.sleep(settle)
-        return parse(self._stderr().splitlines())
+        return Snapshot.parse(self._stderr().splitlines())
+
+
+SPAN = re.compile(r"^floem: net pcap: replay span (\d+) ns")
+DMA = re.compile(r"^floem: nic dma: requests (\d+), descriptors \d+, bytes read (\d+), "
+                 r"bytes written (\d+)")
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A run's counters (the model's, floem.explore.counters) and what this benchmark reads
+    besides: the pcap replay's span and the NIC's DMA requests and bytes (polling included),
+    each the latest value printed."""
+
+    counters: Counters
+    span_ns: int = 0
+    dma_requests: int = 0
+    dma_bytes: int = 0
+
+    @staticmethod
+    def parse(lines: list[str]) -> Snapshot:
+        span = requests = dma_bytes = 0
+        for line in lines:
+            if m := SPAN.match(line):
+                span = int(m.group(1))
+            elif m := DMA.match(line):
+                requests, dma_bytes = int(m.group(1)), int(m.group(2)) + int(m.group(3))
+        return Snapshot(parse(lines), span, requests, dma_bytes)
+
+    def minus(self, other: Snapshot) -> Snapshot:
+        return Snapshot(self.counters.minus(other.counters), self.span_ns - other.span_ns,
+                        self.dma_requests - other.dma_requests, self.dma_bytes - other.dma_bytes)
 
 
 def per_request(d: Counters, requests: int) -> dict[str, float]:
@@ -124,7 +163,7 @@ def per_request(d: Counters, requests: int) -> dict[str, float]:
             "nic_us": d.nic_cpu_ns / requests / 1e3}
 
 
-def replay(floem: str, name: str, value_max: int, pcap: str, frames: int) -> Counters:
+def replay(floem: str, name: str, value_max: int, pcap: str, frames: int) -> Snapshot:
     """Replay ``pcap`` through one configuration; the counters when every reply is out."""
     with FloemRun(floem, name, value_max, "--net", "pcap", "--pcap-in", pcap,
                   "--duration", "1800") as run:
@@ -135,9 +174,10 @@ def replay(floem: str, name: str, value_max: int, pcap: str, frames: int) -> Cou
             if not handles_sigusr1(run.proc.pid):
                 continue
             s = run.counters(0.3)
-            done = s.rx == frames and s.tx >= frames and s.tx == last_tx
+            c = s.counters
+            done = c.rx == frames and c.tx >= frames and c.tx == last_tx
             stable = stable + 1 if done else 0
-            last_tx = s.tx
+            last_tx = c.tx
         return s
 
 
@@ -146,7 +186,7 @@ def measure_pcap(floem: str, name: str, pcaps: dict[str, tuple[str, int]], reque
     runs = {phase: replay(floem, name, value_max, pcap, frames)
             for phase, (pcap, frames) in pcaps.items()}
     d = runs["workload"].minus(runs["preload"])
-    return {**per_request(d, requests),
+    return {**per_request(d.counters, requests),
             "requests_per_s": requests / (d.span_ns / 1e9) if d.span_ns > 0 else 0.0,
             "dma_requests": d.dma_requests / requests, "dma_bytes": d.dma_bytes / requests}
 
@@ -184,7 +224,7 @@ def measure_udp(floem: str, name: str, keys: int, requests: int,
         before = run.counters(0.5)
         summary = load.run_live(load.Workload(keys=keys, seed=1, preload=False), server,
                                 requests=requests)
-        d = run.counters(0.5).minus(before)
+        d = run.counters(0.5).minus(before).counters
     if summary.errors or summary.timeouts:
         sys.exit(f"run.py: {name} over udp: {summary.format()}")
     return {**per_request(d, requests), "requests_per_s": summary.requests_per_second,
@@ -337,7 +377,13 @@ def main() -> None:
     ap.add_argument("--loc-only", action="store_true", help="print the lines-of-code table only")
     ap.add_argument("--demo", action="store_true", help="cpu, split and cache-wb side by side, "
                     "live over UDP, 30,000 requests (scripts/demo.sh)")
+    ap.add_argument("--short", action="store_true",
+                    help=f"one run of {', '.join(SHORT)} (unless --only says otherwise), 1,000 "
+                         "keys and 2,000 requests: checks that everything builds and runs")
     args = ap.parse_args()
+    if args.short:
+        args.repeats, args.keys, args.pcap_requests, args.udp_requests = 1, 1000, 2000, 2000
+        args.only = args.only or ",".join(SHORT)
     if args.loc_only:
         print(loc_table())
         return

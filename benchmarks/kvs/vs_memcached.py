@@ -1,8 +1,9 @@
 """memcached 1.6 against the key-value store's ``cpu`` design, side by side, over kernel UDP,
-and the ``cpu`` design over DPDK.
+and the ``cpu`` design over DPDK and over AF_XDP.
 
     python3 benchmarks/kvs/vs_memcached.py                 # 3 rounds, about 6 minutes
     python3 benchmarks/kvs/vs_memcached.py --rounds 1 --seconds 2 --json out.json
+    python3 benchmarks/kvs/vs_memcached.py --short         # a round of 0.3 s per client
 
 Servers, each on a UDP port of 127.0.0.1: memcached with one worker thread (``-t 1``) and
 with two, and ``floem run examples/kvs/kvs.py -D design=cpu`` with one thread and with two.
@@ -20,6 +21,14 @@ between rounds:
 
 The servers keep the workload's keys: each is preloaded (every key SET) before its clients
 run.
+
+Two more, in the same rounds, on a veth pair between two network namespaces
+(floem.netns.veth_pair; needs root, else they are left out, saying why): memcached with one
+worker thread serving the server end's address over kernel UDP, and ``floem run kvs.py -D
+design=cpu --net xdp`` with one thread reading that end's frames from its AF_XDP socket.
+Their clients, the same three, run in the other namespace and reach the server through
+the kernel's network stack (udp_blast with UDP_BLAST_SERVER, load.py as a process there).
+The store over AF_XDP is compared with memcached over the same veth pair.
 
 One more server, in the same rounds: the ``cpu`` design with one thread over DPDK, ``floem
 run kvs.py -D design=cpu --net dpdk`` with a net_memif vdev (memif server, no hugepages),
@@ -77,6 +86,9 @@ sys.path.insert(0, os.path.join(ROOT, "examples", "kvs"))
 import load  # noqa: E402
 from run import free_udp_port  # noqa: E402  (benchmarks/kvs/run.py)
 
+from floem.errors import FloemError  # noqa: E402
+from floem.netns import VethPair, veth_pair  # noqa: E402
+
 _spec = importlib.util.spec_from_file_location(
     "echo_bench", os.path.join(ROOT, "benchmarks", "echo", "run.py"))
 echo_bench = importlib.util.module_from_spec(_spec)
@@ -89,10 +101,18 @@ DPDK_BLAST = os.path.join(HERE, "dpdk_blast.c")
 OPAQUE_AT = 8 + 12
 TEMPLATES = 100_000
 DPDK = "floem cpu over DPDK memif, 1 thread"
+VETH = "memcached -t 1 over veth"
+XDP = "floem cpu over AF_XDP, 1 thread"
 SERVERS = ("memcached -t 1", "memcached -t 2", "floem cpu, 1 thread", "floem cpu, 2 threads",
-           DPDK)
+           DPDK, VETH, XDP)
+#: Servers on a veth pair, their clients in the other namespace.
+ON_VETH = (VETH, XDP)
 #: A client whose ratio is against another client's figure for memcached: the same requests.
 PEER_CLIENT = {"dpdk_blast": "udp_blast"}
+#: A server compared with another memcached than the one of its thread count.
+PEER_SERVER = {XDP: VETH}
+#: The UDP port of the servers on a veth pair (the namespaces are this script's own).
+VETH_PORT = 11211
 #: EAL's arguments for both ends of the memif pair: no hugepages, no PCI, EAL's files apart.
 EAL = "--no-huge --no-pci -m 256 --no-shconf --no-telemetry"
 SERVER_PREFIX, CLIENT_PREFIX = "kvsbench", "kvsblast"
@@ -148,7 +168,8 @@ def pinned(cpus: Sequence[int] | None) -> Iterator[None]:
 
 def server_threads(name: str) -> int:
     """The worker threads of server ``name`` (one of SERVERS)."""
-    return int(name.split()[-2] if name.startswith("floem") else name.split()[-1])
+    found = re.search(r"-t (\d+)|(\d+) threads?$", name)
+    return int(found.group(1) or found.group(2))
 
 
 def tree_cpu_seconds(root: int) -> float:
@@ -169,11 +190,11 @@ def tree_cpu_seconds(root: int) -> float:
 
 
 @contextlib.contextmanager
-def server(name: str, floem: str, cpus: Sequence[int] | None = None
-           ) -> Iterator[tuple[int, int]]:
+def server(name: str, floem: str, cpus: Sequence[int] | None = None,
+           keys: int = load.DEFAULT_KEYS) -> Iterator[tuple[int, int]]:
     """Start kernel-UDP server ``name`` (one of SERVERS) in a session of its own, on ``cpus``
     (None: not pinned); yield its port and process id once it answers a NOOP and holds the
-    workload's keys."""
+    workload's ``keys`` keys."""
     port = free_udp_port()
     threads = server_threads(name)
     if name.startswith("memcached"):
@@ -191,7 +212,7 @@ def server(name: str, floem: str, cpus: Sequence[int] | None = None
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit(f"{name} did not start: {' '.join(command)}\n"
                                  + proc.stderr.read().decode())
-        load.run_live(load.Workload(), [load.Server("127.0.0.1", port)], requests=1)
+        load.run_live(load.Workload(keys=keys), [load.Server("127.0.0.1", port)], requests=1)
         yield port, proc.pid
     finally:
         stop(proc)
@@ -207,10 +228,14 @@ def stop(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
-def run_memcaslap(port: int, seconds: float) -> int:
-    """memcaslap's requests (gets and sets) against ``port``."""
-    done = subprocess.run(["memcaslap", "-s", f"127.0.0.1:{port}", "-U", "-t", f"{seconds:g}s",
-                           "-T", "1", "-c", "16", "-X", "64"],
+def run_memcaslap(port: int, seconds: float, net: VethPair | None = None) -> int:
+    """memcaslap's requests (gets and sets) against ``port`` (of ``net``'s server end, from
+    its client end, when given), for ``seconds`` rounded to whole seconds (at least 1:
+    memcaslap's unit)."""
+    host = net.server_ip if net else "127.0.0.1"
+    command = ["memcaslap", "-s", f"{host}:{port}", "-U", "-t", f"{max(1, round(seconds))}s",
+               "-T", "1", "-c", "16", "-X", "64"]
+    done = subprocess.run(net.in_client(command) if net else command,
                           capture_output=True, text=True, timeout=seconds + 60)
     counts = dict(re.findall(r"^(cmd_get|cmd_set): (\d+)$", done.stdout, re.M))
     if done.returncode != 0 or len(counts) != 2:
@@ -227,12 +252,17 @@ def write_templates(path: str, operations: Iterator[load.Operation]) -> None:
             f.write(struct.pack("<H", len(datagram)) + datagram)
 
 
-def run_blast(exe: str, templates: str, port: int, seconds: float) -> int:
-    """The requests udp_blast's two sockets had answered."""
+def run_blast(exe: str, templates: str, port: int, seconds: float,
+              net: VethPair | None = None) -> int:
+    """The requests udp_blast's two sockets had answered (from ``net``'s client end to its
+    server end, when given)."""
     with tempfile.TemporaryDirectory() as replies:
-        done = subprocess.run([exe, str(port), "2", f"{seconds:g}", str(1 << 30), templates,
-                               str(OPAQUE_AT), os.path.join(replies, "r")],
-                              capture_output=True, text=True, timeout=seconds + 90)
+        command = [exe, str(port), "2", f"{seconds:g}", str(1 << 30), templates,
+                   str(OPAQUE_AT), os.path.join(replies, "r")]
+        done = subprocess.run(net.in_client(command) if net else command, capture_output=True,
+                              text=True, timeout=seconds + 90,
+                              env={**os.environ, **({"UDP_BLAST_SERVER": net.server_ip}
+                                                    if net else {})})
     answered = re.findall(r"answered (\d+)", done.stdout)
     if done.returncode != 0 or len(answered) != 2:
         raise SystemExit(f"udp_blast failed:\n{done.stdout}{done.stderr}")
@@ -247,6 +277,59 @@ def run_latency(port: int, seconds: float, rate: float) -> tuple[int, dict[str, 
         raise SystemExit(f"load.py failed:\n{summary.format()}")
     return summary.answered, {"p50_us": summary.latency_us["p50"],
                               "p99_us": summary.latency_us["p99"]}
+
+
+def run_load(net: VethPair, port: int, *args: str) -> dict:
+    """load.py ARGS in ``net``'s client namespace against its server end: its summary (as
+    its --json prints it)."""
+    done = subprocess.run(net.in_client([sys.executable, os.path.join(ROOT, "examples", "kvs",
+                                                                       "load.py"),
+                                         "--server", f"{net.server_ip}:{port}", "--json",
+                                         *args]),
+                          capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise SystemExit(f"load.py {' '.join(args)} failed:\n{done.stdout}{done.stderr}")
+    return json.loads(done.stdout)
+
+
+def run_veth_latency(net: VethPair, port: int, seconds: float,
+                     rate: float) -> tuple[int, dict[str, float]]:
+    """run_latency's open loop, from ``net``'s client end."""
+    summary = run_load(net, port, "--keys", "10000", "--duration", f"{seconds:g}",
+                       "--rate", f"{rate:g}")
+    return summary["answered"], {"p50_us": summary["latency_us"]["p50"],
+                                 "p99_us": summary["latency_us"]["p99"]}
+
+
+@contextlib.contextmanager
+def veth_server(name: str, floem: str, cpus: Sequence[int] | None = None,
+                keys: int = load.DEFAULT_KEYS) -> Iterator[tuple[tuple[VethPair, int], int]]:
+    """Start ``name`` (VETH or XDP) on the server end of a veth pair of its own, on ``cpus``
+    (None: not pinned); yield the pair and port, and its process id, once it answers and
+    holds the workload's ``keys`` keys (load.py in the client namespace preloads them)."""
+    with veth_pair("kvs") as net:
+        if name == VETH:
+            command = [shutil.which("memcached") or "memcached", "-U", str(VETH_PORT), "-p",
+                       "0", "-t", "1", "-l", net.server_ip, "-u", "root", "-m", "1024"]
+        else:
+            command = [floem, "run", KVS, "-D", "design=cpu", "-D", "cores=1", "--net", "xdp",
+                       "--iface", net.server_if, "--port", str(VETH_PORT)]
+        command = net.in_server(taskset(cpus) + command)
+        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                start_new_session=True)
+        try:
+            deadline = time.monotonic() + 300
+            while True:
+                try:
+                    run_load(net, VETH_PORT, "--requests", "1", "--keys", str(keys))
+                    break
+                except SystemExit as failed:
+                    if proc.poll() is not None or time.monotonic() > deadline:
+                        raise SystemExit(f"{name} did not start: {' '.join(command)}\n{failed}"
+                                         + proc.stderr.read().decode()) from failed
+            yield (net, VETH_PORT), proc.pid
+        finally:
+            stop(proc)
 
 
 def build_dpdk_blast(exe: str) -> None:
@@ -377,17 +460,19 @@ def medians(rounds: list[dict[str, dict[str, dict[str, float]]]]) -> dict:
 
 
 def table(result: dict, cpus: Sequence[int]) -> str:
-    """The medians as markdown, with each floem figure's ratio to memcached's, under a line
-    saying where servers and clients ran on ``cpus`` (the CPUs this script may use)."""
+    """The medians as markdown, with each floem figure's ratio to memcached's (PEER_SERVER's
+    for the store over AF_XDP), under a line saying where servers and clients ran on
+    ``cpus`` (the CPUs this script may use)."""
     rows = [f"CPUs {cpu_list(cpus)}: a server of n threads pinned to the first n "
             "(taskset -c), its clients to the others; not pinned when no CPU would be left to "
             "the clients (as many threads as CPUs).", "",
             "| server | CPUs: server / clients | client | requests/s | server cores | "
             "per server core | vs memcached | server CPU µs/request | p50 / p99 µs |",
             "| --- " * 9 + "|"]
-    for name in SERVERS:
+    for name in (n for n in SERVERS if n in result):
         cores = pinning(server_threads(name), cpus)
-        peer = f"memcached -t {server_threads(name)}" if name.startswith("floem") else None
+        peer = PEER_SERVER.get(name) or (f"memcached -t {server_threads(name)}"
+                                         if name.startswith("floem") else None)
         for client, r in result[name].items():
             per_core = r["requests_per_s"] / max(r["cores"], 1e-9)
             if client == "latency":         # an offered load, not a capacity
@@ -415,7 +500,14 @@ def main() -> None:
     ap.add_argument("--window", type=int, default=256,
                     help="dpdk_blast's requests outstanding at most (up to 1024)")
     ap.add_argument("--json", help="write the medians here")
+    ap.add_argument("--keys", type=int, default=load.DEFAULT_KEYS,
+                    help="the workload's keys (every server is preloaded with all of them)")
+    ap.add_argument("--short", action="store_true",
+                    help="one round of 0.3 s per client over 1,000 keys: checks that everything "
+                         "builds and runs")
     args = ap.parse_args()
+    if args.short:
+        args.rounds, args.seconds, args.keys = 1, 0.3, 1000
     floem = shutil.which("floem") or sys.exit("floem is not on PATH (scripts/setup.sh)")
     shutil.which("memcaslap") or sys.exit("memcaslap is missing (libmemcached-tools)")
     shutil.which("taskset") or sys.exit("taskset is missing (util-linux)")
@@ -428,12 +520,23 @@ def main() -> None:
         subprocess.run([os.environ.get("CC", "gcc"), "-std=c11", "-O2", "-pthread", BLAST,
                         "-o", exe], check=True)
         build_dpdk_blast(dpdk_exe)
-        workload = load.Workload()
+        workload = load.Workload(keys=args.keys)
         write_templates(templates, workload.operations(TEMPLATES))
         write_templates(preload, workload.preload_operations())
         clients = {"memcaslap": lambda port: (run_memcaslap(port, args.seconds), {}),
                    "udp_blast": lambda port: (run_blast(exe, templates, port, args.seconds), {}),
                    "latency": lambda port: run_latency(port, args.seconds, args.rate)}
+        veth_clients = {
+            "memcaslap": lambda at: (run_memcaslap(at[1], args.seconds, at[0]), {}),
+            "udp_blast": lambda at: (run_blast(exe, templates, at[1], args.seconds, at[0]), {}),
+            "latency": lambda at: run_veth_latency(at[0], at[1], args.seconds, args.rate)}
+        servers = SERVERS
+        try:
+            with veth_pair("probe"):
+                pass
+        except FloemError as refused:
+            print(f"vs_memcached.py: no veth pair, so no AF_XDP rows: {refused}", file=sys.stderr)
+            servers = tuple(n for n in SERVERS if n not in ON_VETH)
         dpdk_clients = {
             "dpdk_blast": lambda store: run_dpdk_throughput(dpdk_exe, templates, store,
                                                             args.seconds, args.window),
@@ -441,14 +544,19 @@ def main() -> None:
                                                       args.rate)}
         rounds = []
         for r in range(args.rounds):
-            order = SERVERS if r % 2 == 0 else SERVERS[::-1]
+            order = servers if r % 2 == 0 else servers[::-1]
             measured = {}
             for name in order:
                 cores = pinning(server_threads(name), cpus)
-                serving = (dpdk_server([floem], dpdk_exe, preload, tmp, cores.server)
-                           if name == DPDK else server(name, floem, cores.server))
-                measured[name] = measure(serving, dpdk_clients if name == DPDK else clients,
-                                         cores.clients)
+                if name == DPDK:
+                    serving, its_clients = (dpdk_server([floem], dpdk_exe, preload, tmp,
+                                                        cores.server), dpdk_clients)
+                elif name in ON_VETH:
+                    serving, its_clients = (veth_server(name, floem, cores.server, args.keys),
+                                            veth_clients)
+                else:
+                    serving, its_clients = server(name, floem, cores.server, args.keys), clients
+                measured[name] = measure(serving, its_clients, cores.clients)
             rounds.append(measured)
             print(f"round {r + 1} of {args.rounds} done", file=sys.stderr)
     result = medians(rounds)

@@ -4,6 +4,7 @@
 Usage: python3 benchmarks/live_fields/run.py [--repeats 7] [--quarters 1,2,3,4] [--packets N]
                                              [--nic-managers N]
                                              [-- EXTRA FLOEM OPTIONS, e.g. --dma-gbps 1]
+       python3 benchmarks/live_fields/run.py --short   # 1/4 live, one run of 20,000 packets
 
 Runs live.py (see README.md) with `floem run --report` (with `--nic-managers N` when
 given), once as built (only the live fields cross the queue) and once with
@@ -78,7 +79,12 @@ def main():
     ap.add_argument("--nic-managers", type=int, default=None, metavar="N",
                     help="floem run --nic-managers N (default: the default configuration)")
     ap.add_argument("extra", nargs="*", help="extra floem options (after --)")
+    ap.add_argument("--short", action="store_true",
+                    help="1/4 live only, one run of 20,000 packets of each variant: checks that "
+                         "everything builds and runs")
     args = ap.parse_args()
+    if args.short:
+        args.repeats, args.quarters, args.packets = 1, "1", 20_000
     floem = floem_command()
     quarters = [int(q) for q in args.quarters.split(",")]
     results = {(q, v): [] for q in quarters for v in VARIANTS}

@@ -4,6 +4,7 @@
 Usage: python3 benchmarks/slicing/run.py [--kinds forwarder,firewall,nat,lb]
            [--sizes 64,256,512,1024,1518] [--frames 2000] [--seconds 3] [--rate 20000]
            [--threshold 512] [--repeats 3] [-- EXTRA FLOEM OPTIONS, e.g. --dma-gbps 1]
+       python3 benchmarks/slicing/run.py --short   # the forwarder, 64 and 1024 bytes, briefly
 
 For each function (examples/nf, ``-D device=split``: packet I/O on the emulated NIC, the
 function on the host) and frame size, a capture of ``--frames`` frames of
@@ -168,7 +169,14 @@ def main():
                         help="the build's --slice-threshold (default: its default, 512)")
     parser.add_argument("--repeats", type=int, default=3, help="runs of each (default 3)")
     parser.add_argument("extra", nargs="*", help="options for every floem run (after --)")
+    parser.add_argument("--short", action="store_true",
+                        help="the forwarder at 64 and 1024 bytes (below and above the "
+                             "threshold), one run of 200 frames and 0.3 s each: checks that "
+                             "everything builds and runs")
     args = parser.parse_args()
+    if args.short:
+        args.kinds, args.sizes, args.frames, args.seconds, args.repeats = \
+            "forwarder", "64,1024", 200, 0.3, 1
     floem = floem_command()
     extra = [*args.extra, "--slice-threshold", str(args.threshold)]
     print("| NF | bytes | mode | DMA req/frame | DMA bytes to host/frame | DMA bytes from "

@@ -2,6 +2,7 @@
 """The Storm topology's designs side by side: tuples/s and host CPU per tuple.
 
 Usage: python3 benchmarks/storm/run.py [--tweets N] [--repeats N] [--only NAME,...] [--json FILE]
+       python3 benchmarks/storm/run.py --short   # SHORT's designs, one run of 5,000 tweets
 
 Every configuration (CONFIGS: the Floem paper's Figure 9 designs, shared and separate
 output queues (its H2), and the bypass design without the sync layer (its H4)) runs the
@@ -50,6 +51,9 @@ CONFIGS: dict[str, tuple[list[str], str]] = {
                        "bypass without the sync layer (H4)"),
 }
 
+#: The configurations of --short: the CPU-only design and one with the NIC.
+SHORT = ("cpu", "bypass")
+
 _CPU = re.compile(r"storm: cpu (\d+) ns")
 _STARTED = re.compile(r"storm: spout\d+: started (\d+)")
 _FINISHED = re.compile(r"storm: total: finished (\d+)")
@@ -77,7 +81,12 @@ def main() -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--only", help="comma-separated configuration names")
     p.add_argument("--json", help="write the raw numbers here")
+    p.add_argument("--short", action="store_true",
+                   help=f"one run of {', '.join(SHORT)} (unless --only says otherwise) over "
+                        "5,000 tweets, not built first: checks that everything builds and runs")
     args = p.parse_args()
+    if args.short:
+        args.tweets, args.repeats, args.only = 5000, 1, args.only or ",".join(SHORT)
     names = args.only.split(",") if args.only else list(CONFIGS)
     unknown = [n for n in names if n not in CONFIGS]
     if unknown:
@@ -85,7 +94,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         stream = os.path.join(tmp, "tweets.txt")
         write_tweets(stream, tweets=args.tweets, users=args.users, zipf=1.1, seed=1)
-        for name in names:                          # build everything before timing
+        for name in names if not args.short else ():    # build everything before timing
             run_once(stream, args.tweets, CONFIGS[name][0])
         runs: dict[str, list[dict[str, float]]] = {n: [] for n in names}
         for _ in range(args.repeats):

@@ -5,6 +5,7 @@ Usage: python3 benchmarks/sync_layer/run.py [--repeats 7] [--sizes 32,64,128,256
                                             [--packets-sync N] [--packets-blocking N]
                                             [--nic-managers N]
                                             [-- EXTRA FLOEM OPTIONS, e.g. --dma-latency-ns 500]
+       python3 benchmarks/sync_layer/run.py --short   # 64-byte entries, one run of each, briefly
 
 Runs transfer.py (see README.md) with `floem run --report` (with `--nic-managers N` when
 given), once with the sync layer and once with --no-sync-layer, alternating, `--repeats`
@@ -76,7 +77,12 @@ def main():
     ap.add_argument("--nic-managers", type=int, default=None, metavar="N",
                     help="floem run --nic-managers N (default: the default configuration)")
     ap.add_argument("extra", nargs="*", help="extra floem options (after --)")
+    ap.add_argument("--short", action="store_true",
+                    help="64-byte entries only, one run of each mode (20,000 packets with the "
+                         "sync layer, 2,000 blocking): checks that everything builds and runs")
     args = ap.parse_args()
+    if args.short:
+        args.repeats, args.sizes, args.packets_sync, args.packets_blocking = 1, "64", 20_000, 2000
     floem = floem_command()
     sizes = [int(s) for s in args.sizes.split(",")]
     packets = {"sync": args.packets_sync, "blocking": args.packets_blocking}

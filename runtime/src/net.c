@@ -1,8 +1,9 @@
 /* Packet I/O common to every backend: the floem/net.h API over floem/net_backend.h.
  *
- * Compiled only when the build chose a backend (FLOEM_NET_UDP, FLOEM_NET_PCAP or
- * FLOEM_NET_DPDK). Thread i uses queue i % floem_net_queues(); when threads
- * outnumber queues, a queue's lock serialises its receive bursts and sends.
+ * Compiled only when the build chose a backend (FLOEM_NET_UDP, FLOEM_NET_PCAP,
+ * FLOEM_NET_DPDK or FLOEM_NET_XDP). Thread i uses queue i % floem_net_queues();
+ * when threads outnumber queues, a queue's lock serialises its receive bursts and
+ * sends.
  * Transmitted frames are staged per thread: inside a receive burst (between
  * floem_net_rx and floem_net_flush, as FromNet does) they go out together at the
  * flush or every FLOEM_NET_TX_BURST frames; outside one (ToNet in a segment fed
@@ -13,15 +14,18 @@
 #define _GNU_SOURCE
 #endif
 
-#if defined(FLOEM_NET_UDP) + defined(FLOEM_NET_PCAP) + defined(FLOEM_NET_DPDK) > 1
-#error "define at most one of FLOEM_NET_UDP, FLOEM_NET_PCAP, FLOEM_NET_DPDK"
+#if defined(FLOEM_NET_UDP) + defined(FLOEM_NET_PCAP) + defined(FLOEM_NET_DPDK) + \
+    defined(FLOEM_NET_XDP) > 1
+#error "define at most one of FLOEM_NET_UDP, FLOEM_NET_PCAP, FLOEM_NET_DPDK, FLOEM_NET_XDP"
 #endif
 
-#if defined(FLOEM_NET_UDP) || defined(FLOEM_NET_PCAP) || defined(FLOEM_NET_DPDK)
+#if defined(FLOEM_NET_UDP) || defined(FLOEM_NET_PCAP) || defined(FLOEM_NET_DPDK) || \
+    defined(FLOEM_NET_XDP)
 
 #include "floem/net_backend.h"
 #include "floem/runtime.h"
 
+#include <arpa/inet.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -57,6 +61,27 @@ void floem_net_fail(const char *fmt, ...)
     fputc('\n', stderr);
     va_end(ap);
     exit(1);
+}
+
+uint16_t floem_net_setting_port(void)
+{
+    const char *s = getenv("FLOEM_NET_PORT");
+    if (s == NULL || s[0] == '\0')
+        return FLOEM_NET_DEFAULT_PORT;
+    char *end;
+    long p = strtol(s, &end, 10);
+    if (*end != '\0' || p < 1 || p > 65535)
+        floem_net_fail("FLOEM_NET_PORT=%s is not a UDP port", s);
+    return (uint16_t)p;
+}
+
+uint32_t floem_net_setting_addr(uint32_t fallback)
+{
+    const char *s = getenv("FLOEM_NET_ADDR");
+    struct in_addr a = {fallback};
+    if (s != NULL && s[0] != '\0' && inet_pton(AF_INET, s, &a) != 1)
+        floem_net_fail("FLOEM_NET_ADDR=%s is not an IPv4 address", s);
+    return a.s_addr;
 }
 
 static unsigned queues_wanted(void)
@@ -223,8 +248,9 @@ void floem_net_stats(floem_net_stats_t *out)
     out->alloc_failed = __atomic_load_n(&floem_net_alloc_failed, __ATOMIC_RELAXED);
 }
 
-#if defined(FLOEM_NET_UDP) || defined(FLOEM_NET_PCAP)
-/* The buffer pool of the udp and pcap backends: one mapping, a stack of free buffers. */
+#if defined(FLOEM_NET_UDP) || defined(FLOEM_NET_PCAP) || defined(FLOEM_NET_XDP)
+/* The buffer pool of the udp, pcap and xdp backends: one page-aligned allocation (xdp
+ * registers it as its UMEM), a stack of free buffers. */
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -254,7 +280,7 @@ static void pool_release(void)
 
 void floem_pool_init(void)
 {
-    pool_memory = aligned_alloc(64, (size_t)FLOEM_NET_POOL_BUFFERS * FLOEM_NET_BUFFER_BYTES);
+    pool_memory = aligned_alloc(4096, (size_t)FLOEM_NET_POOL_BUFFERS * FLOEM_NET_BUFFER_BYTES);
     if (pool_memory == NULL)
         floem_net_fail("no memory for %d frame buffers", FLOEM_NET_POOL_BUFFERS);
     for (unsigned i = 0; i < FLOEM_NET_POOL_BUFFERS; i++)    /* the first buffer on top */
@@ -286,6 +312,18 @@ unsigned floem_pool_get(void **bufs, unsigned n)
 void floem_pool_frame(void *buffer, uint32_t len)
 {
     UNADDRESSABLE((unsigned char *)buffer + len, FLOEM_NET_BUFFER_BYTES - len);
+}
+
+void floem_pool_frame_at(void *buffer, void *data, uint32_t len)
+{
+    unsigned char *b = buffer, *d = data;
+    UNADDRESSABLE(b, (size_t)(d - b));
+    UNADDRESSABLE(d + len, FLOEM_NET_BUFFER_BYTES - (size_t)(d - b) - len);
+}
+
+unsigned char *floem_pool_area(void)
+{
+    return pool_memory;
 }
 
 static bool pool_buffer(const void *buf)
@@ -325,14 +363,14 @@ bool floem_pool_holds(const void *buffer, const void *data, uint32_t len)
            d - b <= FLOEM_NET_BUFFER_BYTES - len;
 }
 
-/* A udp or pcap packet is its own frame; their floem_backend_send checks that each frame is
- * inside its buffer. */
+/* A udp, pcap or xdp packet is its own frame; their floem_backend_send checks that each frame
+ * is inside its buffer. */
 bool floem_backend_frame(const floem_packet_t *pkt, floem_net_frame_t *frame)
 {
     return floem_net_frame_as_is(pkt, frame);
 }
 
-/* The udp and pcap backends allocate and free frames in the pool. */
+/* The udp, pcap and xdp backends allocate and free frames in the pool. */
 bool floem_backend_alloc(uint32_t len, floem_packet_t *pkt)
 {
     void *buf;

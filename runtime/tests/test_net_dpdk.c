@@ -8,7 +8,8 @@
  *   test_net_dpdk loop     port = net_ring0 (each queue's TX ring is its RX ring):
  *                          frames sent on every queue come back intact, in order,
  *                          also after moving `data` and shrinking `len`, also sent
- *                          back within the burst that received them; chained mbufs
+ *                          back within the burst that received them, in the order they
+ *                          were sent; chained mbufs
  *                          and frames outside their mbuf are dropped; allocation limits.
  *   test_net_dpdk client N port = the client end of a net_memif pair whose server
  *                          is the echo example: N Ethernet/IPv4/UDP frames go out,
@@ -92,6 +93,78 @@ static void test_send_within_burst(unsigned q)
     }
 }
 
+/* A frame of `len` bytes, each of them `id`, sent at once (outside a receive burst). */
+static void send_filled(unsigned q, uint32_t len, uint8_t id)
+{
+    floem_packet_t p;
+    CHECK(floem_net_alloc(len, &p));
+    memset(p.data, id, len);
+    floem_net_tx(q, &p);
+}
+
+/* The frames sent while handling a receive burst go out in the order they were sent, whether
+ * each is the handled frame itself (staged inline when unchanged, re-pointed when moved), a
+ * second one, a frame allocated or held from an earlier frame, with frames given back in
+ * between. */
+static void test_send_order(unsigned q)
+{
+    enum { FRAMES = 12 };
+    for (unsigned k = 0; k < FRAMES; k++)
+        send_filled(q, 64 + k, (uint8_t)k);
+    floem_net_frame_t frames[FRAMES];
+    unsigned n = 0;
+    for (double deadline = now() + 2; n == 0 && now() < deadline;)
+        n = floem_net_rx(q, frames, FRAMES);
+    CHECK(n == FRAMES);                                 /* the ring holds them all: one burst */
+    uint8_t order[2 * FRAMES];
+    uint32_t lens[2 * FRAMES];
+    unsigned sent = 0;
+    floem_packet_t held = {0}, extra;
+    for (unsigned k = 0; k < n; k++) {
+        floem_packet_t pkt = floem_net_packet(frames[k]);
+        CHECK(pkt.len == 64 + k && ((uint8_t *)pkt.data)[0] == k);
+        if (k == 3) {                                   /* held: sent while handling frame 5 */
+            held = pkt;
+            continue;
+        }
+        if (k == 5) {
+            order[sent] = 3, lens[sent++] = held.len;
+            floem_net_tx(q, &held);
+        }
+        if (k == 6 || k == 7) {                         /* given back; 6 sends a new frame */
+            if (k == 6) {
+                CHECK(floem_net_alloc(64, &extra));
+                memset(extra.data, 100 + k, 64);
+                order[sent] = (uint8_t)(100 + k), lens[sent++] = 64;
+                floem_net_tx(q, &extra);
+            }
+            floem_net_free(&pkt);
+            continue;
+        }
+        if (k == 1 || k == 5) {                         /* moved and shortened */
+            pkt.data = (uint8_t *)pkt.data + 3;
+            pkt.len -= 5;
+        }
+        order[sent] = (uint8_t)k, lens[sent++] = pkt.len;
+        floem_net_tx(q, &pkt);
+        if (k == 2) {                                   /* a second frame for frame 2 */
+            CHECK(floem_net_alloc(64, &extra));
+            memset(extra.data, 100 + k, 64);
+            order[sent] = (uint8_t)(100 + k), lens[sent++] = 64;
+            floem_net_tx(q, &extra);
+        }
+    }
+    floem_net_flush(q);
+    floem_packet_t got[2 * FRAMES];
+    CHECK(receive(q, got, sent) == sent);
+    for (unsigned i = 0; i < sent; i++) {
+        CHECK(got[i].len == lens[i]);
+        for (unsigned j = 0; j < got[i].len; j++)
+            CHECK(((uint8_t *)got[i].data)[j] == order[i]);
+        floem_net_free(&got[i]);
+    }
+}
+
 /* A chained (multi-segment) mbuf is dropped and counted when received: no element sees it. */
 static void test_chained_dropped(void)
 {
@@ -139,6 +212,7 @@ static void test_loop(void)
             floem_net_free(&got[k]);
         }
         test_send_within_burst(q);
+        test_send_order(q);
     }
     test_chained_dropped();
     floem_net_stats_t before, after;

@@ -3,8 +3,9 @@
  * Build: cc -std=c11 -Wall -Wextra -Werror -O2 -pthread runtime/tests/udp_blast.c -o udp_blast
  * Usage: udp_blast PORT SOCKETS SECONDS LIMIT
  *
- * SOCKETS sockets on 127.0.0.1, each with a sender thread and a receiver thread. A sender
- * sends numbered datagrams to 127.0.0.1:PORT, 32 per sendmmsg, as fast as it can for SECONDS
+ * SOCKETS sockets on 127.0.0.1, each with a sender thread and a receiver thread (with
+ * UDP_BLAST_SERVER=ADDR in the environment: sockets on any address, sending to ADDR, a server
+ * on another host or network namespace). A sender sends numbered datagrams to 127.0.0.1:PORT, 32 per sendmmsg, as fast as it can for SECONDS
  * (and at most LIMIT): datagram k of socket s is an 8-byte header (s, k, both little-endian
  * 32-bit) and 8 + k % 89 bytes of a pattern of (s, k). Its receiver takes the replies and
  * checks that each is exactly a datagram of its socket, answered for the first time, from
@@ -250,6 +251,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "udp_blast: bad arguments\n");
         return 2;
     }
+    struct in_addr server = {htonl(INADDR_LOOPBACK)}, local = server;
+    const char *addr = getenv("UDP_BLAST_SERVER");
+    if (addr != NULL && addr[0] != '\0') {
+        if (inet_pton(AF_INET, addr, &server) != 1) {
+            fprintf(stderr, "udp_blast: UDP_BLAST_SERVER=%s is not an IPv4 address\n", addr);
+            return 2;
+        }
+        local.s_addr = htonl(INADDR_ANY);
+    }
     static struct blaster b[MAX_SOCKETS];
     pthread_t senders[MAX_SOCKETS], receivers[MAX_SOCKETS];
     for (int s = 0; s < sockets; s++) {
@@ -262,7 +272,7 @@ int main(int argc, char **argv)
                 fail(path);
         }
         b[s].server = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+                                           .sin_addr = server};
         b[s].seen = calloc((size_t)limit / 8 + 1, 1);
         b[s].fd = socket(AF_INET, SOCK_DGRAM, 0);
         if (b[s].seen == NULL || b[s].fd < 0)
@@ -270,8 +280,7 @@ int main(int argc, char **argv)
         int bytes = 4 << 20;
         if (setsockopt(b[s].fd, SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof bytes) != 0)
             (void)setsockopt(b[s].fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
-        struct sockaddr_in self = {.sin_family = AF_INET,
-                                   .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        struct sockaddr_in self = {.sin_family = AF_INET, .sin_addr = local};
         if (bind(b[s].fd, (struct sockaddr *)&self, sizeof self) != 0)
             fail("bind");
     }

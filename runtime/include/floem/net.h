@@ -1,11 +1,14 @@
 /* Floem packet I/O: the runtime under FromNet / ToNet / NetAlloc / NetFree.
  *
  * One backend is compiled in, chosen at build time with `--net` (the build
- * defines FLOEM_NET_UDP, FLOEM_NET_PCAP or FLOEM_NET_DPDK); its run-time
- * settings come from the environment, which `floem run` fills:
- *   FLOEM_NET_PORT   udp: the UDP port to serve (default 9000)
+ * defines FLOEM_NET_UDP, FLOEM_NET_PCAP, FLOEM_NET_DPDK or FLOEM_NET_XDP); its
+ * run-time settings come from the environment, which `floem run` fills:
+ *   FLOEM_NET_PORT   udp, xdp: the UDP port to serve (default 9000)
  *   FLOEM_NET_ADDR   udp: the IPv4 address it is served on (default 127.0.0.1;
- *                    0.0.0.0: every address of the host)
+ *                    0.0.0.0: every address of the host); xdp: the only
+ *                    destination address served (default: any)
+ *   FLOEM_XDP_IFACE  xdp: the network interface whose frames to the port the
+ *                    program reads from AF_XDP sockets
  *   FLOEM_PCAP_IN    pcap: the capture to replay (pcap or pcapng, Ethernet link type)
  *   FLOEM_PCAP_OUT   pcap: where transmitted frames are written (classic pcap)
  *   FLOEM_PCAP_LOOP  pcap: how many times to replay the capture (0: until stopped; default 1)
@@ -24,13 +27,13 @@
  * NIC process when the elements are in NIC segments.
  *
  * The backends live in runtime/src/net.c (what all share) and net_udp.c,
- * net_pcap.c, net_dpdk.c (each compiled to nothing unless chosen); their
- * header comments give each backend's details. The udp and pcap backends keep
- * frames in 2048-byte buffers: a larger record of a capture is dropped and
- * counted; a larger datagram arrives cut, its first bytes in the buffer and its
- * IPv4 and UDP lengths the whole datagram's (as a capture's snapshot length cuts
- * a frame), so that checking its lengths finds it cut. Every function may be
- * called from any segment thread.
+ * net_pcap.c, net_dpdk.c, net_xdp.c (each compiled to nothing unless chosen);
+ * their header comments give each backend's details. The udp, pcap and xdp
+ * backends keep frames in 2048-byte buffers: a larger record of a capture is
+ * dropped and counted; a larger datagram arrives cut, its first bytes in the
+ * buffer and its IPv4 and UDP lengths the whole datagram's (as a capture's
+ * snapshot length cuts a frame), so that checking its lengths finds it cut.
+ * Every function may be called from any segment thread.
  *
  * On DPDK the hot path is inline, as DPDK's own burst calls are: a receive burst
  * is the PMD's mbuf array (floem_net_frame_t), each frame's data and length are

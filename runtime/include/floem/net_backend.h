@@ -3,8 +3,8 @@
  * Not for element code (elements use floem/net.h). net.c implements the
  * public API once for every backend: it reads FLOEM_NET_QUEUES, serialises
  * the threads that share a queue, stages transmitted frames per thread, and
- * counts and reports. Exactly one backend file (net_udp.c, net_pcap.c or
- * net_dpdk.c, chosen by FLOEM_NET_UDP / FLOEM_NET_PCAP / FLOEM_NET_DPDK)
+ * counts and reports. Exactly one backend file (net_udp.c, net_pcap.c, net_dpdk.c
+ * or net_xdp.c, chosen by FLOEM_NET_UDP / FLOEM_NET_PCAP / FLOEM_NET_DPDK / FLOEM_NET_XDP)
  * implements the floem_backend_* functions below; the others compile to
  * nothing. net.c calls floem_backend_rx and floem_backend_send with the
  * queue's lock held, so a backend sees one caller per queue at a time;
@@ -49,13 +49,20 @@ bool floem_backend_alloc(uint32_t len, floem_packet_t *pkt);
 void floem_backend_free(floem_packet_t *pkt);
 /* Backend-specific lines of the FLOEM_REPORT report (may print nothing). */
 void floem_backend_report(FILE *out);
-/* The backend's name in messages: "udp", "pcap" or "dpdk". */
+/* The backend's name in messages: "udp", "pcap", "dpdk" or "xdp". */
 extern const char floem_backend_name[];
 
 /* Print "floem: net <backend>: <message>" and exit with status 1 (configuration errors). */
 _Noreturn void floem_net_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Fixed-size frame buffers for the udp and pcap backends, shared by all threads. */
+/* The UDP port a backend serves: FLOEM_NET_PORT, or FLOEM_NET_DEFAULT_PORT when unset. */
+#define FLOEM_NET_DEFAULT_PORT 9000
+uint16_t floem_net_setting_port(void);
+/* FLOEM_NET_ADDR, an IPv4 address in network byte order, or `fallback` when unset. */
+uint32_t floem_net_setting_addr(uint32_t fallback);
+
+/* Fixed-size frame buffers for the udp, pcap and xdp backends, shared by all threads (one
+ * page-aligned area: the xdp backend's UMEM). */
 #define FLOEM_NET_BUFFER_BYTES 2048
 #define FLOEM_NET_POOL_BUFFERS 4096
 
@@ -71,5 +78,9 @@ bool floem_pool_holds(const void *buffer, const void *data, uint32_t len);
  * bytes past it become unaddressable until the buffer goes back to the pool, so an
  * element reading past a frame's end is caught. */
 void floem_pool_frame(void *buffer, uint32_t len);
+/* The same for a frame of `len` bytes at `data` inside buffer `buffer`. */
+void floem_pool_frame_at(void *buffer, void *data, uint32_t len);
+/* The pool's first byte (buffer i is FLOEM_NET_BUFFER_BYTES * i bytes further). */
+unsigned char *floem_pool_area(void);
 
 #endif
