@@ -266,9 +266,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--duration", type=_positive, metavar="S",
                      help="stop the app with SIGINT after S seconds")
     run.add_argument("--port", type=_port, metavar="P",
-                     help="--net udp: the UDP port to serve (default 9000)")
+                     help="--net udp, tcp: the UDP or TCP port to serve (default 9000)")
     run.add_argument("--listen", type=_ipv4, metavar="ADDR",
-                     help="--net udp: the IPv4 address to serve the port on (default "
+                     help="--net udp, tcp: the IPv4 address to serve the port on (default "
                           "127.0.0.1: this host only; 0.0.0.0: every address, the network)")
     run.add_argument("--pcap-in", metavar="FILE",
                      help="--net pcap: packets to replay (pcap or pcapng, Ethernet)")

@@ -1,23 +1,32 @@
 /* Packet I/O common to every backend: the floem/net.h API over floem/net_backend.h.
  *
- * Compiled only when the build chose a backend (FLOEM_NET_UDP, FLOEM_NET_PCAP or
- * FLOEM_NET_DPDK). Thread i uses queue i % floem_net_queues(); when threads
- * outnumber queues, a queue's lock serialises its receive bursts and sends.
+ * Compiled only when the build chose a backend (FLOEM_NET_UDP, FLOEM_NET_TCP,
+ * FLOEM_NET_PCAP or FLOEM_NET_DPDK). Thread i uses queue i % floem_net_queues(); when
+ * threads outnumber queues, a queue's lock serialises its receive bursts and sends.
  * Transmitted frames are staged per thread: inside a receive burst (between
  * floem_net_rx and floem_net_flush, as FromNet does) they go out together at the
  * flush or every FLOEM_NET_TX_BURST frames; outside one (ToNet in a segment fed
  * by a queue) each goes out at once, so no frame waits for a flush that never
  * comes.
+ *
+ * Orders over datagrams (udp, pcap): the first frame made before a received one starts an
+ * order of that datagram's frames, kept in the pool buffers' order places (the group in the
+ * place of the buffer it started with, which stays its tail). A frame of an order that is
+ * sent or given back is done; the frames at its head that are done go out right away, under
+ * the order's lock, so that two threads finishing frames of one order send them in order.
+ * The tcp backend keeps its connections' orders itself (net_tcp.c).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 
-#if defined(FLOEM_NET_UDP) + defined(FLOEM_NET_PCAP) + defined(FLOEM_NET_DPDK) > 1
-#error "define at most one of FLOEM_NET_UDP, FLOEM_NET_PCAP, FLOEM_NET_DPDK"
+#if defined(FLOEM_NET_UDP) + defined(FLOEM_NET_TCP) + defined(FLOEM_NET_PCAP) \
+    + defined(FLOEM_NET_DPDK) > 1
+#error "define at most one of FLOEM_NET_UDP, FLOEM_NET_TCP, FLOEM_NET_PCAP, FLOEM_NET_DPDK"
 #endif
 
-#if defined(FLOEM_NET_UDP) || defined(FLOEM_NET_PCAP) || defined(FLOEM_NET_DPDK)
+#if defined(FLOEM_NET_UDP) || defined(FLOEM_NET_TCP) || defined(FLOEM_NET_PCAP) \
+    || defined(FLOEM_NET_DPDK)
 
 #include "floem/net_backend.h"
 #include "floem/runtime.h"
@@ -32,6 +41,10 @@ floem_net_queue_t floem_net_queue[FLOEM_NET_MAX_QUEUES];
 uint64_t floem_net_alloc_failed;
 static uint64_t freed;
 static unsigned n_queues;
+#if defined(FLOEM_NET_UDP) || defined(FLOEM_NET_PCAP)
+/* Frames in an order now (send_staged looks for them only when there are). */
+static unsigned ordered;
+#endif
 
 _Thread_local floem_net_staged_t floem_net_staged = {.taken = UINT_MAX};
 
@@ -111,7 +124,7 @@ unsigned floem_net_queues(void)
     return n_queues > 0 ? n_queues : 1;
 }
 
-unsigned floem_net_rx(unsigned queue, floem_net_frame_t *frames, unsigned max)
+static unsigned receive(unsigned queue, floem_net_frame_t *frames, unsigned max)
 {
     floem_net_staged.in_burst = true;
     if (n_queues == 0)
@@ -134,15 +147,93 @@ unsigned floem_net_rx(unsigned queue, floem_net_frame_t *frames, unsigned max)
     return n;
 }
 
+unsigned floem_net_rx(unsigned queue, floem_net_frame_t *frames, unsigned max)
+{
+    return receive(queue, frames, max);
+}
+
+unsigned floem_net_rx_framed(unsigned queue, floem_net_frame_t *frames, unsigned max,
+                             const floem_framer_t *framer)
+{
+#ifdef FLOEM_NET_TCP
+    floem_tcp_framer(framer);
+#else
+    (void)framer;
+#endif
+    return receive(queue, frames, max);
+}
+
 bool floem_net_rx_done(void)
 {
     return n_queues > 0 && floem_backend_rx_done();
 }
 
+#if defined(FLOEM_NET_UDP) || defined(FLOEM_NET_PCAP)
+/* Send `n` frames on `queue` now (they are in order). */
+static void send_now(unsigned queue, floem_net_frame_t *frames, unsigned n)
+{
+    lock(queue);
+    floem_backend_send(queue, frames, n);
+    unlock(queue);
+    floem_thread_sent += n;
+}
+
+/* Frame `o` of an order is done (`state`): send the frames at the order's head that are done,
+ * in order, and give back those given back. */
+static void order_done(floem_order_t *o, uint8_t state, const floem_packet_t *pkt,
+                       unsigned queue)
+{
+    floem_order_group_t *g = o->group;
+    floem_order_lock(g);
+    o->state = state;
+    o->pkt = *pkt;
+    o->queue = queue;
+    floem_net_frame_t frames[FLOEM_NET_TX_BURST];
+    unsigned n = 0, to = queue;
+    for (floem_order_t *done; (done = floem_order_pop(g)) != NULL;) {
+        __atomic_fetch_sub(&ordered, 1, __ATOMIC_RELAXED);
+        if (done->state != FLOEM_ORDER_SENT) {
+            __atomic_fetch_add(&freed, 1, __ATOMIC_RELAXED);
+            floem_backend_free(&done->pkt);
+            continue;
+        }
+        if (n > 0 && (n == FLOEM_NET_TX_BURST || done->queue != to)) {
+            send_now(to, frames, n);
+            n = 0;
+        }
+        to = done->queue;
+        frames[n++] = done->pkt;
+    }
+    if (n > 0)
+        send_now(to, frames, n);
+    floem_order_unlock(g);
+}
+
+/* The frame of `buffer`'s place in an order, or NULL when it is in none. */
+static floem_order_t *in_order(void *buffer)
+{
+    if (__atomic_load_n(&ordered, __ATOMIC_RELAXED) == 0)
+        return NULL;
+    floem_order_t *o = floem_pool_order(buffer);
+    return o != NULL && o->group != NULL ? o : NULL;
+}
+#endif
+
 static void send_staged(void)
 {
     floem_net_staged_t *s = &floem_net_staged;
     floem_count_pause();
+#if defined(FLOEM_NET_UDP) || defined(FLOEM_NET_PCAP)
+    unsigned kept = 0;              /* the frames in no order, sent below */
+    for (unsigned i = 0; i < s->n; i++) {
+        floem_order_t *o = in_order(s->frames[i].buffer);
+        if (o != NULL)
+            order_done(o, FLOEM_ORDER_SENT, &s->frames[i], s->queue);
+        else
+            s->frames[kept++] = s->frames[i];
+    }
+    s->n = kept;
+#endif
     lock(s->queue);
     floem_backend_send(s->queue, s->frames, s->n);
     unlock(s->queue);
@@ -203,10 +294,68 @@ void floem_net_free(floem_packet_t *pkt)
 {
     if (n_queues == 0)
         return;
-    __atomic_fetch_add(&freed, 1, __ATOMIC_RELAXED);
     floem_count_pause();
+#if defined(FLOEM_NET_UDP) || defined(FLOEM_NET_PCAP)
+    floem_order_t *o = in_order(pkt->buffer);
+    if (o != NULL) {
+        order_done(o, FLOEM_ORDER_FREED, pkt, 0);
+        floem_count_resume();
+        return;
+    }
+#endif
+    __atomic_fetch_add(&freed, 1, __ATOMIC_RELAXED);
     floem_backend_free(pkt);
     floem_count_resume();
+}
+
+void floem_net_close(floem_packet_t *pkt)
+{
+#ifdef FLOEM_NET_TCP
+    if (n_queues == 0)
+        return;
+    __atomic_fetch_add(&freed, 1, __ATOMIC_RELAXED);
+    floem_count_pause();
+    floem_tcp_close(pkt);
+    floem_count_resume();
+#else
+    floem_net_free(pkt);
+#endif
+}
+
+bool floem_net_alloc_before(const floem_packet_t *next, uint32_t len, floem_packet_t *pkt)
+{
+#if defined(FLOEM_NET_TCP)
+    floem_count_pause();
+    bool ok = n_queues > 0 && floem_tcp_alloc_before(next, len, pkt);
+    floem_count_resume();
+    if (!ok)
+        __atomic_fetch_add(&floem_net_alloc_failed, 1, __ATOMIC_RELAXED);
+    return ok;
+#elif defined(FLOEM_NET_UDP) || defined(FLOEM_NET_PCAP)
+    if (!floem_net_alloc(len, pkt))
+        return false;
+    floem_order_t *before = floem_pool_order(next->buffer), *o = floem_pool_order(pkt->buffer);
+    if (before == NULL)
+        return true;                /* not a frame of the network: no order to keep */
+    /* `next` is pending, so only this thread sets its group: one made here starts with it, in
+     * the group place of its own buffer, and it stays the order's tail (frames go before). */
+    if (before->group == NULL) {
+        floem_order_group_t *g = floem_pool_group(next->buffer);
+        g->head = g->tail = NULL;
+        g->owner = NULL;
+        floem_order_append(g, before);
+        __atomic_fetch_add(&ordered, 1, __ATOMIC_RELAXED);
+    }
+    floem_order_group_t *g = before->group;
+    floem_order_lock(g);
+    floem_order_insert_before(before, o);
+    __atomic_fetch_add(&ordered, 1, __ATOMIC_RELAXED);
+    floem_order_unlock(g);
+    return true;
+#else
+    (void)next;
+    return floem_net_alloc(len, pkt);
+#endif
 }
 
 void floem_net_stats(floem_net_stats_t *out)
@@ -221,10 +370,14 @@ void floem_net_stats(floem_net_stats_t *out)
         unlock(q);
     }
     out->alloc_failed = __atomic_load_n(&floem_net_alloc_failed, __ATOMIC_RELAXED);
+#ifdef FLOEM_NET_TCP
+    floem_tcp_stats(out);
+#endif
 }
 
-#if defined(FLOEM_NET_UDP) || defined(FLOEM_NET_PCAP)
-/* The buffer pool of the udp and pcap backends: one mapping, a stack of free buffers. */
+#if defined(FLOEM_NET_UDP) || defined(FLOEM_NET_PCAP) || defined(FLOEM_NET_TCP)
+/* The buffer pool of the udp, tcp and pcap backends: one mapping, a stack of free buffers,
+ * and each buffer's place in an order (and the group of an order it started). */
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -239,6 +392,8 @@ static unsigned char *pool_memory;
 static void *pool_free[FLOEM_NET_POOL_BUFFERS];
 static unsigned pool_top;
 static int pool_lock;
+static floem_order_t pool_order[FLOEM_NET_POOL_BUFFERS];
+static floem_order_group_t pool_group[FLOEM_NET_POOL_BUFFERS];
 
 static void pool_acquire(void)
 {
@@ -257,6 +412,7 @@ void floem_pool_init(void)
     pool_memory = aligned_alloc(64, (size_t)FLOEM_NET_POOL_BUFFERS * FLOEM_NET_BUFFER_BYTES);
     if (pool_memory == NULL)
         floem_net_fail("no memory for %d frame buffers", FLOEM_NET_POOL_BUFFERS);
+    memset(pool_order, 0, sizeof pool_order);
     for (unsigned i = 0; i < FLOEM_NET_POOL_BUFFERS; i++)    /* the first buffer on top */
         pool_free[i] = pool_memory + (size_t)(FLOEM_NET_POOL_BUFFERS - 1 - i) *
                                          FLOEM_NET_BUFFER_BYTES;
@@ -318,6 +474,20 @@ void floem_pool_put(void *const *bufs, unsigned n)
     pool_release();
 }
 
+floem_order_t *floem_pool_order(const void *buffer)
+{
+    if (!pool_buffer(buffer))
+        return NULL;
+    return &pool_order[((uintptr_t)buffer - (uintptr_t)pool_memory) / FLOEM_NET_BUFFER_BYTES];
+}
+
+floem_order_group_t *floem_pool_group(const void *buffer)
+{
+    if (!pool_buffer(buffer))
+        return NULL;
+    return &pool_group[((uintptr_t)buffer - (uintptr_t)pool_memory) / FLOEM_NET_BUFFER_BYTES];
+}
+
 bool floem_pool_holds(const void *buffer, const void *data, uint32_t len)
 {
     uintptr_t b = (uintptr_t)buffer, d = (uintptr_t)data;
@@ -325,6 +495,9 @@ bool floem_pool_holds(const void *buffer, const void *data, uint32_t len)
            d - b <= FLOEM_NET_BUFFER_BYTES - len;
 }
 
+#endif
+
+#if defined(FLOEM_NET_UDP) || defined(FLOEM_NET_PCAP)
 /* A udp or pcap packet is its own frame; their floem_backend_send checks that each frame is
  * inside its buffer. */
 bool floem_backend_frame(const floem_packet_t *pkt, floem_net_frame_t *frame)
