@@ -37,11 +37,12 @@
  * that reads its replies slowly slows down its own requests, and its replies are never
  * dropped. Bytes held back are at most one message and one read.
  *
- * Closing. A connection closes when its peer closes it (after its replies in flight have
- * been written), when it is reset or a write fails (replies still to come are dropped and
- * counted), when the framer cannot read it on (FLOEM_FRAME_CLOSE), when a message's end is
- * not found within FLOEM_NET_MESSAGE_MAX bytes, and when a frame given back with
- * floem_net_close comes to its turn. Only the connection's queue thread closes its socket;
+ * Closing. A connection closes when its peer closes it, when the framer cannot read it on
+ * (FLOEM_FRAME_CLOSE) and when a message's end is not found within FLOEM_NET_MESSAGE_MAX
+ * bytes, each once the replies to the messages before have been written (as memcached has
+ * answered a connection's earlier requests when it reads what closes it); when it is
+ * reset or a write fails (replies still to come are dropped and counted); and when a frame
+ * given back with floem_net_close comes to its turn. Only the connection's queue thread closes its socket;
  * other threads ask it to (the queue's attention list). A connection's memory goes when its
  * socket is closed and no frame of it is left in the program.
  *
@@ -110,7 +111,11 @@ struct conn {
     uint32_t in_flight;             /* (L) frames of it in the program */
     uint64_t bytes_out;             /* (L) TCP acknowledgement numbers of its frames */
     bool want_write;                /* (L) EPOLLOUT asked for */
-    bool close_after;               /* (L) close once the output is written */
+    bool closing;                   /* (L) a frame given back with floem_net_close came to its
+                                       turn: close once the output is written, drop the
+                                       replies after it */
+    bool finishing;                 /* (L) done reading: close once the replies in flight
+                                       are written */
     bool broken;                    /* (L) a write failed: close */
     bool asked;                     /* (L) on the queue's attention list */
     bool paused;                    /* (L) not read: over its bounds */
@@ -120,7 +125,8 @@ struct conn {
     uint64_t skip;                  /* bytes still to skip of a message delivered cut */
     uint64_t framer_state;
     uint64_t bytes_in;              /* TCP sequence numbers of its frames */
-    bool peer_closed;               /* read its end: close once its replies are written */
+    bool done_reading;              /* its peer closed, or its stream cannot be read on: read
+                                       no more, close once the replies in flight are written */
     bool ready;                     /* on the ready list: may hold whole messages */
     struct conn *next_ready, *next_asked;
     struct conn *prev_conn, *next_conn;     /* the queue's connections (under conns_lock) */
@@ -310,7 +316,7 @@ static void unlock_and_unref(struct conn *c)
 
 static void watch(struct conn *c, int op)
 {
-    bool reading = !c->paused && !c->peer_closed;
+    bool reading = !c->paused && !c->done_reading;
     struct epoll_event ev = {.events = (reading ? EPOLLIN | EPOLLRDHUP : 0u) |
                                        (c->want_write ? EPOLLOUT : 0u),
                              .data.ptr = c};
@@ -334,6 +340,12 @@ static void ask_queue(struct conn *c)
 static bool over_bounds(const struct conn *c, unsigned shift)
 {
     return c->out_len - c->out_at > (OUT_BOUND >> shift) || c->in_flight >= (IN_FLIGHT_MAX >> shift);
+}
+
+/* Whether `c` is to close now (its lock held). */
+static bool closes_now(const struct conn *c)
+{
+    return c->broken || (c->out_len == 0 && (c->closing || (c->finishing && c->in_flight == 0)));
 }
 
 /* Write what `c`'s output holds (its lock held); ask for EPOLLOUT when the socket is full,
@@ -364,13 +376,13 @@ static void write_out(struct conn *c)
         c->want_write = false;
         watch(c, EPOLL_CTL_MOD);
     }
-    if (c->broken || (c->close_after && c->out_len == 0) || (c->paused && !over_bounds(c, 1)))
+    if (closes_now(c) || (c->paused && !over_bounds(c, 1)))
         ask_queue(c);
 }
 
 static void append_out(struct conn *c, const uint8_t *bytes, size_t n)
 {
-    if (c->fd < 0 || c->broken || c->close_after) {
+    if (c->fd < 0 || c->broken || c->closing) {
         count(&counts.replies_dropped, 1);
         return;
     }
@@ -430,7 +442,7 @@ static void drain(struct conn *c)
                 floem_net_queue[o->queue].tx_dropped++;
         }
         if (o->state == FLOEM_ORDER_CLOSE)
-            c->close_after = true;
+            c->closing = true;
         give_buffer(o->pkt.buffer);
         c->in_flight--;
         c->refs--;                  /* never the last: the caller holds one */
@@ -652,13 +664,13 @@ static unsigned frame_messages(struct conn *c, const uint8_t *bytes, size_t len,
         long whole = f->frame(f->config, &c->framer_state, bytes + at, len - at);
         if (whole == FLOEM_FRAME_CLOSE || whole < 0) {
             count(&counts.framer_closed, 1);
-            close_conn(c);
+            c->done_reading = true;
             break;
         }
         if (whole == FLOEM_FRAME_MORE) {
             if (len - at >= FLOEM_NET_MESSAGE_MAX) {
                 count(&counts.too_long, 1);
-                close_conn(c);
+                c->done_reading = true;
             }
             break;
         }
@@ -686,7 +698,7 @@ static unsigned frame_messages(struct conn *c, const uint8_t *bytes, size_t len,
         c->bytes_in += (uint64_t)whole;
         c->skip = (uint64_t)whole - held;
     }
-    size_t left = c->fd >= 0 ? len - at : 0;
+    size_t left = c->fd >= 0 && !c->done_reading ? len - at : 0;
     if (left > 0 && bytes != c->held) {
         uint8_t *kept = malloc(left);
         if (kept == NULL) {
@@ -708,16 +720,21 @@ static unsigned frame_messages(struct conn *c, const uint8_t *bytes, size_t len,
     return n;
 }
 
+static void stop_reading(struct conn *c);
+
 /* Read what `c` has and frame it (the caller holds a reference). Bytes held back beyond a
  * message are whole messages still to deliver: then it is not read. */
 static unsigned receive(struct conn *c, floem_packet_t *pkts, unsigned max)
 {
-    if (c->fd < 0 || c->paused || c->peer_closed)
+    if (c->fd < 0 || c->paused || c->done_reading)
         return 0;
     uint8_t *scratch = queues[c->queue].scratch;
     size_t have = c->held_len;
-    if (have > FLOEM_NET_MESSAGE_MAX)
-        return frame_messages(c, c->held, c->held_len, pkts, max);
+    if (have > FLOEM_NET_MESSAGE_MAX) {
+        unsigned n = frame_messages(c, c->held, c->held_len, pkts, max);
+        stop_reading(c);
+        return n;
+    }
     if (have > 0)
         memcpy(scratch, c->held, have);
     ssize_t r;
@@ -728,21 +745,28 @@ static unsigned receive(struct conn *c, floem_packet_t *pkts, unsigned max)
         count(&counts.bytes_in, (uint64_t)r);
         have += (size_t)r;
     } else if (r == 0) {
-        c->peer_closed = true;
+        c->done_reading = true;
     } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
         close_conn(c);                  /* reset: what it had in flight is dropped */
         return 0;
     }
     unsigned n = frame_messages(c, scratch, have, pkts, max);
-    if (c->peer_closed && c->fd >= 0) {
+    stop_reading(c);
+    return n;
+}
+
+/* Once `c` is done reading: watch it for writing only, and close it when its replies in
+ * flight are written. */
+static void stop_reading(struct conn *c)
+{
+    if (c->done_reading && c->fd >= 0) {
         floem_order_lock(&c->order);
-        c->close_after = true;          /* once the replies in flight are written */
+        c->finishing = true;
         watch(c, EPOLL_CTL_MOD);        /* no more EPOLLIN */
-        if (c->in_flight == 0 && c->out_len == 0)
+        if (closes_now(c))
             ask_queue(c);
         floem_order_unlock(&c->order);
     }
-    return n;
 }
 
 static void accept_all(unsigned q)
@@ -802,8 +826,7 @@ static void attend(unsigned q)
         struct conn *next = c->next_asked;
         floem_order_lock(&c->order);
         c->asked = false;
-        bool close_now = c->broken || (c->close_after && c->out_len == 0 &&
-                                       (!c->peer_closed || c->in_flight == 0));
+        bool close_now = closes_now(c);
         bool resume = c->paused && !over_bounds(c, 1) && c->fd >= 0;
         if (resume && !close_now) {
             c->paused = false;
@@ -832,8 +855,10 @@ static unsigned deliver_ready(unsigned q, floem_packet_t *pkts, unsigned max)
         floem_order_lock(&c->order);
         bool paused = c->paused;
         floem_order_unlock(&c->order);
-        if (n < max && c->fd >= 0 && !paused)
+        if (n < max && c->fd >= 0 && !paused && !c->done_reading) {
             n += frame_messages(c, c->held, c->held_len, pkts + n, max - n);
+            stop_reading(c);
+        }
         else if (c->fd >= 0)
             make_ready(c);
         floem_order_lock(&c->order);
@@ -870,7 +895,7 @@ unsigned floem_backend_rx(unsigned q, floem_packet_t *pkts, unsigned max)
             if (ev & EPOLLOUT)
                 write_out(c);
             floem_order_unlock(&c->order);
-            if ((ev & (EPOLLHUP | EPOLLERR)) && c->peer_closed)
+            if ((ev & (EPOLLHUP | EPOLLERR)) && c->done_reading)
                 close_conn(c);          /* gone both ways: its replies cannot be written */
             else if ((ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) && n < max)
                 n += receive(c, pkts + n, max - n);
