@@ -46,9 +46,11 @@
  * other threads ask it to (the queue's attention list). A connection's memory goes when its
  * socket is closed and no frame of it is left in the program.
  *
- * Counters: connections accepted, closed and open, bytes in and out, connections refused
- * (no file descriptor left), closed by the framer or for a message too long, and replies
- * dropped (their connection was gone), in the FLOEM_REPORT report. At start the process's
+ * Counters: connections accepted, closed and open, bytes in and out (in the process's
+ * counter file, for `floem stats`: runtime.h's floem_connection_stats_t), connections refused
+ * (no file descriptor left), closed by the framer or for a message too long, replies
+ * dropped (their connection was gone), and the connections each queue accepted, in the
+ * FLOEM_REPORT report. At start the process's
  * file descriptor limit is raised to its hard limit, as memcached raises it for -c.
  */
 #ifndef _GNU_SOURCE
@@ -143,6 +145,7 @@ static struct {
     struct conn *asked;             /* connections other threads ask the queue to look at */
     int conns_lock;
     struct conn *conns;             /* every connection it accepted whose memory is there */
+    uint64_t accepted;              /* connections it accepted */
 } queues[FLOEM_NET_MAX_QUEUES];
 static unsigned n_queues;
 static uint16_t port;
@@ -151,9 +154,11 @@ static const floem_framer_t *framer;
 static int spare_fd = -1;           /* closed to refuse a connection when none is left */
 
 static struct {
-    uint64_t accepted, closed, bytes_in, bytes_out, refused, framer_closed, too_long,
-        replies_dropped;
+    uint64_t refused, framer_closed, too_long, replies_dropped;
 } counts;
+/* Connections and bytes: in the counter file when the process has one (floem stats). */
+static floem_connection_stats_t own_stats;
+static floem_connection_stats_t *live = &own_stats;
 
 static void count(uint64_t *counter, uint64_t n)
 {
@@ -357,7 +362,7 @@ static void write_out(struct conn *c)
                          MSG_DONTWAIT | MSG_NOSIGNAL);
         if (n > 0) {
             c->out_at += (size_t)n;
-            count(&counts.bytes_out, (uint64_t)n);
+            count(&live->bytes_out, (uint64_t)n);
         } else if (n < 0 && errno == EINTR) {
             continue;
         } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -621,7 +626,7 @@ static void close_conn(struct conn *c)
         (void)epoll_ctl(queues[c->queue].epfd, EPOLL_CTL_DEL, c->fd, NULL);
         close(c->fd);
         c->fd = -1;
-        count(&counts.closed, 1);
+        count(&live->closed, 1);
         c->refs--;                  /* the socket's; the caller holds another */
     }
     c->out_at = c->out_len = 0;
@@ -742,7 +747,7 @@ static unsigned receive(struct conn *c, floem_packet_t *pkts, unsigned max)
         r = recv(c->fd, scratch + have, SCRATCH_BYTES - have, MSG_DONTWAIT);
     while (r < 0 && errno == EINTR);
     if (r > 0) {
-        count(&counts.bytes_in, (uint64_t)r);
+        count(&live->bytes_in, (uint64_t)r);
         have += (size_t)r;
     } else if (r == 0) {
         c->done_reading = true;
@@ -810,7 +815,8 @@ static void accept_all(unsigned q)
         queues[q].conns = c;
         unspin(l);
         watch(c, EPOLL_CTL_ADD);
-        count(&counts.accepted, 1);
+        count(&live->accepted, 1);
+        count(&queues[q].accepted, 1);
     }
 }
 
@@ -943,6 +949,8 @@ unsigned floem_backend_init(unsigned wanted)
     raise_file_limit();
     floem_pool_init();
     memset(&counts, 0, sizeof counts);
+    live = floem_connection_stats_slot != NULL ? floem_connection_stats_slot : &own_stats;
+    memset(live, 0, sizeof *live);
     framer = NULL;
     spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     n_queues = wanted;
@@ -999,11 +1007,11 @@ void floem_backend_finalize(void)
 
 void floem_tcp_stats(floem_net_stats_t *out)
 {
-    out->conns_accepted = __atomic_load_n(&counts.accepted, __ATOMIC_RELAXED);
-    out->conns_closed = __atomic_load_n(&counts.closed, __ATOMIC_RELAXED);
+    out->conns_accepted = __atomic_load_n(&live->accepted, __ATOMIC_RELAXED);
+    out->conns_closed = __atomic_load_n(&live->closed, __ATOMIC_RELAXED);
     out->conns_open = out->conns_accepted - out->conns_closed;
-    out->bytes_in = __atomic_load_n(&counts.bytes_in, __ATOMIC_RELAXED);
-    out->bytes_out = __atomic_load_n(&counts.bytes_out, __ATOMIC_RELAXED);
+    out->bytes_in = __atomic_load_n(&live->bytes_in, __ATOMIC_RELAXED);
+    out->bytes_out = __atomic_load_n(&live->bytes_out, __ATOMIC_RELAXED);
 }
 
 void floem_backend_report(FILE *out)
@@ -1020,6 +1028,11 @@ void floem_backend_report(FILE *out)
             (unsigned long long)__atomic_load_n(&counts.framer_closed, __ATOMIC_RELAXED),
             (unsigned long long)__atomic_load_n(&counts.too_long, __ATOMIC_RELAXED),
             (unsigned long long)__atomic_load_n(&counts.replies_dropped, __ATOMIC_RELAXED));
+    fprintf(out, "floem: net tcp: connections accepted by queue:");
+    for (unsigned q = 0; q < n_queues; q++)
+        fprintf(out, " %llu", (unsigned long long)__atomic_load_n(&queues[q].accepted,
+                                                                  __ATOMIC_RELAXED));
+    fputc('\n', out);
 }
 
 #endif

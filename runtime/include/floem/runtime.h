@@ -98,6 +98,15 @@ typedef struct {
  * reads. */
 extern floem_thread_stats_t *(*floem_thread_stats_slot)(int i);
 
+/* The connections of a stream transport (--net tcp) and the bytes of their streams, counted
+ * by it; open = accepted - closed. */
+typedef struct {
+    uint64_t accepted, closed, bytes_in, bytes_out;
+} floem_connection_stats_t;
+/* Where the transport keeps them (NULL: in its own memory); floem_counters_open sets it, so
+ * that they are in the counter file `floem stats` reads. */
+extern floem_connection_stats_t *floem_connection_stats_slot;
+
 /* End of one turn of a segment thread's loop: account it as busy or idle (floem_idle),
  * and back off when idle. */
 void floem_iteration_end(void);
