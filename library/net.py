@@ -37,7 +37,7 @@ FRAME = (SizeT, Pointer(Uint(8)), Pointer(Void))
 
 #: The C header of packet I/O (``floem_net_alloc``, ``floem_net_tx``, ...), for elements that
 #: call it from their bodies (``c_headers = HEADERS``, with ``uses_network = True``).
-HEADERS = (os.path.join(runtime_dir(), "include", "floem", "net.h"),)
+HEADERS: tuple[str, ...] = (os.path.join(runtime_dir(), "include", "floem", "net.h"),)
 #: The C header of frames that may have crossed a queue (``floem_frame_drop``).
 FRAME_HEADERS = (os.path.join(runtime_dir(), "include", "floem", "frames.h"),)
 

@@ -10,7 +10,7 @@
  * allocated for it when it is longer than the request (a reply longer than one datagram
  * starts in frames allocated for it, its last datagram in the request's frame), send it;
  * flush after each burst. The protocol and the store are the example's own C (proto.c, store.c), with
- * kvs.py's defaults (64 MiB of items, 2^17 buckets, values up to KVS_VALUE_LIMIT); packet
+ * kvs.py's defaults (64 MiB of items, 2^17 buckets, values up to KVS_VALUE_MAX); packet
  * I/O is the Floem runtime's (floem/net.h, pcap backend), the same calls the generated
  * program makes.
  *
@@ -29,6 +29,7 @@
 #define BATCH 32
 #define KVS_MEMORY (64u << 20)      /* kvs.py: memory = 64 (MiB) */
 #define KVS_BUCKETS (1u << 17)      /* kvs.py: store_buckets */
+#define KVS_VALUE_MAX 8192          /* kvs.py: value_max */
 
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
@@ -73,7 +74,7 @@ static inline void serve(kvs_store_t *store, floem_packet_t *pkt, struct kvs_req
     } else if (ok && r.op != KVS_OP_NONE) {
         uint32_t len = kvs_record_make(record, p, now, cas);
         reclen = kvs_store_apply(store, key, keylen, kvs_hash(key, keylen), now, oldest, r.op,
-                                 record, len, r.arg, cas, KVS_VALUE_LIMIT, result, &status);
+                                 record, len, r.arg, cas, KVS_VALUE_MAX, result, &status);
         rec = result;
     }
     if (cas != 0 && status != FLOEM_MC_OK)
@@ -109,7 +110,7 @@ static inline void accept(kvs_store_t *store, floem_packet_t *pkt, uint8_t part)
     uint32_t now = kvs_now();
     struct kvs_request r;
     if (likely(why < 0))
-        why = kvs_parse(pkt->data, KVS_VALUE_LIMIT, now, &r);
+        why = kvs_parse(pkt->data, KVS_VALUE_MAX, now, &r);
     if (likely(why < 0)) {
         serve(store, pkt, r, now, part);
     } else {

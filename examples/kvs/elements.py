@@ -33,13 +33,19 @@ TASK_HEADERS = PROTO_HEADERS + (os.path.join(HERE, "task.h"),)
 ITEM_HEADERS = PROTO_HEADERS + (os.path.join(HERE, "itemlog.h"),)
 INDEX_HEADERS = STORE_HEADERS + (os.path.join(HERE, "itemlog.h"),)
 
-#: The largest value a SET can carry (proto.h's KVS_VALUE_LIMIT): a datagram of 2006 bytes.
-VALUE_LIMIT = 2006 - 8 - 24 - 8 - 1
+#: The largest value a SET can carry over UDP (proto.h's KVS_DATAGRAM_VALUE_LIMIT): a
+#: datagram of 2006 bytes.
+DATAGRAM_VALUE_LIMIT = 2006 - 8 - 24 - 8 - 1
+#: The largest value the store takes (proto.h's KVS_VALUE_LIMIT): a binary SET in the longest
+#: TCP message a frame holds.
+VALUE_LIMIT = 65535 - 40 - 1 - 24 - 8 - 1
 KEY_MAX = 250
 #: What a record adds to a value: flags, expiry time and CAS value.
 RECORD_HEADER = 16
-value_max = param("value_max", VALUE_LIMIT,
-                  help="longest value a SET may store (longer: 'Too large.')")
+value_max = param("value_max", 8192,
+                  help=f"longest value a SET may store (longer: 'Too large.'), at most "
+                       f"{VALUE_LIMIT}; over UDP at most {DATAGRAM_VALUE_LIMIT}, what a "
+                       f"datagram's frame holds")
 
 
 class Request(State):

@@ -815,6 +815,8 @@ static int parse_binary(struct kvs_packet *p, uint32_t value_max, uint32_t now,
 int kvs_parse(struct kvs_packet *p, uint32_t value_max, uint32_t now, struct kvs_request *r)
 {
     memset(r, 0, sizeof *r);
+    if (!kvs_is_stream(p) && value_max > KVS_DATAGRAM_VALUE_LIMIT)
+        value_max = KVS_DATAGRAM_VALUE_LIMIT;       /* what a datagram's frame holds */
     if (!kvs_is_text(p))
         return parse_binary(p, value_max, now, r);
     struct command c;

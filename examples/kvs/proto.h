@@ -56,8 +56,11 @@
  * header. */
 #define KVS_UDP_HEADERS (FLOEM_UDP_FRAME_LEN + FLOEM_MC_UDP_HDR_LEN)
 #define KVS_TCP_HEADERS FLOEM_TCP_FRAME_LEN
-/* Largest value a SET can carry: a binary datagram holding the shortest key. */
-#define KVS_VALUE_LIMIT (KVS_DATAGRAM_MAX - FLOEM_MC_UDP_HDR_LEN - FLOEM_MC_HDR_LEN - 8 - 1)
+/* Largest value a SET can carry over UDP: a binary datagram holding the shortest key. */
+#define KVS_DATAGRAM_VALUE_LIMIT (KVS_DATAGRAM_MAX - FLOEM_MC_UDP_HDR_LEN - FLOEM_MC_HDR_LEN - 8 - 1)
+/* Largest value the store takes at all: a binary SET of the shortest key in the longest
+ * message a TCP frame holds (floem/net.h's FLOEM_NET_MESSAGE_MAX, 65,494 bytes). */
+#define KVS_VALUE_LIMIT (65535 - 20 - 20 - 1 - FLOEM_MC_HDR_LEN - 8 - 1)
 #define KVS_RECORD_HEADER 16
 #define KVS_RECORD_MAX (KVS_RECORD_HEADER + KVS_VALUE_LIMIT)
 /* Datagrams of a reply: at most this many bytes each, the 8-byte frame header included. */
@@ -259,7 +262,8 @@ struct kvs_request {
 /* Parse single request `p` (accepted by kvs_check; a text one as kvs_split_write made it)
  * for the store: what it asks, or the status it is answered with at once. `now` turns
  * relative expiry times into absolute ones; a value longer than `value_max` is too large,
- * whether the datagram holds it or not (memcached answers from the command). Returns -1,
+ * whether the datagram holds it or not (memcached answers from the command); over UDP no
+ * value longer than a datagram's frame holds (KVS_DATAGRAM_VALUE_LIMIT). Returns -1,
  * or why the request is dropped: a storing command whose value is not too large but cut
  * short (KVS_DROP_INCOMPLETE, KVS_DROP_BAD_LENGTH for binary).
  *

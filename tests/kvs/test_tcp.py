@@ -10,6 +10,10 @@ requests, INCREMENT and DECREMENT creating a key, APPEND, PREPEND, TOUCH, GAT, F
 VERSION, QUIT, STAT); ``stats``. Bad input is answered or closed as memcached answers or
 closes it, and the other connections go on.
 
+Real clients on every design: memccapable's conformance suite (text and binary), memcaslap
+verifying what it reads (text and binary), memcslap's loads, pymemcache and python-memcached;
+pymemcache's HashClient over three stores; twemproxy (nutcracker) in front of three stores.
+
 A design is built and started once for the module (`stores`); the cpu design runs in the
 default suite, the others are slow.
 """
@@ -17,15 +21,21 @@ from __future__ import annotations
 
 import contextlib
 import random
+import re
 import socket
 import struct
+import subprocess
 import time
 from collections.abc import Iterator
 
+import memcache
 import pytest
+from pymemcache.client.base import Client as PymemcacheClient
+from pymemcache.client.hash import HashClient
 
+from conftest import wait_until
 from kvs_server import (DESIGNS, Server, kvs_server, oracle_requests, ordering_requests)
-from streams import StreamClient, binary_message, memcached_tcp
+from streams import StreamClient, binary_message, connects, free_tcp_port, memcached_tcp
 
 import protocol as kvp
 
@@ -54,9 +64,11 @@ class _Started(dict):
         super().__init__(running)
         self.stack = stack
 
-    def __missing__(self, design: str) -> Server:
+    def __missing__(self, name: str) -> Server:
+        """``name`` is a design, or DESIGN#N: another store of that design."""
+        design = name.split("#")[0]
         server = self.stack.enter_context(kvs_server(*TCP_DESIGNS[design], net="tcp"))
-        self[design] = server
+        self[name] = server
         return server
 
 
@@ -268,3 +280,156 @@ def test_connections_reset_mid_request_leave_the_others_served(stores) -> None:
     time.sleep(0.5)
     assert int(stats_of(port)["curr_connections"]) == 2       # steady's and stats's own
     steady.close()
+
+
+# -- real clients ------------------------------------------------------------------------------
+
+def run_tool(*command: str, timeout: float = 120) -> str:
+    """Run one of libmemcached-tools' programs; its output (it must succeed)."""
+    done = subprocess.run(list(command), capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, " ".join(command) + "\n" + done.stdout + done.stderr
+    return done.stdout + done.stderr
+
+
+def memcaslap_tcp(ports: list[int], binary_protocol: bool, seconds: int = 2) -> dict[str, int]:
+    """memcaslap over TCP against ``ports`` (90% get, 10% set, every get verified), in the
+    text or the binary protocol: its totals."""
+    servers = ",".join(f"127.0.0.1:{p}" for p in ports)
+    out = run_tool("memcaslap", "-s", servers, "-t", f"{seconds}s", "-T", "2", "-c", "8",
+                   "-X", "64", "-v", "1", *(["-B"] if binary_protocol else []),
+                   timeout=seconds + 60)
+    totals = {name: int(n) for name, n in re.findall(r"^(\w+): (\d+)$", out, re.M)}
+    assert totals.get("cmd_get", 0) > 0 and totals.get("cmd_set", 0) > 0, out
+    assert totals["verify_failed"] == 0, out
+    return totals
+
+
+def pymemcache_session(port: int) -> None:
+    """pymemcache's plain client, every call a user makes, read back."""
+    client = PymemcacheClient(("127.0.0.1", port), default_noreply=False, timeout=10)
+    values = {f"pm:{i}": bytes([i % 251]) * n for i, n in enumerate([0, 1, 64, 1000, 8000])}
+    for key, value in values.items():
+        assert client.set(key, value, flags=7)
+    assert client.get_many(list(values) + ["pm:none"]) == values
+    assert client.add("pm:0", b"x") is False and client.replace("pm:none", b"x") is False
+    assert client.append("pm:1", b"+") and client.prepend("pm:1", b"-")
+    assert client.get("pm:1") == b"-" + values["pm:1"] + b"+"
+    assert client.set("pm:n", b"41") and client.incr("pm:n", 1) == 42
+    assert client.decr("pm:n", 50) == 0 and client.incr("pm:none", 1) is None
+    value, cas = client.gets("pm:2")
+    assert value == values["pm:2"] and client.cas("pm:2", b"new", cas)
+    assert client.cas("pm:2", b"stale", cas) is False and client.get("pm:2") == b"new"
+    assert client.touch("pm:3", 100) and client.delete("pm:3")
+    assert client.get("pm:3") is None and client.delete("pm:3") is False
+    stats = client.stats()
+    assert int(stats[b"cmd_get"]) > 0 and stats[b"version"] == b"1.6.18"
+    assert client.version() == b"1.6.18"
+    client.close()
+
+
+def python_memcached_session(port: int) -> None:
+    """python-memcached's client (the text protocol), every call read back."""
+    client = memcache.Client([f"127.0.0.1:{port}"], cache_cas=True)
+    data = {f"py:{i}": "v" * n for i, n in enumerate([1, 64, 1000, 8000])}
+    assert client.set_multi(data) == []
+    assert client.get_multi(list(data) + ["py:none"]) == data
+    assert client.add("py:0", "x") == 0 and client.replace("py:none", "x") == 0
+    assert client.append("py:1", "+") and client.get("py:1") == data["py:1"] + "+"
+    assert client.set("py:n", 5) and client.incr("py:n", 2) == 7 and client.decr("py:n") == 6
+    assert client.gets("py:2") == data["py:2"] and client.cas("py:2", "swapped")
+    assert client.get("py:2") == "swapped"
+    assert client.delete("py:3") and client.get("py:3") is None
+    [(_, stats)] = client.get_stats()
+    assert int(stats["curr_connections"]) >= 1
+    client.disconnect_all()
+
+
+@pytest.mark.parametrize("design", DESIGN_PARAMS)
+def test_real_clients_over_tcp(design: str, stores) -> None:
+    """memccapable's conformance suite in both protocols, memcaslap verifying what it reads
+    in both, memcslap's loads in both, pymemcache and python-memcached: all on one store."""
+    port = stores[design].port
+    for protocol in ("-a", "-b"):
+        assert "All tests passed" in run_tool("memccapable", "-h", "127.0.0.1", "-p", str(port),
+                                              protocol)
+    for binary_protocol in (False, True):
+        memcaslap_tcp([port], binary_protocol)
+    for test in ("set", "get", "mget"):
+        for binary_protocol in ([], ["-b"]):
+            out = run_tool("memcslap", "-s", f"127.0.0.1:{port}", "-t", test, "-e", "500",
+                           "-c", "2", *binary_protocol)
+            assert "error" not in out.lower(), out
+    pymemcache_session(port)
+    python_memcached_session(port)
+
+
+def test_hash_client_spreads_keys_over_three_stores(stores) -> None:
+    """pymemcache's HashClient over three stores: every value read back, keys on all three."""
+    ports = [stores[name].port for name in ("cpu", "cpu#2", "cpu#3")]
+    client = HashClient([("127.0.0.1", p) for p in ports], default_noreply=False)
+    values = {f"hash:{i}": b"%d" % i * 10 for i in range(300)}
+    client.set_many(values)
+    assert client.get_many(list(values)) == values
+    for key, value in list(values.items())[:30]:
+        assert client.get(key) == value
+    items = [int(stats_of(p)["curr_items"]) for p in ports]
+    assert all(n > 30 for n in items) and sum(items) >= 300, items
+
+
+#: twemproxy's configuration of one pool of three stores, keys spread by ketama hashing:
+#: what docs/kvs.md ("Several servers") shows.
+NUTCRACKER_CONF = """kvs:
+  listen: 127.0.0.1:{listen}
+  hash: fnv1a_64
+  distribution: ketama
+  timeout: 2000
+  server_retry_timeout: 2000
+  server_failure_limit: 3
+  auto_eject_hosts: false
+  servers:
+{servers}
+"""
+
+
+@contextlib.contextmanager
+def nutcracker(ports: list[int], tmp_path) -> Iterator[int]:
+    """twemproxy (Debian's nutcracker) in front of the stores on ``ports``: its port."""
+    listen, stats = free_tcp_port(), free_tcp_port()
+    conf = tmp_path / "nutcracker.yml"
+    conf.write_text(NUTCRACKER_CONF.format(listen=listen, servers="\n".join(
+        f"   - 127.0.0.1:{p}:1 store{i}" for i, p in enumerate(ports))))
+    proc = subprocess.Popen(["nutcracker", "-c", str(conf), "-s", str(stats), "-a", "127.0.0.1",
+                             "-o", str(tmp_path / "nutcracker.log"),
+                             "-p", str(tmp_path / "nutcracker.pid")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: connects(listen), "nutcracker listens", proc, timeout=30)
+        yield listen
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.slow
+def test_twemproxy_in_front_of_three_stores(stores, tmp_path) -> None:
+    """Three stores behind twemproxy with ketama hashing, driven through the proxy by
+    pymemcache: every value read back (single gets and multi-key gets the proxy splits by
+    store), deletes and counters through it too, and the keys spread over all three."""
+    ports = [stores[name].port for name in ("cpu", "cpu#2", "cpu#3")]
+    before = [int(stats_of(p)["curr_items"]) for p in ports]
+    with nutcracker(ports, tmp_path) as proxy:
+        client = PymemcacheClient(("127.0.0.1", proxy), default_noreply=False, timeout=10)
+        values = {f"proxy:{i}": b"v%d" % i * (i % 50) for i in range(600)}
+        for key, value in values.items():
+            assert client.set(key, value)
+        for key, value in values.items():
+            assert client.get(key) == value
+        keys = list(values)
+        for at in range(0, len(keys), 40):
+            chunk = keys[at:at + 40]
+            assert client.get_many(chunk) == {k: values[k] for k in chunk}
+        assert client.delete("proxy:0") and client.get("proxy:0") is None
+        assert client.set("proxy:n", b"9") and client.incr("proxy:n", 1) == 10
+        client.close()
+    added = [int(stats_of(p)["curr_items"]) - b for p, b in zip(ports, before)]
+    assert sum(added) == 600 and all(n > 50 for n in added), added      # ketama: uneven
