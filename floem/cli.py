@@ -315,7 +315,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "user's with --all, or the run PID belongs to), refreshed like top until "
                    "they end: packets "
                    "in, runs that sent nothing on (drops and ends of paths), packets out per "
-                   "port, and packets in per second.")
+                   "port, and packets in per second; a process serving TCP, its connections "
+                   "(open, accepted, closed) and their bytes.")
     live.add_argument("pid", nargs="?", type=int, metavar="PID",
                       help="a process of the program, or the floem run that started it")
     live.add_argument("--once", action="store_true", help="print the counters once and exit")

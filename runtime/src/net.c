@@ -338,16 +338,20 @@ bool floem_net_alloc_before(const floem_packet_t *next, uint32_t len, floem_pack
     if (before == NULL)
         return true;                /* not a frame of the network: no order to keep */
     /* `next` is pending, so only this thread sets its group: one made here starts with it, in
-     * the group place of its own buffer, and it stays the order's tail (frames go before). */
-    if (before->group == NULL) {
-        floem_order_group_t *g = floem_pool_group(next->buffer);
+     * the group place of its own buffer, and it stays the order's tail (frames go before).
+     * The group is set up under its lock: the order it held last may still be finishing
+     * (its tail, this buffer, was given back under that lock). */
+    floem_order_group_t *g = before->group;
+    if (g == NULL) {
+        g = floem_pool_group(next->buffer);
+        floem_order_lock(g);
         g->head = g->tail = NULL;
         g->owner = NULL;
         floem_order_append(g, before);
         __atomic_fetch_add(&ordered, 1, __ATOMIC_RELAXED);
+    } else {
+        floem_order_lock(g);
     }
-    floem_order_group_t *g = before->group;
-    floem_order_lock(g);
     floem_order_insert_before(before, o);
     __atomic_fetch_add(&ordered, 1, __ATOMIC_RELAXED);
     floem_order_unlock(g);

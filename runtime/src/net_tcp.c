@@ -82,6 +82,8 @@ const char floem_backend_name[] = "tcp";
 /* Unwritten output past which a connection is not read, and its frames in the program. */
 #define OUT_BOUND (256u << 10)
 #define IN_FLIGHT_MAX 256u
+/* Room for output a connection keeps once it is all written (more is freed). */
+#define OUT_KEPT (64u << 10)
 /* Bytes read from one connection at a time; the queue's scratch holds a message and a read. */
 #define READ_BYTES (64u << 10)
 #define SCRATCH_BYTES (FLOEM_NET_MESSAGE_MAX + READ_BYTES)
@@ -375,8 +377,14 @@ static void write_out(struct conn *c)
             c->broken = true;
         }
     }
-    if (c->out_at == c->out_len)
+    if (c->out_at == c->out_len) {
         c->out_at = c->out_len = 0;
+        if (c->out_cap > OUT_KEPT) {        /* a burst's room goes back */
+            free(c->out);
+            c->out = NULL;
+            c->out_cap = 0;
+        }
+    }
     if (c->want_write && c->out_len == 0 && c->fd >= 0) {
         c->want_write = false;
         watch(c, EPOLL_CTL_MOD);
