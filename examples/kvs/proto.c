@@ -10,7 +10,6 @@
 #include "proto.h"
 
 #include <string.h>
-#include <unistd.h>
 
 /* ---- checking a frame -------------------------------------------------------------------- */
 

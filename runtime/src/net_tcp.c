@@ -512,9 +512,10 @@ void floem_backend_send(unsigned q, floem_net_frame_t *frames, unsigned n)
     }
 }
 
-void floem_backend_free(floem_packet_t *pkt)
+/* Frame `pkt`, given back (`state`: freed, or closing its connection), is done. */
+static void given_back(floem_packet_t *pkt, uint8_t state)
 {
-    struct conn *c = done(pkt, FLOEM_ORDER_FREED, 0);
+    struct conn *c = done(pkt, state, 0);
     if (c != NULL) {
         floem_order_lock(&c->order);
         write_out(c);
@@ -522,14 +523,14 @@ void floem_backend_free(floem_packet_t *pkt)
     }
 }
 
+void floem_backend_free(floem_packet_t *pkt)
+{
+    given_back(pkt, FLOEM_ORDER_FREED);
+}
+
 void floem_tcp_close(floem_packet_t *pkt)
 {
-    struct conn *c = done(pkt, FLOEM_ORDER_CLOSE, 0);
-    if (c != NULL) {
-        floem_order_lock(&c->order);
-        write_out(c);
-        unlock_and_unref(c);
-    }
+    given_back(pkt, FLOEM_ORDER_CLOSE);
 }
 
 bool floem_tcp_alloc_before(const floem_packet_t *next, uint32_t len, floem_packet_t *pkt)
@@ -550,32 +551,10 @@ bool floem_tcp_alloc_before(const floem_packet_t *next, uint32_t len, floem_pack
 
 /* ---- receiving --------------------------------------------------------------------------- */
 
-static uint32_t sum_bytes(uint32_t sum, const uint8_t *p, size_t len)
-{
-    for (; len >= 2; p += 2, len -= 2)
-        sum += (uint32_t)p[0] << 8 | p[1];
-    if (len)
-        sum += (uint32_t)p[0] << 8;
-    return sum;
-}
-
-static uint16_t fold(uint32_t sum)
-{
-    while (sum >> 16)
-        sum = (sum & 0xffff) + (sum >> 16);
-    return (uint16_t)~sum;
-}
-
-static void put16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)(v >> 8);
-    p[1] = (uint8_t)v;
-}
-
 static void put32(uint8_t *p, uint32_t v)
 {
-    put16(p, (uint16_t)(v >> 16));
-    put16(p + 2, (uint16_t)v);
+    floem_net_put16(p, (uint16_t)(v >> 16));
+    floem_net_put16(p + 2, (uint16_t)v);
 }
 
 /* Write message `msg` (`held` of its `whole` bytes) of `c` as a frame into `frame`. */
@@ -585,34 +564,34 @@ static void synthesise(uint8_t *frame, struct conn *c, const uint8_t *msg, size_
     uint8_t *eth = frame, *ip = frame + 14, *tcp = frame + 34;
     memcpy(eth, port_mac, 6);
     memcpy(eth + 6, peer_mac, 6);
-    put16(eth + 12, 0x0800);
+    floem_net_put16(eth + 12, 0x0800);
     size_t total = 40 + whole > 65535 ? 65535 : 40 + whole;
     ip[0] = 0x45;
     ip[1] = 0;
-    put16(ip + 2, (uint16_t)total);
-    put16(ip + 4, c->ip_id++);
-    put16(ip + 6, 0x4000);                  /* don't fragment */
+    floem_net_put16(ip + 2, (uint16_t)total);
+    floem_net_put16(ip + 4, c->ip_id++);
+    floem_net_put16(ip + 6, 0x4000);                  /* don't fragment */
     ip[8] = 64;
     ip[9] = IPPROTO_TCP;
-    put16(ip + 10, 0);
+    floem_net_put16(ip + 10, 0);
     memcpy(ip + 12, &c->peer.sin_addr, 4);
     memcpy(ip + 16, &c->local.sin_addr, 4);
-    put16(ip + 10, fold(sum_bytes(0, ip, 20)));
+    floem_net_put16(ip + 10, floem_net_fold(floem_net_sum(0, ip, 20)));
     memcpy(tcp, &c->peer.sin_port, 2);
     memcpy(tcp + 2, &c->local.sin_port, 2);
     put32(tcp + 4, (uint32_t)(1 + c->bytes_in));
     put32(tcp + 8, (uint32_t)(1 + acked));
     tcp[12] = 5 << 4;
     tcp[13] = 0x18;                         /* PSH, ACK */
-    put16(tcp + 14, 65535);
-    put16(tcp + 16, 0);
-    put16(tcp + 18, 0);
+    floem_net_put16(tcp + 14, 65535);
+    floem_net_put16(tcp + 16, 0);
+    floem_net_put16(tcp + 18, 0);
     memcpy(frame + HEADERS, msg, held);
     if (held < whole)
         return;                             /* cut: no checksum */
-    uint32_t sum = sum_bytes(0, ip + 12, 8);   /* pseudo header: addresses, protocol, length */
+    uint32_t sum = floem_net_sum(0, ip + 12, 8);   /* pseudo header: addresses, protocol, length */
     sum += IPPROTO_TCP + 20 + (uint32_t)whole;
-    put16(tcp + 16, fold(sum_bytes(sum, tcp, 20 + whole)));
+    floem_net_put16(tcp + 16, floem_net_fold(floem_net_sum(sum, tcp, 20 + whole)));
 }
 
 /* Put `c` on its queue's ready list (it may hold whole messages it had no room to deliver). */

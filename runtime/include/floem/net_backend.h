@@ -53,6 +53,35 @@ void floem_backend_report(FILE *out);
 /* The backend's name in messages: "udp", "pcap" or "dpdk". */
 extern const char floem_backend_name[];
 
+/* What the backends that synthesise headers share: the Internet checksum's running sum of
+ * `len` bytes (big-endian 16-bit words), folded into a checksum, and big-endian fields. */
+static inline uint32_t floem_net_sum(uint32_t sum, const uint8_t *p, size_t len)
+{
+    for (; len >= 2; p += 2, len -= 2)
+        sum += (uint32_t)p[0] << 8 | p[1];
+    if (len)
+        sum += (uint32_t)p[0] << 8;
+    return sum;
+}
+
+static inline uint16_t floem_net_fold(uint32_t sum)
+{
+    while (sum >> 16)
+        sum = (sum & 0xffff) + (sum >> 16);
+    return (uint16_t)~sum;
+}
+
+static inline void floem_net_put16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)(v >> 8);
+    p[1] = (uint8_t)v;
+}
+
+static inline uint16_t floem_net_get16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] << 8 | p[1]);
+}
+
 /* Print "floem: net <backend>: <message>" and exit with status 1 (configuration errors). */
 _Noreturn void floem_net_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
