@@ -2,8 +2,8 @@
 each sent back on its connection) over ``--net tcp``.
 
 Pipelined messages written in pieces of any size and read back slowly, answered in order;
-``floem stats`` showing the connections while they are open; the echo on the emulated NIC
-(the NIC's process terminates TCP); a clean stop with connections open. Slow: 5,000
+``floem stats`` showing the connections while they are open. Slow: the echo on the emulated
+NIC (the NIC's process terminates TCP) and a clean stop with connections open; 5,000
 connections open at once over two threads, each served.
 """
 from __future__ import annotations
@@ -108,6 +108,7 @@ def test_pipelined_pieces_read_slowly_are_echoed_in_order() -> None:
         s.close()
 
 
+@pytest.mark.slow
 def test_echo_on_the_nic_and_a_clean_stop_with_connections_open() -> None:
     """The echo in a NIC segment: the NIC's process serves TCP (its counters say so); SIGINT
     with connections open stops it cleanly."""

@@ -14,8 +14,8 @@ Real clients on every design: memccapable's conformance suite (text and binary),
 verifying what it reads (text and binary), memcslap's loads, pymemcache and python-memcached;
 pymemcache's HashClient over three stores; twemproxy (nutcracker) in front of three stores.
 
-A design is built and started once for the module (`stores`); the cpu design runs in the
-default suite, the others are slow.
+A design is built and started once for the module (`stores`); the cpu design's oracle,
+stats and bad input run in the default suite, the other designs and the clients are slow.
 """
 from __future__ import annotations
 
@@ -344,7 +344,8 @@ def python_memcached_session(port: int) -> None:
     client.disconnect_all()
 
 
-@pytest.mark.parametrize("design", DESIGN_PARAMS)
+@pytest.mark.slow
+@pytest.mark.parametrize("design", TCP_DESIGNS)
 def test_real_clients_over_tcp(design: str, stores) -> None:
     """memccapable's conformance suite in both protocols, memcaslap verifying what it reads
     in both, memcslap's loads in both, pymemcache and python-memcached: all on one store."""
@@ -363,6 +364,7 @@ def test_real_clients_over_tcp(design: str, stores) -> None:
     python_memcached_session(port)
 
 
+@pytest.mark.slow
 def test_hash_client_spreads_keys_over_three_stores(stores) -> None:
     """pymemcache's HashClient over three stores: every value read back, keys on all three."""
     ports = [stores[name].port for name in ("cpu", "cpu#2", "cpu#3")]
