@@ -198,6 +198,13 @@ typedef struct {
     floem_frame_fn frame;
     const void *config;
 } floem_framer_t;
+/* 1 when frames are messages of streams, whose buffers are their connections (a frame kept
+ * by payload slicing keeps its buffer even when it crosses whole: floem/frames.h). */
+#ifdef FLOEM_NET_TCP
+#define FLOEM_NET_STREAMS 1
+#else
+#define FLOEM_NET_STREAMS 0
+#endif
 /* The longest message a frame holds (its IPv4 length must say more for a longer one): a
  * longer message is delivered cut, its first FLOEM_NET_MESSAGE_MAX bytes with the lengths of
  * the whole (as a datagram longer than a buffer is), and the rest of it skipped. */
