@@ -96,9 +96,9 @@ class FromNet(Element):
     def impl(self) -> None:
         receive = (f"floem_net_rx(queue, frames, {self.batch})" if self.framer is None else
                    f"floem_net_rx_framed(queue, frames, {self.batch}, &framer)")
+        declare = "" if self.framer is None else self.framer.declarations() + "\n"
         self.run_c(rf'''
-            {self.framer.declarations() if self.framer is not None else ""}
-            floem_net_frame_t frames[{self.batch}];
+            {declare}floem_net_frame_t frames[{self.batch}];
             unsigned queue = (unsigned)floem_core_id % floem_net_queues();
             unsigned n = {receive};
             output multiple;
