@@ -12,8 +12,10 @@
  * Orders over datagrams (udp, pcap): the first frame made before a received one starts an
  * order of that datagram's frames, kept in the pool buffers' order places (the group in the
  * place of the buffer it started with, which stays its tail). A frame of an order that is
- * sent or given back is done; the frames at its head that are done go out right away, under
- * the order's lock, so that two threads finishing frames of one order send them in order.
+ * sent or given back is done; the frames at its head that are done go out in their place
+ * among the frames staged beside them (so a thread's frames keep the order it staged them
+ * in), and, while frames of the order are still to come, before the order's lock is
+ * released, so that two threads finishing frames of one order send them in order.
  * The tcp backend keeps its connections' orders itself (net_tcp.c).
  */
 #ifndef _GNU_SOURCE
@@ -178,18 +180,41 @@ static void send_now(unsigned queue, floem_net_frame_t *frames, unsigned n)
     floem_thread_sent += n;
 }
 
-/* Frame `o` of an order is done (`state`): send the frames at the order's head that are done,
- * in order, and give back those given back. */
+/* Frames to send, in order, each run of one queue together. */
+struct batch {
+    floem_net_frame_t frames[FLOEM_NET_TX_BURST];
+    unsigned n, queue;
+};
+
+static void batch_send(struct batch *b)
+{
+    if (b->n > 0)
+        send_now(b->queue, b->frames, b->n);
+    b->n = 0;
+}
+
+static void batch_add(struct batch *b, const floem_net_frame_t *frame, unsigned queue)
+{
+    if (b->n > 0 && (b->n == FLOEM_NET_TX_BURST || b->queue != queue))
+        batch_send(b);
+    b->queue = queue;
+    b->frames[b->n++] = *frame;
+}
+
+/* Frame `o` of an order is done (`state`): the frames at the order's head that are done join
+ * `b`, in order, and those given back are given back. When frames of the order are still to
+ * come, `b` goes out before the order's lock is released, so that a thread finishing a later
+ * frame sends it after these; when the order is whole, nothing of it can follow, and `b` may
+ * wait for more frames (the caller sends it). */
 static void order_done(floem_order_t *o, uint8_t state, const floem_packet_t *pkt,
-                       unsigned queue)
+                       unsigned queue, struct batch *b)
 {
     floem_order_group_t *g = o->group;
     floem_order_lock(g);
     o->state = state;
     o->pkt = *pkt;
     o->queue = queue;
-    floem_net_frame_t frames[FLOEM_NET_TX_BURST];
-    unsigned n = 0, to = queue;
+    bool popped = false;
     for (floem_order_t *done; (done = floem_order_pop(g)) != NULL;) {
         __atomic_fetch_sub(&ordered, 1, __ATOMIC_RELAXED);
         if (done->state != FLOEM_ORDER_SENT) {
@@ -197,15 +222,11 @@ static void order_done(floem_order_t *o, uint8_t state, const floem_packet_t *pk
             floem_backend_free(&done->pkt);
             continue;
         }
-        if (n > 0 && (n == FLOEM_NET_TX_BURST || done->queue != to)) {
-            send_now(to, frames, n);
-            n = 0;
-        }
-        to = done->queue;
-        frames[n++] = done->pkt;
+        batch_add(b, &done->pkt, done->queue);
+        popped = true;
     }
-    if (n > 0)
-        send_now(to, frames, n);
+    if (popped && g->head != NULL)
+        batch_send(b);
     floem_order_unlock(g);
 }
 
@@ -224,15 +245,20 @@ static void send_staged(void)
     floem_net_staged_t *s = &floem_net_staged;
     floem_count_pause();
 #if defined(FLOEM_NET_UDP) || defined(FLOEM_NET_PCAP)
-    unsigned kept = 0;              /* the frames in no order, sent below */
-    for (unsigned i = 0; i < s->n; i++) {
-        floem_order_t *o = in_order(s->frames[i].buffer);
-        if (o != NULL)
-            order_done(o, FLOEM_ORDER_SENT, &s->frames[i], s->queue);
-        else
-            s->frames[kept++] = s->frames[i];
+    if (__atomic_load_n(&ordered, __ATOMIC_RELAXED) != 0) {
+        struct batch b = {.n = 0};          /* the staged frames in their order */
+        for (unsigned i = 0; i < s->n; i++) {
+            floem_order_t *o = in_order(s->frames[i].buffer);
+            if (o != NULL)
+                order_done(o, FLOEM_ORDER_SENT, &s->frames[i], s->queue, &b);
+            else
+                batch_add(&b, &s->frames[i], s->queue);
+        }
+        batch_send(&b);
+        floem_count_resume();
+        s->n = 0;
+        return;
     }
-    s->n = kept;
 #endif
     lock(s->queue);
     floem_backend_send(s->queue, s->frames, s->n);
@@ -298,7 +324,9 @@ void floem_net_free(floem_packet_t *pkt)
 #if defined(FLOEM_NET_UDP) || defined(FLOEM_NET_PCAP)
     floem_order_t *o = in_order(pkt->buffer);
     if (o != NULL) {
-        order_done(o, FLOEM_ORDER_FREED, pkt, 0);
+        struct batch b = {.n = 0};
+        order_done(o, FLOEM_ORDER_FREED, pkt, 0, &b);
+        batch_send(&b);
         floem_count_resume();
         return;
     }
