@@ -70,6 +70,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -89,7 +90,9 @@ const char floem_backend_name[] = "tcp";
 #define SCRATCH_BYTES (FLOEM_NET_MESSAGE_MAX + READ_BYTES)
 #define EVENTS 64
 #define ACCEPTS_PER_CALL 64
-/* Empty receive calls in a row before a receive waits (up to IDLE_WAIT_MS) for events. */
+/* A receive that finds nothing waits (up to IDLE_WAIT_MS) for events, as memcached does in
+ * epoll; a thread that manages a sync layer between its turns (floem_thread_manages) first
+ * makes IDLE_SPINS empty calls in a row, as the udp backend does. */
 #define IDLE_SPINS 256
 #define IDLE_WAIT_MS 1
 #define JUMBO_MAGIC 0x666c6f656d4a4d42ull       /* "floemJMB" */
@@ -140,6 +143,7 @@ struct conn {
 
 static struct {
     int epfd, listen_fd;
+    int wake_fd;                    /* written when the attention list gets its first entry */
     unsigned empty_calls;
     uint8_t *scratch;
     struct conn *ready;             /* connections that may hold whole messages */
@@ -339,9 +343,12 @@ static void ask_queue(struct conn *c)
     c->refs++;
     int *l = &queues[c->queue].asked_lock;
     spin(l);
+    bool first = queues[c->queue].asked == NULL;
     c->next_asked = queues[c->queue].asked;
     queues[c->queue].asked = c;
     unspin(l);
+    if (first)                      /* the queue's thread may be waiting in epoll */
+        (void)eventfd_write(queues[c->queue].wake_fd, 1);
 }
 
 static bool over_bounds(const struct conn *c, unsigned shift)
@@ -869,17 +876,27 @@ unsigned floem_backend_rx(unsigned q, floem_packet_t *pkts, unsigned max)
     unsigned n = deliver_ready(q, pkts, max);
     if (n < max) {
         struct epoll_event events[EVENTS];
-        bool wait = n == 0 && queues[q].ready == NULL && ++queues[q].empty_calls >= IDLE_SPINS;
+        bool wait = n == 0 && queues[q].ready == NULL &&
+                    (!floem_thread_manages || ++queues[q].empty_calls >= IDLE_SPINS);
         uint64_t start = wait ? floem_now_ns() : 0;
         int got = epoll_wait(queues[q].epfd, events, EVENTS, wait ? IDLE_WAIT_MS : 0);
         if (wait) {
             queues[q].empty_calls = 0;
             floem_thread_slept(floem_now_ns() - start);
+            if (!floem_thread_manages)
+                floem_idle_reset();     /* it waited here: no back-off of its own after */
         }
+        bool woken = false;
         for (int i = 0; i < got; i++) {
             struct conn *c = events[i].data.ptr;
             if (c == NULL) {
                 accept_all(q);
+                continue;
+            }
+            if (events[i].data.ptr == &queues[q]) {
+                eventfd_t ignored;
+                (void)eventfd_read(queues[q].wake_fd, &ignored);
+                woken = true;
                 continue;
             }
             uint32_t ev = events[i].events;
@@ -897,6 +914,8 @@ unsigned floem_backend_rx(unsigned q, floem_packet_t *pkts, unsigned max)
             floem_order_lock(&c->order);
             unlock_and_unref(c);
         }
+        if (woken)
+            attend(q);
     }
     if (n > 0)
         queues[q].empty_calls = 0;
@@ -945,8 +964,12 @@ unsigned floem_backend_init(unsigned wanted)
         memset(&queues[q], 0, sizeof queues[q]);
         queues[q].scratch = malloc(SCRATCH_BYTES);
         queues[q].epfd = epoll_create1(EPOLL_CLOEXEC);
-        if (queues[q].scratch == NULL || queues[q].epfd < 0)
+        queues[q].wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (queues[q].scratch == NULL || queues[q].epfd < 0 || queues[q].wake_fd < 0)
             floem_net_fail("cannot make queue %u: %s", q, strerror(errno));
+        struct epoll_event wake = {.events = EPOLLIN, .data.ptr = &queues[q]};
+        if (epoll_ctl(queues[q].epfd, EPOLL_CTL_ADD, queues[q].wake_fd, &wake) != 0)
+            floem_net_fail("epoll: %s", strerror(errno));
         queues[q].listen_fd = open_listener(n_queues > 1);
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
         if (epoll_ctl(queues[q].epfd, EPOLL_CTL_ADD, queues[q].listen_fd, &ev) != 0)
@@ -983,6 +1006,7 @@ void floem_backend_finalize(void)
         }
         close(queues[q].listen_fd);
         close(queues[q].epfd);
+        close(queues[q].wake_fd);
         free(queues[q].scratch);
     }
     if (spare_fd >= 0)

@@ -610,6 +610,7 @@ static void manage(floem_sync_t *s)
  * it runs. */
 void floem_sync_manage(floem_sync_t *s)
 {
+    floem_thread_manages = 1;
     floem_count_pause();
     manage(s);
     floem_count_resume();

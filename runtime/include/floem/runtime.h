@@ -42,6 +42,9 @@ void floem_threads_begin(void);
 /* Nonzero for the thread's current turn when its source found nothing to do: the generated
  * loop sets it when the source handed no packet on; a source may set it itself. */
 extern _Thread_local int floem_idle;
+/* Set in a thread once it calls floem_sync_manage: it moves a sync layer's entries between
+ * its turns, so its packet source should not block it for long (net_tcp.c polls first). */
+extern _Thread_local int floem_thread_manages;
 /* Back off after an idle packet, or while waiting for something: the first FLOEM_IDLE_SPINS
  * calls since the thread last did work spin (a pause each), then for FLOEM_IDLE_YIELD_NS each
  * call yields the core, and after that each call sleeps, FLOEM_IDLE_SLEEP_MIN_NS first and
