@@ -144,12 +144,6 @@ void floem_mc_tokenize(const uint8_t *s, size_t len, struct floem_mc_tokens *out
     out->n = n + 1;
 }
 
-bool floem_mc_token_is(const struct floem_mc_token *t, const char *word)
-{
-    size_t n = strlen(word);
-    return t->len == n && memcmp(t->at, word, n) == 0;
-}
-
 static bool is_space(uint8_t c)
 {
     return c == ' ' || (c >= '\t' && c <= '\r');

@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define FLOEM_MC_UDP_HDR_LEN 8
 #define FLOEM_MC_HDR_LEN 24
@@ -140,7 +141,12 @@ struct floem_mc_tokens {
 /* Split `len` bytes at `s` (a command line without "\r\n") at spaces, as memcached's
  * tokenize_command does. */
 void floem_mc_tokenize(const uint8_t *s, size_t len, struct floem_mc_tokens *out);
-bool floem_mc_token_is(const struct floem_mc_token *t, const char *word);
+/* Whether `t` is `word` (inline, so that a literal word's length is a constant). */
+static inline bool floem_mc_token_is(const struct floem_mc_token *t, const char *word)
+{
+    size_t n = strlen(word);
+    return t->len == n && memcmp(t->at, word, n) == 0;
+}
 /* A token's number, as memcached's safe_strtoull, safe_strtoul (64 bits, cut to 32) and
  * safe_strtol (cut to 32) read it; false when they refuse it. */
 bool floem_mc_read_u64(const struct floem_mc_token *t, uint64_t *out);

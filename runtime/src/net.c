@@ -33,6 +33,10 @@
 #include "floem/net_backend.h"
 #include "floem/runtime.h"
 
+#if defined(FLOEM_NET_UDP) || defined(FLOEM_NET_TCP)
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#endif
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -73,6 +77,29 @@ void floem_net_fail(const char *fmt, ...)
     va_end(ap);
     exit(1);
 }
+
+#if defined(FLOEM_NET_UDP) || defined(FLOEM_NET_TCP)
+uint16_t floem_net_port_setting(const char *protocol)
+{
+    const char *s = getenv("FLOEM_NET_PORT");
+    if (s == NULL || s[0] == '\0')
+        return 9000;
+    char *end;
+    long p = strtol(s, &end, 10);
+    if (*end != '\0' || p < 1 || p > 65535)
+        floem_net_fail("FLOEM_NET_PORT=%s is not a %s port", s, protocol);
+    return (uint16_t)p;
+}
+
+uint32_t floem_net_addr_setting(void)
+{
+    const char *s = getenv("FLOEM_NET_ADDR");
+    struct in_addr a = {htonl(INADDR_LOOPBACK)};
+    if (s != NULL && s[0] != '\0' && inet_pton(AF_INET, s, &a) != 1)
+        floem_net_fail("FLOEM_NET_ADDR=%s is not an IPv4 address", s);
+    return a.s_addr;
+}
+#endif
 
 static unsigned queues_wanted(void)
 {

@@ -78,7 +78,6 @@
 
 const char floem_backend_name[] = "tcp";
 
-#define DEFAULT_PORT 9000
 #define HEADERS (14 + 20 + 20)
 /* Unwritten output past which a connection is not read, and its frames in the program. */
 #define OUT_BOUND (256u << 10)
@@ -172,27 +171,6 @@ static void count(uint64_t *counter, uint64_t n)
 }
 
 /* ---- settings ------------------------------------------------------------------------------ */
-
-static uint16_t parse_port(void)
-{
-    const char *s = getenv("FLOEM_NET_PORT");
-    if (s == NULL || s[0] == '\0')
-        return DEFAULT_PORT;
-    char *end;
-    long p = strtol(s, &end, 10);
-    if (*end != '\0' || p < 1 || p > 65535)
-        floem_net_fail("FLOEM_NET_PORT=%s is not a TCP port", s);
-    return (uint16_t)p;
-}
-
-static struct in_addr parse_addr(void)
-{
-    const char *s = getenv("FLOEM_NET_ADDR");
-    struct in_addr a = {htonl(INADDR_LOOPBACK)};
-    if (s != NULL && s[0] != '\0' && inet_pton(AF_INET, s, &a) != 1)
-        floem_net_fail("FLOEM_NET_ADDR=%s is not an IPv4 address", s);
-    return a;
-}
 
 static void raise_file_limit(void)
 {
@@ -950,8 +928,8 @@ static int open_listener(bool shared)
 
 unsigned floem_backend_init(unsigned wanted)
 {
-    port = parse_port();
-    listen_addr = parse_addr();
+    port = floem_net_port_setting("TCP");
+    listen_addr.s_addr = floem_net_addr_setting();
     raise_file_limit();
     floem_pool_init();
     memset(&counts, 0, sizeof counts);

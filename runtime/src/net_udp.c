@@ -44,7 +44,6 @@
 
 const char floem_backend_name[] = "udp";
 
-#define DEFAULT_PORT 9000
 #define HEADERS (14 + 20 + 8)
 #define SOCKET_BUFFER_BYTES (4 << 20)
 /* Empty receive calls in a row before a receive waits (up to IDLE_WAIT_MS) for data. */
@@ -64,27 +63,6 @@ static struct {
 static unsigned n_queues;
 static uint16_t port;
 static struct in_addr listen_addr;
-
-static uint16_t parse_port(void)
-{
-    const char *s = getenv("FLOEM_NET_PORT");
-    if (s == NULL || s[0] == '\0')
-        return DEFAULT_PORT;
-    char *end;
-    long p = strtol(s, &end, 10);
-    if (*end != '\0' || p < 1 || p > 65535)
-        floem_net_fail("FLOEM_NET_PORT=%s is not a UDP port", s);
-    return (uint16_t)p;
-}
-
-static struct in_addr parse_addr(void)
-{
-    const char *s = getenv("FLOEM_NET_ADDR");
-    struct in_addr a = {htonl(INADDR_LOOPBACK)};
-    if (s != NULL && s[0] != '\0' && inet_pton(AF_INET, s, &a) != 1)
-        floem_net_fail("FLOEM_NET_ADDR=%s is not an IPv4 address", s);
-    return a;
-}
 
 static void enlarge_buffer(int fd, int force, int normal)
 {
@@ -115,8 +93,8 @@ static int open_socket(bool shared)
 
 unsigned floem_backend_init(unsigned wanted)
 {
-    port = parse_port();
-    listen_addr = parse_addr();
+    port = floem_net_port_setting("UDP");
+    listen_addr.s_addr = floem_net_addr_setting();
     floem_pool_init();
     n_queues = wanted;
     for (unsigned q = 0; q < n_queues; q++) {

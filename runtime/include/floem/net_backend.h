@@ -85,6 +85,12 @@ static inline uint16_t floem_net_get16(const uint8_t *p)
 /* Print "floem: net <backend>: <message>" and exit with status 1 (configuration errors). */
 _Noreturn void floem_net_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* The socket backends' settings (udp, tcp): the port to serve, FLOEM_NET_PORT (default 9000;
+ * `protocol` names its kind in the error), and the IPv4 address, FLOEM_NET_ADDR (default
+ * 127.0.0.1), in network byte order. */
+uint16_t floem_net_port_setting(const char *protocol);
+uint32_t floem_net_addr_setting(void);
+
 /* ---- Orders of frames (floem_net_alloc_before; the messages of a TCP connection) ----------
  *
  * An order is a list of frames, oldest first. A frame joins it when it is received (a TCP
