@@ -268,9 +268,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--duration", type=_positive, metavar="S",
                      help="stop the app with SIGINT after S seconds")
     run.add_argument("--port", type=_port, metavar="P",
-                     help="--net udp, xdp: the UDP port to serve (default 9000)")
+                     help="--net udp, tcp, xdp: the UDP or TCP port to serve (default 9000)")
     run.add_argument("--listen", type=_ipv4, metavar="ADDR",
-                     help="--net udp: the IPv4 address to serve the port on (default "
+                     help="--net udp, tcp: the IPv4 address to serve the port on (default "
                           "127.0.0.1: this host only; 0.0.0.0: every address, the network); "
                           "--net xdp: the only destination address served (default: any)")
     run.add_argument("--iface", metavar="NAME",
@@ -323,7 +323,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "user's with --all, or the run PID belongs to), refreshed like top until "
                    "they end: packets "
                    "in, runs that sent nothing on (drops and ends of paths), packets out per "
-                   "port, and packets in per second.")
+                   "port, and packets in per second; a process serving TCP, its connections "
+                   "(open, accepted, closed) and their bytes.")
     live.add_argument("pid", nargs="?", type=int, metavar="PID",
                       help="a process of the program, or the floem run that started it")
     live.add_argument("--once", action="store_true", help="print the counters once and exit")

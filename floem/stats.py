@@ -5,7 +5,8 @@ named ``floem-counters`` (runtime/include/floem/counters.h), with its segment th
 statistics (runs, packets, busy, waited and idle time); this module finds those files
 through ``/proc/PID/fd``, reads them without disturbing the program (a read-only view, as a
 monitoring tool reads a device's counter registers: the emulated NIC's too), and prints
-them as a table, refreshed like ``top``.
+them as a table, refreshed like ``top``; with the connections of a process serving TCP
+(``--net tcp``): open, accepted, closed, and the bytes of their streams.
 """
 from __future__ import annotations
 
@@ -20,10 +21,14 @@ from floem.errors import FloemError
 from floem.launcher import launcher_of
 
 MAGIC = b"FLOEMCNT"
-VERSION = 3
+VERSION = 4
 #: magic, byte-order mark, version, counters, layout bytes, counters offset, pid, process, run,
-#: threads offset, thread slots, bytes per slot, (a kept file) queues offset, queues, bytes each
-HEADER = "8sIIIIQq32s64sQIIQII"
+#: threads offset, thread slots, bytes per slot, (a kept file) queues offset, queues, bytes
+#: each, connections offset
+HEADER = "8sIIIIQq32s64sQIIQIIQ"
+#: The connections of a stream transport (floem_connection_stats_t): accepted, closed, bytes
+#: in and out
+CONNECTIONS = "4Q"
 #: A thread's slot (floem_thread_stats_t): segment, index, runs, packets, busy, waited, idle,
 #: slept, cpu and wall time (ns; cpu and wall once the thread has ended), frames received and
 #: sent, DMA waits and their bytes, engine calls and their bytes
@@ -92,6 +97,22 @@ class QueueCounts:
 
 
 @dataclass
+class ConnectionCounts:
+    """The connections of a process serving TCP: accepted and closed so far (``open`` is the
+    difference), and the bytes received and sent on them."""
+
+    accepted: int
+    closed: int
+    bytes_in: int
+    bytes_out: int
+
+    @property
+    def open(self) -> int:
+        """Connections open now."""
+        return self.accepted - self.closed
+
+
+@dataclass
 class ProcessCounts:
     """The counters of one process of a running program."""
 
@@ -101,6 +122,7 @@ class ProcessCounts:
     elements: list[ElementCounts]
     threads: list[ThreadCounts] = field(default_factory=list)
     queues: list[QueueCounts] = field(default_factory=list)     # a kept file's
+    connections: ConnectionCounts | None = None     # a process that has served TCP
 
 
 def read_counters(path: str) -> ProcessCounts | None:
@@ -112,8 +134,8 @@ def read_counters(path: str) -> ProcessCounts | None:
                 return None
             order = ">" if head[8:12] == b"\x01\x02\x03\x04" else "<"
             (_, _, version, count, layout_bytes, offset, pid, process, run, threads_offset,
-             slots, slot_bytes, queues_offset, queues,
-             queue_bytes) = struct.unpack(order + HEADER, head)
+             slots, slot_bytes, queues_offset, queues, queue_bytes,
+             connections_offset) = struct.unpack(order + HEADER, head)
             if version != VERSION or slot_bytes != struct.calcsize(order + THREAD) or \
                     (queues and queue_bytes != struct.calcsize(order + QUEUE)):
                 return None
@@ -126,12 +148,16 @@ def read_counters(path: str) -> ProcessCounts | None:
             f.seek(queues_offset)
             counted = [struct.unpack_from(order + QUEUE, f.read(queue_bytes))
                        for _ in range(queues)]
+            f.seek(connections_offset)
+            connections = ConnectionCounts(*struct.unpack_from(
+                order + CONNECTIONS, f.read(struct.calcsize(CONNECTIONS))))
     except (OSError, struct.error, UnicodeDecodeError):
         return None
     return ProcessCounts(process.rstrip(b"\0").decode(), pid, run.rstrip(b"\0").decode(),
                          [_element(line, values) for line in layout.splitlines() if line],
                          [t for t in threads if t.segment],
-                         [QueueCounts(_text(name), *rest) for name, *rest in counted])
+                         [QueueCounts(_text(name), *rest) for name, *rest in counted],
+                         connections if connections.accepted or connections.bytes_in else None)
 
 
 def _thread(fields: tuple) -> ThreadCounts:
@@ -223,6 +249,10 @@ def table(processes: list[ProcessCounts], rates: dict[tuple[int, str], float] | 
                 share = busy.get((p.pid, t.name))
                 row += "  -" if share is None else f"  {100 * share:.0f}%"
             lines.append(row)
+        c = p.connections
+        if c is not None:
+            lines.append(f"  connections: open {c.open}, accepted {c.accepted}, closed "
+                         f"{c.closed}, bytes in {c.bytes_in}, bytes out {c.bytes_out}")
         lines.append("")
     return "\n".join(lines)
 
@@ -240,7 +270,10 @@ def as_json(processes: list[ProcessCounts]) -> str:
     return json.dumps([{"process": p.process, "pid": p.pid, "run": p.run,
                         "elements": [e.__dict__ for e in p.elements],
                         "threads": [t.__dict__ for t in p.threads],
-                        "queues": [q.__dict__ for q in p.queues]} for p in processes],
+                        "queues": [q.__dict__ for q in p.queues],
+                        "connections": None if p.connections is None else
+                        {**p.connections.__dict__, "open": p.connections.open}}
+                       for p in processes],
                       indent=1)
 
 

@@ -88,15 +88,47 @@ def memcached() -> list[bytes]:
     return datagrams + frames + [frame(datagrams[0])[:50]]
 
 
+def stream_messages() -> list[bytes]:
+    """tests/kvs's requests as messages of a TCP stream (without the UDP frame header), and
+    the binary requests only TCP carries (quiet ones, INCREMENT, STAT, ...)."""
+    messages = [d[kvp.FRAME_HEADER_SIZE:] for d in KVS_REQUESTS]
+    extras = struct.pack(">QQI", 5, 7, 0)
+    return messages + [kvp.encode_request(0, op, key=key, extras=ext)[kvp.FRAME_HEADER_SIZE:]
+                       for op, key, ext in ((0x09, b"k", b""), (0x05, b"n", extras),
+                                            (0x10, b"", b""), (0x10, b"reset", b""),
+                                            (0x1d, b"k", b"\0\0\0\x05"), (0x07, b"", b""))]
+
+
 def kvs_request() -> list[bytes]:
-    """tests/kvs's requests (valid and invalid) and malformed datagrams, in frames; and SETs
-    longer than a frame in both protocols, cut to a frame buffer's 2048 bytes as the udp
-    backend delivers them (their IPv4 and UDP lengths the whole datagram's)."""
+    """tests/kvs's requests (valid and invalid) and malformed datagrams, in frames; the same
+    requests as messages of a TCP stream in the tcp backend's frames; and SETs longer than a
+    frame in both protocols, cut to a frame buffer's 2048 bytes as the udp backend delivers
+    them (their IPv4 and UDP lengths the whole datagram's)."""
     long_sets = [kvp.encode_set(1, b"k", bytes(8000)),
                  kvp.FRAME_HEADER.pack(2, 0, 1, 0) + b"set k 0 0 8000\r\n" + bytes(8002)]
     return ([kvp.build_frame(d, **CLIENT, ip_id=i)
              for i, d in enumerate(KVS_REQUESTS + KVS_MALFORMED)]
+            + [kvp.build_stream_frame(m, **CLIENT) for m in stream_messages()]
             + [kvp.build_frame(d, **CLIENT)[:2048] for d in long_sets])
+
+
+def stream_framers() -> list[bytes]:
+    """The stream of tests/kvs's text requests and that of its binary ones, for each
+    memcached framer, arriving in pieces of 1, 7 and 200 bytes; length-prefixed streams of
+    each field layout."""
+    messages = stream_messages()
+    text = b"".join(m for m in messages if m[:1] != bytes([kvp.MAGIC_REQUEST]))
+    binary = b"".join(m for m in messages if m[:1] == bytes([kvp.MAGIC_REQUEST]))
+    seeds = [bytes([framer, piece]) + stream for framer, stream in ((0, text), (1, binary),
+                                                                    (2, text), (2, binary))
+             for piece in (0, 6, 199)]
+    for size, offset, extra, mode in ((4, 0, 0, 0), (2, 2, 4, 1), (8, 0, 0, 2), (1, 3, 0, 5)):
+        field = (5).to_bytes(size, "little" if mode & 2 else "big")
+        header = bytes(offset) + field + bytes(extra)
+        body = b"hello" if not mode & 1 else b"hello"[:max(0, 5 - len(header))]
+        seeds.append(bytes([3, {1: 0, 2: 1, 4: 2, 8: 3}[size], offset, extra, mode, 3])
+                     + (header + body) * 3)
+    return seeds
 
 
 # -- Storm ---------------------------------------------------------------------------------
@@ -357,6 +389,7 @@ def nf_firewall() -> list[bytes]:
 
 CORPORA: dict[str, Callable[[], list[bytes]]] = {
     "udp_headers": udp_headers, "memcached": memcached, "kvs_request": kvs_request,
+    "stream_framers": stream_framers,
     "storm_transport": storm_transport, "storm_workers": storm_workers,
     "storm_spout": storm_spout, "batch": batch, "pcap_reader": pcap_reader,
     "frame_check": frame_check, "frame_pool": frame_pool,

@@ -1,7 +1,7 @@
 """The Floem element library (``floem.library``): reusable elements, one small class each."""
-from .net import FRAME, FromNet, NetAlloc, NetFree, ToNet
+from .net import FRAME, Framer, FromNet, NetAlloc, NetFree, ToNet
 
-__all__ = ["FRAME", "FromNet", "NetAlloc", "NetFree", "ToNet"]
+__all__ = ["FRAME", "Framer", "FromNet", "NetAlloc", "NetFree", "ToNet"]
 
 from .aes import AESDecrypt, AESEncrypt
 from .basic import Constant, Counter, Counts, Display, Drop, Identity, Inject, Print, Probe
@@ -13,6 +13,7 @@ from .packets import (CheckFrame, DropFrame, EthernetHeader, FrameCheckStats, IP
                       IPv4Header, LoadFrame, StoreFrame, TCPHeader, TransportHeader, UDPHeader)
 from .sequencer import Sequencer
 from .sketch import CountMin
+from .stream import MEMCACHED, MEMCACHED_BINARY, MEMCACHED_TEXT, length_prefixed
 
 __all__ += [
     "AESDecrypt", "AESEncrypt",
@@ -25,4 +26,5 @@ __all__ += [
     "LoadFrame", "StoreFrame", "TCPHeader", "TransportHeader", "UDPHeader",
     "Sequencer",
     "CountMin",
+    "MEMCACHED", "MEMCACHED_BINARY", "MEMCACHED_TEXT", "length_prefixed",
 ]

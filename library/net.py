@@ -11,9 +11,13 @@ exactly once, through `ToNet` (sent) or `NetFree` (given back). An element may
 rewrite the bytes, shrink ``size`` or move ``data`` within the same buffer
 before sending; it must never read or write past ``data + size``.
 
-The backend is chosen when building (``--net udp|pcap|dpdk``) and configured
-when running (``--port``, ``--pcap-in``/``--pcap-out``, ``--eal``); see
-``runtime/include/floem/net.h``. The process that runs these elements owns the
+The backend is chosen when building (``--net udp|tcp|pcap|dpdk``) and configured
+when running (``--port``, ``--listen``, ``--pcap-in``/``--pcap-out``, ``--eal``); see
+``runtime/include/floem/net.h``. Over ``--net tcp`` each frame is one message of a
+connection's byte stream, delimited by the `Framer` given to `FromNet`
+(`floem.library.stream` has memcached's and length-prefixed ones); its reply goes
+back on that connection, in the order of the requests (the frames made with
+``floem_net_alloc_before`` too). The process that runs these elements owns the
 port: the host program, or the NIC process when they sit in NIC segments.
 Thread *i* of a segment uses queue *i* % ``floem_net_queues()``; set
 ``FLOEM_NET_QUEUES`` (default 1) to the number of receiving threads to spread
@@ -22,6 +26,7 @@ the load (RSS on DPDK, ``SO_REUSEPORT`` sockets on udp).
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 from floem.paths import runtime_dir
 from floem.lang.element import Element, Input, Output
@@ -32,9 +37,33 @@ FRAME = (SizeT, Pointer(Uint(8)), Pointer(Void))
 
 #: The C header of packet I/O (``floem_net_alloc``, ``floem_net_tx``, ...), for elements that
 #: call it from their bodies (``c_headers = HEADERS``, with ``uses_network = True``).
-HEADERS = (os.path.join(runtime_dir(), "include", "floem", "net.h"),)
+HEADERS: tuple[str, ...] = (os.path.join(runtime_dir(), "include", "floem", "net.h"),)
 #: The C header of frames that may have crossed a queue (``floem_frame_drop``).
 FRAME_HEADERS = (os.path.join(runtime_dir(), "include", "floem", "frames.h"),)
+
+
+@dataclass(frozen=True)
+class Framer:
+    """Where a message ends in a byte stream (``--net tcp``): the C function ``function``, a
+    ``floem_frame_fn`` (floem/net.h), called with the bytes a connection has received from
+    where its next message starts, which answers the message's length, ``FLOEM_FRAME_MORE``
+    or ``FLOEM_FRAME_CLOSE``. ``config_type`` and ``config`` (a C type and an initializer)
+    make the constant it is given; ``headers`` and ``sources`` are the C files it needs
+    (absolute paths). `floem.library.stream` has the framers of memcached's protocols and
+    length-prefixed ones; a program may name a function of its own."""
+
+    function: str
+    config_type: str | None = None
+    config: str | None = None
+    headers: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+
+    def declarations(self) -> str:
+        """The C statements declaring ``framer``, a ``floem_framer_t``, in an element body."""
+        if self.config_type is None:
+            return f"static const floem_framer_t framer = {{{self.function}, NULL}};"
+        return (f"static const {self.config_type} framer_config = {self.config}; "
+                f"static const floem_framer_t framer = {{{self.function}, &framer_config}};")
 
 
 class FromNet(Element):
@@ -44,22 +73,34 @@ class FromNet(Element):
     the segment, emits the frames in arrival order, then sends what the
     segment queued for transmission during the burst (``floem_net_flush``).
     An empty poll hands nothing on, so the turn is idle and the thread backs off.
+    ``framer`` (a `Framer`) says where messages end in a connection's stream: over
+    ``--net tcp`` each frame is one message, over datagrams one datagram as always.
     """
 
     c_headers = HEADERS
     uses_network = True
 
-    def configure(self, batch: int = 32) -> None:
+    def configure(self, batch: int = 32, framer: Framer | None = None) -> None:
         if not isinstance(batch, int) or not 1 <= batch <= 1024:
             raise self.loc.error(f"FromNet: batch must be an integer from 1 to 1024, not {batch!r}")
+        if framer is not None and not isinstance(framer, Framer):
+            raise self.loc.error(f"FromNet: framer must be a floem.library.Framer, not "
+                                 f"{framer!r}")
         self.batch = batch
+        self.framer = framer
+        if framer is not None:
+            self.c_headers = HEADERS + framer.headers
+            self.c_sources = framer.sources
         self.out = Output(*FRAME)
 
     def impl(self) -> None:
+        receive = (f"floem_net_rx(queue, frames, {self.batch})" if self.framer is None else
+                   f"floem_net_rx_framed(queue, frames, {self.batch}, &framer)")
+        declare = "" if self.framer is None else self.framer.declarations() + "\n"
         self.run_c(rf'''
-            floem_net_frame_t frames[{self.batch}];
+            {declare}floem_net_frame_t frames[{self.batch}];
             unsigned queue = (unsigned)floem_core_id % floem_net_queues();
-            unsigned n = floem_net_rx(queue, frames, {self.batch});
+            unsigned n = {receive};
             output multiple;
             for (unsigned i = 0; i < n; i++) {{
                 floem_packet_t pkt = floem_net_packet(frames[i]);

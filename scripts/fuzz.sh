@@ -22,8 +22,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
 BUILD="$ROOT/fuzz/build"
-HARNESSES=(udp_headers memcached kvs_request storm_transport storm_workers storm_spout batch
-           pcap_reader frame_check frame_pool nf_sequencer nf_flowclass nf_firewall nf_nat nf_lb)
+HARNESSES=(udp_headers memcached kvs_request stream_framers storm_transport storm_workers
+           storm_spout batch pcap_reader frame_check frame_pool nf_sequencer nf_flowclass
+           nf_firewall nf_nat nf_lb)
 # The Floem apps of fuzz/apps/ whose generated C harnesses link with.
 APPS=(elements nf_sequencer nf_flowclass nf_firewall nf_nat nf_lb)
 CFLAGS=(-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -114,8 +115,10 @@ harness_inputs() {
     frame_pool)
         echo "-Iruntime/include -DFLOEM_NET_PCAP runtime/src/frames.c" ;;
     kvs_request)
-        echo "-Iexamples/kvs -Ilibrary/c examples/kvs/proto.c library/c/headers.c
-              library/c/memcached.c" ;;
+        echo "-Iexamples/kvs -Ilibrary/c -Iruntime/include examples/kvs/proto.c
+              library/c/headers.c library/c/memcached.c" ;;
+    stream_framers)
+        echo "-Ilibrary/c -Iruntime/include library/c/memcached.c library/c/stream.c" ;;
     storm_transport)
         echo "-Iexamples/storm -Ilibrary/c -Iruntime/include library/c/headers.c" ;;
     storm_workers)
@@ -138,6 +141,7 @@ parser_sources() {
     udp_headers) echo "library/c/headers.c" ;;
     memcached) echo "library/c/memcached.c" ;;
     kvs_request) echo "examples/kvs/proto.c" ;;
+    stream_framers) echo "library/c/memcached.c library/c/stream.c" ;;
     storm_transport) echo "examples/storm/transport.c" ;;
     storm_workers) echo "examples/storm/workers/counter.c examples/storm/workers/ranker.c
                          examples/storm/workers/table.c" ;;

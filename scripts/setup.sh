@@ -8,12 +8,13 @@
 # (--net dpdk), libpcap (--net pcap; flex, bison and dpkg-dev build it for the NIC
 # platforms' cross compilers: scripts/cross_libpcap.sh), libxdp and libbpf (--net xdp:
 # AF_XDP sockets), iproute2 and ethtool (the veth pairs between network namespaces that
-# --net xdp is tested on), memcached (the key-value
-# store's oracle: the tests start their own) and memcaslap (libmemcached-tools: a client).
+# --net xdp is tested on), memcached (the key-value store's oracle: the tests start their
+# own), libmemcached-tools (memcaslap, memcslap, memccapable: clients) and nutcracker
+# (twemproxy, a proxy in front of several stores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(gcc clang libclang-rt-14-dev make graphviz python3-venv python3-dev libffi-dev pkg-config openssl valgrind memcached libmemcached-tools
+packages=(gcc clang libclang-rt-14-dev make graphviz python3-venv python3-dev libffi-dev pkg-config openssl valgrind memcached libmemcached-tools nutcracker
           gcc-aarch64-linux-gnu gcc-mips64-linux-gnuabi64 qemu-user libdpdk-dev dpdk-dev
           libpcap-dev flex bison dpkg-dev libxdp-dev libbpf-dev iproute2 ethtool)
 missing=()

@@ -4,7 +4,9 @@ pcap (libpcap): captures of both byte orders and both timestamp precisions and p
 oversized and cut-short records, replays repeated (FLOEM_PCAP_LOOP) and endless, the
 output capture byte for byte, and files refused (not a capture, another link type). udp:
 the frames synthesised around real datagrams (every header field, both checksums)
-and replies to the sender, on one and on several SO_REUSEPORT queues. dpdk (when
+and replies to the sender, on one and on several SO_REUSEPORT queues; frames made before
+a datagram leaving in order. tcp: streams framed into messages, replies in request order,
+bounded memory for a slow reader, connections over several threads. dpdk (when
 libdpdk is installed): a net_ring port looping frames back on one and several
 queues, no hugepages, nothing left under /var/run/dpdk. Each runs optimised and
 under ASan+UBSan (dpdk: optimised only); threads sharing udp queues run under TSan.
@@ -294,6 +296,62 @@ def test_udp_port_in_use(tmp_path) -> None:
         port = s.getsockname()[1]
         result = run(exe, env={"FLOEM_NET_PORT": str(port)}, status=1)
     assert (f"floem: net udp: cannot serve UDP port {port} of 127.0.0.1: Address already in use"
+            in result.stderr)
+
+
+@pytest.mark.parametrize("sanitizer", ["address,undefined", "thread"])
+def test_udp_frames_made_before_a_datagram_leave_in_order(tmp_path, sanitizer: str) -> None:
+    exe = build(tmp_path, "test_net_udp", "udp", sanitizer)
+    result = run(exe, "order", env={"FLOEM_NET_PORT": str(free_udp_port()),
+                                    "TSAN_OPTIONS": "halt_on_error=1"})
+    assert result.stdout.startswith("ok: ") and "50 datagrams answered in order" in result.stdout
+
+
+# -- tcp --------------------------------------------------------------------
+
+def free_tcp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("sanitizer", ["address,undefined", "none"])
+def test_tcp_messages(tmp_path, sanitizer: str) -> None:
+    """Messages of every size (cut beyond a frame), byte by byte and pipelined, their
+    synthesised headers, replies in request order answered out of order, closing, refusing,
+    resets (runtime/tests/test_net_tcp.c)."""
+    exe = build(tmp_path, "test_net_tcp", "tcp", sanitizer)
+    result = run(exe, env={"FLOEM_NET_PORT": str(free_tcp_port())})
+    assert result.stdout.startswith("ok: ")
+    assert "accepted 6, closed 5," in result.stderr and "closed by the framer 1" in result.stderr
+
+
+def test_tcp_client_reading_slowly(tmp_path) -> None:
+    """A client that does not read its replies: the transport stops reading it (bounded
+    memory) and drops nothing."""
+    exe = build(tmp_path, "test_net_tcp", "tcp", "address,undefined")
+    result = run(exe, "slow", env={"FLOEM_NET_PORT": str(free_tcp_port())})
+    read_early = int(result.stdout.split(", ")[1].split(" of ")[0])
+    assert read_early < 200, result.stdout        # of 800: the rest waited for the client
+    assert "replies dropped 0" in result.stderr and "tx 800," in result.stderr
+
+
+@pytest.mark.parametrize("queues", [1, 2])
+def test_tcp_threads_share_connections(tmp_path, queues: int) -> None:
+    exe = build(tmp_path, "test_net_tcp", "tcp", "thread")
+    result = run(exe, "threads", env={"FLOEM_NET_PORT": str(free_tcp_port()),
+                                      "FLOEM_NET_QUEUES": str(queues),
+                                      "TSAN_OPTIONS": "halt_on_error=1"})
+    assert result.stdout.startswith("ok: ") and f"{queues} queues, 4 threads" in result.stdout
+
+
+def test_tcp_port_in_use(tmp_path) -> None:
+    exe = build(tmp_path, "test_net_tcp", "tcp")
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        result = run(exe, env={"FLOEM_NET_PORT": str(port)}, status=1)
+    assert (f"floem: net tcp: cannot serve TCP port {port} of 127.0.0.1: Address already in use"
             in result.stderr)
 
 

@@ -4,18 +4,25 @@ tests/slicing/forward.py decrements the TTL of every IPv4 frame (its checksum up
 drops malformed frames and expiring ones. Whatever its placement (all on the CPU, all on
 the NIC, split: packet I/O on the NIC and the forwarding on the CPU, or the reverse) and
 with slicing on or off, a capture replayed through it must come out byte for byte as a Python model of the
-step says, with the kept-frame pool doing what its counters say.
+step says, with the kept-frame pool doing what its counters say. Over TCP, the split
+placement writes each message back on its connection, in order.
 """
 from __future__ import annotations
 
 import random
 import re
+import signal
+import socket
+import struct
+import subprocess
+import time
 from pathlib import Path
 
 import dpkt
 import pytest
 
-from conftest import ROOT, floem
+from conftest import ROOT, floem, floem_command, wait_until
+from test_stream_echo import free_tcp_port, read_exactly
 
 APP = str(Path(ROOT) / "tests" / "slicing" / "forward.py")
 SIZES = (60, 64, 128, 300, 511, 512, 600, 1024, 1518)
@@ -177,3 +184,30 @@ def test_the_report_shows_the_header_window(tmp_path):
     whole = floem("build", APP, "-D", "device=split", "--net", "pcap", "--no-slicing", "-o",
                   str(tmp_path / "whole"), "--report")
     assert "pkt (whole)" in whole.stdout and "'LoadFrame0'" in whole.stdout
+
+
+@pytest.mark.slow
+def test_stream_messages_keep_their_connection_across_the_host(tmp_path):
+    """Over --net tcp (forward.py's FromNet frames length-prefixed messages), split: each
+    message's frame crosses to the host and back, sliced or (under the threshold) whole, and
+    is written on its connection in order: the client reads back what it sent; every frame
+    was kept by the NIC, the short ones too (their buffer is their connection)."""
+    port = free_tcp_port()
+    err = tmp_path / "stderr"
+    with open(err, "w") as f:
+        proc = subprocess.Popen(floem_command() + ["run", APP, "-D", "device=split", "--net",
+                                                   "tcp", "--port", str(port), "--report",
+                                                   "--timeout", "300"],
+                                stdout=subprocess.DEVNULL, stderr=f, text=True)
+    try:
+        wait_until(lambda: "floem: net tcp: ready" in err.read_text(), "ready", proc, 300)
+        stream = b"".join(struct.pack(">I", n) + bytes([n % 251]) * n
+                          for n in (0, 1, 100, 1500, 1990, 200) * 20)
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+            s.sendall(stream)
+            assert read_exactly(s, len(stream)) == stream
+        time.sleep(0.2)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(60)
+    assert frames_counters(err.read_text())["kept"] == 120, err.read_text()

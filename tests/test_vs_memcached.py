@@ -70,3 +70,15 @@ def test_a_server_is_pinned_only_when_a_cpu_is_left_to_its_clients() -> None:
     with bench.pinned([min(before)]):
         assert os.sched_getaffinity(0) == {min(before)}
     assert os.sched_getaffinity(0) == before
+
+
+@pytest.mark.slow
+def test_tcp_clients_measure_the_store_over_tcp() -> None:
+    """The benchmark's TCP server and clients (memcaslap over 16 and over 1,000 connections,
+    memcslap): each has requests answered by the store over TCP."""
+    with bench.server(bench.TCP[1], floem_command()[0]) as (port, pid):
+        assert pid > 0
+        assert bench.run_memcaslap(port, 1, tcp=True) > 1000
+        assert bench.run_memcaslap(port, 1, tcp=True, connections=1000) > 1000
+        got, extra = bench.run_memcslap(port)
+        assert got == 20_000 and extra["seconds"] > 0

@@ -8,9 +8,9 @@
  * key; an update: kvs_store_apply), a write taking a CAS value and giving it back when it
  * did not happen, and write memcached's reply into the request's own frame, or into a frame
  * allocated for it when it is longer than the request (a reply longer than one datagram
- * continues in frames allocated for it), send it; flush after each
- * burst. The protocol and the store are the example's own C (proto.c, store.c), with
- * kvs.py's defaults (64 MiB of items, 2^17 buckets, values up to KVS_VALUE_LIMIT); packet
+ * starts in frames allocated for it, its last datagram in the request's frame), send it;
+ * flush after each burst. The protocol and the store are the example's own C (proto.c, store.c), with
+ * kvs.py's defaults (64 MiB of items, 2^17 buckets, values up to KVS_VALUE_MAX); packet
  * I/O is the Floem runtime's (floem/net.h, pcap backend), the same calls the generated
  * program makes.
  *
@@ -29,6 +29,7 @@
 #define BATCH 32
 #define KVS_MEMORY (64u << 20)      /* kvs.py: memory = 64 (MiB) */
 #define KVS_BUCKETS (1u << 17)      /* kvs.py: store_buckets */
+#define KVS_VALUE_MAX 8192          /* kvs.py: value_max */
 
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
@@ -38,11 +39,11 @@ static uint64_t last_cas, oldest_cas;
 static uint32_t flush_at;
 static uint8_t record[KVS_RECORD_MAX], result[KVS_RECORD_MAX], msg[KVS_REPLY_MESSAGE_MAX];
 
-/* Serve single request `r` (parsed at `now` from `pkt`) from `store` and write its reply: the
- * datagrams after the first into new frames (sent at once), the first into the request's frame
- * `pkt`, or a new one when it is longer than the request (sent last). */
+/* Serve single request `r` (parsed at `now` from `pkt`; `part`: its kvs_split_flags) from
+ * `store` and write its reply: the datagrams before the last into new frames, the last into
+ * the request's frame `pkt`, or a new one when it is longer than the request. */
 static inline void serve(kvs_store_t *store, floem_packet_t *pkt, struct kvs_request r,
-                         uint32_t now)
+                         uint32_t now, uint8_t part)
 {
     struct kvs_packet *p = pkt->data;
     if (unlikely(r.flush))
@@ -71,48 +72,47 @@ static inline void serve(kvs_store_t *store, floem_packet_t *pkt, struct kvs_req
         if (r.op == KVS_OP_DELETE)      /* a SET too large keeps its status */
             status = found ? FLOEM_MC_OK : FLOEM_MC_KEY_NOT_FOUND;
     } else if (ok && r.op != KVS_OP_NONE) {
-        bool stores = r.op == KVS_OP_SET || r.op == KVS_OP_ADD || r.op == KVS_OP_REPLACE
-                      || r.op == KVS_OP_APPEND || r.op == KVS_OP_PREPEND || r.op == KVS_OP_CAS;
-        uint32_t len = stores ? kvs_record_make(record, p, now, cas) : 0;
+        uint32_t len = kvs_record_make(record, p, now, cas);
         reclen = kvs_store_apply(store, key, keylen, kvs_hash(key, keylen), now, oldest, r.op,
-                                 record, len, r.arg, cas, KVS_VALUE_LIMIT, result, &status);
+                                 record, len, r.arg, cas, KVS_VALUE_MAX, result, &status);
         rec = result;
     }
     if (cas != 0 && status != FLOEM_MC_OK)
         kvs_cas_unused(&last_cas, cas);
-    long len = kvs_reply(msg, p, status, rec, reclen, cas, now, oldest);
+    long len = kvs_reply(msg, p, status, rec, reclen, cas, now, oldest, part);
     if (len < 0) {
         floem_net_free(pkt);
         return;
     }
-    unsigned datagrams = kvs_reply_datagrams((size_t)len);
-    for (unsigned seq = 1; seq < datagrams; seq++) {
+    unsigned datagrams = kvs_reply_frames(p, (size_t)len);
+    for (unsigned seq = 0; seq + 1 < datagrams; seq++) {
         floem_packet_t more;
-        if (!floem_net_alloc((uint32_t)kvs_reply_size((size_t)len, seq), &more))
+        if (!floem_net_alloc((uint32_t)kvs_reply_size(p, (size_t)len, seq), &more))
             break;
         kvs_reply_write(more.data, p, msg, (size_t)len, seq);
         floem_net_tx(0, &more);
     }
-    floem_packet_t first = {p, (uint32_t)kvs_reply_size((size_t)len, 0), pkt->buffer};
-    bool own = first.len > kvs_request_size(p);
-    if (!own || floem_net_alloc(first.len, &first)) {
-        kvs_reply_write(first.data, p, msg, (size_t)len, 0);
-        floem_net_tx(0, &first);
+    unsigned seq = datagrams - 1;
+    floem_packet_t last = {p, (uint32_t)kvs_reply_size(p, (size_t)len, seq), pkt->buffer};
+    bool own = last.len > kvs_request_size(p);
+    if (!own || floem_net_alloc(last.len, &last)) {
+        kvs_reply_write(last.data, p, msg, (size_t)len, seq);
+        floem_net_tx(0, &last);
     }
     if (own)
         floem_net_free(pkt);
 }
 
-/* Check and serve frame `pkt`. */
-static inline void accept(kvs_store_t *store, floem_packet_t *pkt)
+/* Check and serve frame `pkt` (`part`: its kvs_split_flags). */
+static inline void accept(kvs_store_t *store, floem_packet_t *pkt, uint8_t part)
 {
     int why = kvs_check(pkt->data, pkt->len);
     uint32_t now = kvs_now();
     struct kvs_request r;
     if (likely(why < 0))
-        why = kvs_parse(pkt->data, KVS_VALUE_LIMIT, now, &r);
+        why = kvs_parse(pkt->data, KVS_VALUE_MAX, now, &r);
     if (likely(why < 0)) {
-        serve(store, pkt, r, now);
+        serve(store, pkt, r, now, part);
     } else {
         drops[why]++;
         floem_net_free(pkt);
@@ -134,16 +134,16 @@ static void split(kvs_store_t *store, floem_packet_t *pkt)
     }
     while (kvs_split_next(text, len, cur.next, &cur, &next)) {
         floem_packet_t more;
-        if (!floem_net_alloc(FLOEM_UDP_FRAME_LEN + KVS_DATAGRAM_MAX, &more))
+        if (!floem_net_alloc((uint32_t)kvs_split_size(pkt->data, &cur), &more))
             break;
         more.len = (uint32_t)kvs_split_write(more.data, pkt->data, &cur);
-        accept(store, &more);
+        accept(store, &more, kvs_split_flags(&cur));
         cur = next;
     }
     if (cur.next < len && !cur.more_keys)
         drops[cur.sends ? KVS_DROP_UNREAD : KVS_DROP_INCOMPLETE]++;
     pkt->len = (uint32_t)kvs_split_write(pkt->data, pkt->data, &cur);
-    accept(store, pkt);
+    accept(store, pkt, kvs_split_flags(&cur));
 }
 
 int main(void)
@@ -166,12 +166,10 @@ int main(void)
             floem_packet_t pkt = floem_net_packet(frames[i]);
             uint8_t *d = pkt.data;
             kvs_uncut(d, pkt.len);
-            if (unlikely(pkt.len > FLOEM_UDP_FRAME_LEN + FLOEM_MC_UDP_HDR_LEN
-                         && d[FLOEM_UDP_FRAME_LEN + FLOEM_MC_UDP_HDR_LEN] != FLOEM_MC_REQUEST
-                         && kvs_check(d, pkt.len) < 0))
+            if (unlikely(kvs_maybe_text(d, pkt.len) && kvs_check(d, pkt.len) < 0))
                 split(store, &pkt);
             else
-                accept(store, &pkt);
+                accept(store, &pkt, 0);
         }
         floem_net_flush(0);
     }

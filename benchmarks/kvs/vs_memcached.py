@@ -1,7 +1,7 @@
-"""memcached 1.6 against the key-value store's ``cpu`` design, side by side, over kernel UDP,
-and the ``cpu`` design over DPDK and over AF_XDP.
+"""memcached 1.6 against the key-value store's ``cpu`` design, side by side, over kernel UDP
+and kernel TCP, and the ``cpu`` design over DPDK and over AF_XDP.
 
-    python3 benchmarks/kvs/vs_memcached.py                 # 3 rounds, about 6 minutes
+    python3 benchmarks/kvs/vs_memcached.py                 # 3 rounds, about 8 minutes
     python3 benchmarks/kvs/vs_memcached.py --rounds 1 --seconds 2 --json out.json
     python3 benchmarks/kvs/vs_memcached.py --short         # a round of 0.3 s per client
 
@@ -22,13 +22,24 @@ between rounds:
 The servers keep the workload's keys: each is preloaded (every key SET) before its clients
 run.
 
+Over kernel TCP, memcached with one worker thread and the ``cpu`` design with one thread
+(``--net tcp``), on their TCP ports, each against:
+
+* ``memcaslap`` (the text protocol, 90% get, 64-byte values) over 16 connections of one
+  thread, for ``--seconds``;
+* ``memcaslap`` over 1,000 connections of one thread (each waiting for its answer before it
+  asks again): the many-connection client;
+* ``memcslap -t get`` (libmemcached's memslap: 10,000 keys of up to 4 KiB, then each got
+  once by each of 2 threads, one connection each, waiting for each answer): keys got per
+  second of its own timing.
+
 Two more, in the same rounds, on a veth pair between two network namespaces
 (floem.netns.veth_pair; needs root, else they are left out, saying why): memcached with one
 worker thread serving the server end's address over kernel UDP, and ``floem run kvs.py -D
 design=cpu --net xdp`` with one thread reading that end's frames from its AF_XDP socket.
-Their clients, the same three, run in the other namespace and reach the server through
-the kernel's network stack (udp_blast with UDP_BLAST_SERVER, load.py as a process there).
-The store over AF_XDP is compared with memcached over the same veth pair.
+Their clients, the same three as over kernel UDP, run in the other namespace and reach the
+server through the kernel's network stack (udp_blast with UDP_BLAST_SERVER, load.py as a
+process there). The store over AF_XDP is compared with memcached over the same veth pair.
 
 One more server, in the same rounds: the ``cpu`` design with one thread over DPDK, ``floem
 run kvs.py -D design=cpu --net dpdk`` with a net_memif vdev (memif server, no hugepages),
@@ -58,7 +69,7 @@ time (DPDK: dpdk_blast's seconds). The store's threads poll (backing off to shor
 when idle), so they take CPU time even at a light load. Every figure is the median over
 the rounds; ratios are per server core against memcached with the same number of threads,
 measured in the same run (the DPDK store's: against memcached -t 1 under udp_blast, the
-same requests).
+same requests; the TCP store's: against memcached -t 1 over TCP, the same client).
 """
 from __future__ import annotations
 
@@ -71,6 +82,7 @@ import os
 import re
 import shutil
 import signal
+import socket as socketlib
 import statistics
 import struct
 import subprocess
@@ -103,8 +115,9 @@ TEMPLATES = 100_000
 DPDK = "floem cpu over DPDK memif, 1 thread"
 VETH = "memcached -t 1 over veth"
 XDP = "floem cpu over AF_XDP, 1 thread"
+TCP = ("memcached -t 1 over TCP", "floem cpu over TCP, 1 thread")
 SERVERS = ("memcached -t 1", "memcached -t 2", "floem cpu, 1 thread", "floem cpu, 2 threads",
-           DPDK, VETH, XDP)
+           DPDK, VETH, XDP) + TCP
 #: Servers on a veth pair, their clients in the other namespace.
 ON_VETH = (VETH, XDP)
 #: A client whose ratio is against another client's figure for memcached: the same requests.
@@ -168,7 +181,7 @@ def pinned(cpus: Sequence[int] | None) -> Iterator[None]:
 
 def server_threads(name: str) -> int:
     """The worker threads of server ``name`` (one of SERVERS)."""
-    found = re.search(r"-t (\d+)|(\d+) threads?$", name)
+    found = re.search(r"-t (\d+)|(\d+) threads?$", name.removesuffix(" over TCP"))
     return int(found.group(1) or found.group(2))
 
 
@@ -192,27 +205,34 @@ def tree_cpu_seconds(root: int) -> float:
 @contextlib.contextmanager
 def server(name: str, floem: str, cpus: Sequence[int] | None = None,
            keys: int = load.DEFAULT_KEYS) -> Iterator[tuple[int, int]]:
-    """Start kernel-UDP server ``name`` (one of SERVERS) in a session of its own, on ``cpus``
-    (None: not pinned); yield its port and process id once it answers a NOOP and holds the
-    workload's ``keys`` keys."""
-    port = free_udp_port()
+    """Start kernel-UDP (or kernel-TCP: one of TCP) server ``name`` (one of SERVERS) in a
+    session of its own, on ``cpus`` (None: not pinned); yield its port and process id once it
+    answers a NOOP and holds the workload's ``keys`` keys (over TCP: once it accepts
+    connections; its clients write their own keys)."""
+    tcp = name in TCP
+    port = free_tcp_port() if tcp else free_udp_port()
     threads = server_threads(name)
+    ports = ["-p", str(port), "-U", "0"] if tcp else ["-U", str(port), "-p", "0"]
     if name.startswith("memcached"):
-        command = [shutil.which("memcached") or "memcached", "-U", str(port), "-p", "0",
+        command = [shutil.which("memcached") or "memcached", *ports,
                    "-t", str(threads), "-l", "127.0.0.1", "-u", "root", "-m", "1024"]
     else:
         command = [floem, "run", KVS, "-D", "design=cpu", "-D", f"cores={threads}",
-                   "--port", str(port)]
+                   "--port", str(port), "--net", "tcp" if tcp else "udp"]
     command = taskset(cpus) + command
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             start_new_session=True)
     try:
         deadline = time.monotonic() + 300
-        while not load.answers_noop(load.Server("127.0.0.1", port), 0.2):
+        while not (accepts(port) if tcp else
+                   load.answers_noop(load.Server("127.0.0.1", port), 0.2)):
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit(f"{name} did not start: {' '.join(command)}\n"
                                  + proc.stderr.read().decode())
-        load.run_live(load.Workload(keys=keys), [load.Server("127.0.0.1", port)], requests=1)
+            time.sleep(0.1 * tcp)
+        if not tcp:
+            load.run_live(load.Workload(keys=keys), [load.Server("127.0.0.1", port)],
+                          requests=1)
         yield port, proc.pid
     finally:
         stop(proc)
@@ -228,19 +248,49 @@ def stop(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
-def run_memcaslap(port: int, seconds: float, net: VethPair | None = None) -> int:
-    """memcaslap's requests (gets and sets) against ``port`` (of ``net``'s server end, from
-    its client end, when given), for ``seconds`` rounded to whole seconds (at least 1:
-    memcaslap's unit)."""
+def free_tcp_port() -> int:
+    """A TCP port of 127.0.0.1 nobody uses now."""
+    with socketlib.socket(socketlib.AF_INET, socketlib.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def accepts(port: int) -> bool:
+    """True when something accepts connections on ``port`` of 127.0.0.1."""
+    try:
+        socketlib.create_connection(("127.0.0.1", port), timeout=0.2).close()
+        return True
+    except OSError:
+        return False
+
+
+def run_memcaslap(port: int, seconds: float, net: VethPair | None = None, tcp: bool = False,
+                  connections: int = 16) -> int:
+    """memcaslap's requests (gets and sets) against ``port`` over UDP or TCP (of ``net``'s
+    server end, from its client end, when given), for ``seconds`` rounded to whole seconds
+    (at least 1: memcaslap's unit)."""
     host = net.server_ip if net else "127.0.0.1"
-    command = ["memcaslap", "-s", f"{host}:{port}", "-U", "-t", f"{max(1, round(seconds))}s",
-               "-T", "1", "-c", "16", "-X", "64"]
+    command = ["memcaslap", "-s", f"{host}:{port}", *([] if tcp else ["-U"]),
+               "-t", f"{max(1, round(seconds))}s", "-T", "1", "-c", str(connections),
+               "-X", "64"]
     done = subprocess.run(net.in_client(command) if net else command,
                           capture_output=True, text=True, timeout=seconds + 60)
     counts = dict(re.findall(r"^(cmd_get|cmd_set): (\d+)$", done.stdout, re.M))
     if done.returncode != 0 or len(counts) != 2:
         raise SystemExit(f"memcaslap failed:\n{done.stdout}{done.stderr}")
     return sum(map(int, counts.values()))
+
+
+def run_memcslap(port: int) -> tuple[int, dict[str, float]]:
+    """memcslap's gets over TCP (its 10,000 keys loaded first): the keys got, and its own
+    seconds for them."""
+    done = subprocess.run(["memcslap", "-s", f"127.0.0.1:{port}", "-t", "get", "-e", "10000",
+                           "-c", "2"], capture_output=True, text=True, timeout=300)
+    got = re.search(r"Time to get\s+(\d+) keys by\s+\d+ threads:\s+([\d.]+) seconds",
+                    done.stdout)
+    if done.returncode != 0 or got is None or "rror" in done.stdout + done.stderr:
+        raise SystemExit(f"memcslap failed:\n{done.stdout}{done.stderr}")
+    return int(got.group(1)), {"seconds": float(got.group(2))}
 
 
 def write_templates(path: str, operations: Iterator[load.Operation]) -> None:
@@ -471,8 +521,9 @@ def table(result: dict, cpus: Sequence[int]) -> str:
             "| --- " * 9 + "|"]
     for name in (n for n in SERVERS if n in result):
         cores = pinning(server_threads(name), cpus)
-        peer = PEER_SERVER.get(name) or (f"memcached -t {server_threads(name)}"
-                                         if name.startswith("floem") else None)
+        peer = PEER_SERVER.get(name) or (None if not name.startswith("floem") else
+                                         TCP[0] if name in TCP else
+                                         f"memcached -t {server_threads(name)}")
         for client, r in result[name].items():
             per_core = r["requests_per_s"] / max(r["cores"], 1e-9)
             if client == "latency":         # an offered load, not a capacity
@@ -510,6 +561,7 @@ def main() -> None:
         args.rounds, args.seconds, args.keys = 1, 0.3, 1000
     floem = shutil.which("floem") or sys.exit("floem is not on PATH (scripts/setup.sh)")
     shutil.which("memcaslap") or sys.exit("memcaslap is missing (libmemcached-tools)")
+    shutil.which("memcslap") or sys.exit("memcslap is missing (libmemcached-tools)")
     shutil.which("taskset") or sys.exit("taskset is missing (util-linux)")
     if subprocess.run(["pkg-config", "--exists", "libdpdk"]).returncode != 0:
         sys.exit("DPDK is missing (libdpdk-dev and pkg-config)")
@@ -530,6 +582,11 @@ def main() -> None:
             "memcaslap": lambda at: (run_memcaslap(at[1], args.seconds, at[0]), {}),
             "udp_blast": lambda at: (run_blast(exe, templates, at[1], args.seconds, at[0]), {}),
             "latency": lambda at: run_veth_latency(at[0], at[1], args.seconds, args.rate)}
+        tcp_clients = {
+            "memcaslap": lambda port: (run_memcaslap(port, args.seconds, tcp=True), {}),
+            "memcaslap, 1000 connections": lambda port: (
+                run_memcaslap(port, args.seconds, tcp=True, connections=1000), {}),
+            "memcslap": run_memcslap}
         servers = SERVERS
         try:
             with veth_pair("probe"):
@@ -555,7 +612,8 @@ def main() -> None:
                     serving, its_clients = (veth_server(name, floem, cores.server, args.keys),
                                             veth_clients)
                 else:
-                    serving, its_clients = server(name, floem, cores.server, args.keys), clients
+                    serving, its_clients = (server(name, floem, cores.server, args.keys),
+                                            tcp_clients if name in TCP else clients)
                 measured[name] = measure(serving, its_clients, cores.clients)
             rounds.append(measured)
             print(f"round {r + 1} of {args.rounds} done", file=sys.stderr)

@@ -1,5 +1,6 @@
-"""The key-value store's elements (Floem paper, sections 3-4): split a datagram into single
-requests, parse, hash, classify, the store's get/put/delete/update, and the reply; for the
+"""The key-value store's elements (Floem paper, sections 3-4): split a request (a datagram, or
+a message of a TCP stream) into single requests, parse, hash, classify, the store's
+get/put/delete/update, and the reply; for the
 split-pointer design (section 7.1), the NIC's item creation and reading in host memory and
 the host's index of items. kvs.py wires them into each design.
 
@@ -32,13 +33,19 @@ TASK_HEADERS = PROTO_HEADERS + (os.path.join(HERE, "task.h"),)
 ITEM_HEADERS = PROTO_HEADERS + (os.path.join(HERE, "itemlog.h"),)
 INDEX_HEADERS = STORE_HEADERS + (os.path.join(HERE, "itemlog.h"),)
 
-#: The largest value a SET can carry (proto.h's KVS_VALUE_LIMIT): a datagram of 2006 bytes.
-VALUE_LIMIT = 2006 - 8 - 24 - 8 - 1
+#: The largest value a SET can carry over UDP (proto.h's KVS_DATAGRAM_VALUE_LIMIT): a
+#: datagram of 2006 bytes.
+DATAGRAM_VALUE_LIMIT = 2006 - 8 - 24 - 8 - 1
+#: The largest value the store takes (proto.h's KVS_VALUE_LIMIT): a binary SET in the longest
+#: TCP message a frame holds.
+VALUE_LIMIT = 65535 - 40 - 1 - 24 - 8 - 1
 KEY_MAX = 250
 #: What a record adds to a value: flags, expiry time and CAS value.
 RECORD_HEADER = 16
-value_max = param("value_max", VALUE_LIMIT,
-                  help="longest value a SET may store (longer: 'Too large.')")
+value_max = param("value_max", 8192,
+                  help=f"longest value a SET may store (longer: 'Too large.'), at most "
+                       f"{VALUE_LIMIT}; over UDP at most {DATAGRAM_VALUE_LIMIT}, what a "
+                       f"datagram's frame holds")
 
 
 class Request(State):
@@ -54,7 +61,8 @@ class Request(State):
     then (flush_all moves it up), by which every element judges records flushed.
     ``opcode`` is what the store is asked (proto.h's ``enum kvs_op``), ``cas`` the CAS value
     a write takes (0: not a write), ``arg`` its argument: the CAS value to compare, the
-    delta of an INCR or DECR, or the expiry time of a TOUCH.
+    delta of an INCR or DECR, or the expiry time of a TOUCH. ``part`` is what the reply to
+    one key of a get depends on besides (proto.h's kvs_split_flags).
     """
 
     pkt = Field("struct kvs_packet *")
@@ -72,6 +80,7 @@ class Request(State):
     cas = Field(Uint(64))
     arg = Field(Uint(64))
     oldest = Field(Uint(64))
+    part = Field(Uint(8))
 
 
 class ItemRequest(Request):
@@ -115,8 +124,12 @@ class Versions(State):
 
 class Counts(State):
     """What the store answered, counted as memcached's ``stats`` counts it: get keys
-    (``cmd_get``, of them ``get_hits`` and ``get_misses``), storage commands (``cmd_set``),
-    deletes (``cmd_delete``), and every other request (``cmd_other``)."""
+    (``cmd_get``, of them ``get_hits`` and ``get_misses``), storage commands (``cmd_set``,
+    compare-and-swaps among them: ``cas_hits``, ``cas_badval``, ``cas_misses``), deletes
+    (``cmd_delete``: ``delete_hits`` and ``delete_misses``), touches and gets that touch
+    (``cmd_touch``: ``touch_hits``, ``touch_misses``), increments and decrements (hits and
+    misses), flush_all (``cmd_flush``, counted where it is received), and every other request
+    (``cmd_other``)."""
 
     cmd_get = Field(Uint(64))
     get_hits = Field(Uint(64))
@@ -124,6 +137,19 @@ class Counts(State):
     cmd_set = Field(Uint(64))
     cmd_delete = Field(Uint(64))
     cmd_other = Field(Uint(64))
+    delete_hits = Field(Uint(64))
+    delete_misses = Field(Uint(64))
+    cmd_touch = Field(Uint(64))
+    touch_hits = Field(Uint(64))
+    touch_misses = Field(Uint(64))
+    incr_hits = Field(Uint(64))
+    incr_misses = Field(Uint(64))
+    decr_hits = Field(Uint(64))
+    decr_misses = Field(Uint(64))
+    cas_hits = Field(Uint(64))
+    cas_misses = Field(Uint(64))
+    cas_badval = Field(Uint(64))
+    cmd_flush = Field(Uint(64))
     packed = False
     report = True
 
@@ -182,15 +208,17 @@ DROP_COUNTER = """(why == KVS_DROP_NOT_UDP ? &drops->not_udp
 
 
 class SplitRequests(Element):
-    """Give each request of a text datagram a frame of its own: every command, and every key
-    of a get, which memcached answers on its own (proto.h's single requests). A datagram
-    holding one request goes on as it is, binary ones and those `ParseRequest` drops too; a
-    datagram's last request takes its frame, the others new ones; a data block cut short
-    ends the last (`ParseRequest` answers it when its value is too large anyway). What is
-    left at the end that is not a request (a line without its "\n": ``incomplete``) or
-    follows a get, mn or quit (``unread``) is counted and dropped, as memcached never
-    answers it. A datagram the packet I/O backend cut (longer than its buffers) becomes a
-    datagram of the bytes it holds first (proto.h's kvs_uncut)."""
+    """Give each request of a text datagram or TCP message a frame of its own: every
+    command, and every key of a get, which memcached answers on its own (proto.h's single
+    requests), with what its answer depends on besides in ``part``. A request holding one
+    single request goes on as it is, binary ones and those `ParseRequest` drops too; a
+    request's last single request takes its frame, the others new ones made before it
+    (``floem_net_alloc_before``), so that their replies leave in order, whichever path each
+    takes. A data block cut short ends the last (`ParseRequest` answers it when its value is
+    too large anyway). What is left at the end that is not a request (a line without its
+    "\n": ``incomplete``) or follows a get, mn or quit (``unread``) is counted and dropped,
+    as memcached never answers it. A request the packet I/O backend cut (longer than its
+    buffers) becomes a request of the bytes it holds first (proto.h's kvs_uncut)."""
 
     c_headers = PROTO_HEADERS + net.HEADERS
     c_sources = PROTO_SOURCES
@@ -207,10 +235,8 @@ class SplitRequests(Element):
             output multiple;
             struct kvs_packet *p = (struct kvs_packet *)data;
             kvs_uncut(data, size);
-            bool text = size > FLOEM_UDP_FRAME_LEN + FLOEM_MC_UDP_HDR_LEN
-                        && data[FLOEM_UDP_FRAME_LEN + FLOEM_MC_UDP_HDR_LEN] != FLOEM_MC_REQUEST
-                        && kvs_check(data, size) < 0;
-            if (!text) {
+            state->part = 0;
+            if (!kvs_maybe_text(data, size) || kvs_check(data, size) >= 0) {
                 out(size, data, buf);
                 return;
             }
@@ -218,22 +244,23 @@ class SplitRequests(Element):
             size_t len = kvs_text_len(p);
             int why = KVS_DROP_INCOMPLETE;
             struct kvs_split cur, next;
+            floem_packet_t whole = {data, (uint32_t)size, buf};
             if (!kvs_split_next(words, len, 0, NULL, &cur)) {
                 floem_add(%s, 1);
-                floem_packet_t whole = {data, (uint32_t)size, buf};
                 floem_net_free(&whole);
                 return;
             }
             if (cur.next == len && !cur.more_keys
                 && (cur.key_len == 0 || cur.key + cur.key_len == cur.line_len)) {
-                floem_put16(&p->frame.reserved, kvs_split_flags(&cur));  /* one request */
+                state->part = kvs_split_flags(&cur);               /* one request */
                 out(size, data, buf);
                 return;
             }
             while (kvs_split_next(words, len, cur.next, &cur, &next)) {
                 floem_packet_t more;
-                if (!floem_net_alloc(FLOEM_UDP_FRAME_LEN + KVS_DATAGRAM_MAX, &more))
+                if (!floem_net_alloc_before(&whole, (uint32_t)kvs_split_size(data, &cur), &more))
                     break;
+                state->part = kvs_split_flags(&cur);
                 out(kvs_split_write(more.data, data, &cur), (uint8_t *)more.data, more.buffer);
                 cur = next;
             }
@@ -241,6 +268,7 @@ class SplitRequests(Element):
                 why = cur.sends ? KVS_DROP_UNREAD : KVS_DROP_INCOMPLETE;
                 floem_add(%s, 1);
             }
+            state->part = kvs_split_flags(&cur);
             out(kvs_split_write(data, data, &cur), data, buf);
         ''' % (DROP_COUNTER, DROP_COUNTER))
 
@@ -251,16 +279,17 @@ class ParseRequest(Element):
     Sets ``pkt``, ``buf``, ``opcode``, ``key``/``keylen``, ``arg``, ``now``, ``oldest``,
     ``cas`` (a new CAS value for a write) and ``status``: what the request is answered if
     it never reaches the store (a text or binary error, a value longer than ``value_max``,
-    a command answered without the store), else OK. A flush_all takes effect here. It
-    writes the fields whatever the verdict (a dropped frame's are never read), as
-    statements of their own rather than in a branch, so that the compiler sees every field
-    written before it is read and does not clear the state for each packet.
+    a command answered without the store), else OK. A flush_all takes effect (and is
+    counted) here. It writes the fields whatever the verdict (a dropped frame's are never
+    read), as statements of their own rather than in a branch, so that the compiler sees
+    every field written before it is read and does not clear the state for each packet.
     """
 
     c_headers = PROTO_HEADERS
     c_sources = PROTO_SOURCES
     drops = Persistent(RequestDrops)
     versions = Persistent(Versions)
+    counts = Persistent(Counts)
 
     def configure(self, value_max: int = VALUE_LIMIT) -> None:
         self.inp = Input(*FRAME)
@@ -278,9 +307,11 @@ class ParseRequest(Element):
             if (why < 0)
                 why = kvs_parse(p, %(value_max)d, now, &r);
             bool ok = why < 0;
-            if (r.flush)
+            if (r.flush) {
                 kvs_cas_flush(&versions->last, &versions->oldest, &versions->flush_at,
                               (uint32_t)r.arg, now);
+                floem_add(&counts->cmd_flush, 1);
+            }
             state->pkt = p;
             state->buf = buf;
             state->opcode = r.op;
@@ -350,7 +381,8 @@ class Classify(Element):
 
 class MakeRecord(Element):
     """A storing request's record (flags, absolute expiry, its new CAS value, value) in
-    ``val``: what the store keeps; for other requests, no record (``vallen`` 0)."""
+    ``val``: what the store keeps (a binary INCR's: the record it creates for a key that has
+    none); for other requests, no record (``vallen`` 0)."""
 
     c_headers = PROTO_HEADERS
 
@@ -361,10 +393,7 @@ class MakeRecord(Element):
     def impl(self) -> None:
         self.run_c(r'''
             static _Thread_local uint8_t record[KVS_RECORD_MAX];
-            uint8_t op = state->opcode;
-            bool stores = op == KVS_OP_SET || op == KVS_OP_ADD || op == KVS_OP_REPLACE
-                          || op == KVS_OP_APPEND || op == KVS_OP_PREPEND || op == KVS_OP_CAS;
-            state->vallen = stores ? kvs_record_make(record, state->pkt, state->now, state->cas) : 0;
+            state->vallen = kvs_record_make(record, state->pkt, state->now, state->cas);
             state->val = record;
             output { out(); }
         ''')
@@ -617,7 +646,8 @@ class Forget(Element):
 
 
 class Unsupported(Element):
-    """An update the design cannot make: answered "not supported"."""
+    """An update the design cannot make: answered "not supported"; stats go on, answered
+    without the store's figures."""
 
     c_headers = PROTO_HEADERS
 
@@ -626,7 +656,11 @@ class Unsupported(Element):
         self.out = Output()
 
     def impl(self) -> None:
-        self.run_c("state->status = KVS_NOT_SUPPORTED; output { out(); }")
+        self.run_c(r'''
+            if (state->opcode != KVS_OP_STATS)
+                state->status = KVS_NOT_SUPPORTED;
+            output { out(); }
+        ''')
 
 
 class Uncache(Element):
@@ -671,17 +705,20 @@ class Uncache(Element):
 
 
 class Respond(Element):
-    """memcached's reply to the request: its first datagram written into the request's
-    frame when it is no longer than the request, else into a frame of its own (the
-    request's given back); a reply longer than a datagram (1400 bytes) continues in new
-    frames. Every frame goes to ``out``; a frame that cannot be had is counted by the
-    network (``alloc failed``) and that datagram is not sent. A request answered with
-    nothing (noreply) gives its frame back, and the RESTORE of what a NIC cache held is
-    answered by the request after it.
+    """memcached's reply to the request, in frames made before the request's own
+    (``floem_net_alloc_before``), the last written into the request's frame when it is no
+    longer than the request: over UDP datagrams of at most 1400 bytes, over TCP pieces of
+    the connection's stream. Every frame goes to ``out``; a frame that cannot be had is
+    counted by the network (``alloc failed``) and is not sent. A request answered with
+    nothing (noreply, a quiet binary request that succeeded) gives its frame back, and the
+    RESTORE of what a NIC cache held is answered by the request after it. A request after
+    which memcached closes its connection (quit, a binary protocol error) closes it
+    (``floem_net_close``) once its reply is sent.
 
     ``record=True`` for GETs and updates, answered from the record in ``val``; the others
     are answered by ``status``. A write that did not happen gives its CAS value back
-    (`Versions`); every reply is counted (`Counts`).
+    (`Versions`); every reply is counted (`Counts`). Stats are answered here, with the
+    counts, the network's connections and bytes, and the store's figures in ``val``.
     """
 
     c_headers = PROTO_HEADERS + net.HEADERS
@@ -699,49 +736,100 @@ class Respond(Element):
         self.run_c(r'''
             struct kvs_packet *p = state->pkt;
             uint8_t op = state->opcode;
+            uint16_t status = state->status;
+            bool ok = status == FLOEM_MC_OK;
             static _Thread_local uint8_t msg[KVS_REPLY_MESSAGE_MAX];
             output multiple;
             if (op != KVS_OP_RESTORE) {
-                if (state->cas != 0 && state->status != FLOEM_MC_OK)
+                if (state->cas != 0 && !ok)
                     kvs_cas_unused(&versions->last, state->cas);
-                long len = kvs_reply(msg, p, state->status, %s, state->cas, state->now,
-                                     state->oldest);
-                if (op == KVS_OP_GET && state->status == FLOEM_MC_OK) {
-                    floem_add(&counts->cmd_get, 1);
-                    floem_add(kvs_record_live(%s, state->now, state->oldest) ? &counts->get_hits
-                                                                              : &counts->get_misses, 1);
-                } else {
-                    bool stores = op == KVS_OP_SET || op == KVS_OP_ADD || op == KVS_OP_REPLACE
-                                  || op == KVS_OP_APPEND || op == KVS_OP_PREPEND
-                                  || op == KVS_OP_CAS;
-                    floem_add(op == KVS_OP_DELETE ? &counts->cmd_delete
-                              : stores ? &counts->cmd_set : &counts->cmd_other, 1);
+                uint64_t *cmd = &counts->cmd_other, *outcome = NULL;
+                switch (op) {
+                case KVS_OP_GET:
+                    if (!ok)
+                        break;
+                    cmd = &counts->cmd_get;
+                    outcome = kvs_record_live(%(rec)s, state->now, state->oldest)
+                              ? &counts->get_hits : &counts->get_misses;
+                    break;
+                case KVS_OP_TOUCH: case KVS_OP_GAT:
+                    cmd = &counts->cmd_touch;
+                    outcome = ok ? &counts->touch_hits : &counts->touch_misses;
+                    break;
+                case KVS_OP_DELETE:
+                    cmd = &counts->cmd_delete;
+                    outcome = ok ? &counts->delete_hits : &counts->delete_misses;
+                    break;
+                case KVS_OP_INCR:
+                    outcome = ok ? &counts->incr_hits : &counts->incr_misses;
+                    break;
+                case KVS_OP_DECR:
+                    outcome = ok ? &counts->decr_hits : &counts->decr_misses;
+                    break;
+                case KVS_OP_CAS:
+                    cmd = &counts->cmd_set;
+                    outcome = ok ? &counts->cas_hits : status == FLOEM_MC_KEY_EXISTS
+                              ? &counts->cas_badval : &counts->cas_misses;
+                    break;
+                case KVS_OP_SET: case KVS_OP_ADD: case KVS_OP_REPLACE: case KVS_OP_APPEND:
+                case KVS_OP_PREPEND:
+                    cmd = &counts->cmd_set;
+                    break;
+                default:
+                    break;
                 }
-                if (len < 0) {
-                    floem_packet_t whole = {(uint8_t *)p, 0, state->buf};
-                    floem_net_free(&whole);
+                floem_add(cmd, 1);
+                if (outcome != NULL)
+                    floem_add(outcome, 1);
+                long len;
+                if (op == KVS_OP_STATS) {
+                    floem_net_stats_t net;
+                    floem_net_stats(&net);
+                    struct kvs_stats st = {
+                        .pid = (uint32_t)getpid(), .uptime = kvs_uptime(), .time = state->now,
+                        .threads = floem_net_queues(), .curr_connections = net.conns_open,
+                        .total_connections = net.conns_accepted, .bytes_read = net.bytes_in,
+                        .bytes_written = net.bytes_out, .cmd_get = counts->cmd_get,
+                        .cmd_set = counts->cmd_set, .cmd_flush = counts->cmd_flush,
+                        .cmd_touch = counts->cmd_touch, .get_hits = counts->get_hits,
+                        .get_misses = counts->get_misses, .delete_hits = counts->delete_hits,
+                        .delete_misses = counts->delete_misses, .incr_hits = counts->incr_hits,
+                        .incr_misses = counts->incr_misses, .decr_hits = counts->decr_hits,
+                        .decr_misses = counts->decr_misses, .cas_hits = counts->cas_hits,
+                        .cas_misses = counts->cas_misses, .cas_badval = counts->cas_badval,
+                        .touch_hits = counts->touch_hits, .touch_misses = counts->touch_misses,
+                    };
+                    kvs_stats_from_record(&st, %(rec)s);
+                    if (kvs_stats_resets(p))
+                        memset(counts, 0, sizeof *counts);
+                    len = kvs_stats_reply(msg, p, &st);
                 } else {
-                    /* the other datagrams first: they copy the request's headers */
-                    unsigned n = kvs_reply_datagrams((size_t)len);
-                    for (unsigned seq = 1; seq < n; seq++) {
-                        floem_packet_t more;
-                        if (!floem_net_alloc((uint32_t)kvs_reply_size((size_t)len, seq), &more))
-                            break;
-                        size_t size = kvs_reply_write(more.data, p, msg, (size_t)len, seq);
-                        out(size, (uint8_t *)more.data, more.buffer);
+                    len = kvs_reply(msg, p, status, %(rec)s, state->cas, state->now,
+                                    state->oldest, state->part);
+                }
+                floem_packet_t request = {(uint8_t *)p, (uint32_t)kvs_request_size(p), state->buf};
+                bool closes = kvs_closes(p, status), sent = false;
+                unsigned n = len < 0 ? 0 : kvs_reply_frames(p, (size_t)len);
+                for (unsigned seq = 0; seq < n; seq++) {
+                    uint32_t size = (uint32_t)kvs_reply_size(p, (size_t)len, seq);
+                    if (seq + 1 == n && !closes && size <= request.len) {  /* in place */
+                        out(kvs_reply_write(request.data, p, msg, (size_t)len, seq),
+                            (uint8_t *)request.data, request.buffer);
+                        sent = true;
+                        break;
                     }
-                    floem_packet_t request = {p, (uint32_t)kvs_request_size(p), state->buf};
-                    floem_packet_t first = request;
-                    uint32_t size = (uint32_t)kvs_reply_size((size_t)len, 0);
-                    bool own = size > request.len;  /* longer than the request: a frame of its own */
-                    if (!own || floem_net_alloc(size, &first))
-                        out(kvs_reply_write(first.data, p, msg, (size_t)len, 0),
-                            (uint8_t *)first.data, first.buffer);
-                    if (own)
-                        floem_net_free(&request);
+                    floem_packet_t frame;
+                    if (!floem_net_alloc_before(&request, size, &frame))
+                        break;
+                    out(kvs_reply_write(frame.data, p, msg, (size_t)len, seq),
+                        (uint8_t *)frame.data, frame.buffer);
                 }
+                if (!sent && closes)
+                    floem_net_close(&request);
+                else if (!sent)
+                    floem_net_free(&request);
             }
-        ''' % (self.record, self.record))
+        ''' % {"rec": self.record})
 
 
 class Retrieve(Element):
@@ -774,6 +862,7 @@ class Retrieve(Element):
             task.reply.buf = state->buf;
             task.reply.qid = state->qid;
             task.reply.now = state->now;
+            task.reply.part = state->part;
             output { out(&task); }
         ''' % (self.length, self.copy))
 
@@ -796,6 +885,7 @@ class Restore(Element):
             state->buf = task->reply.buf;
             state->qid = task->reply.qid;
             state->now = task->reply.now;
+            state->part = task->reply.part;
             state->status = task->status;
             state->opcode = task->opcode;
             state->cas = task->cas;

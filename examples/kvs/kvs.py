@@ -1,7 +1,8 @@
 """The key-value store of the Floem paper (sections 3-4, Figures 1-2, section 7.1), in every
-design the paper explores, serving memcached's binary and text protocols over UDP.
+design the paper explores, serving memcached's binary and text protocols over UDP or TCP.
 
-    floem run examples/kvs/kvs.py --port 11211                          # design cpu
+    floem run examples/kvs/kvs.py --port 11211                          # design cpu, UDP
+    floem run examples/kvs/kvs.py --net tcp --port 11211                # over TCP
     floem run examples/kvs/kvs.py -D design=cache-wb --nic emu --port 11211
     floem params examples/kvs/kvs.py                                    # every parameter
 
@@ -28,7 +29,7 @@ docs/kvs.md walks through the designs as diffs of each other.
 """
 from floem import (Cache, CallableSegment, Flow, Input, Int, MemoryRegion, Output, PerPacket,
                    Queue, Segment, cflags, external_main, param, target)
-from floem.library import FromNet, NetFree, Steer, ToNet
+from floem.library import MEMCACHED, FromNet, NetFree, Steer, ToNet
 
 from elements import (LIBRARY_C, Classify, Counts, CreateItem, Forget, HashKey, HashtDelete,
                       HashtDeleteItem, HashtGet, HashtGetItem, HashtPut, HashtPutItem,
@@ -104,9 +105,11 @@ class LogicalQueues:
 def receive(steer: bool) -> Classify:
     """``FromNet >> SplitRequests >> ParseRequest >> HashKey [>> Steer] >> Classify``
     (malformed frames to NetFree); returns the classifier, whose ports get, set, delete,
-    update and other the design wires."""
-    parse, classify = ParseRequest(value_max=value_max, states=[drops, versions]), Classify()
-    FromNet() >> SplitRequests(states=[drops]) >> parse
+    update and other the design wires. Over TCP, memcached's framer delimits requests: a
+    text command with its data block, or a binary message, by each connection's first byte."""
+    parse = ParseRequest(value_max=value_max, states=[drops, versions, counts])
+    classify = Classify()
+    FromNet(framer=MEMCACHED) >> SplitRequests(states=[drops]) >> parse
     hashed = parse.out >> HashKey()
     if steer:                                   # state->qid = hash % cores: the key's instance
         hashed = hashed >> Steer(n=cores, hash="state->hash")

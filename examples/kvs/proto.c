@@ -1,4 +1,4 @@
-/* memcached's protocols over UDP for the key-value store: see proto.h.
+/* memcached's protocols over UDP and TCP for the key-value store: see proto.h.
  *
  * The text protocol is parsed the way memcached 1.6.18 parses it (proto_text.c there):
  * a line is split into at most 23 tokens at spaces (the 24th "token" is the rest of the
@@ -13,8 +13,22 @@
 
 /* ---- checking a frame -------------------------------------------------------------------- */
 
+/* A TCP message cut: its IPv4 length (within what it can say) past the frame's bytes. */
+static bool uncut_message(uint8_t *frame, size_t size)
+{
+    const uint8_t *payload;
+    size_t len, whole;
+    if (floem_tcp_message(frame, size, &payload, &len, &whole) != FLOEM_UDP_TRUNCATED
+        || size < KVS_TCP_HEADERS || frame[14] != 0x45 || payload != frame + KVS_TCP_HEADERS)
+        return false;
+    floem_tcp_set_length(frame, size);
+    return true;
+}
+
 bool kvs_uncut(uint8_t *frame, size_t size)
 {
+    if (size > 23 && frame[23] == FLOEM_IPPROTO_TCP)
+        return uncut_message(frame, size);
     if (size < FLOEM_UDP_FRAME_LEN
         || floem_udp_parse(frame, size, 0, NULL) != FLOEM_UDP_TRUNCATED)
         return false;
@@ -43,8 +57,38 @@ static bool set_head(const uint8_t *payload, size_t len)
            && len >= (size_t)FLOEM_MC_UDP_HDR_LEN + FLOEM_MC_HDR_LEN + h[4] + floem_get16(h + 2);
 }
 
+/* kvs_check of a TCP message: a whole message (the framer delimited it) with a request; a
+ * binary one cut short (longer than a frame holds) only as the head of a storage command. */
+static int check_message(const uint8_t *frame, size_t size)
+{
+    const uint8_t *payload;
+    size_t len, whole;
+    enum floem_udp_verdict v = floem_tcp_message(frame, size, &payload, &len, &whole);
+    if (v != FLOEM_UDP_OK)
+        return KVS_DROP_NOT_UDP;
+    if (payload != frame + KVS_TCP_HEADERS)
+        return KVS_DROP_IP_OPTIONS;
+    if (len == 0)
+        return KVS_DROP_TOO_SHORT;
+    if (payload[0] != FLOEM_MC_REQUEST)
+        return -1;
+    struct floem_mc_msg m;
+    switch (floem_mc_parse_message(payload, len, &m)) {
+    case FLOEM_MC_PARSED:
+    case FLOEM_MC_BAD_LENGTHS:              /* answered "Unknown command", as memcached does */
+        return -1;
+    case FLOEM_MC_BODY_TRUNCATED:           /* cut: answered from its head */
+        return len >= (size_t)FLOEM_MC_HDR_LEN + payload[4] + floem_get16(payload + 2) ? -1
+                                                                                   : KVS_DROP_BAD_LENGTH;
+    default:
+        return KVS_DROP_TOO_SHORT;
+    }
+}
+
 int kvs_check(const uint8_t *frame, size_t size)
 {
+    if (size > 23 && frame[23] == FLOEM_IPPROTO_TCP)
+        return check_message(frame, size);
     struct floem_udp_view udp;
     if (floem_udp_parse((void *)frame, size, 0, &udp) != FLOEM_UDP_OK)
         return KVS_DROP_NOT_UDP;
@@ -76,140 +120,13 @@ int kvs_check(const uint8_t *frame, size_t size)
 
 /* ---- text: tokens and numbers ------------------------------------------------------------ */
 
-#define MAX_TOKENS 24               /* memcached's: 23 tokens, then the rest of the line */
 #define META_MAX_TOKENS 20          /* MFLAG_MAX_OPT_LENGTH */
 #define META_MAX_OPAQUE 32          /* MFLAG_MAX_OPAQUE_LENGTH */
 
-struct token {
-    const uint8_t *at;
-    size_t len;
-};
-
-/* A line split memcached's way: `n` is what memcached calls ntokens (the tokens and the
- * final one, which is `rest`: the unsplit remainder, or NULL at the line's end). */
-struct tokens {
-    struct token t[MAX_TOKENS];
-    size_t n;
-    const uint8_t *rest;
-    size_t rest_len;
-};
-
-static void tokenize(const uint8_t *s, size_t len, struct tokens *out)
-{
-    size_t n = 0, start = 0, i = 0;
-    for (; i < len; i++) {
-        if (s[i] != ' ')
-            continue;
-        if (i > start) {
-            out->t[n++] = (struct token){s + start, i - start};
-            if (n == MAX_TOKENS - 1) {
-                start = ++i;
-                break;
-            }
-        }
-        start = i + 1;
-    }
-    if (i == len && start < len)
-        out->t[n++] = (struct token){s + start, len - start};
-    bool more = n == MAX_TOKENS - 1 && start < len;
-    out->rest = more ? s + start : NULL;
-    out->rest_len = more ? len - start : 0;
-    out->t[n] = (struct token){out->rest, 0};
-    out->n = n + 1;
-}
-
-static bool token_is(const struct token *t, const char *word)
-{
-    size_t n = strlen(word);
-    return t->len == n && memcmp(t->at, word, n) == 0;
-}
-
-static bool is_space(uint8_t c)
-{
-    return c == ' ' || (c >= '\t' && c <= '\r');
-}
-
-/* strtoull's reading of a token (base 10): *value, whether it had a '-' sign, and how many
- * bytes it took (0: no number); *range when it overflowed. */
-static size_t read_number(const struct token *t, uint64_t *value, bool *minus, bool *range,
-                          uint64_t limit_pos, uint64_t limit_neg)
-{
-    size_t i = 0;
-    while (i < t->len && is_space(t->at[i]))
-        i++;
-    *minus = false;
-    if (i < t->len && (t->at[i] == '+' || t->at[i] == '-'))
-        *minus = t->at[i++] == '-';
-    size_t digits = i;
-    uint64_t v = 0;
-    *range = false;
-    uint64_t limit = *minus ? limit_neg : limit_pos;
-    for (; i < t->len && t->at[i] >= '0' && t->at[i] <= '9'; i++) {
-        uint64_t d = (uint64_t)(t->at[i] - '0');
-        if (v > (limit - d) / 10)
-            *range = true;
-        else
-            v = v * 10 + d;
-    }
-    if (i == digits)
-        return 0;
-    *value = v;
-    return i;
-}
-
-/* The number ends the token, or a space character follows it (memcached's check). */
-static bool number_ends(const struct token *t, size_t used)
-{
-    return used == t->len || is_space(t->at[used]);
-}
-
-static bool has_minus(const struct token *t)
-{
-    return memchr(t->at, '-', t->len) != NULL;
-}
-
-/* safe_strtoull */
-static bool read_u64(const struct token *t, uint64_t *out)
-{
-    uint64_t v = 0;
-    bool minus, range;
-    size_t used = read_number(t, &v, &minus, &range, UINT64_MAX, UINT64_MAX);
-    if (used == 0 || range || !number_ends(t, used))
-        return false;
-    v = minus ? (uint64_t)0 - v : v;
-    if ((int64_t)v < 0 && has_minus(t))
-        return false;
-    *out = v;
-    return true;
-}
-
-/* safe_strtoul: a 64-bit unsigned long, cut to 32 bits */
-static bool read_u32(const struct token *t, uint32_t *out)
-{
-    uint64_t v;
-    if (!read_u64(t, &v))
-        return false;
-    *out = (uint32_t)v;
-    return true;
-}
-
-/* safe_strtol: a 64-bit long, cut to 32 bits */
-static bool read_i32(const struct token *t, int32_t *out)
-{
-    uint64_t v = 0;
-    bool minus, range;
-    size_t used = read_number(t, &v, &minus, &range, (uint64_t)INT64_MAX,
-                              (uint64_t)INT64_MAX + 1);
-    if (used == 0 || range || !number_ends(t, used))
-        return false;
-    *out = (int32_t)(uint32_t)(minus ? (uint64_t)0 - v : v);
-    return true;
-}
-
 /* A token's number after its flag letter (meta commands). */
-static struct token flag_value(const struct token *t)
+static struct floem_mc_token flag_value(const struct floem_mc_token *t)
 {
-    return (struct token){t->at + 1, t->len - 1};
+    return (struct floem_mc_token){t->at + 1, t->len - 1};
 }
 
 /* memcached's relative-or-absolute expiry time as an absolute one (0: never). */
@@ -226,7 +143,7 @@ static bool next_key(const uint8_t *text, size_t from, size_t end, size_t *key, 
 enum kind {
     K_ERROR, K_GET, K_GETS, K_GAT, K_GATS, K_SET, K_ADD, K_REPLACE, K_APPEND, K_PREPEND, K_CAS,
     K_INCR, K_DECR, K_TOUCH, K_DELETE, K_VERBOSITY, K_FLUSH, K_VERSION, K_QUIT, K_MN, K_MG,
-    K_MS, K_MD,
+    K_MS, K_MD, K_STATS,
 };
 
 /* Meta flags (mg, ms, md). */
@@ -241,8 +158,8 @@ struct command {
     uint16_t status;                /* FLOEM_MC_OK or the error it is answered with */
     bool noreply;                   /* a nominal answer is not sent */
     bool loud;                      /* an error is sent even with noreply (meta) */
-    struct token key;
-    struct token first_key;         /* a get's first key token */
+    struct floem_mc_token key;
+    struct floem_mc_token first_key;         /* a get's first key token */
     uint32_t flags;
     int32_t exptime;
     int32_t vlen;                   /* a storage command's value length */
@@ -251,7 +168,7 @@ struct command {
     bool cut;                       /* the datagram holds less of the data block (then 0) */
     uint8_t op;                     /* what it asks the store */
     unsigned meta;                  /* M_* */
-    struct tokens tokens;
+    struct floem_mc_tokens tokens;
 };
 
 static const struct {
@@ -263,13 +180,13 @@ static const struct {
     {"prepend", K_PREPEND}, {"cas", K_CAS}, {"incr", K_INCR}, {"decr", K_DECR},
     {"touch", K_TOUCH}, {"delete", K_DELETE}, {"verbosity", K_VERBOSITY},
     {"flush_all", K_FLUSH}, {"version", K_VERSION}, {"quit", K_QUIT}, {"mn", K_MN},
-    {"mg", K_MG}, {"ms", K_MS}, {"md", K_MD},
+    {"mg", K_MG}, {"ms", K_MS}, {"md", K_MD}, {"stats", K_STATS},
 };
 
 static bool noreply_token(struct command *c)
 {
-    const struct token *t = &c->tokens.t[c->tokens.n - 2];
-    c->noreply = token_is(t, "noreply");
+    const struct floem_mc_token *t = &c->tokens.t[c->tokens.n - 2];
+    c->noreply = floem_mc_token_is(t, "noreply");
     return c->noreply;
 }
 
@@ -297,9 +214,9 @@ static void parse_storage(struct command *c)
     noreply_token(c);
     if (key_too_long(c))
         return;
-    const struct token *t = c->tokens.t;
-    if (!read_u32(&t[2], &c->flags) || !read_i32(&t[3], &c->exptime)
-        || !read_i32(&t[4], &c->vlen) || (cas && !read_u64(&t[5], &c->arg)))
+    const struct floem_mc_token *t = c->tokens.t;
+    if (!floem_mc_read_u32(&t[2], &c->flags) || !floem_mc_read_i32(&t[3], &c->exptime)
+        || !floem_mc_read_i32(&t[4], &c->vlen) || (cas && !floem_mc_read_u64(&t[5], &c->arg)))
         return fail(c, KVS_TEXT_BAD_FORMAT);
     if (c->vlen < 0 || c->vlen > INT32_MAX - 2)
         return fail(c, KVS_TEXT_BAD_FORMAT);
@@ -321,14 +238,14 @@ static bool parse_meta_flags(struct command *c, size_t from, uint16_t duplicate,
     bool seen[128] = {false}, unsupported = false, error = false;
     uint16_t errstr = KVS_TEXT_BAD_FORMAT;
     for (size_t i = from; i < c->tokens.n - 1; i++) {
-        const struct token *t = &c->tokens.t[i];
+        const struct floem_mc_token *t = &c->tokens.t[i];
         uint8_t o = t->at[0];
         if (o >= 127 || seen[o]) {
             fail(c, duplicate);
             return false;
         }
         seen[o] = true;
-        struct token v = flag_value(t);
+        struct floem_mc_token v = flag_value(t);
         int32_t i32;
         uint64_t u64;
         switch (o) {
@@ -337,13 +254,13 @@ static bool parse_meta_flags(struct command *c, size_t from, uint16_t duplicate,
             break;
         case 'N': case 'R':
             unsupported = true;
-            if (!read_i32(&v, &i32)) {
+            if (!floem_mc_read_i32(&v, &i32)) {
                 errstr = KVS_TEXT_BAD_TOKEN;
                 error = true;
             }
             break;
         case 'T':
-            if (!read_i32(&v, &i32)) {
+            if (!floem_mc_read_i32(&v, &i32)) {
                 errstr = KVS_TEXT_BAD_TOKEN;
                 error = true;
             } else {
@@ -364,12 +281,12 @@ static bool parse_meta_flags(struct command *c, size_t from, uint16_t duplicate,
         case 'v': c->meta |= M_V; break;
         case 'q': c->meta |= M_Q; break;
         case 'F':
-            if (!read_u32(&v, &c->flags))
+            if (!floem_mc_read_u32(&v, &c->flags))
                 error = true;
             c->meta |= M_FLAGS;
             break;
         case 'C':
-            if (!read_u64(&v, &c->arg)) {
+            if (!floem_mc_read_u64(&v, &c->arg)) {
                 errstr = KVS_TEXT_BAD_TOKEN;
                 error = true;
             } else {
@@ -383,13 +300,13 @@ static bool parse_meta_flags(struct command *c, size_t from, uint16_t duplicate,
             }
             break;
         case 'J':
-            if (!read_u64(&v, &u64)) {
+            if (!floem_mc_read_u64(&v, &u64)) {
                 errstr = KVS_TEXT_BAD_TOKEN;
                 error = true;
             }
             break;
         case 'D':
-            if (!read_u64(&v, &u64)) {
+            if (!floem_mc_read_u64(&v, &u64)) {
                 errstr = KVS_TEXT_BAD_DELTA;
                 error = true;
             }
@@ -446,7 +363,7 @@ static void parse_ms(struct command *c)
         return fail(c, KVS_TEXT_BAD_FORMAT);
     if (c->tokens.n > META_MAX_TOKENS)
         return fail(c, KVS_TEXT_OPTIONS_TOO_LONG);
-    if (!read_i32(&c->tokens.t[2], &c->vlen) || c->vlen < 0 || c->vlen > INT32_MAX - 2)
+    if (!floem_mc_read_i32(&c->tokens.t[2], &c->vlen) || c->vlen < 0 || c->vlen > INT32_MAX - 2)
         return fail(c, KVS_TEXT_BAD_FORMAT);
     c->data = (size_t)c->vlen + 2;      /* from here on, an error swallows the data */
     if (!parse_meta_flags(c, 3, KVS_TEXT_DUPLICATE_FLAG, KVS_TEXT_INVALID_FLAG))
@@ -455,7 +372,7 @@ static void parse_ms(struct command *c)
         return fail(c, KVS_TEXT_OPAQUE_TOO_LONG);
     uint8_t op = KVS_OP_SET;
     for (size_t i = 3; i < c->tokens.n - 1; i++) {
-        const struct token *t = &c->tokens.t[i];
+        const struct floem_mc_token *t = &c->tokens.t[i];
         if (t->at[0] != 'M')
             continue;
         switch (t->at[1]) {
@@ -503,15 +420,15 @@ static void parse_command(const uint8_t *line, size_t len, struct command *c)
         len = (size_t)(nul - line);
     memset(c, 0, offsetof(struct command, tokens));
     c->op = KVS_OP_NONE;
-    tokenize(line, len, &c->tokens);
-    struct tokens *tk = &c->tokens;
+    floem_mc_tokenize(line, len, &c->tokens);
+    struct floem_mc_tokens *tk = &c->tokens;
     if (tk->n < 2 || tk->t[0].len < 2)
         return fail(c, KVS_TEXT_ERROR);
     c->kind = K_ERROR;
     for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
-        if (token_is(&tk->t[0], COMMANDS[i].name))
+        if (floem_mc_token_is(&tk->t[0], COMMANDS[i].name))
             c->kind = COMMANDS[i].kind;
-    const struct token *last = &tk->t[tk->n - 2];
+    const struct floem_mc_token *last = &tk->t[tk->n - 2];
     if (c->kind == K_ERROR && last->len >= 5 && memcmp(last->at, "HTTP/", 5) == 0)
         return fail(c, KVS_TEXT_QUIET);         /* memcached closes an HTTP "connection" */
     switch (c->kind) {
@@ -521,7 +438,7 @@ static void parse_command(const uint8_t *line, size_t len, struct command *c)
         if (tk->n < 3)
             return fail(c, KVS_TEXT_ERROR);
         bool touch = c->kind == K_GAT || c->kind == K_GATS;
-        if (touch && !read_i32(&tk->t[1], &c->exptime))
+        if (touch && !floem_mc_read_i32(&tk->t[1], &c->exptime))
             return fail(c, KVS_TEXT_BAD_EXPTIME);
         c->first_key = tk->t[touch ? 2 : 1];
         c->key = c->first_key;
@@ -542,7 +459,7 @@ static void parse_command(const uint8_t *line, size_t len, struct command *c)
         noreply_token(c);
         if (key_too_long(c))
             return;
-        if (c->kind == K_TOUCH ? !read_i32(&tk->t[2], &c->exptime) : !read_u64(&tk->t[2], &c->arg))
+        if (c->kind == K_TOUCH ? !floem_mc_read_i32(&tk->t[2], &c->exptime) : !floem_mc_read_u64(&tk->t[2], &c->arg))
             return fail(c, c->kind == K_TOUCH ? KVS_TEXT_BAD_EXPTIME : KVS_TEXT_BAD_DELTA);
         c->key = tk->t[1];
         c->op = c->kind == K_TOUCH ? KVS_OP_TOUCH : c->kind == K_INCR ? KVS_OP_INCR : KVS_OP_DECR;
@@ -551,7 +468,7 @@ static void parse_command(const uint8_t *line, size_t len, struct command *c)
         if (tk->n < 3 || tk->n > 5)
             return fail(c, KVS_TEXT_ERROR);
         if (tk->n > 3) {
-            bool hold_is_zero = token_is(&tk->t[2], "0");
+            bool hold_is_zero = floem_mc_token_is(&tk->t[2], "0");
             bool noreply = noreply_token(c);
             bool valid = (tk->n == 4 && (hold_is_zero || noreply))
                          || (tk->n == 5 && hold_is_zero && noreply);
@@ -567,14 +484,14 @@ static void parse_command(const uint8_t *line, size_t len, struct command *c)
         if (tk->n != 3 && tk->n != 4)
             return fail(c, KVS_TEXT_ERROR);
         noreply_token(c);
-        if (!read_u32(&tk->t[1], &c->flags))
+        if (!floem_mc_read_u32(&tk->t[1], &c->flags))
             return fail(c, KVS_TEXT_BAD_FORMAT);
         return;
     case K_FLUSH:
         if (tk->n > 4)
             return fail(c, KVS_TEXT_ERROR);
         noreply_token(c);
-        if (tk->n != (c->noreply ? 3u : 2u) && !read_i32(&tk->t[1], &c->exptime))
+        if (tk->n != (c->noreply ? 3u : 2u) && !floem_mc_read_i32(&tk->t[1], &c->exptime))
             return fail(c, KVS_TEXT_BAD_EXPTIME);
         return;
     case K_QUIT:
@@ -587,6 +504,12 @@ static void parse_command(const uint8_t *line, size_t len, struct command *c)
         return parse_ms(c);
     case K_MD:
         return parse_md(c);
+    case K_STATS:                   /* stats, stats reset; the others are not kept here */
+        if (tk->n == 2 || floem_mc_token_is(&tk->t[1], "reset")) {
+            c->op = KVS_OP_STATS;
+            return;
+        }
+        return fail(c, KVS_TEXT_ERROR);
     }
 }
 
@@ -668,33 +591,49 @@ bool kvs_split_next(const uint8_t *text, size_t len, size_t at, const struct kvs
     return true;
 }
 
+/* The command line's head (up to a get's first key) of single request `s` of `text`. */
+static size_t split_head(const uint8_t *text, const struct kvs_split *s)
+{
+    if (s->key_len == 0)
+        return s->line_len;
+    struct command c;
+    parse_command(text + s->line, s->line_len, &c);
+    return (size_t)(c.first_key.at - (text + s->line));
+}
+
+size_t kvs_split_size(const uint8_t *from, const struct kvs_split *s)
+{
+    const struct kvs_packet *p = (const struct kvs_packet *)from;
+    size_t head = split_head(kvs_text(p), s);
+    return kvs_headers(p) + head + s->key_len + (s->data - s->line - s->line_len) + s->data_len;
+}
+
 size_t kvs_split_write(uint8_t *out, const uint8_t *from, const struct kvs_split *s)
 {
     const struct kvs_packet *p = (const struct kvs_packet *)from;
     const uint8_t *text = kvs_text(p);
-    uint8_t single[KVS_DATAGRAM_MAX];
-    size_t n = 0, line_end = s->line + s->line_len;
+    size_t headers = kvs_headers(p), line_end = s->line + s->line_len;
+    size_t head = split_head(text, s);
     size_t terminator = s->data - line_end;             /* "\n" or "\r\n", as it came */
-    if (s->key_len != 0) {              /* "<command> [<exptime>] <key>" */
-        struct command c;
-        parse_command(text + s->line, s->line_len, &c);
-        size_t head = (size_t)(c.first_key.at - (text + s->line));
-        memcpy(single, text + s->line, head);
-        memcpy(single + head, text + s->key, s->key_len);
-        n = head + s->key_len;
-    } else {
-        memcpy(single, text + s->line, s->line_len);
-        n = s->line_len;
-    }
-    memcpy(single + n, text + line_end, terminator + s->data_len);
-    n += terminator + s->data_len;
     if (out != from)
-        memcpy(out, from, FLOEM_UDP_FRAME_LEN + FLOEM_MC_UDP_HDR_LEN);
-    struct kvs_packet *q = (struct kvs_packet *)out;
-    memcpy((uint8_t *)kvs_text(q), single, n);
-    floem_put16(&q->frame.reserved, kvs_split_flags(s));
-    size_t size = FLOEM_UDP_FRAME_LEN + FLOEM_MC_UDP_HDR_LEN + n;
-    floem_udp_set_length(out, size, 0);
+        memcpy(out, from, headers);
+    /* "<command> [<exptime>] <key>", then the terminator and the data block: each piece moves
+     * to no later a place than it was at, after the pieces before it, so `out` may be
+     * `from`. */
+    uint8_t *to = out + headers;
+    memmove(to, text + s->line, head);
+    size_t n = head;
+    if (s->key_len != 0) {
+        memmove(to + n, text + s->key, s->key_len);
+        n += s->key_len;
+    }
+    memmove(to + n, text + line_end, terminator + s->data_len);
+    n += terminator + s->data_len;
+    size_t size = headers + n;
+    if (kvs_is_stream(p))
+        floem_tcp_set_length(out, size);
+    else
+        floem_udp_set_length(out, size, 0);
     return size;
 }
 
@@ -714,11 +653,6 @@ static void text_command(const struct kvs_packet *p, struct command *c, const ui
         c->data = 0;
 }
 
-static uint16_t split_flags(const struct kvs_packet *p)
-{
-    return floem_get16(&p->frame.reserved);
-}
-
 const uint8_t *kvs_request_key(struct kvs_packet *p, uint16_t *keylen)
 {
     if (!kvs_is_text(p)) {
@@ -732,51 +666,158 @@ const uint8_t *kvs_request_key(struct kvs_packet *p, uint16_t *keylen)
     return c.key.at;
 }
 
+static uint64_t get64(const uint8_t *p)
+{
+    return (uint64_t)floem_get32(p) << 32 | floem_get32(p + 4);
+}
+
+/* A quiet binary opcode's loud twin (memcached's dispatch_bin_command); others as they are. */
+static uint8_t loud(uint8_t opcode)
+{
+    switch (opcode) {
+    case FLOEM_MC_GETQ: return FLOEM_MC_GET;
+    case FLOEM_MC_GETKQ: return FLOEM_MC_GETK;
+    case FLOEM_MC_SETQ: return FLOEM_MC_SET;
+    case FLOEM_MC_ADDQ: return FLOEM_MC_ADD;
+    case FLOEM_MC_REPLACEQ: return FLOEM_MC_REPLACE;
+    case FLOEM_MC_DELETEQ: return FLOEM_MC_DELETE;
+    case FLOEM_MC_INCREMENTQ: return FLOEM_MC_INCREMENT;
+    case FLOEM_MC_DECREMENTQ: return FLOEM_MC_DECREMENT;
+    case FLOEM_MC_QUITQ: return FLOEM_MC_QUIT;
+    case FLOEM_MC_FLUSHQ: return FLOEM_MC_FLUSH;
+    case FLOEM_MC_APPENDQ: return FLOEM_MC_APPEND;
+    case FLOEM_MC_PREPENDQ: return FLOEM_MC_PREPEND;
+    case FLOEM_MC_GATQ: return FLOEM_MC_GAT;
+    case FLOEM_MC_GATKQ: return FLOEM_MC_GATK;
+    default: return opcode;
+    }
+}
+
+static bool quiet(uint8_t opcode)
+{
+    return loud(opcode) != opcode;
+}
+
+/* SASL's opcodes, which memcached without SASL answers "Unknown command" (after its checks). */
+enum { SASL_LIST_MECHS = 0x20, SASL_AUTH = 0x21, SASL_STEP = 0x22 };
+
+/* A binary request whose lengths memcached refuses as a protocol error (answered "Invalid
+ * arguments", and a stream closed): those of its dispatch_bin_command. */
+static bool bad_binary(uint8_t opcode, uint8_t ext, uint16_t key, uint32_t body)
+{
+    if (key > KVS_KEY_MAX)
+        return true;
+    switch (loud(opcode)) {
+    case FLOEM_MC_VERSION: case FLOEM_MC_NOOP: case FLOEM_MC_QUIT: case SASL_LIST_MECHS:
+        return ext != 0 || key != 0 || body != 0;
+    case FLOEM_MC_FLUSH:
+        return !(key == 0 && body == ext && (ext == 0 || ext == 4));
+    case FLOEM_MC_SET: case FLOEM_MC_ADD: case FLOEM_MC_REPLACE:
+        return !(ext == 8 && key != 0 && body >= (uint32_t)key + 8);
+    case FLOEM_MC_GET: case FLOEM_MC_GETK:
+        return !(ext == 0 && body == key && key > 0);
+    case FLOEM_MC_DELETE:
+        return !(key > 0 && ext == 0 && body == key);
+    case FLOEM_MC_INCREMENT: case FLOEM_MC_DECREMENT:
+        return !(key > 0 && ext == 20 && body == (uint32_t)key + ext);
+    case FLOEM_MC_APPEND: case FLOEM_MC_PREPEND:
+        return !(key > 0 && ext == 0);
+    case FLOEM_MC_STAT:
+        return ext != 0;
+    case SASL_AUTH: case SASL_STEP:
+        return !(ext == 0 && key != 0);
+    case FLOEM_MC_TOUCH: case FLOEM_MC_GAT: case FLOEM_MC_GATK:
+        return !(ext == 4 && key != 0);
+    default:
+        return false;
+    }
+}
+
+/* kvs_parse of a binary request, as memcached's dispatch_bin_command and the functions it
+ * calls take it. */
+static int parse_binary(struct kvs_packet *p, uint32_t value_max, uint32_t now,
+                        struct kvs_request *r)
+{
+    const struct floem_mc_hdr *h = kvs_mc(p);
+    uint8_t ext = kvs_extlen(p), opcode = h->opcode;
+    uint16_t key = kvs_keylen(p);
+    uint32_t body = floem_get32(&h->body_len);
+    const uint8_t *x = kvs_extras(p);
+    uint64_t cas = get64((const uint8_t *)&h->cas);
+    r->key = kvs_key(p);
+    r->keylen = key;
+    r->op = KVS_OP_NONE;
+    if ((uint32_t)key + ext > body) {
+        r->status = FLOEM_MC_UNKNOWN_COMMAND;
+        r->keylen = 0;
+        return -1;
+    }
+    if (bad_binary(opcode, ext, key, body)) {
+        r->status = FLOEM_MC_INVALID_ARGUMENTS;
+        return -1;
+    }
+    uint32_t vallen = body - ext - key;
+    bool cut = kvs_text_len(p) - FLOEM_MC_HDR_LEN < body;
+    switch (loud(opcode)) {
+    case FLOEM_MC_GET: case FLOEM_MC_GETK:
+        r->op = KVS_OP_GET;
+        return -1;
+    case FLOEM_MC_TOUCH: case FLOEM_MC_GAT: case FLOEM_MC_GATK:
+        r->op = loud(opcode) == FLOEM_MC_TOUCH ? KVS_OP_TOUCH : KVS_OP_GAT;
+        r->arg = absolute_expiry((int32_t)floem_get32(x), now);
+        return -1;
+    case FLOEM_MC_DELETE:
+        r->op = KVS_OP_DELETE;
+        r->arg = cas;
+        return -1;
+    case FLOEM_MC_SET: case FLOEM_MC_ADD: case FLOEM_MC_REPLACE:
+    case FLOEM_MC_APPEND: case FLOEM_MC_PREPEND: {
+        uint8_t l = loud(opcode);
+        bool set = l == FLOEM_MC_SET;
+        if (vallen <= value_max && cut)
+            return KVS_DROP_BAD_LENGTH;         /* a value cut short */
+        /* memcached stores a SET, ADD or REPLACE with a CAS value as a CAS */
+        r->op = l == FLOEM_MC_APPEND ? KVS_OP_APPEND : l == FLOEM_MC_PREPEND ? KVS_OP_PREPEND
+                : cas != 0 && !set ? KVS_OP_CAS : l == FLOEM_MC_ADD ? KVS_OP_ADD
+                : l == FLOEM_MC_REPLACE ? KVS_OP_REPLACE : KVS_OP_SET;
+        r->arg = cas;
+        if (vallen > value_max) {
+            r->status = FLOEM_MC_VALUE_TOO_LARGE;   /* memcached unlinks a SET's old value */
+            r->op = set ? KVS_OP_SET : KVS_OP_NONE;
+        }
+        r->writes = r->status == FLOEM_MC_OK;
+        return -1;
+    }
+    case FLOEM_MC_INCREMENT: case FLOEM_MC_DECREMENT:
+        r->op = loud(opcode) == FLOEM_MC_INCREMENT ? KVS_OP_INCR : KVS_OP_DECR;
+        r->arg = get64(x);
+        r->writes = true;
+        return -1;
+    case FLOEM_MC_FLUSH:
+        r->flush = true;
+        r->arg = ext == 4 ? floem_get32(x) : 0;
+        return -1;
+    case FLOEM_MC_STAT:
+        r->op = KVS_OP_STATS;
+        r->keylen = 0;
+        return -1;
+    case FLOEM_MC_NOOP: case FLOEM_MC_VERSION: case FLOEM_MC_QUIT:
+        r->keylen = 0;
+        return -1;
+    default:                            /* SASL's too: memcached here has none */
+        r->status = FLOEM_MC_UNKNOWN_COMMAND;
+        r->keylen = 0;
+        return -1;
+    }
+}
+
 int kvs_parse(struct kvs_packet *p, uint32_t value_max, uint32_t now, struct kvs_request *r)
 {
     memset(r, 0, sizeof *r);
-    if (!kvs_is_text(p)) {
-        uint8_t extlen = kvs_extlen(p);
-        uint16_t keylen = kvs_keylen(p);
-        uint32_t vallen = kvs_vallen(p);
-        bool keyed = keylen > 0 && keylen <= KVS_KEY_MAX;
-        uint64_t cas = (uint64_t)floem_get32(&p->mc.cas) << 32 | floem_get32((uint8_t *)&p->mc.cas + 4);
-        r->key = kvs_key(p);
-        r->keylen = keylen;
-        r->op = KVS_OP_NONE;
-        switch (p->mc.opcode) {
-        case FLOEM_MC_GET:
-        case FLOEM_MC_GETK:
-        case FLOEM_MC_DELETE:
-            if (!keyed || extlen != 0 || vallen != 0) {
-                r->status = FLOEM_MC_INVALID_ARGUMENTS;
-                return -1;
-            }
-            r->op = p->mc.opcode == FLOEM_MC_DELETE ? KVS_OP_DELETE : KVS_OP_GET;
-            r->arg = r->op == KVS_OP_DELETE ? cas : 0;
-            return -1;
-        case FLOEM_MC_SET:
-            if (!keyed || extlen != 8) {
-                r->status = FLOEM_MC_INVALID_ARGUMENTS;
-                return -1;
-            }
-            if (vallen <= value_max
-                && kvs_text_len(p) - FLOEM_MC_HDR_LEN < floem_get32(&p->mc.body_len))
-                return KVS_DROP_BAD_LENGTH;         /* a value cut short */
-            r->op = KVS_OP_SET;
-            r->status = vallen <= value_max ? FLOEM_MC_OK : FLOEM_MC_VALUE_TOO_LARGE;
-            r->arg = cas;
-            r->writes = r->status == FLOEM_MC_OK;
-            return -1;
-        case FLOEM_MC_NOOP:
-            if (keylen != 0 || extlen != 0 || vallen != 0)
-                r->status = FLOEM_MC_INVALID_ARGUMENTS;
-            return -1;
-        default:
-            r->status = FLOEM_MC_UNKNOWN_COMMAND;
-            return -1;
-        }
-    }
+    if (!kvs_is_stream(p) && value_max > KVS_DATAGRAM_VALUE_LIMIT)
+        value_max = KVS_DATAGRAM_VALUE_LIMIT;       /* what a datagram's frame holds */
+    if (!kvs_is_text(p))
+        return parse_binary(p, value_max, now, r);
     struct command c;
     const uint8_t *data;
     text_command(p, &c, &data);
@@ -823,17 +864,42 @@ int kvs_parse(struct kvs_packet *p, uint32_t value_max, uint32_t now, struct kvs
 
 uint32_t kvs_record_make(uint8_t *rec, struct kvs_packet *p, uint32_t now, uint64_t cas)
 {
-    uint32_t flags, expiry, vallen;
+    uint32_t flags = 0, expiry = 0, vallen;
     const uint8_t *value;
+    char digits[21];
     if (!kvs_is_text(p)) {
-        flags = floem_get32(p->body);
-        expiry = floem_get32(p->body + 4);
-        expiry = expiry != 0 && expiry <= KVS_RELATIVE_EXPIRY_MAX ? expiry + now : expiry;
-        vallen = kvs_vallen(p);
+        uint8_t op = loud(kvs_mc(p)->opcode), ext = kvs_extlen(p);
+        const uint8_t *x = kvs_extras(p);
         value = kvs_value(p);
+        vallen = kvs_vallen(p);
+        if (op == FLOEM_MC_INCREMENT || op == FLOEM_MC_DECREMENT) {
+            /* delta, initial value, expiration (0xffffffff: create nothing) */
+            if (ext != 20 || floem_get32(x + 16) == 0xffffffffu)
+                return 0;
+            uint64_t v = get64(x + 8);
+            vallen = 0;
+            do
+                digits[sizeof digits - 1 - vallen++] = (char)('0' + v % 10);
+            while ((v /= 10) != 0);
+            value = (const uint8_t *)digits + sizeof digits - vallen;
+            expiry = floem_get32(x + 16);
+        } else if (op == FLOEM_MC_SET || op == FLOEM_MC_ADD || op == FLOEM_MC_REPLACE) {
+            if (ext != 8)
+                return 0;
+            flags = floem_get32(x);
+            expiry = floem_get32(x + 4);
+        } else if (op != FLOEM_MC_APPEND && op != FLOEM_MC_PREPEND) {
+            return 0;
+        }
+        expiry = expiry != 0 && expiry <= KVS_RELATIVE_EXPIRY_MAX ? expiry + now : expiry;
     } else {
         struct command c;
         text_command(p, &c, &value);
+        bool stores = c.kind == K_SET || c.kind == K_ADD || c.kind == K_REPLACE
+                      || c.kind == K_APPEND || c.kind == K_PREPEND || c.kind == K_CAS
+                      || c.kind == K_MS;
+        if (!stores || c.status != FLOEM_MC_OK)
+            return 0;
         flags = c.flags;
         expiry = absolute_expiry(c.exptime, now);
         vallen = c.data >= 2 ? (uint32_t)c.data - 2 : 0;
@@ -870,9 +936,9 @@ static long delta(uint8_t op, const uint8_t *old, uint32_t oldlen, uint64_t by, 
                   uint8_t *out, uint16_t *status)
 {
     const uint8_t *value = old + KVS_RECORD_HEADER;
-    struct token t = {value, oldlen - KVS_RECORD_HEADER};
+    struct floem_mc_token t = {value, oldlen - KVS_RECORD_HEADER};
     uint64_t v;
-    if (t.len == 0 || !read_u64(&t, &v)) {
+    if (t.len == 0 || !floem_mc_read_u64(&t, &v)) {
         *status = KVS_TEXT_NON_NUMERIC;
         return KVS_UPDATE_KEEP;
     }
@@ -903,6 +969,12 @@ long kvs_update(uint8_t op, const uint8_t *old, uint32_t oldlen, const uint8_t *
         if (reclen < KVS_RECORD_HEADER)
             return KVS_UPDATE_DELETE;
         memcpy(out, rec, reclen);
+        return reclen;
+    }
+    if (old == NULL && (op == KVS_OP_INCR || op == KVS_OP_DECR) && reclen >= KVS_RECORD_HEADER) {
+        *status = FLOEM_MC_OK;              /* a binary INCR's initial value, as an ADD */
+        memcpy(out, rec, reclen);
+        kvs_record_set_cas(out, cas);
         return reclen;
     }
     if (old == NULL) {
@@ -964,6 +1036,7 @@ static const char *binary_error(uint16_t status)
     case FLOEM_MC_INVALID_ARGUMENTS: return "Invalid arguments";
     case FLOEM_MC_ITEM_NOT_STORED: return "Not stored.";
     case FLOEM_MC_UNKNOWN_COMMAND: return "Unknown command";
+    case FLOEM_MC_DELTA_BADVAL: return "Non-numeric server-side value for incr or decr";
     case KVS_NOT_SUPPORTED: return "Not supported";
     default: return "Out of memory";
     }
@@ -1034,7 +1107,7 @@ static void put_meta_flags(struct out *o, const struct command *c, const char *w
                            const uint8_t *rec, uint32_t reclen, uint64_t cas, uint32_t now)
 {
     for (size_t i = 2; i < c->tokens.n - 1; i++) {
-        const struct token *t = &c->tokens.t[i];
+        const struct floem_mc_token *t = &c->tokens.t[i];
         uint8_t f = t->at[0];
         if (strchr(which, f) == NULL)
             continue;
@@ -1062,7 +1135,7 @@ static void put_meta_flags(struct out *o, const struct command *c, const char *w
 
 static long text_reply(uint8_t *msg, const struct kvs_packet *p, uint16_t status,
                        const uint8_t *rec, uint32_t reclen, uint64_t cas, uint32_t now,
-                       uint64_t oldest)
+                       uint64_t oldest, uint8_t part)
 {
     struct command c;
     const uint8_t *data;
@@ -1097,10 +1170,10 @@ static long text_reply(uint8_t *msg, const struct kvs_packet *p, uint16_t status
             put(&o, value, vallen);
             puts_(&o, "\r\n");
         }
-        if (!(split_flags(p) & KVS_SPLIT_MORE_KEYS))
+        if (!(part & KVS_SPLIT_MORE_KEYS))
             puts_(&o, "END\r\n");
-        else if (!hit && !(split_flags(p) & KVS_SPLIT_FIRST))
-            return -1;              /* memcached drops this empty answer */
+        else if (!hit && !(part & KVS_SPLIT_FIRST) && !kvs_is_stream(p))
+            return -1;              /* memcached drops this empty datagram */
         return (long)o.at;
     case K_INCR: case K_DECR:
         if (status != FLOEM_MC_OK) {
@@ -1172,79 +1245,308 @@ static long text_reply(uint8_t *msg, const struct kvs_packet *p, uint16_t status
     return (long)o.at;
 }
 
-long kvs_reply(uint8_t *msg, struct kvs_packet *p, uint16_t status, const uint8_t *rec,
-               uint32_t reclen, uint64_t cas, uint32_t now, uint64_t oldest)
+/* memcached's answer to a binary request that failed with `status` (complete_update_bin maps
+ * a storage command's NOT_STORED by command). */
+static uint16_t binary_status(uint8_t op, uint16_t status)
 {
-    if (kvs_is_text(p))
-        return text_reply(msg, p, status, rec, reclen, cas, now, oldest);
+    if (status == FLOEM_MC_ITEM_NOT_STORED && op == FLOEM_MC_ADD)
+        return FLOEM_MC_KEY_EXISTS;
+    if (status == FLOEM_MC_ITEM_NOT_STORED && op == FLOEM_MC_REPLACE)
+        return FLOEM_MC_KEY_NOT_FOUND;
+    if (status == KVS_TEXT_NON_NUMERIC)
+        return FLOEM_MC_DELTA_BADVAL;
+    return status;
+}
+
+static long binary_reply(uint8_t *msg, struct kvs_packet *p, uint16_t status, const uint8_t *rec,
+                         uint32_t reclen, uint64_t cas, uint32_t now, uint64_t oldest)
+{
+    const struct floem_mc_hdr *h = kvs_mc(p);
+    uint8_t op = loud(h->opcode);
     struct floem_mc_msg r = {
-        .request_id = floem_get16(&p->frame.request_id), .sequence = 0, .total = 1,
-        .magic = FLOEM_MC_RESPONSE, .opcode = p->mc.opcode, .status = status,
-        .opaque = floem_get32(&p->mc.opaque),
+        .magic = FLOEM_MC_RESPONSE, .opcode = h->opcode, .status = status,
+        .opaque = floem_get32(&h->opaque),
     };
-    uint8_t op = p->mc.opcode;
-    if (status == FLOEM_MC_OK && (op == FLOEM_MC_GET || op == FLOEM_MC_GETK)) {
-        if (op == FLOEM_MC_GETK) {
-            r.key = kvs_key(p);
-            r.key_len = kvs_keylen(p);
-        }
-        if (kvs_record_live(rec, reclen, now, oldest)) {
-            r.extras = rec;                 /* the flags */
-            r.extras_len = 4;
-            r.value = rec + KVS_RECORD_HEADER;
-            r.value_len = reclen - KVS_RECORD_HEADER;
-            r.cas = kvs_record_cas(rec);
-        } else {
-            r.status = FLOEM_MC_KEY_NOT_FOUND;
-            if (op != FLOEM_MC_GETK) {      /* memcached echoes GETK's key instead */
+    bool hit = status == FLOEM_MC_OK && kvs_record_live(rec, reclen, now, oldest);
+    bool fetches = op == FLOEM_MC_GET || op == FLOEM_MC_GETK || op == FLOEM_MC_GAT
+                   || op == FLOEM_MC_GATK || op == FLOEM_MC_TOUCH;
+    uint8_t value[8];
+    if (status == FLOEM_MC_OK || (fetches && status == FLOEM_MC_KEY_NOT_FOUND)) {
+        switch (op) {
+        case FLOEM_MC_GET: case FLOEM_MC_GETK: case FLOEM_MC_GAT: case FLOEM_MC_GATK:
+        case FLOEM_MC_TOUCH:
+            if (!hit) {
+                if (quiet(h->opcode))
+                    return -1;
+                r.status = FLOEM_MC_KEY_NOT_FOUND;
+                if (op == FLOEM_MC_GETK || op == FLOEM_MC_GATK) {
+                    r.key = kvs_key(p);     /* memcached echoes the key instead */
+                    r.key_len = kvs_keylen(p);
+                    r.value = r.key;
+                    r.value_len = 0;
+                    break;
+                }
                 r.value = (const uint8_t *)binary_error(r.status);
                 r.value_len = (uint32_t)strlen((const char *)r.value);
+                break;
             }
+            r.extras = rec;                 /* the flags */
+            r.extras_len = 4;
+            r.cas = kvs_record_cas(rec);
+            if (op == FLOEM_MC_GETK || op == FLOEM_MC_GATK) {
+                r.key = kvs_key(p);
+                r.key_len = kvs_keylen(p);
+            }
+            if (op != FLOEM_MC_TOUCH) {
+                r.value = rec + KVS_RECORD_HEADER;
+                r.value_len = reclen - KVS_RECORD_HEADER;
+            }
+            break;
+        case FLOEM_MC_INCREMENT: case FLOEM_MC_DECREMENT: {
+            if (quiet(h->opcode))
+                return -1;
+            uint64_t v = 0;             /* the new value, as a number */
+            for (uint32_t i = KVS_RECORD_HEADER; i < reclen && rec[i] >= '0' && rec[i] <= '9'; i++)
+                v = v * 10 + (uint64_t)(rec[i] - '0');
+            floem_put32(value, (uint32_t)(v >> 32));
+            floem_put32(value + 4, (uint32_t)v);
+            r.value = value;
+            r.value_len = 8;
+            r.cas = reclen >= KVS_RECORD_HEADER ? kvs_record_cas(rec) : cas;
+            break;
         }
-    } else if (status != FLOEM_MC_OK) {
-        r.value = (const uint8_t *)binary_error(status);
+        case FLOEM_MC_VERSION:
+            r.value = (const uint8_t *)KVS_VERSION;
+            r.value_len = (uint32_t)strlen(KVS_VERSION);
+            break;
+        case FLOEM_MC_SET: case FLOEM_MC_ADD: case FLOEM_MC_REPLACE: case FLOEM_MC_APPEND:
+        case FLOEM_MC_PREPEND:
+            if (quiet(h->opcode))
+                return -1;
+            r.cas = cas;
+            break;
+        default:                        /* DELETE, FLUSH, NOOP, QUIT: a bare OK */
+            if (quiet(h->opcode))
+                return -1;
+            break;
+        }
+    } else {
+        r.status = binary_status(op, status);
+        r.value = (const uint8_t *)binary_error(r.status);
         r.value_len = (uint32_t)strlen((const char *)r.value);
-    } else if (op == FLOEM_MC_SET) {
-        r.cas = cas;
     }
-    /* the frame header is left out: kvs_reply_write writes one per datagram */
-    uint8_t whole[FLOEM_MC_UDP_HDR_LEN + KVS_REPLY_MESSAGE_MAX];
-    size_t n = floem_mc_build(whole, sizeof whole, &r) - FLOEM_MC_UDP_HDR_LEN;
-    memcpy(msg, whole + FLOEM_MC_UDP_HDR_LEN, n);
-    return (long)n;
+    return (long)floem_mc_build_message(msg, KVS_REPLY_MESSAGE_MAX, &r);
 }
 
-unsigned kvs_reply_datagrams(size_t len)
+long kvs_reply(uint8_t *msg, struct kvs_packet *p, uint16_t status, const uint8_t *rec,
+               uint32_t reclen, uint64_t cas, uint32_t now, uint64_t oldest, uint8_t part)
 {
-    return (unsigned)((len + KVS_REPLY_CHUNK - 1) / KVS_REPLY_CHUNK);
+    if (kvs_is_text(p))
+        return text_reply(msg, p, status, rec, reclen, cas, now, oldest, part);
+    return binary_reply(msg, p, status, rec, reclen, cas, now, oldest);
 }
 
-/* The bytes of a message of `len` bytes that datagram `seq` carries. */
-static size_t part_len(size_t len, unsigned seq)
+bool kvs_closes(struct kvs_packet *p, uint16_t status)
 {
-    size_t from = (size_t)seq * KVS_REPLY_CHUNK;
-    return from >= len ? 0 : len - from < KVS_REPLY_CHUNK ? len - from : KVS_REPLY_CHUNK;
+    if (!kvs_is_stream(p))
+        return false;
+    if (kvs_is_text(p))
+        return status == KVS_TEXT_QUIET;
+    const struct floem_mc_hdr *h = kvs_mc(p);
+    uint8_t ext = h->extras_len;
+    uint16_t key = floem_get16(&h->key_len);
+    uint32_t body = floem_get32(&h->body_len);
+    return loud(h->opcode) == FLOEM_MC_QUIT || (uint32_t)key + ext > body
+           || bad_binary(h->opcode, ext, key, body);
 }
 
-size_t kvs_reply_size(size_t len, unsigned seq)
+/* ---- statistics -------------------------------------------------------------------------- */
+
+static uint32_t started;
+
+__attribute__((constructor)) static void note_start(void)
 {
-    return FLOEM_UDP_FRAME_LEN + FLOEM_MC_UDP_HDR_LEN + part_len(len, seq);
+    started = (uint32_t)time(NULL);
+}
+
+uint32_t kvs_uptime(void)
+{
+    return (uint32_t)time(NULL) - started;
+}
+
+uint32_t kvs_stats_record(uint8_t *rec, const uint64_t figures[KVS_STATS_FIGURES])
+{
+    memset(rec, 0, KVS_RECORD_HEADER);
+    for (unsigned i = 0; i < KVS_STATS_FIGURES; i++) {
+        floem_put32(rec + KVS_RECORD_HEADER + 8 * i, (uint32_t)(figures[i] >> 32));
+        floem_put32(rec + KVS_RECORD_HEADER + 8 * i + 4, (uint32_t)figures[i]);
+    }
+    return KVS_RECORD_HEADER + 8 * KVS_STATS_FIGURES;
+}
+
+void kvs_stats_from_record(struct kvs_stats *st, const uint8_t *rec, uint32_t reclen)
+{
+    st->store = rec != NULL && reclen == KVS_RECORD_HEADER + 8 * KVS_STATS_FIGURES;
+    if (!st->store)
+        return;
+    uint64_t *to[KVS_STATS_FIGURES] = {&st->curr_items, &st->total_items, &st->bytes,
+                                       &st->evictions, &st->limit_maxbytes};
+    for (unsigned i = 0; i < KVS_STATS_FIGURES; i++)
+        *to[i] = get64(rec + KVS_RECORD_HEADER + 8 * i);
+}
+
+/* One statistic: a text line "STAT name value", or a binary STAT response. */
+static void put_stat(struct out *o, const struct kvs_packet *p, const char *name,
+                     const char *value)
+{
+    if (kvs_is_text(p)) {
+        puts_(o, "STAT ");
+        puts_(o, name);
+        puts_(o, " ");
+        puts_(o, value);
+        puts_(o, "\r\n");
+        return;
+    }
+    const struct floem_mc_hdr *h = kvs_mc(p);
+    struct floem_mc_msg r = {
+        .magic = FLOEM_MC_RESPONSE, .opcode = h->opcode, .opaque = floem_get32(&h->opaque),
+        .key = (const uint8_t *)name, .key_len = (uint16_t)strlen(name),
+        .value = (const uint8_t *)value, .value_len = (uint32_t)strlen(value),
+    };
+    o->at += floem_mc_build_message(o->msg + o->at, KVS_REPLY_MESSAGE_MAX - o->at, &r);
+}
+
+static void put_stat_u64(struct out *o, const struct kvs_packet *p, const char *name, uint64_t v)
+{
+    char digits[21];
+    size_t n = 0;
+    do
+        digits[sizeof digits - 2 - n++] = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    digits[sizeof digits - 1] = '\0';
+    put_stat(o, p, name, digits + sizeof digits - 1 - n);
+}
+
+bool kvs_stats_resets(struct kvs_packet *p)
+{
+    if (!kvs_is_text(p))
+        return kvs_keylen(p) == 5 && memcmp(kvs_key(p), "reset", 5) == 0;
+    struct command c;
+    const uint8_t *data;
+    text_command(p, &c, &data);
+    return c.tokens.n > 2;
+}
+
+long kvs_stats_reply(uint8_t *msg, struct kvs_packet *p, const struct kvs_stats *st)
+{
+    struct out o = {msg, 0};
+    bool text = kvs_is_text(p);
+    if (!text && kvs_keylen(p) != 0 && !kvs_stats_resets(p)) {
+        const struct floem_mc_hdr *h = kvs_mc(p);
+        struct floem_mc_msg r = {           /* settings, items, slabs, ...: not kept here */
+            .magic = FLOEM_MC_RESPONSE, .opcode = h->opcode, .status = FLOEM_MC_KEY_NOT_FOUND,
+            .opaque = floem_get32(&h->opaque), .value = (const uint8_t *)"Not found",
+            .value_len = 9,
+        };
+        return (long)floem_mc_build_message(msg, KVS_REPLY_MESSAGE_MAX, &r);
+    }
+    if (kvs_stats_resets(p)) {
+        if (text) {
+            puts_(&o, "RESET\r\n");
+            return (long)o.at;
+        }
+    } else {
+        const struct { const char *name; uint64_t value; } all[] = {
+            {"pid", st->pid}, {"uptime", st->uptime}, {"time", st->time},
+        };
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+            put_stat_u64(&o, p, all[i].name, all[i].value);
+        put_stat(&o, p, "version", KVS_VERSION);
+        const struct { const char *name; uint64_t value; } counts[] = {
+            {"pointer_size", 8 * sizeof(void *)},
+            {"curr_connections", st->curr_connections},
+            {"total_connections", st->total_connections},
+            {"cmd_get", st->cmd_get}, {"cmd_set", st->cmd_set}, {"cmd_flush", st->cmd_flush},
+            {"cmd_touch", st->cmd_touch}, {"get_hits", st->get_hits},
+            {"get_misses", st->get_misses}, {"delete_misses", st->delete_misses},
+            {"delete_hits", st->delete_hits}, {"incr_misses", st->incr_misses},
+            {"incr_hits", st->incr_hits}, {"decr_misses", st->decr_misses},
+            {"decr_hits", st->decr_hits}, {"cas_misses", st->cas_misses},
+            {"cas_hits", st->cas_hits}, {"cas_badval", st->cas_badval},
+            {"touch_hits", st->touch_hits}, {"touch_misses", st->touch_misses},
+            {"bytes_read", st->bytes_read}, {"bytes_written", st->bytes_written},
+            {"threads", st->threads},
+        };
+        for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+            put_stat_u64(&o, p, counts[i].name, counts[i].value);
+        if (st->store) {
+            const struct { const char *name; uint64_t value; } store[] = {
+                {"limit_maxbytes", st->limit_maxbytes}, {"curr_items", st->curr_items},
+                {"total_items", st->total_items}, {"bytes", st->bytes},
+                {"evictions", st->evictions},
+            };
+            for (size_t i = 0; i < sizeof store / sizeof store[0]; i++)
+                put_stat_u64(&o, p, store[i].name, store[i].value);
+        }
+    }
+    if (text) {
+        puts_(&o, "END\r\n");
+    } else {                                /* the last: a response with no key */
+        const struct floem_mc_hdr *h = kvs_mc(p);
+        struct floem_mc_msg r = {
+            .magic = FLOEM_MC_RESPONSE, .opcode = h->opcode, .opaque = floem_get32(&h->opaque),
+        };
+        o.at += floem_mc_build_message(o.msg + o.at, KVS_REPLY_MESSAGE_MAX - o.at, &r);
+    }
+    return (long)o.at;
+}
+
+/* ---- reply frames ------------------------------------------------------------------------ */
+
+static size_t chunk(const struct kvs_packet *req)
+{
+    return kvs_is_stream(req) ? KVS_STREAM_CHUNK : KVS_REPLY_CHUNK;
+}
+
+unsigned kvs_reply_frames(const struct kvs_packet *req, size_t len)
+{
+    unsigned n = (unsigned)((len + chunk(req) - 1) / chunk(req));
+    return n == 0 && !kvs_is_stream(req) ? 1 : n;   /* an empty datagram "of 0" */
+}
+
+/* The bytes of a message of `len` bytes that frame `seq` carries. */
+static size_t part_len(const struct kvs_packet *req, size_t len, unsigned seq)
+{
+    size_t piece = chunk(req), from = (size_t)seq * piece;
+    return from >= len ? 0 : len - from < piece ? len - from : piece;
+}
+
+size_t kvs_reply_size(const struct kvs_packet *req, size_t len, unsigned seq)
+{
+    return kvs_headers(req) + part_len(req, len, seq);
 }
 
 size_t kvs_reply_write(uint8_t *out, const struct kvs_packet *req, const uint8_t *msg,
                        size_t len, unsigned seq)
 {
-    size_t n = part_len(len, seq);
+    size_t n = part_len(req, len, seq), size = kvs_reply_size(req, len, seq);
+    const uint8_t *from = msg + (size_t)seq * chunk(req);
+    if (kvs_is_stream(req)) {
+        memmove(out, req, KVS_TCP_HEADERS);
+        floem_tcp_swap(out);
+        memcpy(out + KVS_TCP_HEADERS, from, n);
+        floem_tcp_set_length(out, size);
+        return size;
+    }
     uint16_t request_id = floem_get16(&req->frame.request_id);
     memmove(out, req, FLOEM_UDP_FRAME_LEN);
     floem_udp_swap(out);
     struct kvs_packet *reply = (struct kvs_packet *)out;
     floem_put16(&reply->frame.request_id, request_id);
     floem_put16(&reply->frame.sequence, (uint16_t)seq);
-    floem_put16(&reply->frame.total, (uint16_t)kvs_reply_datagrams(len));
+    floem_put16(&reply->frame.total, (uint16_t)((len + KVS_REPLY_CHUNK - 1) / KVS_REPLY_CHUNK));
     floem_put16(&reply->frame.reserved, 0);
-    memcpy(out + FLOEM_UDP_FRAME_LEN + FLOEM_MC_UDP_HDR_LEN, msg + (size_t)seq * KVS_REPLY_CHUNK, n);
-    size_t size = kvs_reply_size(len, seq);
+    memcpy(out + KVS_UDP_HEADERS, from, n);
     floem_udp_set_length(out, size, 0);
     return size;
 }

@@ -388,3 +388,17 @@ def build_frame(datagram: bytes, src_mac: bytes, dst_mac: bytes, src_ip: bytes, 
                     data=udp)
     return bytes(dpkt.ethernet.Ethernet(src=src_mac, dst=dst_mac, type=dpkt.ethernet.ETH_TYPE_IP,
                                         data=ip))
+
+
+def build_stream_frame(message: bytes, src_mac: bytes, dst_mac: bytes, src_ip: bytes,
+                       dst_ip: bytes, src_port: int, dst_port: int, seq: int = 1) -> bytes:
+    """An Ethernet/IPv4/TCP frame carrying one ``message`` of a TCP stream, as the tcp packet
+    I/O backend hands a message to a program (floem/net.h, "Streams"): PSH|ACK, sequence
+    number ``seq``, lengths and checksums filled in."""
+    _check_field("source port", src_port, 16)
+    _check_field("destination port", dst_port, 16)
+    tcp = dpkt.tcp.TCP(sport=src_port, dport=dst_port, seq=seq, ack=1,
+                       flags=dpkt.tcp.TH_PUSH | dpkt.tcp.TH_ACK, win=65535, data=message)
+    ip = dpkt.ip.IP(src=src_ip, dst=dst_ip, p=dpkt.ip.IP_PROTO_TCP, ttl=64, data=tcp)
+    return bytes(dpkt.ethernet.Ethernet(src=src_mac, dst=dst_mac, type=dpkt.ethernet.ETH_TYPE_IP,
+                                        data=ip))

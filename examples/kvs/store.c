@@ -548,4 +548,5 @@ void kvs_store_stats(kvs_store_t *s, kvs_store_stats_t *out)
     out->evictions = __atomic_load_n(&s->evictions, __ATOMIC_RELAXED);
     out->expired = __atomic_load_n(&s->expired, __ATOMIC_RELAXED);
     out->set_failures = __atomic_load_n(&s->set_failures, __ATOMIC_RELAXED);
+    out->limit = (uint64_t)s->npages * s->page_size;
 }

@@ -59,6 +59,7 @@ typedef struct {
     uint64_t evictions;    /* live items removed to make room */
     uint64_t expired;      /* items found expired (on get/delete/eviction scan) and removed */
     uint64_t set_failures; /* sets that could not be stored (too large, or no memory) */
+    uint64_t limit;        /* the budget: bytes of the pages */
 } kvs_store_stats_t;
 
 /* A store of at most `memory_bytes` of item memory and `buckets` hash buckets (rounded up to a

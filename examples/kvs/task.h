@@ -36,6 +36,7 @@ struct kvs_task {
         void *buf;
         int qid;
         uint32_t now;               /* when the NIC received the request (kvs_now) */
+        uint8_t part;               /* kvs_split_flags of a get's key */
     } reply;
 };
 

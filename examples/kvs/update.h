@@ -1,7 +1,7 @@
 /* A request's update (proto.h's kvs_update) applied to the store (store.h's kvs_store_update):
  * what the host's HashtUpdate and the external design's program call for an ADD, REPLACE,
  * APPEND, PREPEND, CAS, INCR, DECR, TOUCH, GAT, a SET or DELETE comparing a CAS value, or a
- * RESTORE of a record a NIC cache held.
+ * RESTORE of a record a NIC cache held; and the store's figures for stats.
  */
 #ifndef KVS_UPDATE_H
 #define KVS_UPDATE_H
@@ -38,7 +38,8 @@ static inline long kvs_apply_record(void *ctx, const void *old, size_t oldlen, v
 /* Apply update `op` of `key` (its record `rec`, argument `arg`, new CAS value `cas`) at `now`,
  * records of a CAS value below `oldest` being dead (flush_all); the
  * record the key holds after it in `result` (room for KVS_RECORD_MAX bytes) and its length
- * returned (0: none, or unchanged), the answer in *status. */
+ * returned (0: none, or unchanged), the answer in *status. KVS_OP_STATS changes nothing: its
+ * record is the store's figures (proto.h's kvs_stats_record). */
 static inline uint32_t kvs_store_apply(kvs_store_t *s, const uint8_t *key, uint16_t keylen,
                                        uint32_t hash, uint32_t now, uint64_t oldest, uint8_t op,
                                        const uint8_t *rec, uint32_t reclen, uint64_t arg,
@@ -46,6 +47,14 @@ static inline uint32_t kvs_store_apply(kvs_store_t *s, const uint8_t *key, uint1
                                        uint16_t *status)
 {
     static _Thread_local uint8_t old[KVS_RECORD_MAX];
+    if (op == KVS_OP_STATS) {
+        kvs_store_stats_t st;
+        kvs_store_stats(s, &st);
+        const uint64_t figures[KVS_STATS_FIGURES] = {st.items, st.sets, st.bytes, st.evictions,
+                                                     st.limit};
+        *status = FLOEM_MC_OK;
+        return kvs_stats_record(result, figures);
+    }
     struct kvs_apply a = {op, rec, reclen, arg, cas, value_max, FLOEM_MC_OK};
     long n = kvs_store_update(s, key, keylen, hash, now, oldest, kvs_apply_record, &a, old,
                               result, KVS_RECORD_MAX);

@@ -13,7 +13,7 @@ from floem.errors import FloemError, Location
 from floem.platforms import DMA_MEANINGS, DMA_OPTIONS, PLATFORMS
 
 NIC_PLATFORMS = tuple(PLATFORMS)
-NET_BACKENDS = ("udp", "dpdk", "pcap", "xdp")
+NET_BACKENDS = ("udp", "tcp", "dpdk", "pcap", "xdp")
 
 
 class Part(StrEnum):

@@ -142,7 +142,8 @@ class Element(Node):
     Library elements that need C support code list it in class attributes:
     ``c_headers`` (absolute paths of headers included before element code, so
     bodies may use their types and functions) and ``c_sources`` (absolute
-    paths of C files compiled and linked into every process using the class).
+    paths of C files compiled and linked into every process using the class); an
+    element may set its own in ``configure`` (e.g. `FromNet` with a framer's files).
     ``uses_network`` marks packet I/O elements: the build then compiles the
     network backend chosen with ``--net`` (runtime/include/floem/net.h).
     ``host_only`` marks elements whose C needs the host (a host library, a legacy

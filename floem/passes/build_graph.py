@@ -136,11 +136,11 @@ def _support_code(program: Program, ir: ProgramIR) -> None:
         if el.name not in ir.graph:
             continue
         cls = type(el)
-        for header in cls.c_headers:
+        for header in el.c_headers:     # the class's, or those an element set for itself
             text = f'#include "{header}"'
             if all(c.text != text for c in ir.includes):
                 ir.includes.append(CCode(text, cls.class_loc))
-        for source in cls.c_sources:
+        for source in el.c_sources:
             if source not in ir.depends:
                 ir.depends.append(source)
 

@@ -1,4 +1,4 @@
-/* Ethernet / IPv4 / UDP parsing, checksums and builders (see headers.h). */
+/* Ethernet / IPv4 / UDP / TCP parsing, checksums and builders (see headers.h). */
 #include "headers.h"
 
 #include <string.h>
@@ -54,3 +54,12 @@ void floem_udp_set_length(void *frame, size_t size, int udp_checksum)
     floem_put16(&udp->checksum, udp_checksum ? floem_udp_checksum(ip, udp) : 0);
 }
 
+
+void floem_tcp_set_length(void *frame, size_t size)
+{
+    struct floem_ipv4_hdr *ip = (struct floem_ipv4_hdr *)((uint8_t *)frame + FLOEM_ETHER_LEN);
+    struct floem_tcp_hdr *tcp = (struct floem_tcp_hdr *)((uint8_t *)ip + floem_ipv4_header_len(ip));
+    floem_put16(&ip->total_len, (uint16_t)(size - FLOEM_ETHER_LEN));
+    floem_put16(&ip->checksum, floem_ipv4_checksum(ip));
+    floem_put16(&tcp->checksum, 0);
+}

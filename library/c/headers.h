@@ -1,4 +1,4 @@
-/* Ethernet / IPv4 / UDP header views for floem.library.headers.
+/* Ethernet / IPv4 / UDP (and TCP) header views for floem.library.headers.
  *
  * The structs are packed views laid over frame bytes: multi-byte fields are
  * in network (big-endian) order, read and written with floem_get16/32 and
@@ -22,6 +22,11 @@
 #define FLOEM_UDP_FRAME_LEN 42
 #define FLOEM_ETHERTYPE_IPV4 0x0800
 #define FLOEM_IPPROTO_UDP 17
+#define FLOEM_IPPROTO_TCP 6
+#define FLOEM_TCP_LEN 20
+/* Ethernet + IPv4 without options + TCP without options: where a message of the tcp
+ * backend starts in its frame (floem/net.h, "Streams"). */
+#define FLOEM_TCP_FRAME_LEN 54
 
 struct floem_ether_hdr {
     uint8_t dst[6];
@@ -47,6 +52,19 @@ struct floem_udp_hdr {
     uint16_t dst_port;
     uint16_t len;                 /* UDP header + payload */
     uint16_t checksum;            /* 0: not computed */
+} __attribute__((packed));
+
+/* A TCP header without options. */
+struct floem_tcp_hdr {
+    uint16_t src_port;
+    uint16_t dst_port;
+    uint32_t seq;
+    uint32_t ack;
+    uint8_t offset;               /* header length in 32-bit words << 4 */
+    uint8_t flags;
+    uint16_t window;
+    uint16_t checksum;
+    uint16_t urgent;
 } __attribute__((packed));
 
 /* A UDP frame as built by floem_udp_fill (IPv4 header without options). */
@@ -248,6 +266,52 @@ static inline void floem_udp_swap(void *frame)
     ports = ports >> 16 | ports << 16;
     memcpy(udp, &ports, 4);
 }
+
+/* Where the message of a frame of the tcp backend is (floem/net.h, "Streams"): FLOEM_UDP_OK
+ * and its bytes in *payload, *len; FLOEM_UDP_TRUNCATED when it is cut (the IPv4 length says
+ * more than the frame holds: *len is what it holds, *whole the message's length up to what
+ * the length can say); another verdict when it is not an Ethernet/IPv4/TCP frame. Reads only
+ * bytes below `size`. */
+static inline enum floem_udp_verdict floem_tcp_message(const void *frame, size_t size,
+                                                       const uint8_t **payload, size_t *len,
+                                                       size_t *whole)
+{
+    const uint8_t *f = (const uint8_t *)frame;
+    if (size < FLOEM_ETHER_LEN + FLOEM_IPV4_MIN_LEN + FLOEM_TCP_LEN)
+        return FLOEM_UDP_TRUNCATED;
+    if (floem_get16(f + 12) != FLOEM_ETHERTYPE_IPV4 || (f[14] >> 4) != 4)
+        return FLOEM_UDP_NOT_IPV4;
+    size_t ihl = (size_t)(f[14] & 0x0f) * 4, total = floem_get16(f + 16);
+    if (f[23] != FLOEM_IPPROTO_TCP)
+        return FLOEM_UDP_NOT_UDP;
+    if (ihl < FLOEM_IPV4_MIN_LEN || FLOEM_ETHER_LEN + ihl + FLOEM_TCP_LEN > size
+        || total < ihl + FLOEM_TCP_LEN)
+        return FLOEM_UDP_BAD_IP_HEADER;
+    size_t offset = (size_t)(f[FLOEM_ETHER_LEN + ihl + 12] >> 4) * 4;
+    if (offset < FLOEM_TCP_LEN || ihl + offset > total || FLOEM_ETHER_LEN + ihl + offset > size)
+        return FLOEM_UDP_BAD_IP_HEADER;
+    size_t start = FLOEM_ETHER_LEN + ihl + offset;
+    *payload = f + start;
+    *whole = total - ihl - offset;
+    *len = FLOEM_ETHER_LEN + total <= size ? *whole : size - start;
+    return *len == *whole ? FLOEM_UDP_OK : FLOEM_UDP_TRUNCATED;
+}
+
+/* Swap the addresses and ports of a TCP frame, and its sequence and acknowledgement numbers
+ * (a reply on the connection). */
+static inline void floem_tcp_swap(void *frame)
+{
+    floem_udp_swap(frame);      /* MACs, addresses, and the ports (where UDP has them) */
+    struct floem_ipv4_hdr *ip = (struct floem_ipv4_hdr *)((uint8_t *)frame + FLOEM_ETHER_LEN);
+    struct floem_tcp_hdr *tcp = (struct floem_tcp_hdr *)((uint8_t *)ip + floem_ipv4_header_len(ip));
+    uint32_t seq = tcp->seq;
+    tcp->seq = tcp->ack;
+    tcp->ack = seq;
+}
+
+/* After the message of a TCP frame changed length: the frame is now `size` bytes. Sets the
+ * IPv4 total length and checksum; the TCP checksum is left out (0). */
+void floem_tcp_set_length(void *frame, size_t size);
 
 /* The flow key of a parsed frame. */
 static inline void floem_udp_flow_key(const void *frame, struct floem_flow_key *key)

@@ -52,7 +52,9 @@ uint64_t *floem_counters_open(const char *process, const char *layout, uint32_t 
     size_t layout_bytes = strlen(layout) + 1;
     size_t offset = (sizeof(struct floem_counters_header) + layout_bytes + 63) & ~(size_t)63;
     size_t threads = (offset + (size_t)count * sizeof(uint64_t) + 63) & ~(size_t)63;
-    size_t bytes = threads + FLOEM_MAX_THREADS * sizeof(floem_thread_stats_t);
+    size_t connections = (threads + FLOEM_MAX_THREADS * sizeof(floem_thread_stats_t) + 63) &
+                         ~(size_t)63;
+    size_t bytes = connections + sizeof(floem_connection_stats_t);
     char *base = counter_memory(bytes);
     struct floem_counters_header *h = (struct floem_counters_header *)base;
     memcpy(h->magic, FLOEM_COUNTERS_MAGIC, sizeof h->magic);
@@ -64,6 +66,7 @@ uint64_t *floem_counters_open(const char *process, const char *layout, uint32_t 
     h->threads_offset = threads;
     h->thread_slots = FLOEM_MAX_THREADS;
     h->thread_bytes = (uint32_t)sizeof(floem_thread_stats_t);
+    h->connections_offset = connections;
     h->pid = (int64_t)getpid();
     snprintf(h->process, sizeof h->process, "%s", process);
     const char *run = getenv("FLOEM_SHM");
@@ -72,6 +75,7 @@ uint64_t *floem_counters_open(const char *process, const char *layout, uint32_t 
     counters_file = base;
     counters_file_bytes = bytes;
     floem_thread_stats_slot = floem_counters_thread;
+    floem_connection_stats_slot = (floem_connection_stats_t *)(base + connections);
     return (uint64_t *)(base + offset);
 }
 

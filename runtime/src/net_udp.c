@@ -93,8 +93,8 @@ static int open_socket(bool shared)
 
 unsigned floem_backend_init(unsigned wanted)
 {
-    port = floem_net_setting_port();
-    listen_addr.s_addr = floem_net_setting_addr(htonl(INADDR_LOOPBACK));
+    port = floem_net_port_setting("UDP");
+    listen_addr.s_addr = floem_net_addr_setting(htonl(INADDR_LOOPBACK));
     floem_pool_init();
     n_queues = wanted;
     for (unsigned q = 0; q < n_queues; q++) {
@@ -123,34 +123,6 @@ bool floem_backend_rx_done(void)
     return false;
 }
 
-/* The Internet checksum's running sum of `len` bytes (big-endian 16-bit words). */
-static uint32_t sum_bytes(uint32_t sum, const uint8_t *p, size_t len)
-{
-    for (; len >= 2; p += 2, len -= 2)
-        sum += (uint32_t)p[0] << 8 | p[1];
-    if (len)
-        sum += (uint32_t)p[0] << 8;
-    return sum;
-}
-
-static uint16_t fold(uint32_t sum)
-{
-    while (sum >> 16)
-        sum = (sum & 0xffff) + (sum >> 16);
-    return (uint16_t)~sum;
-}
-
-static void put16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)(v >> 8);
-    p[1] = (uint8_t)v;
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] << 8 | p[1]);
-}
-
 /* Write the Ethernet, IPv4 and UDP headers of a datagram of `payload` bytes in front of the
  * `held` of them at frame + HEADERS (fewer when the datagram was cut: no UDP checksum). */
 static void synthesise(uint8_t *frame, size_t payload, size_t held,
@@ -159,28 +131,28 @@ static void synthesise(uint8_t *frame, size_t payload, size_t held,
     uint8_t *eth = frame, *ip = frame + 14, *udp = frame + 34;
     memcpy(eth, port_mac, 6);
     memcpy(eth + 6, peer_mac, 6);
-    put16(eth + 12, 0x0800);
+    floem_net_put16(eth + 12, 0x0800);
     ip[0] = 0x45;
     ip[1] = 0;
-    put16(ip + 2, (uint16_t)(20 + 8 + payload));
-    put16(ip + 4, ip_id);
-    put16(ip + 6, 0x4000);                  /* don't fragment */
+    floem_net_put16(ip + 2, (uint16_t)(20 + 8 + payload));
+    floem_net_put16(ip + 4, ip_id);
+    floem_net_put16(ip + 6, 0x4000);                  /* don't fragment */
     ip[8] = 64;
     ip[9] = IPPROTO_UDP;
-    put16(ip + 10, 0);
+    floem_net_put16(ip + 10, 0);
     memcpy(ip + 12, &from->sin_addr, 4);
     memcpy(ip + 16, &to, 4);
-    put16(ip + 10, fold(sum_bytes(0, ip, 20)));
+    floem_net_put16(ip + 10, floem_net_fold(floem_net_sum(0, ip, 20)));
     memcpy(udp, &from->sin_port, 2);
-    put16(udp + 2, port);
-    put16(udp + 4, (uint16_t)(8 + payload));
-    put16(udp + 6, 0);
+    floem_net_put16(udp + 2, port);
+    floem_net_put16(udp + 4, (uint16_t)(8 + payload));
+    floem_net_put16(udp + 6, 0);
     if (held < payload)
         return;
-    uint32_t sum = sum_bytes(0, ip + 12, 8);  /* pseudo header: addresses, protocol, length */
+    uint32_t sum = floem_net_sum(0, ip + 12, 8);  /* pseudo header: addresses, protocol, length */
     sum += IPPROTO_UDP + 8 + (uint32_t)payload;
-    uint16_t check = fold(sum_bytes(sum, udp, 8 + payload));
-    put16(udp + 6, check == 0 ? 0xffff : check);
+    uint16_t check = floem_net_fold(floem_net_sum(sum, udp, 8 + payload));
+    floem_net_put16(udp + 6, check == 0 ? 0xffff : check);
 }
 
 /* Wait a little for data when the queue has been empty for a while (spare the CPU). */
@@ -266,13 +238,13 @@ static bool parse_frame(const floem_packet_t *p, struct iovec *payload, struct s
         return false;
     const uint8_t *f = p->data;
     size_t len = p->len;
-    if (len < HEADERS || get16(f + 12) != 0x0800 || (f[14] >> 4) != 4 || f[23] != IPPROTO_UDP)
+    if (len < HEADERS || floem_net_get16(f + 12) != 0x0800 || (f[14] >> 4) != 4 || f[23] != IPPROTO_UDP)
         return false;
     size_t ihl = (size_t)(f[14] & 0x0f) * 4;
     if (ihl < 20 || 14 + ihl + 8 > len)
         return false;
     const uint8_t *udp = f + 14 + ihl;
-    size_t udp_len = get16(udp + 4);
+    size_t udp_len = floem_net_get16(udp + 4);
     if (udp_len < 8 || udp_len > len - 14 - ihl)
         return false;
     *payload = (struct iovec){(void *)(udp + 8), udp_len - 8};

@@ -185,8 +185,8 @@ unsigned floem_backend_init(unsigned wanted)
     ifindex = if_nametoindex(iface);
     if (ifindex == 0)
         floem_net_fail("no interface %s: %s", iface, strerror(errno));
-    uint16_t port = floem_net_setting_port();
-    struct in_addr addr = {floem_net_setting_addr(htonl(INADDR_ANY))};
+    uint16_t port = floem_net_port_setting("UDP");
+    struct in_addr addr = {floem_net_addr_setting(htonl(INADDR_ANY))};
     n_queues = wanted;
     map_fd = bpf_map_create(BPF_MAP_TYPE_XSKMAP, "floem_xsks", sizeof(int), sizeof(int),
                             wanted, NULL);

@@ -21,6 +21,7 @@ enum { SHARED_EMPTY = 0, SHARED_INITIALISING = 1, SHARED_READY = 2 };
 enum { SHARED_USERS_OFFSET = 4 };
 
 _Thread_local int floem_idle;
+_Thread_local int floem_thread_manages;
 static void fail(const char *what, const char *name)
 {
     fprintf(stderr, "floem: shared memory %s: %s: %s\n", name ? name : "(anonymous)", what,

@@ -614,6 +614,7 @@ static bool manage(floem_sync_t *s)
  * the managers' work. */
 void floem_sync_manage(floem_sync_t *s)
 {
+    floem_thread_manages = 1;
     floem_count_pause();
     bool counting = floem_count_sync_begin();
     floem_count_sync_end(counting, manage(s));

@@ -33,6 +33,7 @@ struct thread {
 
 static struct thread threads[FLOEM_MAX_THREADS];
 floem_thread_stats_t *(*floem_thread_stats_slot)(int i);
+floem_connection_stats_t *floem_connection_stats_slot;
 static int n_threads, n_reported;
 static _Thread_local floem_thread_stats_t *self;
 static _Thread_local uint64_t turn_start;     /* the clock when it was last read */

@@ -14,8 +14,11 @@
  * 250 datagrams each: every datagram is answered. `test_net_udp overflow`
  * sends OVERFLOW datagrams before receiving any, more than the socket buffers
  * hold, then receives until none is left and prints "sent N received M" before
- * the report, whose socket drop count must make up the difference. Prints
- * "ok: N checks".
+ * the report, whose socket drop count must make up the difference. `test_net_udp order`
+ * answers each of 50 datagrams with four frames made before it (floem_net_alloc_before),
+ * sent by two threads in an order of their own, some given back instead, and the request's
+ * own frame last: the client receives each datagram's answers in the order they were made.
+ * Prints "ok: N checks".
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -226,6 +229,69 @@ static int test_overflow(uint16_t port)
     return 0;
 }
 
+/* `order`: the frames answering one datagram, made before it, sent out of order by two
+ * threads. */
+#define ORDERED 50
+#define PARTS 4
+static floem_packet_t parts[PARTS + 1];
+
+/* Send parts[first], parts[first + 2], ... (part 3 given back instead). */
+static void *send_parts(void *arg)
+{
+    uintptr_t first = (uintptr_t)arg;
+    for (uintptr_t k = first; k <= PARTS; k += 2) {
+        if (k == 3)
+            floem_net_free(&parts[k]);          /* answers with nothing */
+        else
+            floem_net_tx(0, &parts[k]);
+    }
+    floem_net_flush(0);
+    return NULL;
+}
+
+static int test_order(uint16_t port)
+{
+    int client = socket(AF_INET, SOCK_DGRAM, 0);
+    struct sockaddr_in server = {.sin_family = AF_INET, .sin_port = htons(port),
+                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct timeval tv = {.tv_sec = 10};
+    setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    for (int d = 0; d < ORDERED; d++) {
+        uint8_t msg = (uint8_t)d;
+        CHECK(sendto(client, &msg, 1, 0, (struct sockaddr *)&server, sizeof server) == 1);
+        unsigned n = 0;
+        for (int spins = 0; n == 0 && spins < 100000; spins++)
+            n = floem_net_rx(0, &parts[PARTS], 1);
+        CHECK(n == 1);
+        floem_packet_t *request = &parts[PARTS];
+        uint8_t *f = request->data;
+        swap(f, 0, 6, 6);
+        swap(f, 26, 30, 4);
+        swap(f, 34, 36, 2);
+        for (int k = 0; k < PARTS; k++) {       /* each made before the request */
+            CHECK(floem_net_alloc_before(request, request->len, &parts[k]));
+            memcpy(parts[k].data, f, request->len);
+            ((uint8_t *)parts[k].data)[42] = (uint8_t)(d * 8 + k);
+        }
+        ((uint8_t *)f)[42] = (uint8_t)(d * 8 + PARTS);
+        pthread_t odd;                          /* the odd ones first, from another thread */
+        CHECK(pthread_create(&odd, NULL, send_parts, (void *)(uintptr_t)1) == 0);
+        pthread_join(odd, NULL);
+        send_parts((void *)(uintptr_t)0);
+        for (int k = 0; k <= PARTS; k++) {
+            if (k == 3)
+                continue;
+            uint8_t got;
+            CHECK(recv(client, &got, 1, 0) == 1);
+            CHECK(got == (uint8_t)(d * 8 + k));
+        }
+    }
+    close(client);
+    floem_net_finalize();
+    printf("ok: %lu checks, %d datagrams answered in order\n", checks, ORDERED);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     uint16_t port = (uint16_t)atoi(getenv("FLOEM_NET_PORT") ? getenv("FLOEM_NET_PORT") : "0");
@@ -235,6 +301,8 @@ int main(int argc, char **argv)
         return test_threads(port);
     if (argc == 2 && strcmp(argv[1], "overflow") == 0)
         return test_overflow(port);
+    if (argc == 2 && strcmp(argv[1], "order") == 0)
+        return test_order(port);
     unsigned queues = floem_net_queues();
     CHECK(queues >= 1);
 

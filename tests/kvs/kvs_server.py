@@ -1,7 +1,7 @@
 """Running the key-value store (examples/kvs/kvs.py) for tests, and the requests they send it.
 
-`kvs_server` starts ``floem run`` of a design in the background on a free UDP port and
-stops it with SIGINT (its ``--report`` counters are then in ``stderr``); `oracle_requests`
+`kvs_server` starts ``floem run`` of a design in the background on a free UDP (or TCP) port
+and stops it with SIGINT (its ``--report`` counters are then in ``stderr``); `oracle_requests`
 makes a randomized sequence of memcached binary requests, valid and invalid;
 `malformed_datagrams` makes datagrams the store must drop, each with its drop reason.
 """
@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from conftest import ROOT, floem_command
+from streams import connects, free_tcp_port
 
 sys.path.insert(0, os.path.join(ROOT, "examples", "kvs"))
 import load  # noqa: E402
@@ -80,23 +81,23 @@ def answers(port: int, timeout: float) -> bool:
 
 @contextlib.contextmanager
 def kvs_server(*defines: str, nic: str = "emu", start_timeout: float = 300,
-               env: dict[str, str] | None = None) -> Iterator[Server]:
+               env: dict[str, str] | None = None, net: str = "udp") -> Iterator[Server]:
     """``floem run kvs.py -D ...`` serving a free port until the block ends (``env``: more
-    environment variables, e.g. ``FLOEM_FAULTS``). A port found free may be taken (by
-    another test's client) before the store binds it, seconds later: the store is then
-    started again on another."""
+    environment variables, e.g. ``FLOEM_FAULTS``; ``net``: "udp" or "tcp"). A port found free
+    may be taken (by another test's client) before the store binds it, seconds later: the
+    store is then started again on another."""
     with tempfile.TemporaryFile("w+") as err:
         for attempt in range(3):
-            port = free_udp_port()
+            port = free_udp_port() if net == "udp" else free_tcp_port()
             command = floem_command() + ["run", KVS, "--port", str(port), "--nic", nic,
-                                         "--report", "--timeout", "900"]
+                                         "--net", net, "--report", "--timeout", "900"]
             for d in defines:
                 command += ["-D", d]
             err.seek(0)
             err.truncate()
             proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err, text=True,
                                     start_new_session=True, env={**os.environ, **(env or {})})
-            if _started(proc, port, start_timeout):
+            if _started(proc, port, start_timeout, net):
                 break
             _stop(proc)
             err.seek(0)
@@ -112,12 +113,15 @@ def kvs_server(*defines: str, nic: str = "emu", start_timeout: float = 300,
             server.stderr = err.read()
 
 
-def _started(proc: subprocess.Popen, port: int, timeout: float) -> bool:
-    """Whether ``proc`` answers on ``port`` before it exits or ``timeout`` seconds pass."""
+def _started(proc: subprocess.Popen, port: int, timeout: float, net: str) -> bool:
+    """Whether ``proc`` answers on ``port`` (over TCP: accepts connections) before it exits
+    or ``timeout`` seconds pass."""
     deadline = time.monotonic() + timeout
-    while not answers(port, 0.2):
+    while not (answers(port, 0.2) if net == "udp" else connects(port)):
         if proc.poll() is not None or time.monotonic() > deadline:
             return False
+        if net == "tcp":
+            time.sleep(0.2)
     return True
 
 
@@ -483,3 +487,18 @@ def malformed_datagrams(seed: int) -> list[tuple[str, bytes]]:
              + rng.randbytes(50).replace(b"\n", b" ")),
             ("incomplete", kvp.FRAME_HEADER.pack(0x7003, 0, 1, 0) + b"set k 0 0 10\r\nshort\r\n"),
             ("incomplete", kvp.FRAME_HEADER.pack(0x7004, 0, 1, 0) + b"get k")]
+
+
+def ordering_requests(first_id: int, updates: bool = True) -> list[bytes]:
+    """Text datagrams whose last ones are a get of three keys that take different paths in the
+    cache designs: ``order:k3`` and ``order:k9`` set (a NIC cache holds them, a hit answered
+    on the NIC) and ``order:k7`` set then appended to (the append takes it out of a NIC
+    cache: a miss served by the host's store), then ``get order:k3 order:k7 order:k9`` and a
+    gets of the three the other way round, each answered in the order of its keys with END
+    last; ``updates``: with the append (split-pointer answers it "not supported")."""
+    commands = [b"set order:k3 3 0 2\r\nv3\r\n", b"set order:k7 7 0 2\r\nv7\r\n",
+                b"set order:k9 9 0 2\r\nv9\r\n"]
+    if updates:
+        commands.append(b"append order:k7 0 0 1\r\n+\r\n")
+    commands += [b"get order:k3 order:k7 order:k9\r\n", b"gets order:k9 order:k7 order:k3\r\n"]
+    return [kvp.FRAME_HEADER.pack(first_id + i, 0, 1, 0) + c for i, c in enumerate(commands)]

@@ -37,6 +37,8 @@ CASES = {
                    "Print: no printf format for struct point; give fmt="),
     "counter size": ('from floem.library.basic import Counter\nCounter(ty="int", size=1)',
                      "Counter: size=1 names no value"),
+    "framer": ('from floem.library import FromNet\nFromNet(framer="memcached")',
+               "FromNet: framer must be a floem.library.Framer, not 'memcached'"),
 }
 
 

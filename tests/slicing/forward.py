@@ -10,7 +10,8 @@ keeps its payload on the NIC; reverse: packet I/O on the CPU and the step on the
 frames cross the other way and the host keeps the payloads (tests/test_slicing.py)."""
 from floem import Element, Flow, Frame, Input, Output, PerPacket, Queue, Segment, State, param
 from floem import target
-from floem.library import CheckFrame, DropFrame, FromNet, IPv4Frame, LoadFrame, StoreFrame, ToNet
+from floem.library import (CheckFrame, DropFrame, FromNet, IPv4Frame, LoadFrame, StoreFrame, ToNet,
+                           length_prefixed)
 from floem.library import packets
 
 device = param("device", "cpu", choices=["cpu", "nic", "split", "reverse"],
@@ -59,7 +60,7 @@ class Forward(Flow):
         class Rx(Segment):
             def impl(self):
                 check = CheckFrame()
-                FromNet() >> StoreFrame() >> check
+                FromNet(framer=length_prefixed()) >> StoreFrame() >> check
                 check.out >> rxq
                 check.drop >> DropFrame()
 

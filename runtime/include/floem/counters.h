@@ -19,7 +19,8 @@
  * counter registers; it starts with a header saying whose counters they are and in which
  * byte order (floem/stats.py reads it). The same file holds the statistics of the
  * process's segment threads (floem_thread_stats_t, runtime.h: runs, packets, busy, waited
- * and idle time), one slot per thread started, which the threads keep there themselves.
+ * and idle time), one slot per thread started, which the threads keep there themselves,
+ * and the connections of its stream transport (floem_connection_stats_t, runtime.h).
  * A counter one thread owns is incremented without a lock: on x86-64 one `add` to memory
  * (a single aligned 8-byte write, which a reader never sees torn; what Linux's per-CPU
  * counters do), elsewhere, and under ThreadSanitizer, a relaxed load and store. One that
@@ -37,11 +38,12 @@
 #include "floem/runtime.h"
 
 #define FLOEM_COUNTERS_MAGIC "FLOEMCNT"
-#define FLOEM_COUNTERS_VERSION 3u
+#define FLOEM_COUNTERS_VERSION 4u
 
 /* The memory file's header, followed by the layout text (NUL-terminated), at
- * `counters_offset` the counters and at `threads_offset` `thread_slots` thread statistics
- * (a slot whose segment is "" is not used). The file floem_counters_keep writes also has,
+ * `counters_offset` the counters, at `threads_offset` `thread_slots` thread statistics
+ * (a slot whose segment is "" is not used) and at `connections_offset` the connection
+ * statistics. The file floem_counters_keep writes also has,
  * at `queues_offset`, `queues` struct floem_counters_queue: the counters of the queue
  * instances the process counts, as they were when it ended (0 and 0 in the memory file).
  * Every field in the writer's byte order; `order` is 0x01020304 written in it. */
@@ -61,6 +63,7 @@ struct floem_counters_header {
     uint64_t queues_offset;     /* the kept file: where the queue counters are */
     uint32_t queues;            /* the kept file: how many */
     uint32_t queue_bytes;       /* sizeof(struct floem_counters_queue) */
+    uint64_t connections_offset;    /* from the start of the file, a multiple of 64 */
 };
 
 /* One queue instance's counters in a kept counter file. */

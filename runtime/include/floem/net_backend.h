@@ -14,6 +14,7 @@
 #define FLOEM_NET_BACKEND_H
 
 #include "floem/net.h"
+#include "floem/runtime.h"
 
 #include <stdio.h>
 
@@ -52,17 +53,143 @@ void floem_backend_report(FILE *out);
 /* The backend's name in messages: "udp", "pcap", "dpdk" or "xdp". */
 extern const char floem_backend_name[];
 
+/* What the backends that synthesise headers share: the Internet checksum's running sum of
+ * `len` bytes (big-endian 16-bit words), folded into a checksum, and big-endian fields. */
+static inline uint32_t floem_net_sum(uint32_t sum, const uint8_t *p, size_t len)
+{
+    for (; len >= 2; p += 2, len -= 2)
+        sum += (uint32_t)p[0] << 8 | p[1];
+    if (len)
+        sum += (uint32_t)p[0] << 8;
+    return sum;
+}
+
+static inline uint16_t floem_net_fold(uint32_t sum)
+{
+    while (sum >> 16)
+        sum = (sum & 0xffff) + (sum >> 16);
+    return (uint16_t)~sum;
+}
+
+static inline void floem_net_put16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)(v >> 8);
+    p[1] = (uint8_t)v;
+}
+
+static inline uint16_t floem_net_get16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] << 8 | p[1]);
+}
+
 /* Print "floem: net <backend>: <message>" and exit with status 1 (configuration errors). */
 _Noreturn void floem_net_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* The UDP port a backend serves: FLOEM_NET_PORT, or FLOEM_NET_DEFAULT_PORT when unset. */
+/* The backends' settings (udp, tcp, xdp): the port to serve, FLOEM_NET_PORT (default
+ * FLOEM_NET_DEFAULT_PORT; `protocol` names its kind in the error), and the IPv4 address,
+ * FLOEM_NET_ADDR (`fallback` when unset), in network byte order. */
 #define FLOEM_NET_DEFAULT_PORT 9000
-uint16_t floem_net_setting_port(void);
-/* FLOEM_NET_ADDR, an IPv4 address in network byte order, or `fallback` when unset. */
-uint32_t floem_net_setting_addr(uint32_t fallback);
+uint16_t floem_net_port_setting(const char *protocol);
+uint32_t floem_net_addr_setting(uint32_t fallback);
 
-/* Fixed-size frame buffers for the udp, pcap and xdp backends, shared by all threads (one
- * page-aligned area: the xdp backend's UMEM). */
+/* ---- Orders of frames (floem_net_alloc_before; the messages of a TCP connection) ----------
+ *
+ * An order is a list of frames, oldest first. A frame joins it when it is received (a TCP
+ * message: at the tail) or made before another (floem_net_alloc_before), and is done when it
+ * is sent or given back; the frames at the head that are done leave it, in order, and each
+ * sent one goes out then. The list and its frames' states change only with the order's lock
+ * held. */
+enum floem_order_state {
+    FLOEM_ORDER_PENDING,            /* in the program: not sent nor given back yet */
+    FLOEM_ORDER_SENT,               /* sent: goes out in its turn */
+    FLOEM_ORDER_FREED,              /* given back: answers with nothing */
+    FLOEM_ORDER_CLOSE,              /* given back, and the connection closes in its turn */
+};
+
+typedef struct floem_order floem_order_t;
+typedef struct {
+    floem_order_t *head, *tail;
+    void *owner;                    /* tcp: the connection; NULL: a datagram's frames */
+    int lock;
+} floem_order_group_t;
+
+/* A frame's place in an order (a frame in no order has group NULL). */
+struct floem_order {
+    floem_order_t *prev, *next;
+    floem_order_group_t *group;
+    floem_packet_t pkt;             /* the frame as sent, once SENT */
+    unsigned queue;                 /* the queue it was sent on */
+    uint8_t state;                  /* enum floem_order_state */
+};
+
+static inline void floem_order_lock(floem_order_group_t *g)
+{
+    while (__atomic_exchange_n(&g->lock, 1, __ATOMIC_ACQUIRE))
+        while (__atomic_load_n(&g->lock, __ATOMIC_RELAXED))
+            floem_cpu_relax();
+}
+
+static inline void floem_order_unlock(floem_order_group_t *g)
+{
+    __atomic_store_n(&g->lock, 0, __ATOMIC_RELEASE);
+}
+
+/* Put `o` at the tail of `g` (the group's lock held). */
+static inline void floem_order_append(floem_order_group_t *g, floem_order_t *o)
+{
+    o->group = g;
+    o->state = FLOEM_ORDER_PENDING;
+    o->next = NULL;
+    o->prev = g->tail;
+    if (g->tail != NULL)
+        g->tail->next = o;
+    else
+        g->head = o;
+    g->tail = o;
+}
+
+/* Put `o` just before `next`, which is in an order (its lock held). */
+static inline void floem_order_insert_before(floem_order_t *next, floem_order_t *o)
+{
+    floem_order_group_t *g = next->group;
+    o->group = g;
+    o->state = FLOEM_ORDER_PENDING;
+    o->next = next;
+    o->prev = next->prev;
+    if (next->prev != NULL)
+        next->prev->next = o;
+    else
+        g->head = o;
+    next->prev = o;
+}
+
+/* The head of `g` when it is done, taken out of the order (the lock held); NULL when the
+ * head is pending or the order empty. */
+static inline floem_order_t *floem_order_pop(floem_order_group_t *g)
+{
+    floem_order_t *o = g->head;
+    if (o == NULL || o->state == FLOEM_ORDER_PENDING)
+        return NULL;
+    g->head = o->next;
+    if (g->head != NULL)
+        g->head->prev = NULL;
+    else
+        g->tail = NULL;
+    o->group = NULL;
+    o->next = o->prev = NULL;
+    return o;
+}
+
+/* tcp (net_tcp.c): the frame of a new message's place, and the ordered operations net.c
+ * leaves to it (every frame of a connection is in its order). */
+floem_order_t *floem_tcp_order(const void *buffer);
+bool floem_tcp_alloc_before(const floem_packet_t *next, uint32_t len, floem_packet_t *pkt);
+void floem_tcp_close(floem_packet_t *pkt);
+void floem_tcp_framer(const floem_framer_t *framer);
+void floem_tcp_stats(floem_net_stats_t *out);
+
+/* Fixed-size frame buffers for the udp, tcp, pcap and xdp backends, shared by all threads
+ * (one page-aligned area: the xdp backend's UMEM). */
 #define FLOEM_NET_BUFFER_BYTES 2048
 #define FLOEM_NET_POOL_BUFFERS 4096
 
@@ -74,6 +201,10 @@ unsigned floem_pool_get(void **bufs, unsigned n);
 void floem_pool_put(void *const *bufs, unsigned n);
 /* True when [data, data + len) lies inside pool buffer `buffer`. */
 bool floem_pool_holds(const void *buffer, const void *data, uint32_t len);
+/* The order place of pool buffer `buffer`, and the group of an order it starts (NULL for any
+ * other pointer). */
+floem_order_t *floem_pool_order(const void *buffer);
+floem_order_group_t *floem_pool_group(const void *buffer);
 /* Buffer `buffer` now holds a frame of `len` bytes at its start: under AddressSanitizer the
  * bytes past it become unaddressable until the buffer goes back to the pool, so an
  * element reading past a frame's end is caught. */

@@ -42,6 +42,9 @@ void floem_threads_begin(void);
 /* Nonzero for the thread's current turn when its source found nothing to do: the generated
  * loop sets it when the source handed no packet on; a source may set it itself. */
 extern _Thread_local int floem_idle;
+/* Set in a thread once it calls floem_sync_manage: it moves a sync layer's entries between
+ * its turns, so its packet source should not block it for long (net_tcp.c polls first). */
+extern _Thread_local int floem_thread_manages;
 /* Back off after an idle packet, or while waiting for something: the first FLOEM_IDLE_SPINS
  * calls since the thread last did work spin (a pause each), then for FLOEM_IDLE_YIELD_NS each
  * call yields the core, and after that each call sleeps, FLOEM_IDLE_SLEEP_MIN_NS first and
@@ -97,6 +100,15 @@ typedef struct {
  * memory); floem_counters_open sets it, so that they are in the counter file `floem stats`
  * reads. */
 extern floem_thread_stats_t *(*floem_thread_stats_slot)(int i);
+
+/* The connections of a stream transport (--net tcp) and the bytes of their streams, counted
+ * by it; open = accepted - closed. */
+typedef struct {
+    uint64_t accepted, closed, bytes_in, bytes_out;
+} floem_connection_stats_t;
+/* Where the transport keeps them (NULL: in its own memory); floem_counters_open sets it, so
+ * that they are in the counter file `floem stats` reads. */
+extern floem_connection_stats_t *floem_connection_stats_slot;
 
 /* End of one turn of a segment thread's loop: account it as busy or idle (floem_idle),
  * and back off when idle. */

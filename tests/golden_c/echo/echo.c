@@ -103,7 +103,7 @@ static void SwapUDP0(void *state, size_t inp_0, uint8_t *inp_1, void *inp_2)
 /* element FromNet0: FromNet, echo.py:44 */
 static void FromNet0(void *state)
 {
-#line 59 "<repo>/library/net.py"
+#line 100 "<repo>/library/net.py"
 
             floem_net_frame_t frames[32];
             unsigned queue = (unsigned)floem_core_id % floem_net_queues();
@@ -122,7 +122,7 @@ static void FromNet0(void *state)
 static void ToNet0(void *state, size_t inp_0, uint8_t *inp_1, void *inp_2)
 {
     (void)state;
-#line 87 "<repo>/library/net.py"
+#line 128 "<repo>/library/net.py"
 
             size_t size = inp_0; uint8_t *data = inp_1; void *buffer = inp_2;
             floem_packet_t pkt = { data, size <= UINT32_MAX ? (uint32_t)size : UINT32_MAX, buffer };
@@ -135,7 +135,7 @@ static void ToNet0(void *state, size_t inp_0, uint8_t *inp_1, void *inp_2)
 static void NetFree0(void *state, size_t inp_0, uint8_t *inp_1, void *inp_2)
 {
     (void)state;
-#line 135 "<repo>/library/net.py"
+#line 176 "<repo>/library/net.py"
 
             size_t size = inp_0; uint8_t *data = inp_1; void *buffer = inp_2;
             (void)size; (void)data;

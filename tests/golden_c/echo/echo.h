@@ -21,11 +21,11 @@
 #include "runtime/library/headers.h"
 #line 23 "echo.h"
 
-#line 40 "<repo>/library/net.py"
+#line 69 "<repo>/library/net.py"
 #include "floem/net.h"
 #line 27 "echo.h"
 
-#line 121 "<repo>/library/net.py"
+#line 162 "<repo>/library/net.py"
 #include "floem/frames.h"
 #line 31 "echo.h"
 
