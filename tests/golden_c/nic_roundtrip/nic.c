@@ -248,6 +248,7 @@ static void *on_nic_thread(void *arg)
 static void *floem_manager_thread(void *arg)
 {
     int m = (int)(intptr_t)arg, k = 0;
+    floem_count_manager();              /* floem explore counts its rounds that move entries */
     while (floem_running()) {
         for (int j = 0; floem_shadows[j] != NULL; j++)
             for (int i = 0; i < floem_shadow_counts[j]; i++, k++)
