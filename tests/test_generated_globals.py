@@ -53,7 +53,7 @@ def owners(ir: ProgramIR) -> dict[str, list[str]]:
 def generated(app: str, options: dict) -> tuple[ProgramIR, set[str]]:
     """The program of ``app`` after the passes, and the globals its generated C defines."""
     ir = check_program(load_app(app), BuildOptions(**options))
-    files = [f for f in generate(ir, [], []) if f.name.endswith((".c", ".h"))]
+    files = [f for f in generate(ir) if f.name.endswith((".c", ".h"))]
     return ir, set().union(*(defined_globals(f.text) for f in files))
 
 
