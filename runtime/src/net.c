@@ -49,6 +49,8 @@ static unsigned n_queues;
 #if defined(FLOEM_NET_UDP) || defined(FLOEM_NET_PCAP) || defined(FLOEM_NET_XDP)
 /* Frames in an order now (send_staged looks for them only when there are). */
 static unsigned ordered;
+/* floem_net_alloc_before starts orders (floem_net_keep_orders). */
+static bool keep_orders = true;
 #endif
 
 _Thread_local floem_net_staged_t floem_net_staged = {.taken = UINT_MAX};
@@ -386,6 +388,8 @@ bool floem_net_alloc_before(const floem_packet_t *next, uint32_t len, floem_pack
 #elif defined(FLOEM_NET_UDP) || defined(FLOEM_NET_PCAP) || defined(FLOEM_NET_XDP)
     if (!floem_net_alloc(len, pkt))
         return false;
+    if (!keep_orders)
+        return true;                /* each thread sends its frames in order itself */
     floem_order_t *before = floem_pool_order(next->buffer), *o = floem_pool_order(pkt->buffer);
     if (before == NULL)
         return true;                /* not a frame of the network: no order to keep */
@@ -411,6 +415,15 @@ bool floem_net_alloc_before(const floem_packet_t *next, uint32_t len, floem_pack
 #else
     (void)next;
     return floem_net_alloc(len, pkt);
+#endif
+}
+
+void floem_net_keep_orders(bool keep)
+{
+#if defined(FLOEM_NET_UDP) || defined(FLOEM_NET_PCAP) || defined(FLOEM_NET_XDP)
+    keep_orders = keep;
+#else
+    (void)keep;
 #endif
 }
 
