@@ -16,8 +16,9 @@
  *
  * Written for speed as a C programmer would: one loop, the store made once before it,
  * the key hashed once and the clock read once per request, counters as plain
- * increments (one thread), frames handed to the runtime by pointer. Prints the store's
- * statistics and the drops by reason, as kvs_replay.py's main does.
+ * increments (one thread), frames handed to the runtime by pointer. Counts what the store
+ * answered as memcached's `stats` does (kvs.py's Respond counts it too). Prints the store's
+ * statistics, the drops by reason and those counts, as kvs_replay.py's main does.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -35,6 +36,12 @@
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
 static uint64_t drops[KVS_DROPS];
+/* What the store answered, counted as memcached's `stats` counts it (as kvs.py's Respond). */
+static struct {
+    uint64_t cmd_get, get_hits, get_misses, cmd_set, cmd_delete, cmd_other, delete_hits,
+        delete_misses, cmd_touch, touch_hits, touch_misses, incr_hits, incr_misses, decr_hits,
+        decr_misses, cas_hits, cas_misses, cas_badval;
+} counts;
 static uint64_t last_cas, oldest_cas;
 static uint32_t flush_at;
 static uint8_t record[KVS_RECORD_MAX], result[KVS_RECORD_MAX], msg[KVS_REPLY_MESSAGE_MAX];
@@ -77,8 +84,47 @@ static inline void serve(kvs_store_t *store, floem_packet_t *pkt, struct kvs_req
                                  record, len, r.arg, cas, KVS_VALUE_MAX, result, &status);
         rec = result;
     }
-    if (cas != 0 && status != FLOEM_MC_OK)
+    ok = status == FLOEM_MC_OK;
+    if (cas != 0 && !ok)
         kvs_cas_unused(&last_cas, cas);
+    uint64_t *cmd = &counts.cmd_other, *outcome = NULL;
+    switch (r.op) {
+    case KVS_OP_GET:
+        if (!ok)
+            break;
+        cmd = &counts.cmd_get;
+        outcome = kvs_record_live(rec, reclen, now, oldest) ? &counts.get_hits
+                                                            : &counts.get_misses;
+        break;
+    case KVS_OP_TOUCH: case KVS_OP_GAT:
+        cmd = &counts.cmd_touch;
+        outcome = ok ? &counts.touch_hits : &counts.touch_misses;
+        break;
+    case KVS_OP_DELETE:
+        cmd = &counts.cmd_delete;
+        outcome = ok ? &counts.delete_hits : &counts.delete_misses;
+        break;
+    case KVS_OP_INCR:
+        outcome = ok ? &counts.incr_hits : &counts.incr_misses;
+        break;
+    case KVS_OP_DECR:
+        outcome = ok ? &counts.decr_hits : &counts.decr_misses;
+        break;
+    case KVS_OP_CAS:
+        cmd = &counts.cmd_set;
+        outcome = ok ? &counts.cas_hits : status == FLOEM_MC_KEY_EXISTS ? &counts.cas_badval
+                                                                        : &counts.cas_misses;
+        break;
+    case KVS_OP_SET: case KVS_OP_ADD: case KVS_OP_REPLACE: case KVS_OP_APPEND:
+    case KVS_OP_PREPEND:
+        cmd = &counts.cmd_set;
+        break;
+    default:
+        break;
+    }
+    (*cmd)++;
+    if (outcome != NULL)
+        (*outcome)++;
     long len = kvs_reply(msg, p, status, rec, reclen, cas, now, oldest, part);
     if (len < 0) {
         floem_net_free(pkt);
@@ -184,6 +230,10 @@ int main(void)
            drops[KVS_DROP_NOT_UDP], drops[KVS_DROP_IP_OPTIONS], drops[KVS_DROP_TOO_SHORT],
            drops[KVS_DROP_MULTI_DATAGRAM], drops[KVS_DROP_BAD_LENGTH],
            drops[KVS_DROP_INCOMPLETE]);
+    printf("kvs: cmd_get %" PRIu64 ", get_hits %" PRIu64 ", get_misses %" PRIu64 ", cmd_set %"
+           PRIu64 ", cmd_delete %" PRIu64 ", delete_hits %" PRIu64 ", cmd_other %" PRIu64 "\n",
+           counts.cmd_get, counts.get_hits, counts.get_misses, counts.cmd_set, counts.cmd_delete,
+           counts.delete_hits, counts.cmd_other);
     kvs_store_free(store);
     return 0;
 }

@@ -3,8 +3,8 @@ replayed capture and prints what kvs_hand.c prints.
 
     floem run benchmarks/codegen_overhead/kvs_replay.py --net pcap --pcap-in IN --pcap-out OUT
 
-The printout is the store's statistics (kvs_store_stats) and ParseRequest's drops by
-reason: with the replies in the output capture, what run.py compares with kvs_hand.c.
+The printout is the store's statistics (kvs_store_stats), ParseRequest's drops by reason and
+Respond's counts of what the store answered (memcached's `stats`): with the replies in the output capture, what run.py compares with kvs_hand.c.
 """
 import os
 import runpy
@@ -26,4 +26,8 @@ stop_when_replayed(r'''
            ", multi_datagram %" PRIu64 ", bad_length %" PRIu64 ", incomplete %" PRIu64 "\n",
            drops->not_udp, drops->ip_options, drops->too_short, drops->multi_datagram,
            drops->bad_length, drops->incomplete);
+    printf("kvs: cmd_get %" PRIu64 ", get_hits %" PRIu64 ", get_misses %" PRIu64 ", cmd_set %"
+           PRIu64 ", cmd_delete %" PRIu64 ", delete_hits %" PRIu64 ", cmd_other %" PRIu64 "\n",
+           counts->cmd_get, counts->get_hits, counts->get_misses, counts->cmd_set,
+           counts->cmd_delete, counts->delete_hits, counts->cmd_other);
 ''')

@@ -39,8 +39,8 @@ base), so start-up, the preload and shutdown cancel. Only the packet loop's thre
 --toggle-collect=<segment>_thread for generated programs, =main for hand-written ones,
 and --fair-sched=yes so that the segment thread's few idle polls at the end of the
 capture are the same in every run (the counts are deterministic).
-"I/O" is the inclusive cost of floem_net_rx/tx/flush/free (the runtime and the pcap
-backend; identical code in all variants), "rest" the remainder. Outputs are checked
+"I/O" is the inclusive cost of floem_net_rx (or rx_framed)/tx/flush/free (the runtime and
+the pcap backend; identical code in all variants), "rest" the remainder. Outputs are checked
 equal across variants, and run.py exits with an error when they differ (echo: the frames
 of the output capture; hashcount: its counts; kvs: the reply frames byte for byte and the
 store's statistics and drops). Prints Markdown tables. About 40 s on 2 cores.
@@ -94,7 +94,8 @@ VARIANTS = [
 ]
 # The hand-written kvs calls the library's C out of line already: no library-calls twin.
 SKIP = {("kvs", "hand, library calls")}
-IO_FUNCS = ("floem_net_rx", "floem_net_tx", "floem_net_flush", "floem_net_free")
+IO_FUNCS = ("floem_net_rx", "floem_net_rx_framed", "floem_net_tx", "floem_net_flush",
+            "floem_net_free")
 
 
 #: The variants --short measures.

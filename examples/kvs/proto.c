@@ -1346,10 +1346,8 @@ long kvs_reply(uint8_t *msg, struct kvs_packet *p, uint16_t status, const uint8_
     return binary_reply(msg, p, status, rec, reclen, cas, now, oldest);
 }
 
-bool kvs_closes(struct kvs_packet *p, uint16_t status)
+bool kvs_stream_closes(struct kvs_packet *p, uint16_t status)
 {
-    if (!kvs_is_stream(p))
-        return false;
     if (kvs_is_text(p))
         return status == KVS_TEXT_QUIET;
     const struct floem_mc_hdr *h = kvs_mc(p);

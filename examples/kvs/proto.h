@@ -277,8 +277,12 @@ int kvs_parse(struct kvs_packet *p, uint32_t value_max, uint32_t now, struct kvs
 /* Whether the connection of request `p`, answered with `status`, closes after the answer,
  * as memcached closes it: a text quit or HTTP request, a binary QUIT(Q), a binary request
  * whose lengths are wrong (then answered "Invalid arguments" or "Unknown command"). Over UDP
- * nothing closes. */
-bool kvs_closes(struct kvs_packet *p, uint16_t status);
+ * nothing closes (inline: the common case, a datagram, costs a test). */
+bool kvs_stream_closes(struct kvs_packet *p, uint16_t status);
+static inline bool kvs_closes(struct kvs_packet *p, uint16_t status)
+{
+    return kvs_is_stream(p) && kvs_stream_closes(p, status);
+}
 
 /* The key of single request `p` (as kvs_parse finds it), its length in *keylen. */
 const uint8_t *kvs_request_key(struct kvs_packet *p, uint16_t *keylen);

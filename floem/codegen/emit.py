@@ -315,6 +315,7 @@ class _ProcessEmitter:
         counters' and traces' tables, starting and stopping, main."""
         return dict(
             managers=self.plan.managers, net_queues=self.plan.net_queues,
+            own_orders=self.plan.own_orders,
             kept_frames=self.plan.kept_frames,
             kept_frame_timeout_ms=self.plan.kept_frame_timeout_ms,
             counter_layout=self.plan.counter_layout.splitlines(),

@@ -156,6 +156,9 @@ class ProcessPlan:
     threads_manage: bool = False         # no manager cores: NIC threads run the managers
     network: bool = False                # packet I/O is initialised
     net_queues: int = 1                  # NIC queues: the widest network-using segment's threads
+    own_orders: bool = False             # every frame is sent or given back by the thread
+    #   that received it (no queue in the process, network only in thread segments): its
+    #   threads send in order, the runtime keeps no orders of datagrams (floem_net_keep_orders)
     queues: Mapping[str, QueueSide] = field(default_factory=dict)
     publishing: tuple[str, ...] = ()     # segments enqueuing into ring queues: they publish
     #   their entries at the end of each turn (or call), and before waiting for room
@@ -171,6 +174,8 @@ class ProcessPlan:
     def describe(self) -> list[str]:
         """Lines for the IR dump."""
         network = f"network with {self.net_queues} queue(s)" if self.network else "no network"
+        network += ", frames finished by the threads that received them" if self.own_orders \
+            else ""
         managing = ", threads run the sync managers" if self.threads_manage else ""
         counting = f", {self.counters} element counters" if self.counters else ""
         keeping = (f", keeps up to {self.kept_frames} frames for "

@@ -117,6 +117,8 @@ def _process_plan(ir: ProgramIR, proc: ProcessIR,
         threads_manage=nic and configured == 0,
         network=any(n.uses_network for n in nodes),
         net_queues=max([len(ir.segments[s].cores) for s in networked] or [1]),
+        own_orders=bool(networked) and not touched
+        and all(ir.segments[s].kind == SegmentKind.THREAD for s in networked),
         queues=frozen_map({q.name: _side(ir, q, mine, nic, configured) for q in touched}),
         publishing=tuple(s for s in proc.segments
                          if any(ir.node(e).role == Role.ENQUEUE

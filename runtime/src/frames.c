@@ -22,7 +22,8 @@ static int lock;
 /* Give a frame's buffer back to the network (a build without packet I/O has no buffers). */
 static void give_back(floem_packet_t *pkt)
 {
-#if defined(FLOEM_NET_UDP) || defined(FLOEM_NET_PCAP) || defined(FLOEM_NET_DPDK)
+#if defined(FLOEM_NET_UDP) || defined(FLOEM_NET_TCP) || defined(FLOEM_NET_PCAP) \
+    || defined(FLOEM_NET_DPDK) || defined(FLOEM_NET_XDP)
     floem_net_free(pkt);
 #else
     (void)pkt;
@@ -140,11 +141,11 @@ bool floem_frame_take(uint64_t ref, void **buffer, void **data)
     return found;
 }
 
-void floem_frame_drop(void *buffer)
+void floem_frame_drop_crossed(void *buffer)
 {
     if (buffer == NULL)         /* a frame that crossed whole: its bytes were all in the entry */
         return;
-    if (!floem_frame_is_ref(buffer)) {
+    if (!floem_frame_is_ref(buffer)) {          /* a build without packet I/O has no buffers */
         floem_packet_t pkt = {NULL, 0, buffer};
         give_back(&pkt);
         return;

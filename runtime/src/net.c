@@ -49,6 +49,8 @@ static unsigned n_queues;
 #if defined(FLOEM_NET_UDP) || defined(FLOEM_NET_PCAP) || defined(FLOEM_NET_XDP)
 /* Frames in an order now (send_staged looks for them only when there are). */
 static unsigned ordered;
+/* floem_net_alloc_before starts orders (floem_net_keep_orders). */
+static bool keep_orders = true;
 #endif
 
 _Thread_local floem_net_staged_t floem_net_staged = {.taken = UINT_MAX};
@@ -374,16 +376,12 @@ void floem_net_close(floem_packet_t *pkt)
 #endif
 }
 
-bool floem_net_alloc_before(const floem_packet_t *next, uint32_t len, floem_packet_t *pkt)
+#if defined(FLOEM_NET_UDP) || defined(FLOEM_NET_PCAP) || defined(FLOEM_NET_XDP)
+/* floem_net_alloc_before keeping the order of a datagram's frames (out of line: a program
+ * whose threads keep their orders themselves does not pay for its registers). */
+static __attribute__((noinline)) bool alloc_in_order(const floem_packet_t *next, uint32_t len,
+                                                     floem_packet_t *pkt)
 {
-#if defined(FLOEM_NET_TCP)
-    floem_count_pause();
-    bool ok = n_queues > 0 && floem_tcp_alloc_before(next, len, pkt);
-    floem_count_resume();
-    if (!ok)
-        __atomic_fetch_add(&floem_net_alloc_failed, 1, __ATOMIC_RELAXED);
-    return ok;
-#elif defined(FLOEM_NET_UDP) || defined(FLOEM_NET_PCAP) || defined(FLOEM_NET_XDP)
     if (!floem_net_alloc(len, pkt))
         return false;
     floem_order_t *before = floem_pool_order(next->buffer), *o = floem_pool_order(pkt->buffer);
@@ -408,9 +406,34 @@ bool floem_net_alloc_before(const floem_packet_t *next, uint32_t len, floem_pack
     __atomic_fetch_add(&ordered, 1, __ATOMIC_RELAXED);
     floem_order_unlock(g);
     return true;
+}
+#endif
+
+bool floem_net_alloc_before(const floem_packet_t *next, uint32_t len, floem_packet_t *pkt)
+{
+#if defined(FLOEM_NET_TCP)
+    floem_count_pause();
+    bool ok = n_queues > 0 && floem_tcp_alloc_before(next, len, pkt);
+    floem_count_resume();
+    if (!ok)
+        __atomic_fetch_add(&floem_net_alloc_failed, 1, __ATOMIC_RELAXED);
+    return ok;
+#elif defined(FLOEM_NET_UDP) || defined(FLOEM_NET_PCAP) || defined(FLOEM_NET_XDP)
+    if (!keep_orders)
+        return floem_net_alloc(len, pkt);   /* each thread sends its frames in order itself */
+    return alloc_in_order(next, len, pkt);
 #else
     (void)next;
     return floem_net_alloc(len, pkt);
+#endif
+}
+
+void floem_net_keep_orders(bool keep)
+{
+#if defined(FLOEM_NET_UDP) || defined(FLOEM_NET_PCAP) || defined(FLOEM_NET_XDP)
+    keep_orders = keep;
+#else
+    (void)keep;
 #endif
 }
 

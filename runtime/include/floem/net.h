@@ -173,6 +173,12 @@ void floem_net_free(floem_packet_t *pkt);
 /* A new frame of `len` bytes in the order just before `next` (a frame received, or made this
  * way, not yet sent nor given back); false when no buffer is free (counted). */
 bool floem_net_alloc_before(const floem_packet_t *next, uint32_t len, floem_packet_t *pkt);
+/* Whether floem_net_alloc_before keeps the orders of datagrams (udp, pcap, xdp; default:
+ * yes). A program whose frames are each sent or given back by the thread that received them
+ * (no queue between its FromNet and its ToNet) turns it off before floem_net_init: its
+ * threads send each order's frames in order already, and a frame made before another is
+ * then made as floem_net_alloc makes one. Streams (tcp) keep their orders regardless. */
+void floem_net_keep_orders(bool keep);
 /* Give the frame back (as floem_net_free) and, over tcp, close its connection once every
  * frame before it has been sent (memcached's quit); elsewhere only gives it back. */
 void floem_net_close(floem_packet_t *pkt);

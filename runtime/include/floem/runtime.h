@@ -211,13 +211,30 @@ enum { floem_alone = 0 };
 #define floem_add(counter, n)                                                                \
     do {                                                                                     \
         __typeof__(counter) floem_add_at_ = (counter);                                       \
-        if (floem_alone)                                                                     \
+        if (floem_alone && FLOEM_ADD_IN_PLACE && sizeof *floem_add_at_ == 8)                \
+            floem_add_in_place((uint64_t *)floem_add_at_, (uint64_t)(n));                    \
+        else if (floem_alone)                                                                \
             __atomic_store_n(floem_add_at_,                                                  \
                              __atomic_load_n(floem_add_at_, __ATOMIC_RELAXED) + (n),         \
                              __ATOMIC_RELAXED);                                              \
         else                                                                                 \
             (void)__atomic_fetch_add(floem_add_at_, (n), __ATOMIC_RELAXED);                  \
     } while (0)
+/* The only writer's add to a 64-bit counter: one instruction where a relaxed load and store
+ * are three (a reader sees the old or the new value, as with the store; as floem_count_one). */
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+#define FLOEM_ADD_IN_PLACE 1
+static inline void floem_add_in_place(uint64_t *counter, uint64_t n)
+{
+    __asm__("addq %1, %0" : "+m"(*counter) : "er"(n));
+}
+#else
+#define FLOEM_ADD_IN_PLACE 0
+static inline void floem_add_in_place(uint64_t *counter, uint64_t n)
+{
+    __atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+}
+#endif
 
 /* A hint to the core that the caller spins, waiting for another thread. */
 static inline void floem_cpu_relax(void)

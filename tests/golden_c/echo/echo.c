@@ -201,6 +201,7 @@ void floem_init(void)
     if (creator)
         floem_shared_ready(floem_shared);
     setenv("FLOEM_NET_QUEUES", "1", 0);   /* one per receiving thread */
+    floem_net_keep_orders(false);       /* each frame finished by the thread that received it */
     floem_net_init();
 }
 
