@@ -109,6 +109,15 @@ class StreamClient:
         self.pending += data
         return bool(data)
 
+    def ask_text_until(self, request: bytes, end: bytes) -> bytes:
+        """Send text ``request`` alone (no mark behind it) and return its answer, which ends
+        in ``end`` (or the stream does)."""
+        self.sock.sendall(request)
+        while not self.pending.endswith(end) and self._read_more():
+            pass
+        answer, self.pending = self.pending, b""
+        return answer
+
     def ask_text(self, request: bytes) -> tuple[bytes, bool]:
         """Send text ``request`` and return the bytes answering it, and whether the server
         then closed the connection (the client connects again)."""
