@@ -68,6 +68,8 @@ class Toolchain:
     cflags: list[str]
     nic_cflags: list[str]
     net_libs: list[str]
+    runtime_cflags: list[str]               # the runtime archive's: no program's directory
+    nic_runtime_cflags: list[str]
 
 
 @dataclass(frozen=True)
@@ -155,9 +157,13 @@ def _toolchain(program: Any, ir: ProgramIR, options: BuildOptions) -> Toolchain:
     net_flags, net_libs = _network_flags(ir, options.net, platform, _has_nic(ir))
     counting = ["-DFLOEM_COUNT_INSTRUCTIONS"] if options.count_instructions else []
     cflags = DEFAULT_CFLAGS + app_dir + program.extra_cflags + user + net_flags + counting
+    # the runtime names none of the program's include directories, only packet I/O's (DPDK's)
+    runtime = _without_includes(DEFAULT_CFLAGS + program.extra_cflags + user) + net_flags \
+        + counting
     # a counting build names each thread of a program of the user's by its start routine
     libs = net_libs + (["-Wl,--wrap=pthread_create"] if options.count_instructions else [])
-    return Toolchain(platform, cflags, _nic_cflags(cflags, platform, options), libs)
+    return Toolchain(platform, cflags, _nic_cflags(cflags, platform, options), libs, runtime,
+                     _nic_cflags(runtime, platform, options))
 
 
 def _staging(out_dir: str | None) -> str:
@@ -394,24 +400,24 @@ def _settings(tools: Toolchain, ir: ProgramIR) -> CompileSettings:
     processes = ir.processes.values()
     archives = []
     if any(p.has_main and p.device == Device.CPU for p in processes):
-        archives.append(_archive("RUNTIME", host_cc, "ar", tools.cflags))
+        archives.append(_archive("RUNTIME", host_cc, "ar", tools.runtime_cflags))
     if any(p.callables for p in processes):
-        archives.append(_archive("PIC_RUNTIME", host_cc, "ar", tools.cflags + ["-fPIC"]))
+        archives.append(_archive("PIC_RUNTIME", host_cc, "ar", tools.runtime_cflags + ["-fPIC"]))
     if any(p.has_main and p.device == Device.NIC for p in processes):
-        archives.append(_archive("NIC_RUNTIME", nic_cc, nic_ar, tools.nic_cflags, nic=True))
+        archives.append(_archive("NIC_RUNTIME", nic_cc, nic_ar, tools.nic_runtime_cflags,
+                                 nic=True))
     return CompileSettings(cflags=tools.cflags, nic_cc=nic_cc, nic_ar=nic_ar,
                            nic_cflags=tools.nic_cflags, libs=tools.net_libs, archives=archives)
 
 
 def _archive(variable: str, cc: str, ar: str, cflags: list[str], nic: bool = False) -> Archive:
-    """The runtime archive made with ``cc``, ``ar`` and ``cflags`` less the include
-    directories (the program's: the runtime names none of them): in the build cache, under
-    a key of those and of the runtime's files, so that one is compiled per toolchain."""
-    flags = _without_includes(cflags)
-    h = hashlib.sha256(f"{cc}\0{ar}\0{' '.join(flags)}\0{_compiler_id(cc)}".encode())
+    """The runtime archive made with ``cc``, ``ar`` and ``cflags`` (`Toolchain.runtime_cflags`):
+    in the build cache, under a key of those and of the runtime's files, so that one is
+    compiled per toolchain."""
+    h = hashlib.sha256(f"{cc}\0{ar}\0{' '.join(cflags)}\0{_compiler_id(cc)}".encode())
     h.update(_floem_c_digest())
     path = os.path.join(cache_root(), "runtime", h.hexdigest()[:24], "libfloem.a")
-    return Archive(variable, path, cc, ar, flags, nic)
+    return Archive(variable, path, cc, ar, cflags, nic)
 
 
 def _without_includes(flags: list[str]) -> list[str]:
