@@ -152,14 +152,10 @@ unsigned floem_net_queues(void)
     return n_queues > 0 ? n_queues : 1;
 }
 
-static unsigned receive(unsigned queue, floem_net_frame_t *frames, unsigned max)
+/* Up to `max` frames of `queue` (reduced), with its lock held. */
+static unsigned take(unsigned queue, floem_net_frame_t *frames, unsigned max)
 {
-    floem_net_staged.in_burst = true;
-    if (n_queues == 0)
-        return 0;
-    queue %= n_queues;
     unsigned n = 0;
-    floem_count_pause();                /* packet I/O: the NIC's hardware, not its cores */
     lock(queue);
     while (n < max) {
         unsigned want = max - n < FLOEM_NET_RX_BURST ? max - n : FLOEM_NET_RX_BURST;
@@ -170,6 +166,21 @@ static unsigned receive(unsigned queue, floem_net_frame_t *frames, unsigned max)
     }
     floem_net_queue[queue].rx += n;
     unlock(queue);
+    return n;
+}
+
+static unsigned receive(unsigned queue, floem_net_frame_t *frames, unsigned max)
+{
+    floem_net_staged.in_burst = true;
+    if (n_queues == 0)
+        return 0;
+    queue %= n_queues;
+    floem_count_pause();                /* packet I/O: the NIC's hardware, not its cores */
+    unsigned n = take(queue, frames, max);
+    /* Nothing: the backend waits (if it does) without the queue's lock, which a thread
+     * sending on the queue takes; then what woke it is taken at once. */
+    if (n == 0 && floem_backend_rx_wait(queue))
+        n = take(queue, frames, max);
     floem_count_resume();
     floem_thread_received += n;
     return n;

@@ -227,6 +227,12 @@ bool floem_backend_rx_done(void)
     return false;
 }
 
+bool floem_backend_rx_wait(unsigned queue)
+{
+    (void)queue;                    /* polled: never waits */
+    return false;
+}
+
 /* Drop the chained mbufs among `n` received ones, keeping the others in order; how many
  * are left. */
 static unsigned drop_chained(unsigned q, struct rte_mbuf **m, unsigned n)

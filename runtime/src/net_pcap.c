@@ -181,6 +181,12 @@ bool floem_backend_rx_done(void)
     return __atomic_load_n(&done, __ATOMIC_ACQUIRE);
 }
 
+bool floem_backend_rx_wait(unsigned queue)
+{
+    (void)queue;                    /* a file (paced by its own clock): never waits */
+    return false;
+}
+
 /* The end of a pass through the file: open it again for the next pass (unless the pass
  * found no record at all), or finish. */
 static void end_pass(void)

@@ -143,7 +143,8 @@ struct conn {
 static struct {
     int epfd, listen_fd;
     int wake_fd;                    /* written when the attention list gets its first entry */
-    unsigned empty_calls;
+    unsigned empty_calls;           /* receives in a row that found nothing (atomic) */
+    bool holding;                   /* `ready` was not empty after the last receive (atomic) */
     uint8_t *scratch;
     struct conn *ready;             /* connections that may hold whole messages */
     int asked_lock;
@@ -854,16 +855,7 @@ unsigned floem_backend_rx(unsigned q, floem_packet_t *pkts, unsigned max)
     unsigned n = deliver_ready(q, pkts, max);
     if (n < max) {
         struct epoll_event events[EVENTS];
-        bool wait = n == 0 && queues[q].ready == NULL &&
-                    (!floem_thread_manages || ++queues[q].empty_calls >= IDLE_SPINS);
-        uint64_t start = wait ? floem_now_ns() : 0;
-        int got = epoll_wait(queues[q].epfd, events, EVENTS, wait ? IDLE_WAIT_MS : 0);
-        if (wait) {
-            queues[q].empty_calls = 0;
-            floem_thread_slept(floem_now_ns() - start);
-            if (!floem_thread_manages)
-                floem_idle_reset();     /* it waited here: no back-off of its own after */
-        }
+        int got = epoll_wait(queues[q].epfd, events, EVENTS, 0);
         bool woken = false;
         for (int i = 0; i < got; i++) {
             struct conn *c = events[i].data.ptr;
@@ -896,8 +888,25 @@ unsigned floem_backend_rx(unsigned q, floem_packet_t *pkts, unsigned max)
             attend(q);
     }
     if (n > 0)
-        queues[q].empty_calls = 0;
+        __atomic_store_n(&queues[q].empty_calls, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&queues[q].holding, queues[q].ready != NULL, __ATOMIC_RELAXED);
     return n;
+}
+
+bool floem_backend_rx_wait(unsigned q)
+{
+    if (__atomic_load_n(&queues[q].holding, __ATOMIC_RELAXED) ||
+        (floem_thread_manages &&
+         __atomic_add_fetch(&queues[q].empty_calls, 1, __ATOMIC_RELAXED) < IDLE_SPINS))
+        return false;
+    __atomic_store_n(&queues[q].empty_calls, 0, __ATOMIC_RELAXED);
+    struct epoll_event event;       /* level-triggered: the receive after sees it again */
+    uint64_t start = floem_now_ns();
+    int got = epoll_wait(queues[q].epfd, &event, 1, IDLE_WAIT_MS);
+    floem_thread_slept(floem_now_ns() - start);
+    if (!floem_thread_manages)
+        floem_idle_reset();         /* it waited here: no back-off of its own after */
+    return got > 0;
 }
 
 bool floem_backend_rx_done(void)

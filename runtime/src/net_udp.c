@@ -156,15 +156,16 @@ static void synthesise(uint8_t *frame, size_t payload, size_t held,
 }
 
 /* Wait a little for data when the queue has been empty for a while (spare the CPU). */
-static void idle(unsigned q)
+bool floem_backend_rx_wait(unsigned q)
 {
-    if (++queues[q].empty_calls < IDLE_SPINS)
-        return;
-    queues[q].empty_calls = 0;
+    if (__atomic_add_fetch(&queues[q].empty_calls, 1, __ATOMIC_RELAXED) < IDLE_SPINS)
+        return false;
+    __atomic_store_n(&queues[q].empty_calls, 0, __ATOMIC_RELAXED);
     struct pollfd pfd = {.fd = queues[q].fd, .events = POLLIN};
     uint64_t start = floem_now_ns();
-    (void)poll(&pfd, 1, IDLE_WAIT_MS);
+    int ready = poll(&pfd, 1, IDLE_WAIT_MS);
     floem_thread_slept(floem_now_ns() - start);
+    return ready > 0;
 }
 
 unsigned floem_backend_rx(unsigned q, floem_packet_t *pkts, unsigned max)
@@ -194,11 +195,9 @@ unsigned floem_backend_rx(unsigned q, floem_packet_t *pkts, unsigned max)
                                           .msg_controllen = sizeof control[i].buf};
     }
     int got = use == 0 ? 0 : recvmmsg(queues[q].fd, msgs, use, MSG_DONTWAIT | MSG_TRUNC, NULL);
-    if (got <= 0) {
-        idle(q);
+    if (got <= 0)
         return 0;
-    }
-    queues[q].empty_calls = 0;
+    __atomic_store_n(&queues[q].empty_calls, 0, __ATOMIC_RELAXED);
     unsigned n = 0;
     for (int i = 0; i < got; i++) {
         struct msghdr *h = &msgs[i].msg_hdr;

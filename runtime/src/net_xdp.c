@@ -292,6 +292,12 @@ bool floem_backend_rx_done(void)
     return false;
 }
 
+bool floem_backend_rx_wait(unsigned queue)
+{
+    (void)queue;                    /* polled: never waits */
+    return false;
+}
+
 unsigned floem_backend_rx(unsigned q, floem_net_frame_t *frames, unsigned max)
 {
     reclaim(q);

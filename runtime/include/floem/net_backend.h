@@ -7,8 +7,10 @@
  * or net_xdp.c, chosen by FLOEM_NET_UDP / FLOEM_NET_PCAP / FLOEM_NET_DPDK / FLOEM_NET_XDP)
  * implements the floem_backend_* functions below; the others compile to
  * nothing. net.c calls floem_backend_rx and floem_backend_send with the
- * queue's lock held, so a backend sees one caller per queue at a time;
- * floem_backend_alloc and floem_backend_free may be called from any thread.
+ * queue's lock held, so a backend sees one caller per queue at a time, and
+ * floem_backend_rx_wait without it, so that a thread sending on a queue never
+ * spins while a receiving one sleeps; floem_backend_alloc and floem_backend_free
+ * may be called from any thread.
  */
 #ifndef FLOEM_NET_BACKEND_H
 #define FLOEM_NET_BACKEND_H
@@ -36,8 +38,12 @@ extern uint64_t floem_net_alloc_failed;
 /* Open the port with up to `wanted` queues; returns how many it has (>= 1). */
 unsigned floem_backend_init(unsigned wanted);
 void floem_backend_finalize(void);
-/* Receive up to `max` (<= FLOEM_NET_RX_BURST) frames without blocking for long. */
+/* Receive up to `max` (<= FLOEM_NET_RX_BURST) frames without blocking. */
 unsigned floem_backend_rx(unsigned queue, floem_net_frame_t *frames, unsigned max);
+/* After a receive that found nothing, without the queue's lock: when the backend waits at
+ * all (a kernel socket, after some empty calls in a row), wait up to about a millisecond for
+ * the queue to have something to receive. Returns whether it may have now. */
+bool floem_backend_rx_wait(unsigned queue);
 bool floem_backend_rx_done(void);
 /* The frame that sends `pkt` (floem_net_tx's way when its inline floem_net_frame_as_is does
  * not take it; DPDK: the mbuf, re-pointed at the packet's bytes when an element moved its
