@@ -4,6 +4,10 @@ and kernel TCP, and the ``cpu`` design over DPDK and over AF_XDP.
     python3 benchmarks/kvs/vs_memcached.py                 # 3 rounds, about 8 minutes
     python3 benchmarks/kvs/vs_memcached.py --rounds 1 --seconds 2 --json out.json
     python3 benchmarks/kvs/vs_memcached.py --short         # a round of 0.3 s per client
+    python3 benchmarks/kvs/vs_memcached.py --servers TCP   # only the servers named "...TCP..."
+
+``--servers TEXT`` runs only the servers whose name (the table's first column) contains TEXT;
+a store's ratio needs its memcached among them (``--servers TCP`` runs both TCP rows).
 
 Servers, each on a UDP port of 127.0.0.1: memcached with one worker thread (``-t 1``) and
 with two, and ``floem run examples/kvs/kvs.py -D design=cpu`` with one thread and with two.
@@ -532,7 +536,7 @@ def table(result: dict, cpus: Sequence[int]) -> str:
                             f"{r['p50_us']:.0f} / {r['p99_us']:.0f} |")
                 continue
             ratio = ""
-            if peer:
+            if peer in result:
                 p = result[peer][PEER_CLIENT.get(client, client)]
                 ratio = f"{per_core / (p['requests_per_s'] / max(p['cores'], 1e-9)):.2f}x"
             rows.append(f"| {name} | {cores} | {client} | {r['requests_per_s']:,.0f} | "
@@ -553,6 +557,9 @@ def main() -> None:
     ap.add_argument("--json", help="write the medians here")
     ap.add_argument("--keys", type=int, default=load.DEFAULT_KEYS,
                     help="the workload's keys (every server is preloaded with all of them)")
+    ap.add_argument("--servers", metavar="TEXT",
+                    help="run only the servers whose name contains TEXT (e.g. TCP: the TCP rows, "
+                         "whose ratios are against memcached over TCP, run with them)")
     ap.add_argument("--short", action="store_true",
                     help="one round of 0.3 s per client over 1,000 keys: checks that everything "
                          "builds and runs")
@@ -587,13 +594,16 @@ def main() -> None:
             "memcaslap, 1000 connections": lambda port: (
                 run_memcaslap(port, args.seconds, tcp=True, connections=1000), {}),
             "memcslap": run_memcslap}
-        servers = SERVERS
+        servers = tuple(n for n in SERVERS if args.servers is None or args.servers in n)
+        if not servers:
+            sys.exit(f"no server's name contains {args.servers!r}: {', '.join(SERVERS)}")
         try:
-            with veth_pair("probe"):
-                pass
+            if any(n in ON_VETH for n in servers):
+                with veth_pair("probe"):
+                    pass
         except FloemError as refused:
             print(f"vs_memcached.py: no veth pair, so no AF_XDP rows: {refused}", file=sys.stderr)
-            servers = tuple(n for n in SERVERS if n not in ON_VETH)
+            servers = tuple(n for n in servers if n not in ON_VETH)
         dpdk_clients = {
             "dpdk_blast": lambda store: run_dpdk_throughput(dpdk_exe, templates, store,
                                                             args.seconds, args.window),

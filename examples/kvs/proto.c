@@ -171,17 +171,22 @@ struct command {
     struct floem_mc_tokens tokens;
 };
 
+#define COMMAND(name, kind) {name, sizeof name - 1, kind}
 static const struct {
     const char *name;
+    size_t len;
     enum kind kind;
 } COMMANDS[] = {
-    {"get", K_GET}, {"gets", K_GETS}, {"gat", K_GAT}, {"gats", K_GATS}, {"bget", K_GET},
-    {"set", K_SET}, {"add", K_ADD}, {"replace", K_REPLACE}, {"append", K_APPEND},
-    {"prepend", K_PREPEND}, {"cas", K_CAS}, {"incr", K_INCR}, {"decr", K_DECR},
-    {"touch", K_TOUCH}, {"delete", K_DELETE}, {"verbosity", K_VERBOSITY},
-    {"flush_all", K_FLUSH}, {"version", K_VERSION}, {"quit", K_QUIT}, {"mn", K_MN},
-    {"mg", K_MG}, {"ms", K_MS}, {"md", K_MD}, {"stats", K_STATS},
+    COMMAND("get", K_GET), COMMAND("gets", K_GETS), COMMAND("gat", K_GAT),
+    COMMAND("gats", K_GATS), COMMAND("bget", K_GET), COMMAND("set", K_SET),
+    COMMAND("add", K_ADD), COMMAND("replace", K_REPLACE), COMMAND("append", K_APPEND),
+    COMMAND("prepend", K_PREPEND), COMMAND("cas", K_CAS), COMMAND("incr", K_INCR),
+    COMMAND("decr", K_DECR), COMMAND("touch", K_TOUCH), COMMAND("delete", K_DELETE),
+    COMMAND("verbosity", K_VERBOSITY), COMMAND("flush_all", K_FLUSH),
+    COMMAND("version", K_VERSION), COMMAND("quit", K_QUIT), COMMAND("mn", K_MN),
+    COMMAND("mg", K_MG), COMMAND("ms", K_MS), COMMAND("md", K_MD), COMMAND("stats", K_STATS),
 };
+#undef COMMAND
 
 static bool noreply_token(struct command *c)
 {
@@ -413,7 +418,7 @@ static void parse_md(struct command *c)
 
 /* Parse command line `line` (`len` bytes, no "\r\n") as memcached's process_command_ascii
  * does. */
-static void parse_command(const uint8_t *line, size_t len, struct command *c)
+static void parse_line(const uint8_t *line, size_t len, struct command *c)
 {
     const uint8_t *nul = memchr(line, 0, len);   /* memcached reads the line as a C string */
     if (nul != NULL)
@@ -426,8 +431,11 @@ static void parse_command(const uint8_t *line, size_t len, struct command *c)
         return fail(c, KVS_TEXT_ERROR);
     c->kind = K_ERROR;
     for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
-        if (floem_mc_token_is(&tk->t[0], COMMANDS[i].name))
+        if (tk->t[0].len == COMMANDS[i].len && memcmp(tk->t[0].at, COMMANDS[i].name,
+                                                      COMMANDS[i].len) == 0) {
             c->kind = COMMANDS[i].kind;
+            break;
+        }
     const struct floem_mc_token *last = &tk->t[tk->n - 2];
     if (c->kind == K_ERROR && last->len >= 5 && memcmp(last->at, "HTTP/", 5) == 0)
         return fail(c, KVS_TEXT_QUIET);         /* memcached closes an HTTP "connection" */
@@ -513,6 +521,35 @@ static void parse_command(const uint8_t *line, size_t len, struct command *c)
     }
 }
 
+/* The longest line whose parse a thread keeps. */
+#define KEPT_LINE 256
+
+/* parse_line, the line's last parse on this thread kept: a request's line is parsed where it
+ * is split, where it is read and where it is answered, on one thread in the cpu design. The
+ * parse is kept with the line's place and bytes (its tokens point into the line), and given
+ * again only for the same bytes at the same place. */
+static void parse_command(const uint8_t *line, size_t len, struct command *c)
+{
+    static _Thread_local struct {
+        const uint8_t *line;
+        size_t len;
+        uint8_t bytes[KEPT_LINE];
+        struct command parsed;
+    } kept;
+    if (line != NULL && len <= KEPT_LINE && kept.line == line && kept.len == len
+        && memcmp(kept.bytes, line, len) == 0) {
+        *c = kept.parsed;
+        return;
+    }
+    parse_line(line, len, c);
+    if (len <= KEPT_LINE) {
+        kept.line = line;
+        kept.len = len;
+        memcpy(kept.bytes, line, len);
+        kept.parsed = *c;
+    }
+}
+
 /* ---- text: splitting a datagram ------------------------------------------------------------ */
 
 /* The line at `at` of `text` (`len` bytes): its length without "\r\n" and where the next
@@ -540,11 +577,9 @@ static bool next_key(const uint8_t *text, size_t from, size_t end, size_t *key,
         from++;
     if (from >= end)
         return false;
-    size_t stop = from;
-    while (stop < end && text[stop] != ' ')
-        stop++;
+    const uint8_t *space = memchr(text + from, ' ', end - from);
     *key = from;
-    *key_len = stop - from;
+    *key_len = (space != NULL ? (size_t)(space - text) : end) - from;
     return true;
 }
 

@@ -387,13 +387,31 @@ static inline uint32_t kvs_now(void)
     return (uint32_t)time(NULL);
 }
 
-/* The hash of a key that picks its bucket in the store. */
+/* The hash of a key that picks its bucket in the store (and its host thread in the split
+ * designs): the key read 8 bytes a turn (little-endian, so that the NIC and the host agree
+ * whatever their byte order), each word mixed in by a multiplication, the whole finished by
+ * MurmurHash3's 64-bit finalizer, so that every bit of the key moves the low bits a bucket
+ * index takes. */
 static inline uint32_t kvs_hash(const uint8_t *key, uint16_t keylen)
 {
-    uint32_t h = 2166136261u;
-    for (uint16_t i = 0; i < keylen; i++)
-        h = (h ^ key[i]) * 16777619u;
-    return h;
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ keylen;
+    uint16_t i = 0;
+    for (; i + 8 <= keylen; i += 8) {
+        const uint8_t *k = key + i;         /* one load where the host is little-endian */
+        uint64_t w = (uint64_t)k[0] | (uint64_t)k[1] << 8 | (uint64_t)k[2] << 16
+                     | (uint64_t)k[3] << 24 | (uint64_t)k[4] << 32 | (uint64_t)k[5] << 40
+                     | (uint64_t)k[6] << 48 | (uint64_t)k[7] << 56;
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    uint64_t w = 0;
+    for (unsigned b = 0; i < keylen; i++, b++)
+        w |= (uint64_t)key[i] << (8 * b);
+    h = (h ^ w) * 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
+    return (uint32_t)h;
 }
 
 /* ---- CAS values and flush_all (where requests are received) ------------------------------- */

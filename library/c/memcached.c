@@ -122,21 +122,17 @@ size_t floem_mc_build(void *out, size_t cap, const struct floem_mc_msg *msg)
 
 void floem_mc_tokenize(const uint8_t *s, size_t len, struct floem_mc_tokens *out)
 {
-    size_t n = 0, start = 0, i = 0;
-    for (; i < len; i++) {
-        if (s[i] != ' ')
+    size_t n = 0, start = 0;
+    while (start < len && n < FLOEM_MC_MAX_TOKENS - 1) {
+        if (s[start] == ' ') {          /* spaces in a row make no empty tokens */
+            start++;
             continue;
-        if (i > start) {
-            out->t[n++] = (struct floem_mc_token){s + start, i - start};
-            if (n == FLOEM_MC_MAX_TOKENS - 1) {
-                start = ++i;
-                break;
-            }
         }
-        start = i + 1;
+        const uint8_t *space = memchr(s + start, ' ', len - start);
+        size_t end = space != NULL ? (size_t)(space - s) : len;
+        out->t[n++] = (struct floem_mc_token){s + start, end - start};
+        start = end + 1;
     }
-    if (i == len && start < len)
-        out->t[n++] = (struct floem_mc_token){s + start, len - start};
     bool more = n == FLOEM_MC_MAX_TOKENS - 1 && start < len;
     out->rest = more ? s + start : NULL;
     out->rest_len = more ? len - start : 0;
@@ -226,11 +222,28 @@ bool floem_mc_read_i32(const struct floem_mc_token *t, int32_t *out)
     return true;
 }
 
+/* Whether the first word of `line` (`len` bytes) names a command with a data block: set,
+ * add, replace, append, prepend, cas or ms. */
+static bool announces_block(const uint8_t *line, size_t len)
+{
+    size_t at = 0;
+    while (at < len && line[at] == ' ')
+        at++;
+    const uint8_t *space = memchr(line + at, ' ', len - at);
+    struct floem_mc_token first = {line + at, (space != NULL ? (size_t)(space - line) : len) - at};
+    return floem_mc_token_is(&first, "set") || floem_mc_token_is(&first, "add")
+           || floem_mc_token_is(&first, "replace") || floem_mc_token_is(&first, "append")
+           || floem_mc_token_is(&first, "prepend") || floem_mc_token_is(&first, "cas")
+           || floem_mc_token_is(&first, "ms");
+}
+
 size_t floem_mc_text_block(const uint8_t *line, size_t len)
 {
     const uint8_t *nul = memchr(line, 0, len);
     if (nul != NULL)
         len = (size_t)(nul - line);
+    if (!announces_block(line, len))
+        return 0;                   /* not worth tokenizing: most lines are gets */
     struct floem_mc_tokens tk;
     floem_mc_tokenize(line, len, &tk);
     const struct floem_mc_token *t = tk.t;

@@ -60,14 +60,22 @@ void floem_backend_report(FILE *out);
 extern const char floem_backend_name[];
 
 /* What the backends that synthesise headers share: the Internet checksum's running sum of
- * `len` bytes (big-endian 16-bit words), folded into a checksum, and big-endian fields. */
+ * `len` bytes (big-endian 16-bit words, read 8 bytes a turn; at most 0xffff, its carries
+ * folded in, so that a caller may add a few more words), folded into a checksum, and
+ * big-endian fields. */
 static inline uint32_t floem_net_sum(uint32_t sum, const uint8_t *p, size_t len)
 {
+    uint64_t acc = sum;
+    for (; len >= 8; p += 8, len -= 8)      /* two big-endian 32-bit words a turn */
+        acc += ((uint64_t)p[0] << 24 | (uint64_t)p[1] << 16 | (uint64_t)p[2] << 8 | p[3])
+               + ((uint64_t)p[4] << 24 | (uint64_t)p[5] << 16 | (uint64_t)p[6] << 8 | p[7]);
     for (; len >= 2; p += 2, len -= 2)
-        sum += (uint32_t)p[0] << 8 | p[1];
+        acc += (uint32_t)p[0] << 8 | p[1];
     if (len)
-        sum += (uint32_t)p[0] << 8;
-    return sum;
+        acc += (uint32_t)p[0] << 8;
+    while (acc >> 16)                       /* end-around carries: the sum fits 16 bits */
+        acc = (acc & 0xffff) + (acc >> 16);
+    return (uint32_t)acc;
 }
 
 static inline uint16_t floem_net_fold(uint32_t sum)
