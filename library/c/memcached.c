@@ -284,25 +284,32 @@ static bool starts_with(const uint8_t *data, size_t len, const char *word)
     return len >= n && memcmp(data, word, n) == 0;
 }
 
+/* Whether a line of more than FLOEM_MC_LINE_MAX bytes (`len` of them here) is junk: not a
+ * get or gets after at most 100 spaces. */
+static bool junk(const uint8_t *data, size_t len)
+{
+    size_t i = 0;
+    while (i < len && data[i] == ' ')
+        i++;
+    return i > 100 || (!starts_with(data + i, len - i, "get ")
+                       && !starts_with(data + i, len - i, "gets "));
+}
+
 long floem_frame_memcached_text(const void *config, uint64_t *state, const uint8_t *data,
                                 size_t len)
 {
     (void)config;
     (void)state;
     const uint8_t *nl = memchr(data, '\n', len);
-    if (nl == NULL) {
-        if (len <= FLOEM_MC_LINE_MAX)
-            return FLOEM_FRAME_MORE;
-        /* memcached's try_read_command_ascii: no "\n" in 2 KiB is a large get, or junk */
-        size_t i = 0;
-        while (i < len && data[i] == ' ')
-            i++;
-        if (i > 100 || (!starts_with(data + i, len - i, "get ")
-                        && !starts_with(data + i, len - i, "gets ")))
-            return FLOEM_FRAME_CLOSE;
+    size_t line = nl != NULL ? (size_t)(nl - data) : len;
+    /* memcached's try_read_command_ascii: no "\n" in 2 KiB is a large get, or junk, closed;
+     * so is a line that long whose "\n" came with it, as when it comes later (the stream's
+     * messages do not depend on how its bytes arrive) */
+    if (line > FLOEM_MC_LINE_MAX && junk(data, len))
+        return FLOEM_FRAME_CLOSE;
+    if (nl == NULL)
         return FLOEM_FRAME_MORE;
-    }
-    size_t line = (size_t)(nl - data), n = line;
+    size_t n = line;
     if (n > 1 && data[n - 1] == '\r')
         n--;
     return (long)(line + 1 + floem_mc_text_block(data, n));
