@@ -10,4 +10,8 @@ checkout_queue() {
     mkdir -p "$dir/floem"
     git -C "$root" show "$rev:runtime/include/floem/queue.h" > "$dir/floem/queue.h"
     git -C "$root" show "$rev:runtime/src/queue.c" > "$dir/queue.c"
+    # queue.h includes floem/runtime.h since the ring layout (its thread's pending list)
+    if git -C "$root" cat-file -e "$rev:runtime/include/floem/runtime.h" 2>/dev/null; then
+        git -C "$root" show "$rev:runtime/include/floem/runtime.h" > "$dir/floem/runtime.h"
+    fi
 }

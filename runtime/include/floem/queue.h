@@ -83,7 +83,7 @@
 
 #include "floem/runtime.h"
 
-#define FLOEM_QUEUE_HEADER_BYTES 256
+#define FLOEM_QUEUE_HEADER_BYTES 384
 #define FLOEM_QUEUE_ENTRY_HEADER_BYTES 8
 /* A single consumer prefetches the entry this many places ahead of the one it takes
  * (in queues of more than twice as many entries): when the consumer lags, that entry
@@ -121,17 +121,21 @@ struct floem_queue {
     uint32_t batch;                  /* ring: entries published or freed at once (init writes it) */
     _Alignas(64) uint64_t enq_cursor;   /* ring: the next position to reserve */
     uint64_t enqueued, dropped, full_spins;
-    uint64_t published;              /* ring: every position before it is published */
     uint64_t room;                   /* ring, the producer's: positions before it are free */
     uint32_t enq_index;              /* ring, the producer's: enq_cursor's place in the ring */
     uint32_t listed;                 /* ring, the producer's: in its thread's pending list */
+    /* ring: every position before it is published (the producer writes it once a batch, on a
+     * line of its own: the consumer polls it, and no store of each entry's moves it) */
+    _Alignas(64) uint64_t published;
     _Alignas(64) uint64_t deq_cursor;   /* ring: the next position to acquire */
     uint64_t dequeued;
     uint64_t released;               /* a struct floem_queue_released, compared-and-swapped whole */
-    uint64_t freed;                  /* ring: every position before it is released */
     uint64_t ready;                  /* ring, the consumer's: positions before it are published */
     uint64_t releases;               /* ring, the consumer's: positions before it are released */
     uint32_t deq_index;              /* ring, the consumer's: deq_cursor's place in the ring */
+    /* ring: every position before it is released (the consumer's, once a batch, alone on
+     * its line as `published` is) */
+    _Alignas(64) uint64_t freed;
     _Alignas(64) uint8_t guard[64];
 };
 
@@ -141,7 +145,7 @@ _Static_assert(sizeof(struct floem_queue_entry) == FLOEM_QUEUE_ENTRY_HEADER_BYTE
 _Static_assert(sizeof(struct floem_queue_released) == sizeof(uint64_t), "released cursor layout");
 /* Where the NIC finds the two words it reads and writes in a queue's header. */
 #define FLOEM_QUEUE_TRACK_RELEASES_OFFSET 8
-#define FLOEM_QUEUE_RELEASED_COUNT_OFFSET 144
+#define FLOEM_QUEUE_RELEASED_COUNT_OFFSET 208
 _Static_assert(offsetof(struct floem_queue, track_releases) == FLOEM_QUEUE_TRACK_RELEASES_OFFSET,
                "track_releases offset");
 _Static_assert(offsetof(struct floem_queue, released) == FLOEM_QUEUE_RELEASED_COUNT_OFFSET &&
