@@ -15,23 +15,36 @@ from conftest import ROOT
 pytestmark = pytest.mark.slow
 
 
-def run(command: list[str], timeout: float) -> str:
-    """The output of a benchmark command run from the repository, which must succeed."""
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+def run(command: list[str], timeout: float, env: dict[str, str] | None = None) -> str:
+    """The output of a benchmark command run from the repository, which must succeed
+    (``env``: more environment variables)."""
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                            env={**os.environ, **(env or {})})
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
 
 
 def test_queue_benchmark_short() -> None:
-    """Both Floem layouts beside rte_ring at the three sizes, every entry checked."""
-    out = run(["bash", "benchmarks/queue/run.sh", "--short"], timeout=300)
+    """Both Floem layouts and a git revision's queue (QUEUE_REVS) beside rte_ring at the three
+    sizes, every entry checked."""
+    out = run(["bash", "benchmarks/queue/run.sh", "--short"], timeout=300,
+              env={"QUEUE_REVS": "HEAD"})
     for size in (256, 1024, 4096):
         for mode in ("single", "burst 32"):
-            assert re.search(rf"^\| {size} \| {mode} \| [\d.]+ .*\| [\d.]+x \| .*\| [\d.]+x \|$",
-                             out, re.M), out
-    for layout in ("ring", "turns"):
+            assert re.search(rf"^\| {size} \| {mode} \| [\d.]+ .*(\| [\d.]+x \| .*){{2}}"
+                             rf"\| [\d.]+x \|$", out, re.M), out
+    for layout in ("ring", "turns", "HEAD"):
         assert re.search(rf"^Floem {layout} counters \(all sizes\): (\d+) enqueued, \1 dequeued",
                          out, re.M), out
+
+
+def test_queue_instructions_short() -> None:
+    """Instructions per entry under callgrind, of the working tree's queue and a git
+    revision's, in the four modes."""
+    out = run(["bash", "benchmarks/queue/instructions.sh", "--short"], timeout=300,
+              env={"QUEUE_REVS": "HEAD"})
+    for queue in ("Floem queue", "Floem HEAD"):
+        assert re.search(rf"^\| {queue} \|( [\d.]+ \|){{4}}$", out, re.M), out
 
 
 def test_compile_time_benchmark_short() -> None:

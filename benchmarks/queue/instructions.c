@@ -1,7 +1,7 @@
 /* Instructions per entry of the Floem host queue's fast path, one thread, for callgrind.
  *
  * Usage: instructions BURST [TRACK]   (run by instructions.sh under valgrind)
- * Moves 1,000,000 entries through a 256-entry queue of 64-byte entries: BURST
+ * Moves ENTRIES (1,000,000) entries through a 256-entry queue of 64-byte entries: BURST
  * reserve/copy/commit calls, then BURST acquire/copy/release calls, single producer and
  * single consumer, copying 56 bytes each way as queue_bench does. TRACK 1 turns on release
  * tracking first, as the NIC's sync layer does for a queue it produces into.
@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ENTRIES 1000000
+#ifndef ENTRIES
+#define ENTRIES 1000000        /* instructions.sh --short builds it with fewer */
+#endif
 #define SIZE 256
 #define PAYLOAD 56
 

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Instructions per entry of the Floem host queue's fast path (instructions.c under callgrind).
 #
-# Usage: [QUEUE_REVS="REV ..."] bash benchmarks/queue/instructions.sh
+# Usage: [QUEUE_REVS="REV ..."] bash benchmarks/queue/instructions.sh [--short]
+# --short: 20,000 entries a run instead of 1,000,000 (a check that the script works).
 # Builds instructions.c (gcc -O2) against the working tree's queue and each revision's in
 # QUEUE_REVS (queue.h and queue.c from git; revisions from a08ae77 on), runs each under
 # valgrind --tool=callgrind one entry at a time and in bursts of 32, without and with
@@ -12,6 +13,10 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 # shellcheck source=revisions.sh
 . "$here/revisions.sh"
+entries=1000000
+if [ "${1:-}" = "--short" ]; then
+    entries=20000
+fi
 
 if ! command -v valgrind >/dev/null; then
     echo "instructions.sh: valgrind is missing (apt-get install valgrind)" >&2
@@ -22,15 +27,15 @@ trap 'rm -rf "$build"' EXIT
 
 # Build one variant: NAME, its include directory, its queue.c.
 compile() {
-    "${CC:-gcc}" -O2 -std=gnu11 -Wall -Wextra -Werror -I"$2" "$here/instructions.c" "$3" \
-        -o "$build/$1"
+    "${CC:-gcc}" -O2 -std=gnu11 -Wall -Wextra -Werror -DENTRIES="$entries" -I"$2" \
+        "$here/instructions.c" "$3" -o "$build/$1"
 }
 
 # Instructions per entry of one run: NAME BURST TRACK.
 per_entry() {
     valgrind --tool=callgrind --callgrind-out-file=/dev/null "$build/$1" "$2" "$3" \
         2> "$build/log" > /dev/null
-    awk '/Collected :/ {printf "%.1f", $NF / 1000000}' "$build/log"
+    awk -v n="$entries" '/Collected :/ {printf "%.1f", $NF / n}' "$build/log"
 }
 
 names=("Floem queue")
