@@ -27,14 +27,21 @@ SCRIPTS = [
 ]
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(900)
-@pytest.mark.parametrize("script", SCRIPTS, ids=[s[0] for s in SCRIPTS])
-def test_short_mode(script: tuple[str, ...], tmp_path) -> None:
+def run_short(script: tuple[str, ...], tmp_path) -> None:
+    """Run a benchmark script (Python, or bash for a .sh) with its short-mode arguments from
+    ``tmp_path``: it must succeed and print a table."""
     path, *args = script
     bin_dir = os.path.dirname(sys.executable)       # the venv's floem, as the README sets up
-    result = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", path), *args],
+    runner = ["bash"] if path.endswith(".sh") else [sys.executable]
+    result = subprocess.run([*runner, os.path.join(ROOT, "benchmarks", path), *args],
                             capture_output=True, text=True, timeout=880, cwd=tmp_path,
                             env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"})
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "| " in result.stdout, result.stdout      # its table
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("script", SCRIPTS, ids=[s[0] for s in SCRIPTS])
+def test_short_mode(script: tuple[str, ...], tmp_path) -> None:
+    run_short(script, tmp_path)

@@ -3,7 +3,7 @@
 plugin against callgrind on the same x86-64 build, and the NIC's segments in their own
 ISA (MIPS64 for the LiquidIO, AArch64 for the BlueField-2).
 
-Usage: python3 benchmarks/counting/run.py [--cases CASE,...] [--frames N]
+Usage: python3 benchmarks/counting/run.py [--cases CASE,...] [--frames N] [--short]
 
 For each case (`CASES`: the echo, AES and flow classification on the NIC or the CPU, the
 key-value store's cpu and cache-wb designs), replays one capture through ``floem run --net pcap
@@ -20,7 +20,8 @@ It prints, per segment, instructions and atomics per packet and first- and last-
 misses per packet, with each run's time (its processes' start to the counters standing
 still and the run stopped; the build excluded) and its segment threads' work per frame
 (the runtime's measure of their busy turns as CPU time); a run not counted (``none``)
-gives each target's times without counting.
+gives each target's times without counting. ``--short`` runs the echo alone on 50 frames
+(what the slow tests run, to keep the script working).
 """
 from __future__ import annotations
 
@@ -168,7 +169,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--frames", type=int, default=2000)
+    parser.add_argument("--short", action="store_true",
+                        help="the echo alone on 50 frames: a check that the script works")
     args = parser.parse_args()
+    if args.short:
+        args.cases, args.frames = "echo", 50
     with tempfile.TemporaryDirectory(prefix="floem-counting-") as tmp:
         for name in args.cases.split(","):
             workload = capture(name, args.frames, os.path.join(tmp, f"{name}.pcap"))

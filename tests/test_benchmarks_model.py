@@ -1,0 +1,32 @@
+"""The performance model's benchmark scripts (counting, validation against the paper, this
+machine's calibration and measurement, placement) run in their short modes, as
+tests/test_benchmarks.py runs the others: in a module of their own, so that the two share
+the test processes. benchmarks/place/search_cost.py is not run here: its short mode compares
+the search against every placement, minutes on this machine.
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from test_benchmarks import run_short
+
+SCRIPTS = [
+    ("counting/run.py", "--short"),
+    ("explore/validate.py", "--short"),
+    ("explore/calibrate_this.py", "--short"),
+    ("explore/this_machine.py", "--short"),
+    ("place/run.sh", "--short", "out"),
+]
+#: Scripts that need root (network namespaces for DPDK's runtime files).
+ROOT_ONLY = {"explore/this_machine.py"}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("script", SCRIPTS, ids=[s[0] for s in SCRIPTS])
+def test_short_mode(script: tuple[str, ...], tmp_path) -> None:
+    if script[0] in ROOT_ONLY and os.geteuid() != 0:
+        pytest.skip(f"{script[0]} needs root")
+    run_short(script, tmp_path)
