@@ -27,9 +27,10 @@ SCRIPTS = [
 ]
 
 
-def run_short(script: tuple[str, ...], tmp_path) -> None:
+def run_short(script: tuple[str, ...], tmp_path, prints: str = "| ") -> None:
     """Run a benchmark script (Python, or bash for a .sh) with its short-mode arguments from
-    ``tmp_path``: it must succeed and print a table."""
+    ``tmp_path``: it must succeed and print what it makes (``prints``: a Markdown table's
+    cells, unless said otherwise)."""
     path, *args = script
     bin_dir = os.path.dirname(sys.executable)       # the venv's floem, as the README sets up
     runner = ["bash"] if path.endswith(".sh") else [sys.executable]
@@ -37,7 +38,7 @@ def run_short(script: tuple[str, ...], tmp_path) -> None:
                             capture_output=True, text=True, timeout=880, cwd=tmp_path,
                             env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"})
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert "| " in result.stdout, result.stdout      # its table
+    assert prints in result.stdout, result.stdout
 
 
 @pytest.mark.slow

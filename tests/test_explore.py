@@ -222,7 +222,11 @@ def nf_capture(path: str, function: str, frames: int, size: int) -> str:
 @pytest.mark.slow
 def test_counting_twice_gives_the_same_counts_on_both_sides(tmp_path) -> None:
     """The NAT split between the NIC (packet I/O) and the host (the function): every
-    segment in both counts, and the same instructions and atomics per packet."""
+    segment in both counts, and the same instructions and atomics per packet: exactly the
+    same atomics, and instructions within 0.1% (on a loaded machine two counts of a segment
+    have differed by 0.02%, a few dozen instructions in 1,500 packets: paths that depend on
+    timing, such as a queue or the pool of kept frames found full, run a little more or
+    less)."""
     pcap = str(tmp_path / "nat.pcap")
     subprocess.run([sys.executable, os.path.join(ROOT, "examples", "nf", "traffic.py"), "nat",
                     "--pcap", pcap, "--count", "1500", "--size", "64,512"], check=True,
@@ -231,7 +235,8 @@ def test_counting_twice_gives_the_same_counts_on_both_sides(tmp_path) -> None:
     assert set(first.segments) == set(again.segments) == {"nat_rx", "nat", "nat_tx"}
     for name, s in first.segments.items():
         other = again.segments[name]
-        assert (s.instructions, s.atomics) == (other.instructions, other.atomics), name
+        assert s.atomics == other.atomics, name
+        assert s.instructions == pytest.approx(other.instructions, rel=1e-3), name
         misses = s.misses[NIC_GEOMETRY if s.on_nic else HOST_GEOMETRY]
         assert s.instructions > 50 and misses.first >= misses.last >= 0
     assert first.segments["nat_rx"].received == 1.0 and first.segments["nat"].on_nic is False
