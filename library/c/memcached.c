@@ -222,19 +222,14 @@ bool floem_mc_read_i32(const struct floem_mc_token *t, int32_t *out)
     return true;
 }
 
-/* Whether the first word of `line` (`len` bytes) names a command with a data block: set,
- * add, replace, append, prepend, cas or ms. */
-static bool announces_block(const uint8_t *line, size_t len)
+/* The first word of `line` (`len` bytes): its first token, found without tokenizing it. */
+static struct floem_mc_token first_word(const uint8_t *line, size_t len)
 {
     size_t at = 0;
     while (at < len && line[at] == ' ')
         at++;
     const uint8_t *space = memchr(line + at, ' ', len - at);
-    struct floem_mc_token first = {line + at, (space != NULL ? (size_t)(space - line) : len) - at};
-    return floem_mc_token_is(&first, "set") || floem_mc_token_is(&first, "add")
-           || floem_mc_token_is(&first, "replace") || floem_mc_token_is(&first, "append")
-           || floem_mc_token_is(&first, "prepend") || floem_mc_token_is(&first, "cas")
-           || floem_mc_token_is(&first, "ms");
+    return (struct floem_mc_token){line + at, (space != NULL ? (size_t)(space - line) : len) - at};
 }
 
 size_t floem_mc_text_block(const uint8_t *line, size_t len)
@@ -242,26 +237,23 @@ size_t floem_mc_text_block(const uint8_t *line, size_t len)
     const uint8_t *nul = memchr(line, 0, len);
     if (nul != NULL)
         len = (size_t)(nul - line);
-    if (!announces_block(line, len))
-        return 0;                   /* not worth tokenizing: most lines are gets */
+    struct floem_mc_token word = first_word(line, len);
+    bool ms = floem_mc_token_is(&word, "ms"), cas = floem_mc_token_is(&word, "cas");
+    if (!ms && !cas && !floem_mc_token_is(&word, "set") && !floem_mc_token_is(&word, "add")
+        && !floem_mc_token_is(&word, "replace") && !floem_mc_token_is(&word, "append")
+        && !floem_mc_token_is(&word, "prepend"))
+        return 0;                   /* no data block; not worth tokenizing: most lines are gets */
     struct floem_mc_tokens tk;
     floem_mc_tokenize(line, len, &tk);
     const struct floem_mc_token *t = tk.t;
-    if (tk.n < 2 || t[0].len < 2)
-        return 0;
     int32_t vlen;
-    if (t[0].len == 2 && t[0].at[0] == 'm') {       /* ms <key> <datalen> <flags>* */
-        if (t[0].at[1] != 's' || tk.n <= 3 || t[1].len > 250 || tk.n > 20)
+    if (ms) {                       /* ms <key> <datalen> <flags>* */
+        if (tk.n <= 3 || t[1].len > 250 || tk.n > 20)
             return 0;
         if (!floem_mc_read_i32(&t[2], &vlen) || vlen < 0 || vlen > INT32_MAX - 2)
             return 0;
         return (size_t)vlen + 2;    /* read, or swallowed after an error in its flags */
     }
-    bool cas = floem_mc_token_is(&t[0], "cas");
-    if (!cas && !floem_mc_token_is(&t[0], "set") && !floem_mc_token_is(&t[0], "add")
-        && !floem_mc_token_is(&t[0], "replace") && !floem_mc_token_is(&t[0], "append")
-        && !floem_mc_token_is(&t[0], "prepend"))
-        return 0;
     /* <command> <key> <flags> <exptime> <bytes> [<cas unique>] [noreply] */
     if ((tk.n != (cas ? 7u : 6u) && tk.n != (cas ? 8u : 7u)) || t[1].len > 250)
         return 0;
