@@ -8,6 +8,7 @@
 #include "aes.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -152,7 +153,7 @@ void floem_aes128_init_once(struct floem_aes128 *ctx, int *once, const uint8_t k
         return;
     }
     while (__atomic_load_n(once, __ATOMIC_ACQUIRE) != 2)
-        ;
+        sched_yield();          /* the first caller is expanding the key: let it run */
 }
 
 static void encrypt_block(const uint8_t *rk, const uint8_t in[16], uint8_t out[16])

@@ -24,7 +24,9 @@ int floem_aes_ni_usable(void);
 void floem_aes128_init(struct floem_aes128 *ctx, const uint8_t key[16], int allow_aesni);
 
 /* floem_aes128_init once for a context shared by threads: the first caller expands
- * the key, the others wait until it is ready. `*once` must start at 0. */
+ * the key, the others wait until it is ready, yielding the CPU (a spinning wait would be
+ * counted as the packet's work, and would starve the first caller of a shared CPU).
+ * `*once` must start at 0. */
 void floem_aes128_init_once(struct floem_aes128 *ctx, int *once, const uint8_t key[16],
                             int allow_aesni);
 
