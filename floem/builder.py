@@ -31,6 +31,8 @@ DEFAULT_CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-O2", "-g", "-Wall", "-Wextra",
                   "-Werror=implicit-function-declaration", "-pthread"]
 #: What a build's directory is called in the error when it cannot be created.
 BUILD_DIRECTORY = "the build directory"
+#: The file of a ``count_elements`` build naming its element functions, one a line.
+ELEMENT_LIST = "elements.txt"
 
 
 @dataclass
@@ -50,6 +52,7 @@ class BuildResult:
     traced: bool = False                # built with the packet-trace code
     trace_filter: str | None = None     # its --trace-filter
     receives: bool = False              # some element receives packets (FromNet)
+    elements: str | None = None         # count_elements: the file naming its element functions
 
 
 def check_program(program: Any, options: BuildOptions = BuildOptions(),
@@ -111,12 +114,16 @@ def write_build(program: Any, ir: ProgramIR, options: BuildOptions, out_dir: str
     script = launcher(ir, list(tools.platform.emulator))
     if script is not None:
         files.append(script)
+    if options.count_elements:
+        files.append(GeneratedFile(ELEMENT_LIST, "".join(f"{n.name}\n" for n in ir.nodes())))
     written = [_write(out_dir, f.name, f.text) for f in files]
     if script is not None:
         os.chmod(os.path.join(out_dir, "run"), 0o755)
     written += _copy_floem_c(out_dir)
     result = _result(ir, out_dir, written, tools.platform)
     result.traced, result.trace_filter = options.trace, options.trace_filter
+    if options.count_elements:
+        result.elements = os.path.join(out_dir, ELEMENT_LIST)
     if report_file:
         result.report = _write(out_dir, "report.txt", report(ir))
         result.files.append(result.report)
@@ -223,42 +230,27 @@ class Counting:
     with Floem's counting plugin (`floem.explore.plugin`), which writes every thread's
     instructions, atomic operations and, for a process ``caches`` names, the misses of
     simulated caches of that geometry (``I1:D1:LL``, each ``BYTES,WAYS,LINE``: a first
-    level per thread, the last shared) to ``base``.PROCESS. With ``functions`` (a build
-    with ``count_elements``, for this machine's ISA) under callgrind instead, which writes
-    each function's inclusive cost, one profile per thread (``base``.PROCESS-N), and
-    valgrind's messages to ``base``.PROCESS.log."""
+    level per thread, the last shared) to ``base``.PROCESS; of a build with
+    ``count_elements``, each element function's share of them and its calls too."""
 
     base: str
     caches: dict[str, str] = field(default_factory=dict)
-    functions: bool = False
 
-    def prefix(self, process: str, emulator: list[str], cpu: int) -> list[str]:
+    def prefix(self, process: str, emulator: list[str], cpu: int,
+               elements: str | None = None) -> list[str]:
         """The command that runs ``process`` counted, before the process's executable
-        (``emulator``: what runs it when not counted; none: it is this machine's). Under
-        qemu its threads share CPU ``cpu``, one at a time as under callgrind, so that no
-        two of them ever race between a load-linked and its store-conditional: a failed
-        store and its retry would count as work the program did."""
-        if self.functions:
-            command = ["valgrind", "-q", "--tool=callgrind", "--collect-atstart=no",
-                       "--collect-bus=yes", "--separate-threads=yes",
-                       f"--callgrind-out-file={self.base}.{process}",
-                       f"--log-file={self.base}.{process}.log"]
-            if process in self.caches:
-                levels = self.caches[process].split(":")    # callgrind has no second level
-                command += ["--cache-sim=yes", f"--I1={levels[0]}", f"--D1={levels[1]}",
-                            f"--LL={levels[-1]}"]
-            return command
+        (``emulator``: what runs it when not counted; none: it is this machine's;
+        ``elements``: the build's list of element functions, to count each). Its threads
+        share CPU ``cpu``, one at a time, so that no two of them ever race between a
+        load-linked and its store-conditional: a failed store and its retry would count
+        as work the program did."""
         return ["taskset", "-c", str(cpu), *(emulator or [NATIVE_QEMU]),
                 *plugin_arguments(cache_root(), f"{self.base}.{process}",
-                                  self.caches.get(process))]
+                                  self.caches.get(process), elements)]
 
     def check(self) -> None:
         """A clear error when the counting tool is not installed."""
-        if self.functions:
-            if shutil.which("valgrind") is None:
-                raise FloemError("--count-elements counts with callgrind: apt-get install "
-                                 "valgrind")
-        elif shutil.which("taskset") is None:
+        if shutil.which("taskset") is None:
             raise FloemError("--count-instructions runs each process on one CPU with taskset: "
                              "apt-get install util-linux")
         elif shutil.which(NATIVE_QEMU) is None:
@@ -301,7 +293,8 @@ def run_built(built: BuildResult, program: Any, timeout: float | None = None,
                              f"{', '.join(sorted(unknown))} (its processes: "
                              f"{', '.join(sorted(built.executables))})")
         cpus = sorted(os.sched_getaffinity(0))     # the processes spread over the CPUs
-        prefixes = {n: count.prefix(n, built.commands[n][:-1], cpus[i % len(cpus)])
+        prefixes = {n: count.prefix(n, built.commands[n][:-1], cpus[i % len(cpus)],
+                                    built.elements)
                     for i, n in enumerate(built.executables)}
         others = {n: [built.executables[n]] for n in others}
     env = {**given, **({"FLOEM_REPORT": "1"} if built.report else {})}

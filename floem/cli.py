@@ -179,7 +179,7 @@ def _counting(args: argparse.Namespace) -> Counting | None:
                          "--count-instructions too")
     if not args.count_instructions:
         return None
-    return Counting(args.count_instructions, dict(args.count_cache), args.count_elements)
+    return Counting(args.count_instructions, dict(args.count_cache))
 
 
 def _packets(text: str) -> int:
@@ -293,8 +293,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--count-instructions", metavar="BASE",
                      help="run every process under qemu-user of its ISA with Floem's "
                           "counting plugin, counting what its segment threads execute on "
-                          "packets into BASE.PROCESS (floem explore; with --count-elements, "
-                          "each function, under callgrind: floem place)")
+                          "packets into BASE.PROCESS (floem explore; of a --count-elements "
+                          "build, each element function's share too: floem place)")
     run.add_argument("--count-cache", action="append", default=[], type=_count_cache,
                      metavar="PROCESS=I1:D1[:L2]:LL",
                      help="--count-instructions: simulate PROCESS's caches with this geometry "

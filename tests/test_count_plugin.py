@@ -10,7 +10,9 @@ the same program counted twice gives the same instructions and atomics; with cac
 simulated, each thread misses its own first level as the other does, while the last level,
 shared, was warmed by the first thread for the second; a second level is each thread's own,
 as the first is. A NIC manager core's sync-layer rounds are counted when they move entries
-and forgotten when they do not (floem_count_drop).
+and forgotten when they do not (floem_count_drop). With element functions named, each
+thread's counts are charged to the element running (the functions it calls that are not
+elements included), with each element's calls of another and of floem_engine_end.
 """
 from __future__ import annotations
 
@@ -93,10 +95,10 @@ GEOMETRY = "4096,4,64:4096,4,64:1048576,16,64"
 SECOND = "4096,4,64:4096,4,64:262144,8,64:1048576,16,64"
 
 
-def build(tmp_path, isa: str) -> str:
-    source = tmp_path / "program.c"
-    source.write_text(PROGRAM)
-    executable = str(tmp_path / f"program-{isa}")
+def build(tmp_path, isa: str, program: str = PROGRAM, name: str = "program") -> str:
+    source = tmp_path / f"{name}.c"
+    source.write_text(program)
+    executable = str(tmp_path / f"{name}-{isa}")
     runtime = os.path.join(ROOT, "runtime")
     subprocess.run([*ISAS[isa][0], "-std=c11", "-D_GNU_SOURCE", "-O2", "-Wall", "-Wextra",
                     "-Werror", "-pthread", "-DFLOEM_COUNT_INSTRUCTIONS",
@@ -161,3 +163,58 @@ def test_a_manager_counts_the_rounds_that_move_entries(tmp_path) -> None:
     main, manager = counted(executable, "x86-64", str(tmp_path / "count"), None, "manager")
     assert manager.root == "manager"
     assert manager.counts["Ge"] == 2 * 100                  # rounds 0 and 2 of four
+
+
+ELEMENTS = r"""
+#include "floem/runtime.h"
+
+static unsigned long lines[64 * 8];
+
+__attribute__((noinline)) static void helper(int n)    /* not an element: its caller's */
+{
+    for (int i = 0; i < n; i++)
+        __atomic_fetch_add(&lines[i * 8], 1, __ATOMIC_RELAXED);
+}
+
+__attribute__((noinline)) void second(void)
+{
+    helper(3);
+    floem_engine_begin();                                  /* an engine's work: not counted */
+    floem_engine_end(0, 16);                               /* its two adds: second's */
+}
+
+__attribute__((noinline)) void first(void)
+{
+    helper(5);
+    second();
+    __atomic_fetch_add(&lines[0], 1, __ATOMIC_RELAXED);    /* after it returns: first's */
+}
+
+int main(void)
+{
+    for (int turn = 0; turn < 10; turn++) {
+        floem_packet_begin();
+        first();
+        __atomic_fetch_add(&lines[8], 1, __ATOMIC_RELAXED);  /* outside every element */
+        floem_count_turn_end();
+    }
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("isa", list(ISAS))
+def test_counts_are_charged_to_the_element_running(tmp_path, isa: str) -> None:
+    executable = build(tmp_path, isa, ELEMENTS, "elements")
+    names = tmp_path / "elements.txt"
+    names.write_text("first\nsecond\n")
+    out = str(tmp_path / "count")
+    subprocess.run([*ISAS[isa][1], *plugin_arguments(cache_root(), out, None, str(names)),
+                    executable], check=True, timeout=120)
+    (main,) = read_counts(out)
+    assert main.counts["Ge"] == 10 * (5 + 3 + 2 + 1 + 1)
+    assert main.elements["first"]["Ge"] == 10 * (5 + 1)
+    assert main.elements["second"]["Ge"] == 10 * (3 + 2)
+    assert main.calls == {("first", "second"): 10, ("second", "floem_engine_end"): 10}
+    inside = main.elements["first"]["Ir"] + main.elements["second"]["Ir"]
+    assert 0 < inside < main.counts["Ir"]                  # the outside add and the loop

@@ -1,9 +1,10 @@
 """Reading a callgrind profile: the inclusive cost of each function, every event, exactly.
 
-``floem run --count-instructions --count-elements`` (`floem place`'s probes) has
-callgrind collect only what threads execute on packets, one profile per thread, so a
-thread's whole profile is the inclusive cost of its ``<segment>_thread`` function, and
-each element's function has its own. This reads the profile file itself (the format of
+What benchmarks/counting/run.py and the tests read, to compare Floem's counting plugin
+with callgrind on the same x86-64 builds: callgrind collecting only what threads execute
+on packets (``--collect-atstart=no`` and the runtime's client requests), one profile per
+thread, a thread's whole profile is the inclusive cost of its ``<segment>_thread``
+function. This reads the profile file itself (the format of
 callgrind's manual, "Callgrind Format Specification"), not ``callgrind_annotate``'s
 report, whose lines drop a function's name when inlined code shares its cost: a
 function's inclusive cost is its own cost lines plus the cost lines of the calls made

@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -265,7 +266,8 @@ class Replay:
 
 def measure(app: str, defines: list[str], options: list[str], workload: Workload,
             layout: Layout, geometries: list[tuple[Geometry, Geometry]],
-            baseline: Workload | None = None, nic_target: str = "emu") -> Measurement:
+            baseline: Workload | None = None, nic_target: str = "emu",
+            sent_to: str | None = None) -> Measurement:
     """Count what one configuration does per packet of ``workload``.
 
     ``geometries``: pairs of cache geometries (the NIC's, the host's) to simulate, one
@@ -273,7 +275,8 @@ def measure(app: str, defines: list[str], options: list[str], workload: Workload
     begins the workload (e.g. its warm-up); every run is also made on it alone and
     subtracted, so the figures are those of the rest. ``nic_target``: the ``--nic`` the
     NIC's processes are built for and counted in the ISA of (``liquidio``, ``bluefield``,
-    ``emu``).
+    ``emu``). ``sent_to``: where to write the frames the first run on ``workload`` sent
+    (a capture), when given.
     """
     options = _on_target(options, nic_target)
     frames = workload.frames - (baseline.frames if baseline else 0)
@@ -282,9 +285,13 @@ def measure(app: str, defines: list[str], options: list[str], workload: Workload
     size = (workload.frame_bytes * workload.frames
             - (baseline.frame_bytes * baseline.frames if baseline else 0)) / frames
     captures = [workload] + ([baseline] if baseline else [])
+    keep = sent_to
 
     def run(caches: dict[str, Geometry], env: dict[str, str]) -> Counted:
-        runs = [_count(app, defines, options, c, layout, caches, env) for c in captures]
+        nonlocal keep
+        runs = [_count(app, defines, options, c, layout, caches, env,
+                       keep if c is workload else None) for c in captures]
+        keep = None
         if len(runs) == 1:
             return {"": runs[0]}
         (report, counts), (before, counted_before) = runs
@@ -482,8 +489,10 @@ Counts = dict[str, Tally]
 
 
 def _count(app: str, defines: list[str], options: list[str], workload: Workload, layout: Layout,
-           caches: dict[str, Geometry], env: dict[str, str]) -> tuple[Counters, Counts]:
-    """One counted run: its final counters, and each segment's counts (all its threads)."""
+           caches: dict[str, Geometry], env: dict[str, str],
+           sent_to: str | None = None) -> tuple[Counters, Counts]:
+    """One counted run: its final counters, and each segment's counts (all its threads);
+    the frames it sent copied to ``sent_to``, when given."""
     with tempfile.TemporaryDirectory() as tmp:
         base = os.path.join(tmp, "count")
         flags = ["--count-instructions", base]
@@ -492,6 +501,8 @@ def _count(app: str, defines: list[str], options: list[str], workload: Workload,
         with Replay(app, defines, options + flags, workload, env) as run:
             run.finished()
             stderr = run.stop()
+            if sent_to is not None:
+                shutil.copyfile(run.output, sent_to)
         report = parse(stderr.splitlines())
         counts: Counts = {}
         for process in layout.processes:

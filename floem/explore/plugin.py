@@ -15,7 +15,7 @@ import hashlib
 import os
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 
 from floem.errors import FloemError
@@ -55,13 +55,17 @@ def plugin_path(cache: str) -> str:
     return path
 
 
-def plugin_arguments(cache: str, out: str, geometry: str | None = None) -> list[str]:
+def plugin_arguments(cache: str, out: str, geometry: str | None = None,
+                     elements: str | None = None) -> list[str]:
     """qemu-user's arguments that load the plugin (compiled into the build cache
     ``cache``), writing to ``out``, simulating caches of ``geometry`` (``I1:D1:LL`` or
-    ``I1:D1:L2:LL``, each ``BYTES,WAYS,LINE``) when given."""
+    ``I1:D1:L2:LL``, each ``BYTES,WAYS,LINE``) when given, charging each thread's counts to
+    the element functions named in the file ``elements`` (one a line) when given."""
     argument = f"file={_escaped(plugin_path(cache))},out={_escaped(out)}"
     if geometry:
         argument += ",cache=" + geometry.replace(",", "/")
+    if elements:
+        argument += f",elements={_escaped(elements)}"
     return ["-plugin", argument]
 
 
@@ -70,12 +74,22 @@ def _escaped(value: str) -> str:
     return value.replace(",", ",,")
 
 
+#: Each kind of line: how many words it has, and where its numbers begin.
+_LINES = {"thread": (3 + len(EVENTS), 3), "element": (2 + len(EVENTS), 2), "call": (4, 3)}
+#: The callee of an element's call that ends work it handed to an engine (runtime.h).
+ENGINE_END = "floem_engine_end"
+
+
 @dataclass(frozen=True)
 class ThreadCounts:
-    """One thread's line: the function it is named by, and each of `EVENTS`."""
+    """One thread's line: the function it is named by, and each of `EVENTS`; with element
+    functions named, what each counted while it was the innermost element on the thread's
+    call stack, and how often each called another (or `ENGINE_END`), by (caller, callee)."""
 
     root: str
     counts: dict[str, int]
+    elements: dict[str, dict[str, int]] = field(default_factory=dict)
+    calls: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
 def read_counts(path: str) -> list[ThreadCounts]:
@@ -91,11 +105,18 @@ def read_counts(path: str) -> list[ThreadCounts]:
                          f"{path}")
     if not lines or lines[0].split() != ["events", *EVENTS]:
         raise FloemError(f"{path} is not a file of the counting plugin")
-    threads = []
+    threads: list[ThreadCounts] = []
     for line in lines[1:]:
         words = line.split()
-        if len(words) != 3 + len(EVENTS) or words[0] != "thread" or not all(
-                w.isdigit() for w in words[3:]):
+        kind = words[0] if words else ""
+        length, numbers = _LINES.get(kind, (0, 0))
+        if not length or len(words) != length or not all(w.isdigit() for w in words[numbers:]) \
+                or (kind != "thread" and not threads):
             raise FloemError(f"{path}: not a thread's counts: {line!r}")
-        threads.append(ThreadCounts(words[2], dict(zip(EVENTS, map(int, words[3:])))))
+        if kind == "thread":
+            threads.append(ThreadCounts(words[2], dict(zip(EVENTS, map(int, words[3:])))))
+        elif kind == "element":
+            threads[-1].elements[words[1]] = dict(zip(EVENTS, map(int, words[2:])))
+        else:
+            threads[-1].calls[(words[1], words[2])] = int(words[3])
     return threads

@@ -184,6 +184,7 @@ class _Counter:
         self.study, self.config, self.pairs, self.target = study, config, pairs, target
         self.label, self.progress = label, progress
         self.known: dict[threads.Assignment, Measurement] = {}
+        self.written: threads.Assignment = ()  # the threads it is written with
         self.again: dict[threads.Assignment, Measurement] = {}
         self.layouts: dict[str, Layout] = {}
         self.error: str | None = None
@@ -197,7 +198,8 @@ class _Counter:
         except (FloemError, RunFailed) as e:
             self.error = str(e).replace("\n", " ")
             return None, self.error
-        self.known[self._written(m)] = m
+        self.written = self._written(m)
+        self.known[self.written] = m
         return m, None
 
     def row(self, shown: dict[str, str], nic: Platform, host: Platform,
@@ -230,10 +232,12 @@ class _Counter:
 
     def _count(self, assignment: threads.Assignment, again: bool = False) -> Measurement:
         """The configuration counted with ``assignment``'s threads (``again``: a second
-        time, kept apart from the first)."""
+        time, kept apart from the first); the threads it is written with as written (a
+        segment a cut makes has no ``--threads`` of its own: its cut gives them)."""
         if again and assignment in self.again:
             return self.again[assignment]
-        m = self._measure([f"--threads={name}={n}" for name, n in assignment])
+        m = self._measure([] if assignment == self.written else
+                          [f"--threads={name}={n}" for name, n in assignment])
         what = "counted again" if again else f"with {threads.text(assignment)}"
         self.progress.finish(f"{self.label}, {what}", summary(m))
         if again:

@@ -170,9 +170,6 @@ class BuildOptions:
         twice = sorted({n for n in named if named.count(n) > 1})
         if twice:
             raise FloemError(f"--threads gives segment {twice[0]!r} threads twice")
-        if self.count_instructions and self.count_elements and self.nic != "emu":
-            raise FloemError("--count-elements counts each element's function with callgrind, "
-                             "which runs this machine's instructions only: use --nic emu")
         if self.trace_filter is not None and not self.trace:
             raise FloemError("--trace-filter selects the packets --trace traces: give --trace too")
 

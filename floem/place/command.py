@@ -21,7 +21,7 @@ from floem.builder import check_program
 from floem.errors import FloemError
 from floem.explore import output
 from floem.explore.command import stoppable
-from floem.explore.measure import RunFailed, Workload, measure
+from floem.explore.measure import Measurement, RunFailed, Workload, measure
 from floem.explore.latency import Latency
 from floem.explore.model import Platform, Prediction, load_platform, predict
 from floem.explore.sweep import configurations, layout, make_workload, parse_sweep, summary
@@ -30,7 +30,7 @@ from floem.lang import params
 from floem.lang.program import Program
 from floem.passes.split_auto import queue_shape
 from floem.place import app_file
-from floem.place.check import one_thread, same_frames, same_output, sent_frames
+from floem.place.check import counted_run, one_thread, same_frames, same_output, sent_frames
 from floem.place.counts import Probe, count_probe, require
 from floem.place.cuts import MAX_CUTS, Candidate, candidates, segment_order
 from floem.place.search import (BOUNDED, OBJECTIVES, Figures, Placement, crossings,
@@ -40,7 +40,7 @@ from floem.place.search import (BOUNDED, OBJECTIVES, Figures, Placement, crossin
 #: Rows of the ranked table printed (every row is in the CSV and JSON).
 SHOWN = 15
 COLUMNS = ["#", "placement (NIC rx | CPU || NIC tx)", "threads", "predicted pkt/s",
-           "per host core", "p50 µs", "bottleneck", "checked"]
+           "per host core", "p50 µs", "bottleneck", "counted", "checked"]
 
 
 def place(args: argparse.Namespace) -> int:
@@ -159,6 +159,7 @@ def _place(args: argparse.Namespace) -> int:
             probes = search.probes()[:budget]
             budget -= len(probes)
             counted.append((search, probes))
+    options = [f"--nic-managers={args.nic_managers}", *args.option]    # every run's
     with tempfile.TemporaryDirectory(prefix="floem-place-") as workdir:
         workload = make_workload(args.workload, args.pcap, workdir)
         progress = output.Progress(sum(len(p) for _, p in counted), command="place")
@@ -166,17 +167,16 @@ def _place(args: argparse.Namespace) -> int:
         rows: list[Placement] = []
         for search, probes in counted:
             if search.orders:
-                figures = _count(app, search, args.option, workload, probes, nic, host,
-                                 progress)
+                figures = _count(app, search, options, workload, probes, nic, host, progress)
                 rows += _predict(search, figures, workload, nic, host, args.nic_managers,
                                  cores, objective, rate,
                                  None if args.predict_all else max(SHOWN, args.top))
             else:
-                rows += _as_written(app, search, args.option, workload, nic, host, progress)
-        ranked = rank(rows, objective, rate)
-        _check(app, {s.label: s for s, _ in counted}, args.option, workload, ranked,
-               args.top, max(0, budget), started + args.timeout if args.timeout else None,
-               progress)
+                rows += _as_written(app, search, options, workload, nic, host, progress)
+        checker = _Checker(app, {s.label: s for s, _ in counted}, options, workload, nic,
+                           host, max(0, budget),
+                           started + args.timeout if args.timeout else None, progress)
+        ranked = checker.check(rows, objective, rate, args.top)
         progress.done()
     _summary(args, app, nic, host, searches, counted, rows)
     print(_table(ranked[:SHOWN]))
@@ -186,6 +186,11 @@ def _place(args: argparse.Namespace) -> int:
         print(f"\nno placement reaches {output.rate_text(rate)}pkt/s: the best predicts "
               f"{output.rate_text(best.packets_per_s)}pkt/s, bound by "
               f"{best.prediction.bottleneck}")
+    winner, best = _winner(ranked), _best(ranked)
+    if winner is not None and best is not None and winner is not best:
+        print(f"\nfloem: writes #{ranked.index(winner) + 1}, the best placement counted with its "
+              f"own threads; the {ranked.index(winner)} ranked above it are predicted from the "
+              "probes alone (more --max-builds counts them)")
     base = args.out or os.path.splitext(os.path.basename(app))[0]
     cores_note = f" --host-cores {args.host_cores}" if args.host_cores is not None else ""
     written = _write(ranked, {s.label: s for s in searches}, app, base,
@@ -316,10 +321,11 @@ def _count(app: str, search: Search, options: list[str], workload: Workload,
     for label, cuts in probes:
         label = f"{search.label}: counting {label}" if search.label else f"counting {label}"
         progress.start(label)
-        placed = check_program(search.program, BuildOptions(nic="emu", cuts=tuple(cuts),
+        placed = check_program(search.program, BuildOptions(nic=nic.target, cuts=tuple(cuts),
                                                             count_elements=True))
         try:
-            probe = count_probe(app, search.defines, options, workload, placed, cuts, caches)
+            probe = count_probe(app, search.defines, options, workload, placed, cuts, caches,
+                                nic.target)
         except RunFailed as e:
             raise FloemError(f"the {label} probe failed: {e}") from None
         require(probe, label)
@@ -422,7 +428,7 @@ def _as_written(app: str, search: Search, options: list[str], workload: Workload
     written = {n.name: search.front.segments[n.segment].device for n in search.front.nodes()}
     try:
         m = measure(app, search.defines, options, workload, layout(app, search.config),
-                    [(nic.caches, host.caches)])
+                    [(nic.caches, host.caches)], nic_target=nic.target)
     except (FloemError, RunFailed) as e:
         why = " ".join(str(e).split())
         progress.finish(label, f"failed: {why}")
@@ -434,81 +440,138 @@ def _as_written(app: str, search: Search, options: list[str], workload: Workload
                       written=written)]
 
 
-def _check(app: str, searches: dict[str, Search], options: list[str], workload: Workload,
-           ranked: list[Placement], top: int, builds: int, deadline: float | None,
-           progress: output.Progress) -> None:
-    """Run the best ``top`` cuts, each with the threads ranked best for it (within
-    ``builds`` runs, a reference run of each configuration included), and compare their
-    output with the all-CPU one's of their configuration (`floem.place.check`). A
-    configuration as written has nothing cut: nothing to check. An empty reference checks
-    nothing: an error."""
-    chosen: list[Placement] = []
-    for p in ranked:
-        if p.cuts and not p.prediction.error and all(
-                (q.label, one_thread(q.cuts)) != (p.label, one_thread(p.cuts))
-                for q in chosen):
-            chosen.append(p)
-    for p in ranked:
-        if not p.cuts:
-            p.check_note = "nothing cut"
-    references: dict[str, list[bytes]] = {}
-    picked: list[Placement] = []
-    for p in chosen[:top]:
-        need = 1 + (p.label not in {q.label for q in picked})
-        if need > builds:
-            break
-        builds -= need
-        picked.append(p)
-    if not picked:
-        return
-    progress.total += len(picked) + len({p.label for p in picked})
-    for p in picked:
-        search = searches[p.label]
-        if deadline is not None and time.monotonic() > deadline:
-            p.check_note = "not run: --timeout"
-            continue
-        if p.label not in references:
+class _Checker:
+    """Runs placements to check them (`floem.place.check`), counted: ``builds`` runs at most
+    (a reference run of each configuration included), none started after ``deadline``."""
+
+    def __init__(self, app: str, searches: dict[str, Search], options: list[str],
+                 workload: Workload, nic: Platform, host: Platform, builds: int,
+                 deadline: float | None, progress: output.Progress) -> None:
+        self.app, self.searches, self.options, self.workload = app, searches, options, workload
+        self.nic, self.host, self.builds, self.deadline = nic, host, builds, deadline
+        self.progress = progress
+        self.references: dict[str, list[bytes]] = {}
+
+    def check(self, rows: list[Placement], objective: str, rate: float | None,
+              top: int) -> list[Placement]:
+        """``rows`` ranked for ``objective``, their best ``top`` cuts run and checked, each
+        with the threads ranked best for it (the same cut with other threads is not run),
+        each predicted from its own run's counts; ranked again, and while the best (the
+        one `floem place` writes) is a placement not counted, it too, as the runs allow. A
+        configuration as written has nothing cut: nothing to check."""
+        ranked = rank(rows, objective, rate)
+        for p in ranked:
+            if not p.cuts:
+                p.check_note = "nothing cut"
+        picked: list[Placement] = []
+        for p in ranked:
+            if len(picked) == top:
+                break
+            if not p.cuts or p.prediction.error or any(_same_cut(q, p) for q in picked):
+                continue
+            if self._runs(picked + [p]) > self.builds:
+                break
+            picked.append(p)
+        self.progress.total += self._runs(picked)
+        for p in picked:
+            self._run(p, ranked)
+        ranked = rank(rows, objective, rate)
+        while (best := _best(ranked)) is not None and best.cuts and not best.counted \
+                and not best.check_note and self._runs([best]) <= self.builds:
+            self.progress.total += self._runs([best])
+            self._run(best, ranked)
+            ranked = rank(rows, objective, rate)
+        return ranked
+
+    def _runs(self, placements: list[Placement]) -> int:
+        """The runs checking ``placements`` takes: one each, and the references missing."""
+        return len(placements) + len({p.label for p in placements} - set(self.references))
+
+    def _run(self, p: Placement, ranked: list[Placement]) -> None:
+        """Check ``p`` (and every row of ``ranked`` that is the same placement); its
+        configuration's reference first, when it has none yet (an empty one: an error)."""
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            for q in ranked:
+                if _same(q, p):
+                    q.check_note = "not run: --timeout"
+            return
+        search = self.searches[p.label]
+        if p.label not in self.references:
             label = "running all on the CPU (the reference)"
             label = f"{p.label}: {label}" if p.label else label
-            progress.start(label)
-            references[p.label] = sent_frames(app, one_thread([Cut(c.segment) for c in p.cuts]),
-                                              search.defines, options, workload)
-            progress.finish(label, f"{len(references[p.label])} frames sent")
-            if not references[p.label]:
+            self.progress.start(label)
+            self.builds -= 1
+            self.references[p.label] = sent_frames(
+                self.app, one_thread([Cut(c.segment) for c in p.cuts]), search.defines,
+                self.options, self.workload)
+            self.progress.finish(label, f"{len(self.references[p.label])} frames sent")
+            if not self.references[p.label]:
                 raise FloemError(f"{label}: it sent no frame on this workload, so no "
                                  "placement can be checked against it (does the workload "
                                  "reach the app?)")
         label = f"checking {p.describe()} with threads {p.threads()}"
-        progress.start(label)
-        p.checked, p.check_note = _checked(app, search, p.cuts, options, workload,
-                                           references[p.label])
+        self.progress.start(label)
+        self.builds -= 1
+        checked, note, m = self._checked(search, p.cuts, self.references[p.label])
         for q in ranked:
-            if (q.label, q.cuts) == (p.label, p.cuts):
-                q.checked, q.check_note = p.checked, p.check_note
-        progress.finish(label, p.check_note)
+            if _same(q, p):
+                q.checked, q.check_note = checked, note
+                if m is not None:
+                    q.probes, q.counted = q.prediction, True
+                    q.prediction = predict(m, self.nic, self.host)
+        self.progress.finish(label, note + (f"; counted: {summary(m)}" if m else ""))
 
-
-def _checked(app: str, search: Search, cuts: list[Cut], options: list[str],
-             workload: Workload, reference: list[bytes]) -> tuple[bool | None, str]:
-    """Whether ``cuts``, run with their threads, send ``reference``'s frames (in order with
-    one thread a part, in any order with more), and what the check found: when several
-    threads change the frames and one thread does not, neither (None)."""
-    single = one_thread(cuts)
-    try:
-        frames = sent_frames(app, cuts, search.defines, options, workload)
+    def _checked(self, search: Search, cuts: list[Cut], reference: list[bytes]
+                 ) -> tuple[bool | None, str, Measurement | None]:
+        """Whether ``cuts``, run with their threads, send ``reference``'s frames (in order
+        with one thread a part, in any order with more), what the check found (when
+        several threads change the frames and one thread does not: neither, None), and
+        the run's counts (None: it failed)."""
+        single = one_thread(cuts)
+        try:
+            m, frames = counted_run(self.app, cuts, search.values, search.config,
+                                    self.options, self.workload,
+                                    (self.nic.caches, self.host.caches), self.nic.target)
+        except (RunFailed, FloemError) as e:
+            return False, f"the run failed: {e}", None
         if cuts == single:
             difference = same_output(reference, frames)
-            return difference is None, difference or "same output"
+            return difference is None, difference or "same output", m
         if same_frames(reference, frames) is None:
-            return True, "same frames" + ("" if frames == reference else ", in another order")
-        alone = same_output(reference, sent_frames(app, single, search.defines, options,
-                                                   workload))
-    except (RunFailed, FloemError) as e:
-        return False, f"the run failed: {e}"
-    if alone is not None:
-        return False, f"{alone} (with one thread a part)"
-    return None, ("with its threads the frames depend on the order packets are taken in; "
-                  "with one thread a part, the same output")
+            return True, "same frames" + ("" if frames == reference else ", in another order"), m
+        try:
+            alone = same_output(reference, sent_frames(self.app, single, search.defines,
+                                                       self.options, self.workload))
+        except (RunFailed, FloemError) as e:
+            return False, f"the run with one thread a part failed: {e}", m
+        if alone is not None:
+            return False, f"{alone} (with one thread a part)", m
+        return None, ("with its threads the frames depend on the order packets are taken in; "
+                      "with one thread a part, the same output"), m
+
+
+def _same(p: Placement, q: Placement) -> bool:
+    """Whether ``p`` and ``q`` are the same placement (cuts and threads)."""
+    return (p.label, p.cuts) == (q.label, q.cuts)
+
+
+def _same_cut(p: Placement, q: Placement) -> bool:
+    """Whether ``p`` and ``q`` cut the same configuration in the same places (with any
+    threads)."""
+    return (p.label, one_thread(p.cuts)) == (q.label, one_thread(q.cuts))
+
+
+def _best(ranked: list[Placement]) -> Placement | None:
+    """The best placement whose check did not fail."""
+    return next((p for p in ranked if p.checked is not False and not p.prediction.error), None)
+
+
+def _winner(ranked: list[Placement]) -> Placement | None:
+    """The placement `floem place` writes: the best counted with its own threads whose check
+    did not fail, or, when none was counted, the best whose check did not fail. (The probes
+    count each part on one thread; what changes with more threads, contention and each
+    thread's own caches, only a placement's own run counts.)"""
+    return _best([p for p in ranked if p.counted or not p.cuts]) or _best(ranked)
 
 
 def _table(rows: list[Placement]) -> str:
@@ -519,13 +582,15 @@ def _table(rows: list[Placement]) -> str:
                  output.rate_text(p.packets_per_s) if not p.prediction.error
                  else f"- ({p.prediction.error})",
                  output.rate_text(p.per_host_core) if p.host_cores else "-",
-                 output.us_text(p.prediction.latency.p50_us), p.prediction.bottleneck, mark]
+                 output.us_text(p.prediction.latency.p50_us), p.prediction.bottleneck,
+                 "✓" if p.counted else "-", mark]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def _row(p: Placement) -> dict[str, object]:
-    """A placement as a JSON object (and, flattened, a CSV row)."""
+def _row(p: Placement, winner: Placement | None) -> dict[str, object]:
+    """A placement as a JSON object (and, flattened, a CSV row); ``winner``: the one
+    written as an app file."""
     nic = [e for c in p.cuts for e in p.orders[c.segment] if e in c.rx or e in c.tx]
     cpu = [e for c in p.cuts for e in p.orders[c.segment] if e not in c.rx and e not in c.tx]
     nic += [e for e, d in p.written.items() if d == Device.NIC]
@@ -542,7 +607,10 @@ def _row(p: Placement) -> dict[str, object]:
             "latency_p50_us": _finite(p.prediction.latency.p50_us),
             "latency_p99_us": _finite(p.prediction.latency.p99_us),
             "bottleneck": p.prediction.bottleneck, "error": p.prediction.error,
-            "estimated": p.estimated, "checked": p.checked, "check": p.check_note}
+            "estimated": p.estimated, "counted": p.counted,
+            "probes_packets_per_s": _finite(p.probes.packets_per_s) if p.probes is not None
+            else None,
+            "checked": p.checked, "check": p.check_note, "written": p is winner}
 
 
 def _instances(cut: Cut, order: list[str]) -> dict[str, int]:
@@ -569,7 +637,8 @@ def _write(ranked: list[Placement], searches: dict[str, Search], app: str, base:
            note: str) -> list[str]:
     """``base``.csv, .json, and the winner as ``base``.py with ``base``.diff."""
     os.makedirs(os.path.dirname(os.path.abspath(base)), exist_ok=True)
-    rows = [_row(p) for p in ranked]
+    best = _winner(ranked)
+    rows = [_row(p, best) for p in ranked]
     with open(base + ".json", "w") as f:
         json.dump({"command": note, "placements": rows}, f, indent=2, ensure_ascii=False)
     with open(base + ".csv", "w", newline="") as f:
@@ -579,7 +648,6 @@ def _write(ranked: list[Placement], searches: dict[str, Search], app: str, base:
         for r in rows:
             writer.writerow({k: _cell(v) for k, v in r.items()})
     written = [base + ".csv", base + ".json"]
-    best = next((p for p in ranked if p.checked is not False and not p.prediction.error), None)
     if best is not None:
         path = base + ".py"
         text = app_file.placed_source(

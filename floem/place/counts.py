@@ -1,41 +1,40 @@
 """Counting each element of a ``target.AUTO`` segment once on each side.
 
 A probe is one placement of every AUTO segment, built with every element's function out of
-line (``--count-elements``) and replayed on the workload under callgrind as
-`floem.explore.measure` does. An element's own cost is its function's inclusive cost less
-the element functions it calls; what a thread executes outside its elements (its loop,
+line (``--count-elements``) for the NIC platform's ``--nic`` target and replayed on the
+workload as `floem.explore.measure` does: each process under qemu-user of its own ISA
+(the NIC's in the NIC's: MIPS64 for the LiquidIO, AArch64 for the BlueField-2; the host's
+in x86-64) with Floem's counting plugin, which charges what each thread counts to the
+innermost element function on its call stack (the functions it calls that are not
+elements included) and counts the calls from one element to another. An element's own
+cost is what was charged to it; what a thread executes outside its elements (its loop,
 taking a packet from the network or a queue) is the overhead of its part. The queue
 elements a cut adds (stash, enqueue; dequeue, save, unstash, release) give the cost of one
-crossing of each boundary, per side; call counts from one element to another give how
-often each edge is taken, and calls of ``floem_engine_end`` which element hands work to
-an engine (AES-NI on the host, a crypto unit on the NIC). A few probes (all on the CPU; as
+crossing of each boundary, per side; calls from one element to another give how often
+each edge is taken, and calls of ``floem_engine_end`` which element hands work to an
+engine (AES-NI on the host, a crypto unit on the NIC). A few probes (all on the CPU; as
 much as can be on the NIC; one with both boundaries) give every figure a placement needs,
 so the search builds a few programs, not one per placement.
 """
 from __future__ import annotations
 
-import glob
 import os
 import tempfile
 from dataclasses import dataclass, field
 
 from floem.errors import FloemError
-from floem.explore.callgrind import Profile, read_profile
 from floem.explore.counters import parse
 from floem.explore.measure import Geometry, Misses, Replay, RunFailed, Workload
-from floem.ir import Cut, Device, Part, ProgramIR
+from floem.explore.plugin import ENGINE_END, ThreadCounts, read_counts
+from floem.ir import Cut, Device, Part, ProgramIR, SegmentIR
 from floem.ir.cnames import c_global
 from floem.place.app_file import placed_source
-
-#: The runtime function an element calls once per piece of work it hands to an engine
-#: (runtime.h); the run's report gives the bytes.
-ENGINE_END = "floem_engine_end"
 
 
 @dataclass
 class Cost:
-    """Callgrind's counts of some code per packet of the workload: instructions, atomic
-    operations and, per simulated cache geometry, the misses of its loads."""
+    """The counts of some code per packet of the workload: instructions, atomic operations
+    and, per simulated cache geometry, the misses of its loads and fetches."""
 
     instructions: float = 0.0
     atomics: float = 0.0
@@ -71,14 +70,17 @@ class Probe:
 
 
 def count_probe(app: str, defines: list[str], options: list[str], workload: Workload,
-                ir: ProgramIR, cuts: list[Cut], caches: dict[bool, Geometry]) -> Probe:
-    """Replay ``workload`` through ``app`` cut by ``cuts`` (``ir``: that program, compiled)
-    under callgrind, simulating ``caches[on_nic]``; each element's cost, and when the
-    program takes locks, the cost of each element's work holding one."""
+                ir: ProgramIR, cuts: list[Cut], caches: dict[bool, Geometry],
+                target: str) -> Probe:
+    """Replay ``workload`` through ``app`` cut by ``cuts`` (``ir``: that program, compiled),
+    its NIC's processes built for the ``--nic`` ``target``, simulating ``caches[on_nic]``;
+    each element's cost, and when the program takes locks, the cost of each element's work
+    holding one."""
     with tempfile.TemporaryDirectory(prefix="floem-place-") as tmp:
         placed = os.path.join(tmp, os.path.basename(app))
         with open(placed, "w") as f:
             f.write(placed_source(app, cuts, {}, placed, "a probe of floem place"))
+        options = options + [f"--nic={target}"]
         probe = Probe()
         locks = _counted_run(placed, defines, options, workload, ir, caches, {}, probe)
         if locks:               # what runs holding a lock, once more: FLOEM_COUNT=serial
@@ -106,92 +108,54 @@ def _counted_run(placed: str, defines: list[str], options: list[str], workload: 
         probe.received, probe.replies = report.rx / workload.frames, report.tx / workload.frames
         calls = sum(t.engine_calls for t in report.threads)
         per_call = sum(t.engine_bytes for t in report.threads) / calls if calls else 0.0
+        segments = {c_global("segment", s.name, "thread"): s for s in ir.segments.values()}
         for proc in ir.processes.values():
+            path = f"{base}.{proc.name}"
+            if not os.path.exists(path):
+                if any(t.process == proc.name and t.packets for t in report.threads):
+                    raise RunFailed(f"the counting plugin wrote no counts for process "
+                                    f"{proc.name}")
+                continue
             geometry = caches.get(proc.device == Device.NIC, "")
-            paths = sorted(glob.glob(f"{glob.escape(base)}.{proc.name}-*"))
-            if not paths and any(t.process == proc.name and t.packets for t in report.threads):
-                raise RunFailed(f"callgrind wrote no counts for process {proc.name}")
-            for path in paths:
-                _read_thread(ir, _unclone(read_profile(path)), proc.device, geometry,
-                             workload.frames, probe)
+            for thread in read_counts(path):
+                segment = segments.get(thread.root)
+                if segment is not None and thread.counts["Ir"]:
+                    _read_thread(ir, segment, thread, proc.device, geometry, workload.frames,
+                                 probe)
         probe.engine = {n: (d, c, c * per_call) for n, (d, c, _) in probe.engine.items()}
     return report.lock_acquisitions
 
 
-def _read_thread(ir: ProgramIR, profile: Profile, device: Device, geometry: Geometry,
-                 packets: int, probe: Probe) -> None:
-    """One thread's profile into ``probe``: its elements, its overhead, its edges."""
-    segment = next((s for s in ir.segments.values()
-                    if profile.of(c_global("segment", s.name, "thread"), "Ir")), None)
-    if segment is None:
-        return
-    names = set(segment.elements)
-    thread = _cost(profile, c_global("segment", segment.name, "thread"), geometry, packets)
-    for name in segment.elements:
-        if not profile.of(name, "Ir"):
-            continue
-        own = _cost(profile, name, geometry, packets)
-        for callee, cost in profile.calls.get(name, {}).items():
-            if callee in names:
-                own.add(_vector_cost(profile, cost, geometry, packets), -1.0)
-        thread.add(own, -1.0)
+def _read_thread(ir: ProgramIR, segment: SegmentIR, thread: ThreadCounts, device: Device,
+                 geometry: Geometry, packets: int, probe: Probe) -> None:
+    """One thread of ``segment`` into ``probe``: its elements, its overhead, its edges."""
+    overhead = _cost(thread.counts, geometry, packets)
+    for name, counts in thread.elements.items():
+        own = _cost(counts, geometry, packets)
+        overhead.add(own, -1.0)
         n = ir.node(name)
         queue = ir.queues.get(n.queue or n.cut_queue)
         if queue is not None and queue.boundary:
             probe.crossing.setdefault((queue.boundary, device), Cost()).add(own)
         else:
-            probe.elements[name] = (device, own)
-        for callee, times in profile.called.get(name, {}).items():
-            if callee == ENGINE_END:
-                before = probe.engine.get(name, (device, 0.0, 0.0))[1]
-                probe.engine[name] = (device, before + times / packets, 0.0)
-            if callee in names:
-                probe.edges[(name, callee)] = probe.edges.get((name, callee), 0.0) + times / packets
+            probe.elements.setdefault(name, (device, Cost()))[1].add(own)
+    for (caller, callee), times in thread.calls.items():
+        if callee == ENGINE_END:
+            before = probe.engine.get(caller, (device, 0.0, 0.0))[1]
+            probe.engine[caller] = (device, before + times / packets, 0.0)
+        else:
+            probe.edges[(caller, callee)] = probe.edges.get((caller, callee), 0.0) \
+                + times / packets
     source = ir.node(segment.source) if segment.source else None
     from_net = source is not None and source.uses_network
-    probe.overhead.setdefault((device, from_net), Cost()).add(thread)
+    probe.overhead.setdefault((device, from_net), Cost()).add(overhead)
 
 
-def _unclone(profile: Profile) -> Profile:
-    """``profile`` with the copies gcc makes of a function (``f.constprop.0``, ``f.isra.0``,
-    ``f.part.0``, ``f.cold``) counted as the function itself."""
-    def base(name: str) -> str:
-        return name.split(".", 1)[0] if not name.startswith(".") else name
-
-    def merge(vectors: dict[str, list[int]]) -> dict[str, list[int]]:
-        merged: dict[str, list[int]] = {}
-        for name, vector in vectors.items():
-            into = merged.setdefault(base(name), [0] * len(vector))
-            for i, value in enumerate(vector):
-                into[i] += value
-        return merged
-
-    calls: dict[str, dict[str, list[int]]] = {}
-    for caller, callees in profile.calls.items():
-        for callee, vector in merge(callees).items():
-            into = calls.setdefault(base(caller), {}).setdefault(callee, [0] * len(vector))
-            for i, value in enumerate(vector):
-                into[i] += value
-    called: dict[str, dict[str, int]] = {}
-    for caller, counted in profile.called.items():
-        for callee, times in counted.items():
-            mine = called.setdefault(base(caller), {})
-            mine[base(callee)] = mine.get(base(callee), 0) + times
-    return Profile(profile.events, profile.totals, merge(profile.inclusive), calls, called)
-
-
-def _cost(profile: Profile, function: str, geometry: Geometry, packets: int) -> Cost:
-    return _vector_cost(profile, profile.inclusive.get(function, [0] * len(profile.events)),
-                        geometry, packets)
-
-
-def _vector_cost(profile: Profile, vector: list[int], geometry: Geometry, packets: int) -> Cost:
-    """A cost line of ``profile`` (an inclusive cost, or a call's) per packet."""
-    get = {e: vector[i] if i < len(vector) else 0 for i, e in enumerate(profile.events)}
-    first = sum(get.get(e, 0) for e in ("I1mr", "D1mr"))
-    last = sum(get.get(e, 0) for e in ("ILmr", "DLmr"))
-    return Cost(get.get("Ir", 0) / packets, get.get("Ge", 0) / packets,
-                {geometry: Misses(first / packets, last / packets)})
+def _cost(counts: dict[str, int], geometry: Geometry, packets: int) -> Cost:
+    """The plugin's ``counts`` (a thread's or an element's) per packet."""
+    return Cost(counts["Ir"] / packets, counts["Ge"] / packets,
+                {geometry: Misses((counts["I1mr"] + counts["D1mr"]) / packets,
+                                  (counts["ILmr"] + counts["DLmr"]) / packets)})
 
 
 def require(probe: Probe, what: str) -> None:

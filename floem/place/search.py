@@ -45,6 +45,8 @@ class Placement:
     prediction: Prediction
     host_cores: int
     estimated: list[str] = field(default_factory=list)   # elements charged the other side's cost
+    counted: bool = False                   # predicted from a run of its own (its check's)
+    probes: Prediction | None = None        # then: what the probes predicted
     checked: bool | None = None
     check_note: str = ""
     shown: dict[str, str] = field(default_factory=dict)  # the parameters setting it apart
