@@ -186,8 +186,8 @@ def _place(args: argparse.Namespace) -> int:
         print(f"\nno placement reaches {output.rate_text(rate)}pkt/s: the best predicts "
               f"{output.rate_text(best.packets_per_s)}pkt/s, bound by "
               f"{best.prediction.bottleneck}")
-    winner, best = _winner(ranked), _best(ranked)
-    if winner is not None and best is not None and winner is not best:
+    winner = _winner(ranked)
+    if winner is not None and winner is not _best(ranked):
         print(f"\nfloem: writes #{ranked.index(winner) + 1}, the best placement counted with its "
               f"own threads; the {ranked.index(winner)} ranked above it are predicted from the "
               "probes alone (more --max-builds counts them)")
