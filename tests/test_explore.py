@@ -144,6 +144,10 @@ def test_a_segment_missing_from_its_counts_is_an_error(tmp_path) -> None:
     report = Counters(threads=[thread("rx", 10), thread("tx", 10)])
     with pytest.raises(FloemError, match="miss segment tx .tx_thread., whose threads handled"):
         process_counts(str(tmp_path / "count"), "nic", ["rx", "tx"], report)
+    # counting only what runs holding a lock (FLOEM_COUNT=serial), a segment that takes
+    # none counts nothing: not an error
+    counts = process_counts(str(tmp_path / "count"), "nic", ["rx", "tx"], report, serial=True)
+    assert "tx" not in counts and counts["rx"].instructions == 1160
 
 
 def test_counts_of_an_unnamed_thread_or_a_failed_plugin_are_errors(tmp_path) -> None:
