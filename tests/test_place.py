@@ -19,9 +19,10 @@ from floem.passes.split_auto import BREAK_ENV
 from floem.place.app_file import cut_call, diff, placed_source
 from floem.place.check import same_output
 from floem.place.command import parse_objective
-from floem.explore.measure import Workload
+from floem.explore.measure import RunFailed, Workload
 from floem.explore.model import load_platform, predict
 from floem.explore.output import Progress
+from floem.place import command
 from floem.place.command import _count, _explain, _predict, _search
 from floem.place.cuts import MAX_CUTS
 from floem.place.search import measurement, placements, rank, rank_key, threads_bound
@@ -475,3 +476,19 @@ def test_place_writes_a_placement_counted_with_its_own_threads(tmp_path) -> None
         assert "the best placement counted with its own threads" in result.stdout
     assert explored(str(tmp_path / "fc.py"), "device=auto", capture, "xeon-e5-2680v3",
                     str(tmp_path)) == pytest.approx(written["predicted_packets_per_s"], rel=0.05)
+
+
+def test_a_placement_whose_counted_run_fails_is_still_checked(monkeypatch) -> None:
+    # a counting failure is not the compiler's: the placement runs uncounted and is checked
+    def fails(*args, **kwargs):
+        raise RunFailed("the counting plugin wrote no counts for process nic")
+    monkeypatch.setattr(command, "counted_run", fails)
+    monkeypatch.setattr(command, "sent_frames", lambda *args: [b"a", b"b"])
+    checker = command._Checker("app.py", {}, [], Workload("x.pcap", 2, 64.0),
+                               load_platform("liquidio"), load_platform("this", "host"), 4,
+                               None, Progress(1))
+    cut = [Cut("s", ("FromNet0",), (), 1, 1, 1)]                # one thread a part
+    search = type("Search", (), {"values": {}, "config": {}, "defines": []})()
+    checked, note, counts = checker._checked(search, cut, [b"a", b"b"])
+    assert checked is True and counts is None
+    assert note == "same output; not counted: the counting plugin wrote no counts for process nic"

@@ -526,28 +526,43 @@ class _Checker:
         """Whether ``cuts``, run with their threads, send ``reference``'s frames (in order
         with one thread a part, in any order with more), what the check found (when
         several threads change the frames and one thread does not: neither, None), and
-        the run's counts (None: it failed)."""
-        single = one_thread(cuts)
+        the run's counts (None: the counted run failed, and the placement ran uncounted to
+        be checked; the note says why)."""
         try:
             m, frames = counted_run(self.app, cuts, search.values, search.config,
                                     self.options, self.workload,
                                     (self.nic.caches, self.host.caches), self.nic.target)
         except (RunFailed, FloemError) as e:
-            return False, f"the run failed: {e}", None
+            uncounted = " ".join(str(e).split())
+            try:
+                frames = sent_frames(self.app, cuts, search.defines, self.options,
+                                     self.workload)
+            except (RunFailed, FloemError) as failed:
+                return False, f"the run failed: {failed}", None
+            checked, note = self._compared(search, cuts, reference, frames)
+            return checked, f"{note}; not counted: {uncounted}", None
+        checked, note = self._compared(search, cuts, reference, frames)
+        return checked, note, m
+
+    def _compared(self, search: Search, cuts: list[Cut], reference: list[bytes],
+                  frames: list[bytes]) -> tuple[bool | None, str]:
+        """Whether ``frames``, sent by ``cuts`` run with their threads, are ``reference``'s,
+        and what the check found."""
+        single = one_thread(cuts)
         if cuts == single:
             difference = same_output(reference, frames)
-            return difference is None, difference or "same output", m
+            return difference is None, difference or "same output"
         if same_frames(reference, frames) is None:
-            return True, "same frames" + ("" if frames == reference else ", in another order"), m
+            return True, "same frames" + ("" if frames == reference else ", in another order")
         try:
             alone = same_output(reference, sent_frames(self.app, single, search.defines,
                                                        self.options, self.workload))
         except (RunFailed, FloemError) as e:
-            return False, f"the run with one thread a part failed: {e}", m
+            return False, f"the run with one thread a part failed: {e}"
         if alone is not None:
-            return False, f"{alone} (with one thread a part)", m
+            return False, f"{alone} (with one thread a part)"
         return None, ("with its threads the frames depend on the order packets are taken in; "
-                      "with one thread a part, the same output"), m
+                      "with one thread a part, the same output")
 
 
 def _same(p: Placement, q: Placement) -> bool:
