@@ -5,7 +5,7 @@
 # per host core too, and its write-back cache sized. Writes
 # OUT/<app>-<objective>.{out,csv,json,py,diff}.
 #
-#   bash benchmarks/place/run.sh [OUT]          (default: place-results; about 5 minutes)
+#   bash benchmarks/place/run.sh [OUT]          (default: place-results; about 9 minutes)
 #   bash benchmarks/place/run.sh --short [OUT]  (the sequencer alone on 200 packets, one
 #                                                check: what the slow tests run)
 set -euo pipefail
