@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import glob
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -155,8 +156,29 @@ def serve(tool: str, argv: list[str]) -> int:
         print(f"counting: started {time.monotonic()}", file=sys.stderr, flush=True)
         return run_built(*args, **keywords)
 
+    class Callgrind(Counting):
+        """Every process under callgrind, natively, instead of qemu with the plugin: one
+        profile per thread (BASE.PROCESS-N), collected between the runtime's client
+        requests, its caches simulated as the plugin's (callgrind has no second level)."""
+
+        def prefix(self, process: str, emulator: list[str], cpu: int,
+                   elements: str | None = None) -> list[str]:
+            command = ["valgrind", "-q", "--tool=callgrind", "--collect-atstart=no",
+                       "--collect-bus=yes", "--separate-threads=yes",
+                       f"--callgrind-out-file={self.base}.{process}",
+                       f"--log-file={self.base}.{process}.log"]
+            if process in self.caches:
+                levels = self.caches[process].split(":")
+                command += ["--cache-sim=yes", f"--I1={levels[0]}", f"--D1={levels[1]}",
+                            f"--LL={levels[-1]}"]
+            return command
+
+        def check(self) -> None:
+            if shutil.which("valgrind") is None:
+                sys.exit("the callgrind runs need valgrind: apt-get install valgrind")
+
     def callgrind(args):
-        return Counting(args.count_instructions, dict(args.count_cache), functions=True)
+        return Callgrind(args.count_instructions, dict(args.count_cache))
     floem.cli.run_built = timed
     if tool == "callgrind":
         floem.cli._counting = callgrind
