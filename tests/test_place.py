@@ -105,9 +105,9 @@ def place(args: list[str], cwd: str,
                           env={**os.environ, **(env or {})})
 
 
-def explored(app: str, define: str, capture: str, host: str, cwd: str) -> float:
+def explored(app: str, define: str, capture: str, host: str, cwd: str) -> tuple[float, float]:
     """``floem explore``'s predicted packets/s of ``app`` as written, on the LiquidIO beside
-    ``host``."""
+    ``host``, and its spread (how far two counts differ when threads interleave)."""
     result = subprocess.run(["nice", "-n", "15", sys.executable, "-m", "floem.cli", "explore",
                              app, "-D", define, "--pcap", capture, "--nic", "liquidio",
                              "--host", host, "-o", "explored"], cwd=cwd, capture_output=True,
@@ -115,7 +115,7 @@ def explored(app: str, define: str, capture: str, host: str, cwd: str) -> float:
     assert result.returncode == 0, result.stderr
     (row,) = json.load(open(os.path.join(cwd, "explored.json")))["rows"]
     assert row["nic_isa"] == "mips64", row
-    return row["predicted_packets_per_s"]
+    return row["predicted_packets_per_s"], row["spread"] or 0.0
 
 
 #: A pipeline every cut of which carries every frame across (no drops, no branches).
@@ -224,9 +224,9 @@ def test_place_ranks_checks_and_writes_a_runnable_app(capture: str, tmp_path) ->
     # What it wrote is predicted from the written placement's own run: floem explore of
     # the app file it wrote predicts the same.
     assert [p for p in placements if p["written"]] == [best] and best["counted"] is True
-    assert explored(str(tmp_path / "aes_placed.py"), "device=auto", capture,
-                    "xeon-e5-2680v3", str(tmp_path)) == \
-        pytest.approx(best["predicted_packets_per_s"], rel=0.05)
+    rate, spread = explored(str(tmp_path / "aes_placed.py"), "device=auto", capture,
+                            "xeon-e5-2680v3", str(tmp_path))
+    assert rate == pytest.approx(best["predicted_packets_per_s"], rel=0.05 + spread)
     assert all(p["checked"] is None for p in placements if p not in checked)
     rates = [p["per_host_core"] for p in placements if p["per_host_core"] is not None]
     assert rates == sorted(rates, reverse=True)
@@ -474,8 +474,10 @@ def test_place_writes_a_placement_counted_with_its_own_threads(tmp_path) -> None
     assert written["counted"] is True
     if written is not placements[0]:
         assert "the best placement counted with its own threads" in result.stdout
-    assert explored(str(tmp_path / "fc.py"), "device=auto", capture, "xeon-e5-2680v3",
-                    str(tmp_path)) == pytest.approx(written["predicted_packets_per_s"], rel=0.05)
+    # within 5%, beyond what two counts of the same threads differ by
+    rate, spread = explored(str(tmp_path / "fc.py"), "device=auto", capture, "xeon-e5-2680v3",
+                            str(tmp_path))
+    assert rate == pytest.approx(written["predicted_packets_per_s"], rel=0.05 + spread)
 
 
 def test_a_placement_whose_counted_run_fails_is_still_checked(monkeypatch) -> None:
