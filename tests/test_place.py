@@ -14,7 +14,7 @@ import dpkt
 import pytest
 
 from floem.errors import FloemError
-from floem.ir import Cut
+from floem.ir import Cut, Device
 from floem.passes.split_auto import BREAK_ENV
 from floem.place.app_file import cut_call, diff, placed_source
 from floem.place.check import same_output
@@ -280,6 +280,39 @@ def test_each_part_is_charged_only_the_frames_it_sends() -> None:
     assert figures.sent(_IR(), ["parse", "error_reply"]) == pytest.approx(1.5 * 0.02)
     assert figures.sent(_IR(), ["reply"]) == pytest.approx(1.5 * 0.98)
     assert figures.sent(_IR(), ["parse"]) == 0.0
+
+
+def test_the_probes_charge_the_sync_layer_managers_per_queue_entry() -> None:
+    from floem.place.counts import Cost, Probe
+    from floem.place.search import Figures
+    search = _search(AES, {"device": "auto", "engine": "false"}, [], ["device"])
+    order = search.orders["aes"]
+    edges = {(a, b): 1.0 for a, b in zip(order, order[1:])}
+    element = Cost(100.0)
+    cpu = Probe(elements={n: (Device.CPU, element) for n in order}, edges=edges,
+                received=1.0, replies=1.0)
+    # two probes: 3,000 and 1,000 instructions of the managers' rounds a packet, moving 2
+    # and 1 queue entries a packet: 4,000 / 3 a queue entry
+    split = Probe(elements={n: (Device.NIC, element) for n in order},
+                  managers=Cost(3000.0, 6.0), entries=2.0)
+    rx_only = Probe(managers=Cost(1000.0, 2.0), entries=1.0)
+    figures = Figures.merge(cpu, [(split, {}), (rx_only, {})])
+    assert figures.managers.instructions == pytest.approx(4000 / 3)
+    assert figures.managers.atomics == pytest.approx(8 / 3)
+    workload = Workload("capture", 1000, 256.0)
+    nic, host = load_platform("liquidio", "nic"), load_platform("xeon-e5-2680v3", "host")
+    m, _, _ = measurement(search.front, None, [SPLIT], figures, workload, 1)
+    record = m.machines[""]
+    assert record.queue_entries == pytest.approx(2.0)   # one each way a packet
+    assert record.managers is not None and record.managers.on_nic
+    assert record.managers.instructions == pytest.approx(2 * 4000 / 3)
+    assert predict(m, nic, host).bottleneck == "NIC managers"
+    # no crossing, or no manager core: nothing to charge
+    whole = Cut("aes", tuple(order))
+    assert measurement(search.front, None, [whole], figures, workload, 1)[0] \
+        .machines[""].managers is None
+    assert measurement(search.front, None, [SPLIT], figures, workload, 0)[0] \
+        .machines[""].managers is None
 
 
 def test_every_thread_count_is_tried_within_the_cores() -> None:

@@ -14,7 +14,9 @@ crossing of each boundary, per side; calls from one element to another give how 
 each edge is taken, and calls of ``floem_engine_end`` which element hands work to an
 engine (AES-NI on the host, a crypto unit on the NIC). A few probes (all on the CPU; as
 much as can be on the NIC; one with both boundaries) give every figure a placement needs,
-so the search builds a few programs, not one per placement.
+so the search builds a few programs, not one per placement. The NIC's sync-layer managers
+are counted as `floem.explore.measure` counts them (their rounds that moved entries), per
+queue entry they moved over PCIe.
 """
 from __future__ import annotations
 
@@ -24,7 +26,8 @@ from dataclasses import dataclass, field
 
 from floem.errors import FloemError
 from floem.explore.counters import parse
-from floem.explore.measure import Geometry, Misses, Replay, RunFailed, Workload
+from floem.explore.measure import (MANAGER_THREAD, Geometry, Misses, Replay, RunFailed,
+                                   Workload)
 from floem.explore.plugin import ENGINE_END, ThreadCounts, read_counts
 from floem.ir import Cut, Device, Part, ProgramIR, SegmentIR
 from floem.ir.cnames import c_global
@@ -67,6 +70,8 @@ class Probe:
     replies: float = 0.0                    # frames sent per packet
     serial: dict[str, tuple[Device, Cost]] = field(default_factory=dict)  # holding a lock
     engine: dict[str, tuple[Device, float, float]] = field(default_factory=dict)  # calls, bytes
+    managers: Cost = field(default_factory=Cost)    # the sync layer's rounds that moved entries
+    entries: float = 0.0                    # queue entries they moved over PCIe
 
 
 def count_probe(app: str, defines: list[str], options: list[str], workload: Workload,
@@ -106,6 +111,7 @@ def _counted_run(placed: str, defines: list[str], options: list[str], workload: 
             stderr = run.stop()
         report = parse(stderr.splitlines())
         probe.received, probe.replies = report.rx / workload.frames, report.tx / workload.frames
+        probe.entries = report.entries / workload.frames
         calls = sum(t.engine_calls for t in report.threads)
         per_call = sum(t.engine_bytes for t in report.threads) / calls if calls else 0.0
         segments = {c_global("segment", s.name, "thread"): s for s in ir.segments.values()}
@@ -119,9 +125,13 @@ def _counted_run(placed: str, defines: list[str], options: list[str], workload: 
             geometry = caches.get(proc.device == Device.NIC, "")
             for thread in read_counts(path):
                 segment = segments.get(thread.root)
-                if segment is not None and thread.counts["Ir"]:
+                if not thread.counts["Ir"]:
+                    continue
+                if segment is not None:
                     _read_thread(ir, segment, thread, proc.device, geometry, workload.frames,
                                  probe)
+                elif thread.root == MANAGER_THREAD:
+                    probe.managers.add(_cost(thread.counts, geometry, workload.frames))
         probe.engine = {n: (d, c, c * per_call) for n, (d, c, _) in probe.engine.items()}
     return report.lock_acquisitions
 

@@ -8,8 +8,9 @@ to an engine on that side (AES-NI, a NIC's crypto units: the model charges it by
 what it executes holding a lock, each part's
 overhead per packet entering it, each boundary's queue elements per crossing (times how
 often the cut's edges are taken, from the all-CPU probe), the frames received and sent by
-the parts holding packet I/O, and the PCIe traffic of the queue entries (the fields
-liveness leaves in them, as the front end lays them out for that cut). The model of
+the parts holding packet I/O, the PCIe traffic of the queue entries (the fields liveness
+leaves in them, as the front end lays them out for that cut), and the NIC's sync-layer
+managers' work per entry (the probes' together). The model of
 `floem.explore.model` predicts the result; the objective ranks them. Bounds, which never
 understate packets/s, let a search leave placements out unpredicted: a placement's (its
 queue entries as small as can be, `measurement` with no compiled program) and a cut's
@@ -108,6 +109,7 @@ class Figures:
     serial: dict[tuple[str, Device], Cost] = field(default_factory=dict)   # holding a lock
     engine: dict[tuple[str, Device], tuple[float, float]] = field(default_factory=dict)
     senders: dict[str, float] | None = None     # each sending element: how often entered
+    managers: Cost = field(default_factory=Cost)   # the sync layer's, per queue entry
 
     @classmethod
     def merge(cls, cpu: Probe, others: list[tuple[Probe, dict[Part, float]]]) -> Figures:
@@ -126,13 +128,16 @@ class Figures:
                     crossing.setdefault((boundary, d), c.scaled(1 / crossed[boundary]))
         serial = {(n, d): c for n, (d, c) in cpu.serial.items()}
         engine = {(n, d): (c, b) for n, (d, c, b) in cpu.engine.items()}
+        managers, entries = Cost(), 0.0
         for probe, _ in others:
             for n, (d, c) in probe.serial.items():
                 serial.setdefault((n, d), c)
             for n, (d, calls, moved) in probe.engine.items():
                 engine.setdefault((n, d), (calls, moved))
+            managers.add(probe.managers)
+            entries += probe.entries
         return cls(elements, overhead, crossing, cpu.edges, cpu.received, cpu.replies, serial,
-                   engine)
+                   engine, managers=managers.scaled(1 / entries) if entries else Cost())
 
     def element(self, name: str, device: Device) -> tuple[Cost, bool]:
         """``name``'s own cost on ``device``, and whether it is the other side's."""
@@ -290,8 +295,13 @@ def measurement(ir0: ProgramIR, placed: ProgramIR | None, cuts: list[Cut], figur
     host_io = any(n.receives_packets and _device(ir0, cuts, n.name) == Device.CPU
                   for n in ir0.nodes())
     entries, payload = _entries(placed, crossed, workload)
-    m.machines[""] = Machine(host_io=host_io, nic_managers=nic_managers if on_nic else 0,
-                             queue_entries=entries, queue_bytes=payload)
+    m.machines[""] = record = Machine(host_io=host_io, nic_managers=nic_managers if on_nic else 0,
+                                      queue_entries=entries, queue_bytes=payload)
+    if record.nic_managers and entries and figures.managers.instructions:
+        managed = figures.managers.scaled(entries)
+        record.managers = SegmentCounts("nic", True, threads=nic_managers,
+                                        instructions=managed.instructions,
+                                        atomics=managed.atomics, misses=dict(managed.misses))
     return m, host_threads, sorted(set(estimated))
 
 
@@ -340,11 +350,15 @@ def threads_bound(m: Measurement, cut: AbstractSet[str], nic: Platform, host: Pl
     `measurement`), whatever threads its cut parts (the segments ``cut`` names) have: they
     share at most ``nic_free`` NIC cores (a part with r of them and one with t take as long
     as r + t cores on both, at best), each CPU part has at most ``host_cores``, and no
-    atomic operation waits for a line another core wrote."""
+    atomic operation waits for a line another core wrote (the sync layer's managers as
+    `measurement` charges them)."""
     rates: list[float] = []
     nic_ns = 0.0
-    for machine in m.machines:
+    for machine, record in m.machines.items():
         rates.append(pcie_capacity(m, machine, nic))
+        if record.managers is not None:
+            rates.append(capacity(record.nic_managers,
+                                  segment_time(record.managers, nic, nic, 0.0).total))
         for on_nic, p in ((True, nic), (False, host)):
             segments = m.side(on_nic, machine)
             rates.append(capacity(1, lock_ns(segments.values(), p, 0.0)))
