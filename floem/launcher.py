@@ -6,6 +6,7 @@ import ctypes
 import itertools
 import os
 import re
+import select
 import signal
 import subprocess
 import tempfile
@@ -19,6 +20,9 @@ from floem.errors import FloemError
 
 GRACE_SECONDS = 5.0
 STOP_SECONDS = 2.0
+#: How often the launcher looks at a run when none of its processes ends (a signal caught,
+#: a deadline passed); it sleeps in between, off the cores the program runs on.
+LOOK_SECONDS = 0.1
 TIMEOUT_STATUS = 124
 #: The signals that stop a run (`floem run` forwards them, then stops every process).
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -48,6 +52,15 @@ class _Proc:
         self.name = name
         self.popen = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
                                       start_new_session=True, env=env)
+        try:                    # readable once the process ends
+            self.ended: int | None = os.pidfd_open(self.popen.pid)
+        except OSError:
+            self.ended = None
+
+    def close(self) -> None:
+        if self.ended is not None:
+            os.close(self.ended)
+            self.ended = None
 
     def signal(self, sig: int) -> None:
         if self.popen.poll() is None:
@@ -122,6 +135,8 @@ def launch(main: str, others: dict[str, list[str]], args: list[str], timeout: fl
         deadline, timed_out, notes, crashed = _supervise(procs, caught, timeout, duration)
     finally:
         _stop(procs, time.monotonic() if deadline is None else deadline)
+        for p in procs:
+            p.close()
         for s, handler in previous.items():
             signal.signal(s, handler)
         _unlink_shared(shm)
@@ -168,11 +183,17 @@ def _supervise(procs: list[_Proc], caught: _Caught, timeout: float | None,
                 notes.append(f"floem: '{main_proc.name}' did not stop within {GRACE_SECONDS:g} s "
                              "of SIGINT; killed it")
                 break
-        time.sleep(0.01)
+        _sleep(procs, LOOK_SECONDS)
     if caught.signum is not None:
         return ((time.monotonic() if caught.count > 1 else caught.at + STOP_SECONDS), False, notes,
                 crashed)
     return time.monotonic() + STOP_SECONDS, False, notes, crashed
+
+
+def _sleep(procs: list[_Proc], seconds: float) -> None:
+    """Sleep ``seconds``, or until one of ``procs`` still running ends."""
+    running = [p.ended for p in procs if p.ended is not None and p.popen.poll() is None]
+    select.select(running, [], [], seconds)
 
 
 def _status(main_proc: _Proc, caught: _Caught, timed_out: bool, notes: list[str],

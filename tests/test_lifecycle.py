@@ -271,6 +271,24 @@ def test_floem_run_takes_every_process_and_its_shared_memory_with_it(
         check_status(run, sig, 128 + sig)
 
 
+def voluntary_switches(pid: int) -> int:
+    """How many times process ``pid``'s main thread went to sleep so far."""
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f
+                    if line.startswith("voluntary_ctxt_switches:"))
+
+
+def test_floem_run_sleeps_while_its_processes_run(forever: str, tmp_path: Path) -> None:
+    """The launcher waits for its processes' end rather than polling them: it wakes about
+    ten times a second (`LOOK_SECONDS`) besides, off the cores the program runs on."""
+    with started(floem_command() + ["run", "--nic", "emu", "--timeout", "300", forever],
+                 tmp_path) as run:
+        before, start = voluntary_switches(run.proc.pid), time.monotonic()
+        time.sleep(2.0)
+        woke = voluntary_switches(run.proc.pid) - before
+        assert woke <= 30 * (time.monotonic() - start), woke
+
+
 @pytest.fixture(scope="module")
 def forever_build(forever: str) -> str:
     """``floem build`` of FOREVER_APP: its directory."""
