@@ -1,8 +1,7 @@
 """The performance model's benchmark scripts (counting, validation against the paper, this
-machine's calibration and measurement, placement) run in their short modes, as
-tests/test_benchmarks.py runs the others: in a module of their own, so that the two share
-the test processes. benchmarks/place/search_cost.py is not run here: its short mode compares
-the search against every placement, minutes on this machine.
+machine's calibration and measurement, placement and what its search costs) run in their
+short modes, as tests/test_benchmarks.py runs the others: in a module of their own, so that
+the two share the test processes.
 """
 from __future__ import annotations
 
@@ -18,11 +17,14 @@ SCRIPTS = [
     ("explore/calibrate_this.py", "--short"),
     ("explore/this_machine.py", "--short"),
     ("place/run.sh", "--short", "out"),
+    ("place/search_cost.py", "--short"),
 ]
 #: Scripts that need root (network namespaces for DPDK's runtime files).
 ROOT_ONLY = {"explore/this_machine.py"}
-#: What a script prints that is not a Markdown table: calibrate_this.py, the platform file.
-PRINTS = {"explore/calibrate_this.py": "cpi = "}
+#: What a script prints that is not just a Markdown table: calibrate_this.py, the platform
+#: file; search_cost.py, its bounded search ranking the 15 best as predicting every
+#: placement does.
+PRINTS = {"explore/calibrate_this.py": "cpi = ", "place/search_cost.py": "| yes |"}
 
 
 @pytest.mark.slow
