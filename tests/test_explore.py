@@ -14,6 +14,7 @@ not build gets a failed row.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import functools
 import json
 import math
@@ -377,6 +378,11 @@ def test_each_cost_of_a_segment_follows_from_its_counts() -> None:
     assert segment_time(on_host, host, nic, 0.0).memory == pytest.approx(
         4 * host.l2_ns + 3 * host.ll_ns + 3 * host.dram_ns)
     assert segment_time(s, host, nic, 0.0).memory == 0      # no count for its caches
+    # a NIC's DMA writes the frames: no cost per byte; this machine's memif copies them
+    assert segment_time(s, nic, nic, 0.5, frame_bytes=1024).io == pytest.approx(t.io)
+    this = dataclasses.replace(host, io_ns_per_byte=0.05)
+    assert segment_time(s, this, nic, 0.0, frame_bytes=1024).io == pytest.approx(
+        host.rx_ns + 0.5 * host.tx_ns + 1.5 * 1024 * 0.05)
 
 
 def measurement(machine: Machine | None = None, **kw) -> Measurement:

@@ -12,8 +12,9 @@ last-level miss (dependent loads through a size each level holds), an atomic add
 line the core holds and a line's move between two cores (calibrate.c), AES-128-CBC with
 the CPU's instructions (``openssl speed -evp``), and what a frame costs DPDK's memif
 port here (io.py receiving alone, and receiving and sending, each on one core, fed by
-replay.c from the other, as this_machine.py measures; as root, with DPDK: otherwise
-DPDK's published cycles per packet of a NIC's port at this clock). Takes a few minutes;
+replay.c from the other, as this_machine.py measures, and what each byte of a frame adds
+(memif copies it); as root, with DPDK: otherwise DPDK's published cycles per packet of a
+NIC's port at this clock, and no cost per byte). Takes a few minutes;
 run it on a quiet machine. --short measures each figure once, briefly, and writes
 nothing (what the slow tests run, to keep the script working).
 """
@@ -35,6 +36,8 @@ RX_CYCLES, TX_CYCLES = 34, 23
 #: Rounds of calibrate.c's integer work timed natively, and counted (the difference of two
 #: counts, so that what runs once does not count).
 ROUNDS, COUNTED = 400_000, (20_000, 40_000)
+#: The larger frames io.py is measured on, for the packet I/O's cost per byte.
+IO_BYTES = 1024
 
 
 def run(*argv: str) -> str:
@@ -96,10 +99,12 @@ def power_of_two_sets(cache: list[int]) -> list[int]:
     return [size, lines // sets, line]
 
 
-def io_ns(short: bool) -> tuple[float, float] | None:
-    """What a frame costs this machine's DPDK memif port, receiving and sending (ns of a
-    core per frame), measured with io.py and replay.c as this_machine.py measures a design;
-    None when that cannot run here (not root, no DPDK, one CPU)."""
+def io_ns(short: bool) -> tuple[float, float, float] | None:
+    """What a frame costs this machine's DPDK memif port (ns of a core per frame), measured
+    with io.py and replay.c as this_machine.py measures a design: receiving a 64-byte frame,
+    sending it back, and each byte more of a frame each way (memif copies every byte between
+    its ring and the mbuf: the 1,024-byte frames' receiving and sending against the 64-byte
+    ones'). None when that cannot run here (not root, no DPDK, one CPU)."""
     import this_machine as bench            # beside this script
     floem = shutil.which("floem")
     if os.geteuid() != 0 or floem is None or len(os.sched_getaffinity(0)) < 2 or \
@@ -108,16 +113,19 @@ def io_ns(short: bool) -> tuple[float, float] | None:
     seconds = 0.5 if short else 3.0
     with tempfile.TemporaryDirectory(prefix="floem-calibrate-") as tmp:
         replay = bench.build_replay(tmp)
-        capture = bench.write_capture(f"python {bench.ROOT}/examples/nf/load.py aes --size 64 "
-                                      "--count 2000 --pcap {pcap}", os.path.join(tmp, "io.pcap"))
         rates = {}
-        for send in ("false", "true"):
+        for size, send in ((64, "false"), (64, "true"), (IO_BYTES, "true")):
+            capture = bench.write_capture(
+                f"python {bench.ROOT}/examples/nf/load.py aes --size {size} --count 2000 "
+                "--pcap {pcap}", os.path.join(tmp, f"io{size}.pcap"))
             design = bench.Design(f"io, send={send}", "benchmarks/explore/io.py",
                                   (f"send={send}",), "")
-            rates[send] = max(bench.measure(design, {"loop": capture}, floem, replay, tmp,
-                                            seconds, n) for n in range(1 if short else 3))
-    rx = 1e9 / rates["false"]
-    return rx, max(1e9 / rates["true"] - rx, 0.0)
+            rates[size, send] = max(bench.measure(design, {"loop": capture}, floem, replay,
+                                                  tmp, seconds, n)
+                                    for n in range(1 if short else 3))
+    rx = 1e9 / rates[64, "false"]
+    both, both_large = 1e9 / rates[64, "true"], 1e9 / rates[IO_BYTES, "true"]
+    return rx, max(both - rx, 0.0), max(both_large - both, 0.0) / (2 * (IO_BYTES - 64))
 
 
 def aes_cycles_per_byte(ghz: float) -> tuple[float, float]:
@@ -170,6 +178,7 @@ def main() -> None:
     l2_memory = f"l2_ns = {chased['l2']:.1f}\n" if second else ""
     l2_source = (f"l2_ns, a dependent load through {chases['l2'] >> 10} KiB;\n  " if second
                  else "")
+    per_byte = 0.0
     if io is None:
         rx, tx = RX_CYCLES / ghz, TX_CYCLES / ghz
         io_source = ('Not measured here (as root, with DPDK, it would be): DPDK\'s vector '
@@ -177,12 +186,14 @@ def main() -> None:
                      '(Intel\'s DPDK test plan "Unit Tests: PMD\n  Performance", '
                      'pmd_perf_autotest), at this clock.')
     else:
-        rx, tx = io
+        rx, tx, per_byte = io
         io_source = ("Measured here: DPDK's net_memif port (a memif server, no hugepages) "
                      "fed by replay.c from\n  the other CPU, io.py on one core receiving "
-                     "alone (rx_ns: its CPU time per frame) and\n  receiving and sending "
-                     "(tx_ns: the difference), the best of three runs. It includes the\n  "
-                     "few instructions of FromNet, ToNet and NetFree.")
+                     "alone (rx_ns: its CPU time per 64-byte frame)\n  and receiving and "
+                     "sending (tx_ns: the difference), the best of three runs; ns_per_byte:"
+                     "\n  receiving and sending 1,024-byte frames against 64-byte ones, per "
+                     "byte each way (memif\n  copies every byte). It includes the few "
+                     "instructions of FromNet, ToNet and NetFree.")
     text = f'''# This machine, measured by benchmarks/explore/calibrate_this.py on {day}: the
 # default host of floem explore. Run the script again (--write) on another machine.
 name = "this"
@@ -224,6 +235,7 @@ calibrate.c: {l2_source}ll_ns, through {chases["ll"] >> 10} KiB; dram_ns, throug
 [packet_io]
 rx_ns = {rx:.1f}
 tx_ns = {tx:.1f}
+ns_per_byte = {per_byte:.4f}
 source = """
 {io_source}
 """

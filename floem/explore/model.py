@@ -5,7 +5,9 @@ published source: its cores (count, clock, cycles per counted instruction of its
 caches (the geometry the counting simulates: a first level per thread, a second level per
 thread where the platform has one of each core's own, a last level shared), memory (a hit
 in the second and in the last level, a last-level miss; an atomic operation, and the
-extra cost when another core wrote the line last), packet I/O per frame, crypto (cycles
+extra cost when another core wrote the line last), packet I/O per frame (and per byte of
+it, where a core copies the frame: DPDK's memif on this machine; a NIC's DMA writes frames
+to memory with no core's copy), crypto (cycles
 per byte on the issuing core, per-call cost) and, for a NIC, PCIe and the link. From a
 `Measurement` (counts per packet, the same on any machine) the model gives each
 segment's time per packet on the platform of its side,
@@ -14,7 +16,8 @@ segment's time per packet on the platform of its side,
   + second-level hits x its latency               memory (loads and instruction fetches
   + last-level hits x its latency                         missing the simulated caches)
   + last-level misses x DRAM latency
-  + frames received x rx + frames sent x tx       packet I/O
+  + frames received x (rx + frame bytes x copy)   packet I/O (frame bytes: the
+  + frames sent x (tx + frame bytes x copy)          workload's mean frame)
   + atomics x (atomic + share x transfer)         cache lines moving between cores
   + DMA waits x (round trip + bytes / bandwidth)  blocking DMA issued by elements
   + crypto bytes x cycles per byte / clock + calls x call cost
@@ -86,6 +89,7 @@ class Platform:
     pcie_latency_ns: float = 0.0            # a 64-byte read's round trip
     tlp_bytes: float = 0.0                  # a transaction's headers and framing
     link_gbps: float = 0.0
+    io_ns_per_byte: float = 0.0             # a core's copy of a frame's bytes, each way
     target: str = "emu"                     # a NIC's: the --nic build counted for it
     sources: dict[str, str] = field(default_factory=dict)
 
@@ -125,6 +129,7 @@ def load_platform(name: str, kind: str = "nic") -> Platform:
             pcie_latency_ns=float(nic["pcie"]["latency_ns"]) if nic else 0.0,
             tlp_bytes=float(nic["pcie"]["tlp_bytes"]) if nic else 0.0,
             link_gbps=float(nic["link"]["gbps"]) if nic else 0.0,
+            io_ns_per_byte=float(io.get("ns_per_byte", 0.0)),
             target=str(data["target"]) if kind == "nic" else "emu",
             sources={k: str(v.get("source", "")) for k, v in data.items() if isinstance(v, dict)})
     except (KeyError, TypeError, ValueError) as e:
@@ -133,7 +138,8 @@ def load_platform(name: str, kind: str = "nic") -> Platform:
                          + "[cores] count/ghz/cpi, "
                          "[caches] l1i/l1d/ll (and l2), [memory] ll_ns/dram_ns/atomic_ns/"
                          "transfer_ns (and l2_ns with l2), "
-                         "[packet_io] rx_ns/tx_ns, [crypto] cycles_per_byte/call_ns"
+                         "[packet_io] rx_ns/tx_ns (and ns_per_byte), "
+                         "[crypto] cycles_per_byte/call_ns"
                          + (", [pcie] gbytes/latency_ns/tlp_bytes and [link] gbps"
                             if kind == "nic" else "")
                          + f" ({type(e).__name__}: {e})") from None
@@ -204,7 +210,7 @@ def predict(m: Measurement, nic: Platform, host: Platform,
             sharing = sum(s.working for s in segments.values() if s.atomics)
             share = 1 - 1 / sharing if sharing > 1 else 0.0
             for name, s in segments.items():
-                times[name] = segment_time(s, p, nic, share)
+                times[name] = segment_time(s, p, nic, share, m.frame_bytes)
                 caps[f"{side} cores ({name})"] = capacity(s.working, times[name].total)
             serial = lock_ns(segments.values(), p, share)
             if serial:
@@ -239,10 +245,12 @@ def predict(m: Measurement, nic: Platform, host: Platform,
                       load, error)
 
 
-def segment_time(s: SegmentCounts, p: Platform, nic: Platform, share: float) -> SegmentTime:
+def segment_time(s: SegmentCounts, p: Platform, nic: Platform, share: float,
+                 frame_bytes: float = 0.0) -> SegmentTime:
     """``s``'s time per packet on ``p`` (all its threads) beside ``nic`` (whose PCIe its DMA
     crosses), when another core wrote a line an atomic operation touches last with
-    probability ``share``."""
+    probability ``share``; the frames it receives and sends are ``frame_bytes`` long."""
+    copy = frame_bytes * p.io_ns_per_byte
     dma_ns = s.dma_waits * nic.pcie_latency_ns + (s.dma_bytes / nic.pcie_gbytes
                                                   if s.dma_bytes else 0.0)
     misses = s.misses.get(p.caches, Misses())
@@ -251,7 +259,7 @@ def segment_time(s: SegmentCounts, p: Platform, nic: Platform, share: float) -> 
         work=s.instructions * p.ns_per_instruction,
         memory=((misses.first - beyond) * p.l2_ns + (beyond - misses.last) * p.ll_ns
                 + misses.last * p.dram_ns),
-        io=s.received * p.rx_ns + s.sent * p.tx_ns,
+        io=s.received * (p.rx_ns + copy) + s.sent * (p.tx_ns + copy),
         atomics=s.atomics * (p.atomic_ns + share * p.transfer_ns),
         dma=dma_ns,
         crypto=s.engine_bytes * p.crypto_cycles_per_byte / p.ghz + s.engine_calls * p.crypto_call_ns)

@@ -363,7 +363,7 @@ def threads_bound(m: Measurement, cut: AbstractSet[str], nic: Platform, host: Pl
             segments = m.side(on_nic, machine)
             rates.append(capacity(1, lock_ns(segments.values(), p, 0.0)))
             for name, counts in segments.items():
-                ns = segment_time(counts, p, nic, 0.0).total
+                ns = segment_time(counts, p, nic, 0.0, m.frame_bytes).total
                 if name not in cut:
                     rates.append(capacity(counts.threads, ns))
                 elif on_nic:
