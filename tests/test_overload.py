@@ -2,7 +2,9 @@
 driven above its capacity for a bounded time, then used normally.
 
 A C load generator (``runtime/tests/udp_blast.c``) blasts numbered datagrams from several
-sockets for a few seconds, each socket checking every reply it gets. Asserted:
+sockets for a few seconds, each socket checking every reply it gets, again (at most
+`BLASTS` times) until the kernel has dropped requests at the echo's socket: on a machine
+busy with other work one blast may not outrun it. Asserted:
 
 * every reply is exactly a request its socket sent, and none is answered twice;
 * the server was above capacity: the kernel dropped requests at its socket;
@@ -35,7 +37,7 @@ from test_faults import child_named, read_line
 from test_net import build, free_udp_port, run
 
 BLAST = os.path.join(ROOT, "runtime", "tests", "udp_blast.c")
-SOCKETS, SECONDS, LIMIT = 4, 3, 5_000_000
+SOCKETS, SECONDS, LIMIT, BLASTS = 4, 3, 5_000_000, 3
 #: Resident memory the server may gain while overloaded: its frame pool (8 MiB) and as much
 #: again; a leak of 100 bytes a datagram would pass it within the 300,000 or so it receives.
 RSS_BOUND_KIB = 32 * 1024
@@ -46,6 +48,14 @@ SO_MEMINFO, SK_MEMINFO_DROPS = 55, 8
 def socket_drops(s: socket.socket) -> int:
     """The kernel's count of datagrams dropped at socket ``s`` (receive buffer full)."""
     return struct.unpack("9I", s.getsockopt(socket.SOL_SOCKET, SO_MEMINFO, 36))[SK_MEMINFO_DROPS]
+
+
+def port_drops(port: int) -> int:
+    """Datagrams the kernel dropped at the UDP sockets bound to ``port`` (/proc/net/udp)."""
+    with open("/proc/net/udp") as f:
+        next(f)
+        return sum(int(fields[-1]) for fields in map(str.split, f)
+                   if int(fields[1].split(":")[1], 16) == port)
 
 
 def backlog_drops() -> int:
@@ -136,7 +146,13 @@ def test_echo_above_capacity_drops_only_where_counted_and_recovers(device: str, 
         before_rss = sum(rss_kib(pid) for pid in server)
         before_backlog = backlog_drops()
 
-        counts, peak_rss = blast(port, server, tmp_path)
+        counts: list[dict[str, int]] = []
+        peak_rss = 0
+        for _ in range(BLASTS):
+            more, peak = blast(port, server, tmp_path)
+            counts, peak_rss = counts + more, max(peak_rss, peak)
+            if port_drops(port):
+                break
 
         for request in (b"after %d " % i + bytes(i % 200) for i in range(100)):
             assert client.ask(request, 10) == request
