@@ -183,6 +183,10 @@ def _has_nic(ir: ProgramIR) -> bool:
     return any(p.device == Device.NIC for p in ir.processes.values())
 
 
+def _uses_network(ir: ProgramIR) -> bool:
+    return any(n.uses_network for n in ir.nodes())
+
+
 def run_program(program: Any, timeout: float | None = None, duration: float | None = None,
                 args: list[str] | None = None, capture: bool = True, out_dir: str | None = None,
                 dump_after: str | None = None, report_file: bool = False,
@@ -327,7 +331,7 @@ def cache_root() -> str:
 def _network_flags(ir: ProgramIR, net: str, platform: Platform,
                    has_nic: bool) -> tuple[list[str], list[str]]:
     """Compiler and linker flags of the ``--net`` backend, when packet I/O elements are used."""
-    if not any(n.uses_network for n in ir.nodes()):
+    if not _uses_network(ir):
         return [], []
     flags = [f"-DFLOEM_NET_{net.upper()}"]
     if net == "pcap":
@@ -391,26 +395,57 @@ def _settings(tools: Toolchain, ir: ProgramIR) -> CompileSettings:
     nic_cc = tools.platform.compiler()
     nic_ar = f"{tools.platform.cc.removesuffix('gcc')}ar" if tools.platform.cc else "ar"
     processes = ir.processes.values()
+    objects = _runtime_objects(ir)
     archives = []
     if any(p.has_main and p.device == Device.CPU for p in processes):
-        archives.append(_archive("RUNTIME", host_cc, "ar", tools.runtime_cflags))
+        archives.append(_archive("RUNTIME", host_cc, "ar", tools.runtime_cflags, objects))
     if any(p.callables for p in processes):
-        archives.append(_archive("PIC_RUNTIME", host_cc, "ar", tools.runtime_cflags + ["-fPIC"]))
+        archives.append(_archive("PIC_RUNTIME", host_cc, "ar", tools.runtime_cflags + ["-fPIC"],
+                                 objects))
     if any(p.has_main and p.device == Device.NIC for p in processes):
         archives.append(_archive("NIC_RUNTIME", nic_cc, nic_ar, tools.nic_runtime_cflags,
-                                 nic=True))
+                                 objects, nic=True))
     return CompileSettings(cflags=tools.cflags, nic_cc=nic_cc, nic_ar=nic_ar,
                            nic_cflags=tools.nic_cflags, libs=tools.net_libs, archives=archives)
 
 
-def _archive(variable: str, cc: str, ar: str, cflags: list[str], nic: bool = False) -> Archive:
-    """The runtime archive made with ``cc``, ``ar`` and ``cflags`` (`Toolchain.runtime_cflags`):
-    in the build cache, under a key of those and of the runtime's files, so that one is
-    compiled per toolchain."""
+#: The runtime's sources (runtime/src/NAME.c) that only some programs link: the NIC's DMA
+#: engine and sync layer (a program with a NIC process), the caches (one with a `Cache`),
+#: tracing (`--trace`) and each packet I/O backend (`net_<--net>`, with packet I/O
+#: elements). No other source of the runtime calls them.
+NIC_SOURCES = ("dma", "sync")
+CACHE_SOURCES = ("cache",)
+TRACE_SOURCES = ("trace",)
+NET_SOURCE = "net_"
+
+
+def _runtime_objects(ir: ProgramIR) -> list[str]:
+    """What the runtime archives of ``ir`` hold (runtime/runtime.mk's OBJECTS): the runtime's
+    sources the program can call, and the element library's C files it depends on (only
+    those: a program compiles what it links)."""
+    left_out = set() if _has_nic(ir) else set(NIC_SOURCES)
+    left_out |= set() if ir.caches else set(CACHE_SOURCES)
+    left_out |= set() if ir.options.trace else set(TRACE_SOURCES)
+    backend = NET_SOURCE + ir.options.net if _uses_network(ir) else ""
+    stems = [name.removesuffix(".c") for name in _c_files(os.path.join(runtime_dir(), "src"))
+             if name.endswith(".c")]
+    library = {in_build(d).removeprefix("runtime/").removesuffix(".c") for d in ir.depends
+               if d.endswith(".c") and in_build(d).startswith("runtime/library/")}
+    return [f"src/{stem}" for stem in stems if stem not in left_out
+            and (stem == backend or not stem.startswith(NET_SOURCE))] + sorted(library)
+
+
+def _archive(variable: str, cc: str, ar: str, cflags: list[str], objects: list[str],
+             nic: bool = False) -> Archive:
+    """The runtime archive of ``objects`` made with ``cc``, ``ar`` and ``cflags``
+    (`Toolchain.runtime_cflags`): in the build cache, in a directory keyed by those and by
+    the runtime's files, so that each object is compiled once per toolchain, and named by
+    its objects."""
     h = hashlib.sha256(f"{cc}\0{ar}\0{' '.join(cflags)}\0{_compiler_id(cc)}".encode())
     h.update(_floem_c_digest())
-    path = os.path.join(cache_root(), "runtime", h.hexdigest()[:24], "libfloem.a")
-    return Archive(variable, path, cc, ar, cflags, nic)
+    name = f"libfloem-{hashlib.sha256(' '.join(objects).encode()).hexdigest()[:12]}.a"
+    path = os.path.join(cache_root(), "runtime", h.hexdigest()[:24], name)
+    return Archive(variable, path, cc, ar, cflags, objects, nic)
 
 
 def _without_includes(flags: list[str]) -> list[str]:

@@ -1,30 +1,31 @@
-# Floem's runtime archive: every C file of src/ and library/ beside this file, compiled with
-# CC and CFLAGS and archived with AR as ARCHIVE, its sources kept beside it (what the
-# archive's debugging information names). A generated Makefile runs it when the archive
-# it links is missing from the build cache:
+# Floem's runtime archive: the C files of src/ and library/ beside this file that OBJECTS
+# names (without .c: src/net library/hash ...; default: all of them), compiled with CC and
+# CFLAGS and archived with AR as ARCHIVE. A generated Makefile runs it when the archive it
+# links is missing from the build cache:
 #
-#   make -f runtime/runtime.mk ARCHIVE=PATH CC=gcc AR=ar CFLAGS='-O2 ...'
+#   make -f runtime/runtime.mk ARCHIVE=PATH OBJECTS='src/net ...' CC=gcc AR=ar CFLAGS='-O2 ...'
 #
-# It is made in a directory of its own beside ARCHIVE and put in place whole, by a rename,
-# so that builds sharing it may run at once.
+# The sources are copied beside ARCHIVE once (what the objects' debugging information
+# names), each object is compiled there the first time an archive of that directory needs
+# it and kept for the others (obj/); objects and archives are written under names of
+# their own and put in place by a rename, so that builds sharing them may run at once.
 ARCHIVE ?= libfloem.a
 AR ?= ar
 here := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 home := $(patsubst %/,%,$(dir $(ARCHIVE)))
+OBJECTS ?= $(basename $(patsubst $(here)/%,%,$(wildcard $(here)/src/*.c $(here)/library/*.c)))
 $(shell mkdir -p $(home))
-work := $(shell mktemp -d $(ARCHIVE).XXXXXX)
-$(shell cp -r $(here)/src $(here)/library $(here)/include $(work))
-sources := $(sort $(wildcard $(work)/src/*.c)) $(sort $(wildcard $(work)/library/*.c))
-objects := $(foreach s,$(sources),$(patsubst $(work)/%.c,$(work)/%.o,$(s)))
+$(shell [ -e $(home)/include ] || { work=$$(mktemp -d $(home)/sources.XXXXXX) && \
+	cp -r $(here)/src $(here)/library $(here)/include $$work && \
+	for d in src library include; do [ -e $(home)/$$d ] || mv $$work/$$d $(home)/$$d; done; \
+	rm -rf $$work; })
+objects := $(foreach o,$(OBJECTS),$(home)/obj/$(o).o)
 
 $(ARCHIVE): $(objects)
-	$(AR) rcs $(work)/archive.a $(objects)
-	rm -f $(objects)
-	for d in src library include; do [ -e $(home)/$$d ] || mv $(work)/$$d $(home)/$$d; done
-	mv -f $(work)/archive.a $@
-	rm -rf $(work)
+	rm -f $@.$$$$ && $(AR) rcs $@.$$$$ $(objects) && mv -f $@.$$$$ $@
 
-$(work)/%.o: $(work)/%.c
-	$(CC) $(CFLAGS) -ffile-prefix-map=$(work)=$(home) -I$(work)/include -c $< -o $@
+$(home)/obj/%.o: $(home)/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I$(home)/include -c $< -o $@.$$$$ && mv -f $@.$$$$ $@
 
 .PHONY: $(ARCHIVE)

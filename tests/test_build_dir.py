@@ -187,6 +187,36 @@ def archive_of(build: str) -> str:
                     if line.startswith("RUNTIME = "))
 
 
+def archive_members(build: str) -> set[str]:
+    """The object files of the runtime archive a build directory's Makefile links."""
+    listed = subprocess.run(["ar", "t", archive_of(build)], capture_output=True, text=True,
+                            check=True)
+    return set(listed.stdout.split())
+
+
+def test_a_build_compiles_only_the_runtime_files_it_links(tmp_path) -> None:
+    """A program without a NIC process, a cache or tracing links no DMA engine, sync
+    layer, cache or tracer, no packet I/O backend but its own, nor element library C it
+    does not depend on, and so compiles none; a program with a NIC process has the first two, and the files both link are
+    compiled once."""
+    env = {"FLOEM_CACHE": str(tmp_path / "cache")}
+    host, nic = tmp_path / "host", tmp_path / "nic"
+    assert floem("build", os.path.join(ROOT, "tests", "programs", "persistent_state.py"),
+                 "-o", str(host), env=env).returncode == 0
+    members = archive_members(str(host))
+    assert "net.o" in members and "threads.o" in members
+    assert not members & {"dma.o", "sync.o", "cache.o", "trace.o", "aes.o", "sketch.o",
+                           "net_dpdk.o", "net_tcp.o"}
+    objects = os.path.join(os.path.dirname(archive_of(str(host))), "obj", "src")
+    made = os.stat(os.path.join(objects, "net.o")).st_mtime_ns
+    assert sorted(os.listdir(objects)) == sorted(members)
+    assert floem("build", os.path.join(ROOT, "tests", "programs", "nic_roundtrip.py"),
+                 "-o", str(nic), env=env).returncode == 0
+    assert {"dma.o", "sync.o"} <= archive_members(str(nic))
+    assert os.path.dirname(archive_of(str(nic))) == os.path.dirname(archive_of(str(host)))
+    assert os.stat(os.path.join(objects, "net.o")).st_mtime_ns == made
+
+
 def test_the_runtime_is_compiled_once_per_toolchain_and_made_again_when_gone(tmp_path) -> None:
     """Builds with the same compiler and flags link one runtime archive in the build cache,
     compiled by the first (two at once on an empty cache both succeed); other flags, another

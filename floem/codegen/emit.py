@@ -36,15 +36,17 @@ class GeneratedFile:
 @dataclass(frozen=True)
 class Archive:
     """Floem's runtime and element library compiled for one compiler and set of flags: a
-    static library in the build cache (``path``, keyed by ``cc``, ``ar`` and ``cflags``)
-    that runtime/runtime.mk makes with the Makefile's compiler and ``ar`` (the NIC's, for
-    ``nic``); the Makefile names it ``variable``."""
+    static library of ``objects`` (runtime/runtime.mk's OBJECTS) in the build cache
+    (``path``, keyed by ``cc``, ``ar`` and ``cflags``) that runtime/runtime.mk makes with
+    the Makefile's compiler and ``ar`` (the NIC's, for ``nic``); the Makefile names it
+    ``variable``."""
 
     variable: str
     path: str
     cc: str
     ar: str
     cflags: list[str]
+    objects: list[str]
     nic: bool = False
 
 
@@ -99,7 +101,8 @@ def _makefile(ir: ProgramIR, tools: CompileSettings) -> GeneratedFile:
         depends=" ".join(depends), processes=processes,
         archives=[{"variable": a.variable, "path": a.path,
                    "cc": "$(NIC_CC)" if a.nic else "$(CC)", "ar": "$(NIC_AR)" if a.nic else "$(AR)",
-                   "cflags": " ".join(a.cflags)} for a in tools.archives])
+                   "cflags": " ".join(a.cflags), "objects": " ".join(a.objects)}
+                  for a in tools.archives])
     return GeneratedFile("Makefile", text)
 
 
@@ -221,7 +224,7 @@ class _ProcessEmitter:
         split = len(units) > 1
         shared = self._shared(split)
         files = [self._c_file(f"{self.process}.c", "process.c.j2",
-                              {**shared, **self._unit(units[0], 0, split), **self._lifecycle(),
+                              {**shared, **self._unit(units[0], 0), **self._lifecycle(),
                                "unit_files": [self._unit_file(k) for k in range(1, len(units))]})]
         if split:
             files.insert(0, self._c_file(f"{self.process}.units.h", "units.h.j2", {
@@ -229,13 +232,11 @@ class _ProcessEmitter:
                 "guard": re.sub(r"\W", "_", self.process).upper(),
                 "unit_files": [f"{self.process}.c"] + [self._unit_file(k)
                                                         for k in range(1, len(units))],
-                "functions": [f for n in self.nodes if self.ir.element_plan(n.name).shared
-                              for f in fn.shared_functions(self.ir, n)],
                 "threads": [s.name for s in self.segments if s.kind == SegmentKind.THREAD],
                 "evictions": [v.cache.name for v in self.caches],
                 "drains": [v.cache.name for v in self.caches if v.cache.defer_fill_evictions]}))
             files += [self._c_file(self._unit_file(k), "unit.c.j2",
-                                   {**shared, **self._unit(elements, k, split), "unit": k})
+                                   {**shared, **self._unit(elements, k), "unit": k})
                       for k, elements in enumerate(units) if k > 0]
         return files
 
@@ -280,12 +281,12 @@ class _ProcessEmitter:
                  "entries": v.cache.entries or 0, "view": v,
                  "drain": v.cache.defer_fill_evictions} for v in self.caches]
 
-    def _unit(self, elements: tuple[str, ...], k: int, split: bool) -> dict[str, Any]:
+    def _unit(self, elements: tuple[str, ...], k: int) -> dict[str, Any]:
         """The functions of translation unit ``k``, of ``elements`` (templates/unit_body.c.j2):
         theirs, the threads and callables whose sources are there (a callable with a return
         element: where that is), the caches' write-back functions beside their set region's
-        start; in a process compiled as several units, the prototypes of the functions only
-        this unit calls."""
+        start; the prototypes of its functions and, in a process compiled as several units,
+        of the other units' functions it calls."""
         nodes = [self.ir.node(e) for e in elements]
         here = set(elements)
         joins = any(n.join for n in self.nodes)
@@ -293,7 +294,9 @@ class _ProcessEmitter:
                      and (fn.return_element(self.ir, s) or self.ir.node(s.source)).name in here]
         return dict(
             sequenced=joins,
-            prototypes=[f for f in fn.prototypes(self.ir, nodes) if not (split and f.hidden)],
+            prototypes=fn.prototypes(self.ir, nodes) + [
+                f for e in self.plan.imports[k]
+                for f in fn.shared_functions(self.ir, self.ir.node(e))],
             joins=[self._join(n) for n in nodes if n.join],
             returns=[self._return_slot(s) for s in callables if fn.return_element(self.ir, s)],
             elements=[fn.element_function(self.ir, n, self._plumbing(n)) for n in nodes],

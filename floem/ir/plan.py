@@ -150,6 +150,8 @@ class ProcessPlan:
 
     units: tuple[tuple[str, ...], ...] = ((),)  # the elements of each translation unit:
     #   the first (<process>.c) also holds the process's globals and lifecycle
+    imports: tuple[tuple[str, ...], ...] = ((),)    # for each unit, the elements of the
+    #   others it calls (their functions are declared there)
     one_unit_for: tuple[str, ...] = ()  # what floem.include defines that keeps a process of
     #   more than UNIT_ELEMENTS elements in one unit
     managers: int = 0                    # NIC cores running the sync managers

@@ -81,7 +81,7 @@ def run(ir: ProgramIR) -> ProgramIR:
             plans |= {name: dataclasses.replace(plans[name], trace=t) for name, t in traces.items()}
             processes[proc.name] = dataclasses.replace(processes[proc.name], trace_number=number,
                                                        trace_sites=sites)
-    shared = {name for proc in processes.values() for name in _called_across_units(ir, proc.units)}
+    shared = {name for proc in processes.values() for names in proc.imports for name in names}
     plans = {name: dataclasses.replace(
         plan, alone=_alone(ir, ir.node(name), plan, writers, named[name]),
         state_unused=not _names_state(ir, ir.node(name), plan, named[name]),
@@ -108,8 +108,10 @@ def _process_plan(ir: ProgramIR, proc: ProcessIR,
     keeps = any(b.sliced and b.crossing == FrameCrossing.LEAVES and _enqueues(q, mine)
                 for q in touched for carried in ir.windows.packets[q.name]
                 for b in carried.values())
+    units = _units(ir, proc)
     return ProcessPlan(
-        units=_units(ir, proc),
+        units=units,
+        imports=_imports(ir, units),
         one_unit_for=ir.include_definitions if sum(len(ir.segments[s].elements)
                                                    for s in proc.segments) > UNIT_ELEMENTS
         else (),
@@ -147,22 +149,24 @@ def _units(ir: ProgramIR, proc: ProcessIR) -> tuple[tuple[str, ...], ...]:
     return tuple(units + [current])
 
 
-def _called_across_units(ir: ProgramIR, units: tuple[tuple[str, ...], ...]) -> set[str]:
-    """The elements of a process in ``units`` that another of its units calls: through an
-    edge (a port's dispatcher, an element ordered after another), or a callable segment's
+def _imports(ir: ProgramIR, units: tuple[tuple[str, ...], ...]) -> tuple[tuple[str, ...], ...]:
+    """For each of a process's ``units``, the elements of its other units it calls: through
+    an edge (a port's dispatcher, an element ordered after another), or a callable segment's
     function, which is in the unit of the segment's return element (its result's slot is
     there), calling its source."""
     unit = {e: i for i, elements in enumerate(units) for e in elements}
-    called = {e.dst for name in unit for e in ir.out_edges(name, kind=None)
-              if unit.get(e.dst, unit[name]) != unit[name]}
+    called: list[set[str]] = [set() for _ in units]
+    for name, k in unit.items():
+        called[k] |= {e.dst for e in ir.out_edges(name, kind=None) if unit.get(e.dst, k) != k}
     for seg in {ir.node(e).segment for e in unit}:
         segment = ir.segments[seg]
         if segment.kind == SegmentKind.CALLABLE:
             ret = next((e for e in segment.elements if ir.node(e).role == Role.RETURN),
                        segment.source)
             if unit[ret] != unit[segment.source]:
-                called.add(segment.source)
-    return called
+                called[unit[ret]].add(segment.source)
+    position = {e: i for i, e in enumerate(unit)}
+    return tuple(tuple(sorted(names, key=position.__getitem__)) for names in called)
 
 
 def _layout(ir: ProgramIR, q: QueueIR) -> QueueLayout:

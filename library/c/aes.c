@@ -13,7 +13,7 @@
 #include <string.h>
 
 #if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
+#include <wmmintrin.h>      /* AES-NI and SSE2: not all of immintrin.h (slow to parse) */
 #define FLOEM_AES_X86 1
 #endif
 

@@ -383,7 +383,8 @@ def long_chain(name: str, length: int, include_text: str = "") -> Program:
 
 def test_a_large_process_is_compiled_in_units_that_call_each_other_across():
     """A process of more than UNIT_ELEMENTS elements: translation units of at most that many
-    (a long segment in parts); an element called from another unit is marked so."""
+    (a long segment in parts); an element called from another unit is marked so, and
+    declared only in the unit that calls it."""
     ir = run_until(long_chain("plan_units", 2 * UNIT_ELEMENTS + 9), "plan_code")
     units = ir.plan.processes["plan_units"].units
     elements = ir.segments["chain"].elements
@@ -392,6 +393,8 @@ def test_a_large_process_is_compiled_in_units_that_call_each_other_across():
     shared = [i for i, e in enumerate(elements) if ir.element_plan(e).shared]
     assert shared == [UNIT_ELEMENTS, 2 * UNIT_ELEMENTS]
     assert all(ir.element_plan(elements[i]).out_of_line for i in shared)
+    assert ir.plan.processes["plan_units"].imports == ((elements[UNIT_ELEMENTS],),
+                                                       (elements[2 * UNIT_ELEMENTS],), ())
     assert "3 translation units of 256, 256, 10 elements" in ir.dump()
     assert "called from another unit" in ir.dump()
 
