@@ -369,9 +369,10 @@ def build_parser() -> argparse.ArgumentParser:
                          help="rank by predicted packets/s per host core, not in all (and "
                               "with --best-threads, choose the threads by it)")
     explore.add_argument("--best-threads", action="store_true",
-                         help="predict every assignment of the free NIC cores and of "
-                              "--host-cores to the segments of each configuration, and "
-                              "report each at the best, counted with its own threads")
+                         help="predict every assignment of the NIC cores (to its "
+                              "segments and sync-layer managers) and of --host-cores to "
+                              "the segments of each configuration, and report each at the "
+                              "best, counted with its own threads")
     explore.add_argument("--host-cores", type=_count, metavar="N",
                          help="--best-threads: host cores the segments may use (default: "
                               "the host platform's)")

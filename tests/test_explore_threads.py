@@ -18,7 +18,7 @@ from floem.builder import check_program
 from floem.errors import FloemError
 from floem.api import load_app
 from floem.explore import threads
-from floem.explore.measure import Machine, Measurement, SegmentCounts
+from floem.explore.measure import MANAGERS, Machine, Measurement, SegmentCounts
 from floem.explore.model import load_platform, predict, segment_time
 from floem.explore.sweep import layout
 from floem.ir import BuildOptions
@@ -70,6 +70,8 @@ def test_a_segment_that_is_not_parallel_keeps_one_thread() -> None:
 def test_layout_knows_how_many_threads_can_work_in_each_segment() -> None:
     lay = layout(KVS, {"design": "cache-wb", "cores": "2"})
     assert lay.limits == {"nic_rx": 0, "store": 2, "nic_tx": 2}
+    assert lay.shadows == 4                 # two queues to and from the host, two instances each
+    assert layout(KVS, {"design": "cpu"}).shadows == 0
     assert layout(STORM, {"design": "split"}).limits["demux"] == 1
 
 
@@ -125,6 +127,60 @@ def test_the_search_counts_the_best_with_its_own_threads() -> None:
         10 * 1e9 / segment_time(best.measurement.segments["nic_rx"], nic, nic, 0.0).total)
     again = threads.search(known, rooms, count, nic, host, host_cores=1, per_core=False)
     assert again.assignment == best.assignment and again.recounted == 0
+
+
+def test_the_search_gives_the_sync_layer_managers_cores_too() -> None:
+    """The managers are a NIC budget item like a segment: when their rounds bound the
+    design, the search moves cores to them from a segment (at most one a queue instance
+    they manage), and counts the best with that many (`--nic-managers`)."""
+    nic, host = load_platform("liquidio"), load_platform("xeon-e5-2680v3", "host")
+    rooms = {"nic_rx": threads.Room(True), "nic_tx": threads.Room(True, limit=1),
+             "store": threads.Room(False), MANAGERS: threads.Room(True, limit=4)}
+
+    def measured(a: threads.Assignment) -> Measurement:
+        given = dict(a)
+        m = two_nic_segments(given["nic_rx"], given["nic_tx"])
+        m.machines[""] = Machine(nic_managers=given[MANAGERS], managers=segment(
+            True, threads=given[MANAGERS], instructions=1000.0))
+        return m
+
+    counted: list[threads.Assignment] = []
+
+    def count(a: threads.Assignment) -> Measurement:
+        counted.append(a)
+        return measured(a)
+
+    written = ((MANAGERS, 1), ("nic_rx", 5), ("nic_tx", 5), ("store", 1))
+    best = threads.search({written: measured(written)}, rooms, count, nic, host, host_cores=1,
+                          per_core=False)
+    # rx at 2,000 instructions a packet against the managers' 1,000: 7 and 4 of the 12 cores
+    assert best.assignment == ((MANAGERS, 4), ("nic_rx", 7), ("nic_tx", 1), ("store", 1))
+    assert counted == [best.assignment]
+    assert best.prediction.capacities["NIC managers"] == pytest.approx(
+        4 * 1e9 / segment_time(best.measurement.machines[""].managers, nic, nic, 0.0).total)
+    assert best.tried == sum(min(4, 11 - rx) for rx in range(1, 11))
+
+
+def test_of_assignments_predicted_alike_the_search_keeps_the_fewest_cores() -> None:
+    """A send segment that can use one thread bounds every assignment: more receive
+    threads or managers would take cores and add nothing."""
+    nic, host = load_platform("liquidio"), load_platform("xeon-e5-2680v3", "host")
+    rooms = {"nic_rx": threads.Room(True), "nic_tx": threads.Room(True, limit=1),
+             "store": threads.Room(False), MANAGERS: threads.Room(True, limit=4)}
+
+    def measured(a: threads.Assignment) -> Measurement:
+        given = dict(a)
+        m = two_nic_segments(given["nic_rx"], given["nic_tx"], rx_instructions=100.0,
+                             tx_instructions=5000.0)
+        m.machines[""] = Machine(nic_managers=given[MANAGERS], managers=segment(
+            True, threads=given[MANAGERS], instructions=100.0))
+        return m
+
+    written = ((MANAGERS, 2), ("nic_rx", 5), ("nic_tx", 1), ("store", 1))
+    best = threads.search({written: measured(written)}, rooms, measured, nic, host,
+                          host_cores=1, per_core=False)
+    assert best.assignment == ((MANAGERS, 1), ("nic_rx", 1), ("nic_tx", 1), ("store", 1))
+    assert best.prediction.bottleneck == "NIC cores (nic_tx)"
 
 
 def test_no_assignment_fits_when_segments_outnumber_the_cores() -> None:

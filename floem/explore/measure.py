@@ -98,6 +98,7 @@ class Layout:
     segments: dict[str, str]                # segment running as threads -> its process
     host_io: bool                           # the host receives and sends the frames
     limits: dict[str, int] = field(default_factory=dict)   # most threads that can work (0: any)
+    shadows: int = 0                        # queue instances the NIC's sync layer manages
 
 
 @dataclass(frozen=True)

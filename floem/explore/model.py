@@ -50,7 +50,7 @@ from typing import Any
 
 from floem.errors import FloemError
 from floem.explore.latency import Latency, Station, latency
-from floem.explore.measure import Geometry, Measurement, Misses, SegmentCounts
+from floem.explore.measure import Geometry, Machine, Measurement, Misses, SegmentCounts
 
 PLATFORM_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                             "platforms")
@@ -217,9 +217,8 @@ def predict(m: Measurement, nic: Platform, host: Platform,
                 caps[f"{side} locks{tag}"] = capacity(1, serial)
             if not p.crypto_cycles_per_byte and any(s.engine_bytes for s in segments.values()):
                 error = error or f"{p.name} has no crypto engine"
-        if record.managers is not None and record.nic_managers:
-            managed = segment_time(record.managers, nic, nic, 0.0)
-            caps[f"NIC managers{tag}"] = capacity(record.nic_managers, managed.total)
+        if (managed := managers_capacity(record, nic)) < math.inf:
+            caps[f"NIC managers{tag}"] = managed
         if (pcie := pcie_capacity(m, machine, nic)) < math.inf:
             caps[f"PCIe{tag}"] = pcie
         used = sum(s.threads for s in m.side(True, machine).values()) + record.nic_managers
@@ -275,6 +274,14 @@ def lock_ns(segments: Iterable[SegmentCounts], p: Platform, share: float) -> flo
 def pcie_capacity(m: Measurement, machine: str, nic: Platform) -> float:
     """Packets per second ``machine``'s PCIe carries."""
     return capacity(1, _pcie_bytes(m, machine, nic) / nic.pcie_gbytes)
+
+
+def managers_capacity(record: Machine, nic: Platform) -> float:
+    """Packets per second one machine's sync-layer managers move (their rounds' time per
+    packet on their cores; infinite without managers)."""
+    if record.managers is None or not record.nic_managers:
+        return math.inf
+    return capacity(record.nic_managers, segment_time(record.managers, nic, nic, 0.0).total)
 
 
 def link_capacity(m: Measurement, nic: Platform) -> float:

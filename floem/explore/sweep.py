@@ -27,8 +27,8 @@ from floem.builder import check_program
 from floem.api import load_app
 from floem.errors import FloemError
 from floem.ir import Device, SegmentKind
-from floem.explore.measure import (Geometry, Layout, Measurement, RunFailed, Workload, measure,
-                                  measure_machines)
+from floem.explore.measure import (MANAGERS, Geometry, Layout, Measurement, RunFailed, Workload,
+                                   measure, measure_machines)
 from floem.explore import provenance, threads
 from floem.explore.model import Platform, Prediction, load_platform, predict
 from floem.lang import params
@@ -123,7 +123,10 @@ def layout(app: str, configuration: dict[str, str]) -> Layout:
         segments={s.name: s.process for s in threaded},
         host_io=any(n.uses_network and ir.segments[n.segment].device == Device.CPU
                     for n in ir.nodes()),
-        limits={s.name: 1 if not s.parallel else instances.get(s.source, 0) for s in threaded})
+        limits={s.name: 1 if not s.parallel else instances.get(s.source, 0) for s in threaded},
+        shadows=sum(ir.queues[name].instances for p in ir.processes.values()
+                    if p.device == Device.NIC
+                    for name, side in ir.plan.processes[p.name].queues.items() if side.synced))
 
 
 def geometries(nics: list[Platform], hosts: list[Platform]) -> list[tuple[Geometry, Geometry]]:
@@ -237,7 +240,8 @@ class _Counter:
         if again and assignment in self.again:
             return self.again[assignment]
         m = self._measure([] if assignment == self.written else
-                          [f"--threads={name}={n}" for name, n in assignment])
+                          [f"--nic-managers={n}" if name == MANAGERS else f"--threads={name}={n}"
+                           for name, n in assignment])
         what = "counted again" if again else f"with {threads.text(assignment)}"
         self.progress.finish(f"{self.label}, {what}", summary(m))
         if again:
@@ -263,18 +267,25 @@ class _Counter:
 
     def _rooms(self) -> dict[str, threads.Room]:
         """Every thread segment of the configuration (of any of its machines), with its side
-        and the most threads that can work in it."""
+        and the most threads that can work in it, and the NIC's sync-layer managers when it
+        has them (at most one a queue instance they manage: manager m of n moves the
+        entries of instances m, m + n, ...)."""
         rooms: dict[str, threads.Room] = {}
         for lay in self.layouts.values():
             for name, process in lay.segments.items():
                 rooms[name] = threads.Room(lay.processes[process], lay.limits.get(name, 0))
+        if MANAGERS in dict(self.written):
+            rooms[MANAGERS] = threads.Room(True, max(lay.shadows for lay in self.layouts.values()))
         return rooms
 
     def _written(self, m: Measurement) -> threads.Assignment:
-        """The threads ``m`` was counted with, by segment."""
+        """The threads ``m`` was counted with, by segment, and its NIC managers (named
+        `MANAGERS`) when it has them."""
         counted = {name.split("/")[-1]: s.threads for name, s in m.segments.items()}
-        return tuple(sorted({name: counted.get(name, 1) for lay in self.layouts.values()
-                             for name in lay.segments}.items()))
+        written = {name: counted.get(name, 1) for lay in self.layouts.values()
+                   for name in lay.segments}
+        managers = max((r.nic_managers for r in m.machines.values()), default=0)
+        return tuple(sorted((written | {MANAGERS: managers} if managers else written).items()))
 
 
 def _interleaves(m: Measurement) -> bool:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from floem.explore.measure import Machine, Measurement, SegmentCounts, Workload
 from floem.explore.model import (Platform, Prediction, capacity, link_capacity, lock_ns,
-                                 pcie_capacity, segment_time)
+                                 managers_capacity, pcie_capacity, segment_time)
 from floem.ir import Cut, Device, Part, ProgramIR
 from floem.ir.sizes import entry_size, field_size
 from floem.place.counts import Cost, Probe
@@ -356,9 +356,7 @@ def threads_bound(m: Measurement, cut: AbstractSet[str], nic: Platform, host: Pl
     nic_ns = 0.0
     for machine, record in m.machines.items():
         rates.append(pcie_capacity(m, machine, nic))
-        if record.managers is not None:
-            rates.append(capacity(record.nic_managers,
-                                  segment_time(record.managers, nic, nic, 0.0).total))
+        rates.append(managers_capacity(record, nic))
         for on_nic, p in ((True, nic), (False, host)):
             segments = m.side(on_nic, machine)
             rates.append(capacity(1, lock_ns(segments.values(), p, 0.0)))
