@@ -8,6 +8,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from typing import IO
 import pytest
 
 from conftest import PROGRAMS, floem, floem_command
+from floem import launcher
 
 # Every process of a run is gone within 2 s of the signal (docs/internals.md, "Process
 # lifecycle": what still runs 2 s later is killed), checked with a margin for a loaded machine.
@@ -287,6 +289,24 @@ def test_floem_run_sleeps_while_its_processes_run(forever: str, tmp_path: Path) 
         time.sleep(2.0)
         woke = voluntary_switches(run.proc.pid) - before
         assert woke <= 30 * (time.monotonic() - start), woke
+
+
+def test_a_stop_signal_ends_the_launchers_sleep_at_once() -> None:
+    """The launcher forwards SIGINT or SIGTERM when it catches it, not at its next look:
+    the handler wakes the sleep, which drains the wake-up and sleeps again after."""
+    caught = launcher._Caught()
+    previous = signal.signal(signal.SIGUSR2, caught)
+    try:
+        threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGUSR2)).start()
+        start = time.monotonic()
+        launcher._sleep([], caught, 60.0)
+        assert caught.signum == signal.SIGUSR2 and time.monotonic() - start < 60.0
+        start = time.monotonic()
+        launcher._sleep([], caught, 0.3)            # the wake-up was drained
+        assert time.monotonic() - start >= 0.25
+    finally:
+        signal.signal(signal.SIGUSR2, previous)
+        caught.close()
 
 
 @pytest.fixture(scope="module")
