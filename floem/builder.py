@@ -429,8 +429,9 @@ def _runtime_objects(ir: ProgramIR) -> list[str]:
     backend = NET_SOURCE + ir.options.net if _uses_network(ir) else ""
     stems = [name.removesuffix(".c") for name in _c_files(os.path.join(runtime_dir(), "src"))
              if name.endswith(".c")]
-    library = {in_build(d).removeprefix("runtime/").removesuffix(".c") for d in ir.depends
-               if d.endswith(".c") and in_build(d).startswith("runtime/library/")}
+    built = [in_build(d) for d in ir.depends if d.endswith(".c")]
+    library = {b.removeprefix("runtime/").removesuffix(".c") for b in built
+               if b.startswith("runtime/library/")}
     return [f"src/{stem}" for stem in stems if stem not in left_out
             and (stem == backend or not stem.startswith(NET_SOURCE))] + sorted(library)
 
