@@ -7,8 +7,11 @@
 #
 # The sources are copied beside ARCHIVE once (what the objects' debugging information
 # names), each object is compiled there the first time an archive of that directory needs
-# it and kept for the others (obj/); objects and archives are written under names of
-# their own and put in place by a rename, so that builds sharing them may run at once.
+# it and kept for the others (obj/). Objects and archives are written under names of their
+# own and linked into place only where none is yet (`ln` fails on an existing name): so
+# builds sharing them may run at once, and a file another build is reading is never
+# replaced (two compiles of one file differ, in the build directory their debugging
+# information names).
 ARCHIVE ?= libfloem.a
 AR ?= ar
 here := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
@@ -17,15 +20,17 @@ OBJECTS ?= $(basename $(patsubst $(here)/%,%,$(wildcard $(here)/src/*.c $(here)/
 $(shell mkdir -p $(home))
 $(shell [ -e $(home)/include ] || { work=$$(mktemp -d $(home)/sources.XXXXXX) && \
 	cp -r $(here)/src $(here)/library $(here)/include $$work && \
-	for d in src library include; do [ -e $(home)/$$d ] || mv $$work/$$d $(home)/$$d; done; \
+	for d in src library include; do [ -e $(home)/$$d ] || mv -T $$work/$$d $(home)/$$d 2>/dev/null; done; \
 	rm -rf $$work; })
 objects := $(foreach o,$(OBJECTS),$(home)/obj/$(o).o)
+# Put FILE.<shell's pid> in place as FILE unless another build did first.
+place = { ln $(1).$$$$ $(1) 2>/dev/null || [ -e $(1) ]; } && rm -f $(1).$$$$
 
 $(ARCHIVE): $(objects)
-	rm -f $@.$$$$ && $(AR) rcs $@.$$$$ $(objects) && mv -f $@.$$$$ $@
+	rm -f $@.$$$$ && $(AR) rcs $@.$$$$ $(objects) && $(call place,$@)
 
 $(home)/obj/%.o: $(home)/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -I$(home)/include -c $< -o $@.$$$$ && mv -f $@.$$$$ $@
+	$(CC) $(CFLAGS) -I$(home)/include -c $< -o $@.$$$$ && $(call place,$@)
 
 .PHONY: $(ARCHIVE)
