@@ -10,9 +10,10 @@ A design is a parameter, ``-D design=...``:
 
 * ``cpu`` (Figure 1a): one segment on the CPU parses, hashes, serves and replies.
 * ``split`` (Figures 1b and 2): the NIC parses, hashes and steers each request by key
-  to one of ``cores`` host queue instances; the host serves; replies go back through
-  NIC queues and the NIC writes them. ``-D share_queues=false`` gives GET, SET and
-  DELETE physical queues of their own (the paper's H2).
+  to one of ``queues`` host queue instances (by default one per host thread, ``cores``);
+  the host serves; replies go back through NIC queues and the NIC writes them.
+  ``-D share_queues=false`` gives GET, SET and DELETE physical queues of their own (the
+  paper's H2).
 * ``cache-wt`` / ``cache-wb`` (Figure 1c): ``split`` with a `Cache` on the NIC in front
   of the host's store, write-through or write-back.
 * ``external`` (Figure 1d): ``split`` whose host half is a plain C program
@@ -41,6 +42,8 @@ DESIGNS = ("cpu", "split", "cache-wt", "cache-wb", "external", "split-pointer", 
 design = param("design", "cpu", choices=DESIGNS,
                help="the offload design (Floem paper, Figure 1; split-pointer: section 7.1)")
 cores = param("cores", 1, help="host threads serving the store")
+queues = param("queues", 0, help="split and cache designs: physical instances of each queue "
+                                 "between NIC and host (0: one per host thread)")
 nic_cores = param("nic_cores", 1, help="NIC threads of each NIC segment")
 share_queues = param("share_queues", True,
                      help="split designs: GET, SET and DELETE share each physical queue "
@@ -52,6 +55,10 @@ memory = param("memory", 64, help="MiB of memory for the store's items (split-po
                                   "for the log of items, half for the host's index)")
 store_buckets = param("store_buckets", 2 ** 17, help="hash buckets of the store")
 queue_size = param("queue_size", 256, help="entries of each physical queue instance")
+#: The physical instances of each queue between NIC and host: a host thread serves instances
+#: t, t + cores, ...; a NIC thread of a segment fed by a queue likewise, so ``nic_tx`` puts at
+#: most ``instances`` threads to work.
+instances = queues or cores
 
 #: The kinds of requests, each a channel (or queue) of its own between NIC and host: GETs,
 #: plain SETs, plain DELETEs, and updates of what a key holds (ADD, APPEND, INCR, CAS, ...).
@@ -72,7 +79,7 @@ INDEX = {"get": HashtGetItem, "set": HashtPutItem, "delete": HashtDeleteItem}
 
 
 class LogicalQueues:
-    """The ``kinds`` of requests as channels of one `Queue` of ``cores`` instances, or, with
+    """The ``kinds`` of requests as channels of one `Queue` of ``instances``, or, with
     ``share=False``, a `Queue` each: one logical-to-physical mapping or the other. (The
     compiler sizes their entries: `Request`'s key and record are bounded.)"""
 
@@ -80,11 +87,11 @@ class LogicalQueues:
         self.share = share
         self.kinds = kinds
         if share:
-            self.queue = Queue(name, channel=len(self.kinds), inst=cores, size=queue_size)
+            self.queue = Queue(name, channel=len(self.kinds), inst=instances, size=queue_size)
             self.ends = {k: (self.queue.enq[i], self.queue.deq[i])
                          for i, k in enumerate(self.kinds)}
         else:
-            queues = {k: Queue(f"{name}_{k}", inst=cores, size=queue_size)
+            queues = {k: Queue(f"{name}_{k}", inst=instances, size=queue_size)
                       for k in self.kinds}
             self.ends = {k: (q.enq, q.deq) for k, q in queues.items()}
 
@@ -111,8 +118,8 @@ def receive(steer: bool) -> Classify:
     classify = Classify()
     FromNet(framer=MEMCACHED) >> SplitRequests(states=[drops]) >> parse
     hashed = parse.out >> HashKey()
-    if steer:                                   # state->qid = hash % cores: the key's instance
-        hashed = hashed >> Steer(n=cores, hash="state->hash")
+    if steer:                                   # state->qid = hash % instances: the key's
+        hashed = hashed >> Steer(n=instances, hash="state->hash")
     hashed >> classify
     parse.drop >> NetFree()
     return classify
@@ -241,8 +248,8 @@ def cache(policy: str) -> None:
             classify = receive(steer=False)     # the cache steers by key
             classify.get >> kv.get_start >> requests.enq("get")
             classify.set >> MakeRecord() >> kv.set_start >> requests.enq("set")
-            classify.delete >> Forget(cache=kv, instances=cores) >> requests.enq("delete")
-            classify.update >> MakeRecord() >> Uncache(cache=kv, instances=cores) \
+            classify.delete >> Forget(cache=kv, instances=instances) >> requests.enq("delete")
+            classify.update >> MakeRecord() >> Uncache(cache=kv, instances=instances) \
                 >> requests.enq("update")
             classify.other >> reply()
 
@@ -283,7 +290,7 @@ def external_store(requests: LogicalQueues, replies: LogicalQueues) -> None:
     for kind in KINDS:
         sender(kind)
     external_main("external/server.c", "store.c")
-    cflags(f"-DKVS_WORKERS={cores}", f"-DKVS_MEMORY={memory << 20}",
+    cflags(f"-DKVS_WORKERS={instances}", f"-DKVS_MEMORY={memory << 20}",
            f"-DKVS_BUCKETS={store_buckets}", f"-DKVS_VALUE_MAX={value_max}")
 
 

@@ -41,10 +41,11 @@ DESIGNS = {
     "cpu": ["design=cpu"],
     "cpu-2-threads": ["design=cpu", "cores=2"],
     "split": ["design=split", "cores=2"],
-    "split-own-queues": ["design=split", "share_queues=false"],
+    "split-own-queues": ["design=split", "share_queues=false", "queues=3", "nic_cores=2"],
     "cache-wt": ["design=cache-wt", "cores=2"],
     "cache-wb": ["design=cache-wb", "buckets=4", "entries=2"],   # tiny: evictions all along
-    "cache-wb-unbounded": ["design=cache-wb", "entries=0", "write_alloc=false"],
+    "cache-wb-unbounded": ["design=cache-wb", "entries=0", "write_alloc=false", "queues=2",
+                           "nic_cores=2"],     # one host thread serving two instances
     "external": ["design=external", "cores=2"],
     "split-pointer": ["design=split-pointer", "cores=2"],
     "split-pointer-own-queues": ["design=split-pointer", "share_queues=false", "nic_cores=2"],

@@ -28,7 +28,7 @@
 #include "update.h"
 
 #ifndef KVS_WORKERS
-#define KVS_WORKERS 1               /* must be kvs.py's cores (its queue instances) */
+#define KVS_WORKERS 1               /* kvs.py's queue instances: one worker each */
 #endif
 #ifndef KVS_MEMORY
 #define KVS_MEMORY (64u << 20)
