@@ -1,6 +1,7 @@
 /* Count-min sketch updates and queries (see sketch.h). */
 #include "sketch.h"
 
+#include "floem/runtime.h"
 #include "hash.h"
 
 static size_t cell(uint32_t width, uint32_t row, const void *key, size_t len)
@@ -33,15 +34,13 @@ uint64_t floem_cms_update(uint64_t *counts, uint32_t width, uint32_t depth, int 
         }
         return depth ? best : 0;
     }
-    while (__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE))
-        while (__atomic_load_n(lock, __ATOMIC_RELAXED))
-            ;
+    floem_lock(lock);                   /* serial work, as floem explore counts it */
     uint64_t target = floem_cms_estimate(counts, width, depth, key, len) + amount;
     for (uint32_t row = 0; row < depth; row++) {
         uint64_t *c = &counts[cell(width, row, key, len)];
         if (*c < target)
             __atomic_store_n(c, target, __ATOMIC_RELAXED);
     }
-    __atomic_store_n(lock, 0, __ATOMIC_RELEASE);
+    floem_unlock(lock);
     return depth ? target : 0;
 }

@@ -14,7 +14,8 @@
 
 /* Add `amount` for `key`; returns the key's estimate after the update. Thread-safe.
  * Plain update adds to every row (atomic adds). Conservative update raises each of the
- * key's counters only up to (estimate before + amount), under the spin lock `lock`. */
+ * key's counters only up to (estimate before + amount), under `lock` (floem_lock: the
+ * work no two cores do at once, as floem explore counts it). */
 uint64_t floem_cms_update(uint64_t *counts, uint32_t width, uint32_t depth, int *lock,
                           const void *key, size_t len, uint64_t amount, int conservative);
 
