@@ -9,8 +9,9 @@ counting build), counts only its turns, and counts each atomic add once in its I
 the same program counted twice gives the same instructions and atomics; with caches
 simulated, each thread misses its own first level as the other does, while the last level,
 shared, was warmed by the first thread for the second; a second level is each thread's own,
-as the first is. A NIC manager core's sync-layer rounds are counted when they move entries
-and forgotten when they do not (floem_count_drop). With element functions named, each
+as the first is. A NIC manager core's sync-layer rounds are counted when they move entries,
+and apart when they do not (floem_count_idle), with how many there were. With element
+functions named, each
 thread's counts are charged to the element running (the functions it calls that are not
 elements included), with each element's calls of another and of floem_engine_end.
 """
@@ -158,11 +159,16 @@ def test_a_second_level_is_each_threads_own(tmp_path, isa: str) -> None:
     assert without[1].counts["D2mr"] == without[1].counts["D1mr"]   # none: every miss goes on
 
 
-def test_a_manager_counts_the_rounds_that_move_entries(tmp_path) -> None:
+def test_a_manager_counts_the_rounds_that_move_entries_and_apart_those_that_do_not(
+        tmp_path) -> None:
     executable = build(tmp_path, "x86-64")
     main, manager = counted(executable, "x86-64", str(tmp_path / "count"), None, "manager")
     assert manager.root == "manager"
     assert manager.counts["Ge"] == 2 * 100                  # rounds 0 and 2 of four
+    assert (manager.windows, manager.idle_windows) == (4, 2)
+    assert manager.idle["Ge"] == 2 * 100                    # rounds 1 and 3
+    assert manager.idle["Ir"] == manager.counts["Ir"]       # the same work each round
+    assert main.idle_windows == 0 and not main.idle
 
 
 ELEMENTS = r"""

@@ -33,8 +33,8 @@ from floem.explore.counters import Counters, Thread, parse
 from floem.explore.latency import Station, latency
 from floem.explore.measure import (MANAGERS, Layout, Machine, Measurement, Misses, RunFailed,
                                   SegmentCounts, Tally, Workload, measure, process_counts)
-from floem.explore.model import (SECTIONS, WIRE_OVERHEAD_BYTES, load_platform, model_platforms,
-                                 predict, segment_time)
+from floem.explore.model import (SECTIONS, WIRE_OVERHEAD_BYTES, full_batches, load_platform,
+                                 model_platforms, predict, segment_time)
 from floem.explore.sweep import layout
 
 ECHO = os.path.join(ROOT, "examples", "echo", "echo.py")
@@ -414,6 +414,27 @@ def test_capacities_follow_from_the_segments_and_the_platforms() -> None:
     assert pred.capacities[pred.bottleneck] == pred.packets_per_s
     assert pred.load_pps == pytest.approx(0.8 * pred.packets_per_s)
     assert 0 < pred.latency.p50_us < pred.latency.p99_us < math.inf
+
+
+def test_the_managers_capacity_is_at_full_batches() -> None:
+    """Counted rounds that found 2 entries each (10 rounds for 20 entries a packet, 100
+    instructions a round fixed, as an idle round shows, and 20 an entry): with batches of
+    32 the same entries take 20/32 of a round's fixed part, not 10."""
+    nic, host = load_platform("liquidio"), load_platform("xeon-e5-2680v3", "host")
+    counted = 10 * 100 + 20 * 20
+    record = Machine(nic_managers=2, queue_entries=20.0, manager_rounds=10.0,
+                     round_instructions=100.0, sync_batch=32,
+                     managers=segment(True, threads=2, instructions=float(counted)))
+    full = 20 / 32 * 100 + 20 * 20
+    assert full_batches(counted, 10.0, 20.0, 100.0, 32) == pytest.approx(full / counted)
+    per_packet = counted * nic.cpi / nic.ghz * full / counted
+    assert predict(measurement(machine=record), nic, host).capacities["NIC managers"] == \
+        pytest.approx(2 * 1e9 / per_packet)
+    # no idle round counted, or rounds already full: the counted cost stands
+    assert full_batches(counted, 10.0, 20.0, 0.0, 32) == 1.0
+    assert full_batches(counted, 20 / 32, 20.0, 100.0, 32) == 1.0
+    # never below the fixed part of the fewest rounds
+    assert full_batches(500.0, 10.0, 20.0, 100.0, 32) == pytest.approx(20 / 32 * 100 / 500)
 
 
 def test_a_configuration_that_does_not_fit_the_platform() -> None:

@@ -71,6 +71,10 @@ def test_layout_knows_how_many_threads_can_work_in_each_segment() -> None:
     lay = layout(KVS, {"design": "cache-wb", "cores": "2"})
     assert lay.limits == {"nic_rx": 0, "store": 2, "nic_tx": 2}
     assert lay.shadows == 4                 # two queues to and from the host, two instances each
+    assert lay.sync_batch == 32             # 256 entries each: a quarter, at most 32
+    queues = layout(KVS, {"design": "cache-wb", "queues": "3", "queue_size": "64"})
+    assert (queues.limits["nic_tx"], queues.limits["store"]) == (3, 3)
+    assert (queues.shadows, queues.sync_batch) == (6, 16)
     assert layout(KVS, {"design": "cpu"}).shadows == 0
     assert layout(STORM, {"design": "split"}).limits["demux"] == 1
 

@@ -9,9 +9,10 @@
  *   floem_count_on, floem_count_off   the calling thread starts or stops being counted
  *                                     (a packet's turn begins or ends, a pause ends or
  *                                     begins); the markers' own instructions are not;
- *   floem_count_drop                  the calling thread stops being counted, and what it
- *                                     counted since its last floem_count_on is forgotten
- *                                     (a sync-layer round that moved nothing);
+ *   floem_count_idle                  the calling thread stops being counted, and what it
+ *                                     counted since its last floem_count_on goes to its
+ *                                     idle counts instead (a sync-layer round that moved
+ *                                     nothing);
  *   floem_count_thread(fn, arg)       calls fn(arg): the thread is named by the next
  *                                     function it runs (a segment's `<segment>_thread`,
  *                                     or a start routine of the user's program).
@@ -44,8 +45,8 @@
  * such entry while counted is a call of the element by the one running before; each
  * call of floem_engine_end (runtime/src/count.c: the end of work handed to an engine) is
  * one by the element running, counted or not, as the runtime counts them. What a
- * floem_count_drop forgets is forgotten from the thread's line only: it ends rounds of
- * the sync layer's managers, which run no element.
+ * floem_count_idle moves to the idle counts leaves the thread's line only: it ends rounds
+ * of the sync layer's managers, which run no element.
  *
  * At exit it writes one line per thread to out=FILE:
  *
@@ -61,6 +62,13 @@
  *
  *   element NAME <a count per event>
  *   call CALLER CALLEE TIMES          (CALLEE floem_engine_end: an engine's work ended)
+ *
+ * and, after the line of a thread that counted idle windows (a sync-layer manager's rounds
+ * that moved nothing), one line with how many times it was counted from (WINDOWS: its
+ * floem_count_on calls, a manager's rounds), how many of those ended idle, and what they
+ * counted (not in its thread line):
+ *
+ *   idle WINDOWS IDLE <a count per event>
  *
  * What the thread counted outside every element is its line less its elements'.
  */
@@ -84,7 +92,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 #define MAX_DEPTH 4096
 
 enum isa { ISA_X86_64, ISA_AARCH64, ISA_MIPS64 };
-enum marker { NO_MARKER, MARK_ON, MARK_OFF, MARK_DROP, MARK_THREAD, MARK_ENGINE };
+enum marker { NO_MARKER, MARK_ON, MARK_OFF, MARK_IDLE, MARK_THREAD, MARK_ENGINE };
 /* The events of a thread's line (and of an element's), in order. */
 enum event { IR, GE, I1MR, D1MR, I2MR, D2MR, ILMR, DLMR, N_EVENTS };
 
@@ -140,12 +148,14 @@ struct tally {
 };
 
 /* One guest thread: whether it is counted now, what it is named by, its counts (and what
- * they were when it was last counted from: floem_count_drop goes back to them). */
+ * they were when it was last counted from: floem_count_idle goes back to them, moving what
+ * was counted since to `idle`). */
 struct thread {
     struct thread *next;        /* in the order threads started */
     const char *root;
     bool counted, naming;       /* naming: the next function it runs names it */
     uint64_t c[N_EVENTS], at_on[N_EVENTS];
+    uint64_t idle[N_EVENTS], windows, idle_windows;
     struct cache i1, d1, l2;
     /* with elements=FILE: its shadow stack (the first frame: outside any call seen) */
     struct frame *stack;
@@ -352,15 +362,19 @@ static void block_executed(unsigned int vcpu, void *data)
     switch (b->marker) {
     case MARK_ON:
         t->counted = true;
+        t->windows++;
         memcpy(t->at_on, t->c, sizeof t->c);
         return;
     case MARK_OFF:
         t->counted = false;
         return;
-    case MARK_DROP:
+    case MARK_IDLE:
         t->counted = false;
         if (t->stack != NULL)
             charge(t);          /* to no element: the sync layer's managers run none */
+        t->idle_windows++;
+        for (int e = 0; e < N_EVENTS; e++)
+            t->idle[e] += t->c[e] - t->at_on[e];
         memcpy(t->c, t->at_on, sizeof t->c);
         memcpy(t->charged, t->c, sizeof t->c);
         return;
@@ -496,7 +510,7 @@ static enum marker marker_of(const char *symbol, uint64_t vaddr)
 {
     static const char *const names[] = {[MARK_ON] = "floem_count_on",
                                         [MARK_OFF] = "floem_count_off",
-                                        [MARK_DROP] = "floem_count_drop",
+                                        [MARK_IDLE] = "floem_count_idle",
                                         [MARK_THREAD] = "floem_count_thread",
                                         [MARK_ENGINE] = "floem_engine_end"};
     static uint64_t entries[] = {[MARK_ENGINE] = 0};    /* translation is serialized */
@@ -632,6 +646,10 @@ static void write_counts(qemu_plugin_id_t id, void *data)
             charge(t);          /* what the element running counted since it began */
         for (int e = 0; t->tallies != NULL && e < n_elements; e++)
             write_tally(out, e, &t->tallies[e]);
+        if (t->idle_windows != 0) {
+            fprintf(out, "idle %" PRIu64 " %" PRIu64, t->windows, t->idle_windows);
+            write_events(out, t->idle);
+        }
     }
     fclose(out);
 }

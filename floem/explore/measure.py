@@ -99,6 +99,8 @@ class Layout:
     host_io: bool                           # the host receives and sends the frames
     limits: dict[str, int] = field(default_factory=dict)   # most threads that can work (0: any)
     shadows: int = 0                        # queue instances the NIC's sync layer manages
+    sync_batch: int = 0                     # most entries its round moves of one (the least
+                                            # of its queues' batches)
 
 
 @dataclass(frozen=True)
@@ -160,6 +162,9 @@ class Machine:
     queue_entries: float = 0.0              # queue entries the sync layer moved over PCIe
     queue_bytes: float = 0.0                # their bytes, a status word each included
     managers: SegmentCounts | None = None   # the managers' rounds that moved entries
+    manager_rounds: float = 0.0             # those rounds
+    round_instructions: float = 0.0         # a round's that moved nothing (0: none counted)
+    sync_batch: int = 0                     # the layout's
 
 
 @dataclass
@@ -414,7 +419,8 @@ def _add_machine(m: Measurement, machine: str, c: Counters, counts: Counts, layo
                  n: int) -> Machine:
     """One machine's counters and counts, per packet, into ``m``; its record."""
     m.machines[machine] = record = Machine(
-        host_io=layout.host_io, queue_entries=c.entries / n, queue_bytes=c.entry_bytes / n)
+        host_io=layout.host_io, queue_entries=c.entries / n, queue_bytes=c.entry_bytes / n,
+        sync_batch=layout.sync_batch)
     for t in c.threads:
         if not t.worker:
             record.nic_managers += 1
@@ -435,6 +441,9 @@ def _add_machine(m: Measurement, machine: str, c: Counters, counts: Counts, layo
         if name == MANAGERS:
             s = record.managers = SegmentCounts(tally.process, True, threads=tally.threads,
                                                 machine=machine)
+            record.manager_rounds = tally.rounds / n
+            if tally.idle_rounds:
+                record.round_instructions = tally.idle_instructions / tally.idle_rounds
         else:
             s = m.segments.setdefault(_named(machine, name), SegmentCounts(  # a user's thread
                 tally.process, layout.processes[tally.process], threads=tally.threads,
@@ -478,12 +487,18 @@ class Tally:
     first_misses: int = 0                   # loads and fetches missing the first level,
     last_misses: int = 0                    # the last,
     second_misses: int = 0                  # and the second (the first's without one)
+    rounds: int = 0                         # sync-layer managers: rounds that moved entries,
+    idle_rounds: int = 0                    # rounds that moved nothing,
+    idle_instructions: int = 0              # and what those executed (not in `instructions`)
 
     def minus(self, other: Tally) -> Tally:
+        """What this run counted beyond ``other`` (the idle rounds stay this run's: they
+        give the cost of a round, not work of the packets)."""
         return Tally(self.process, self.threads, self.instructions - other.instructions,
                      self.atomics - other.atomics, self.first_misses - other.first_misses,
                      self.last_misses - other.last_misses,
-                     self.second_misses - other.second_misses)
+                     self.second_misses - other.second_misses, self.rounds - other.rounds,
+                     self.idle_rounds, self.idle_instructions)
 
 
 #: What a counted run gives of one machine: each segment's tally.
@@ -546,7 +561,10 @@ def process_counts(base: str, process: str, segments: list[str], report: Counter
                              before.atomics + c["Ge"],
                              before.first_misses + c["I1mr"] + c["D1mr"],
                              before.last_misses + c["ILmr"] + c["DLmr"],
-                             before.second_misses + c["I2mr"] + c["D2mr"])
+                             before.second_misses + c["I2mr"] + c["D2mr"],
+                             before.rounds + thread.windows - thread.idle_windows,
+                             before.idle_rounds + thread.idle_windows,
+                             before.idle_instructions + thread.idle.get("Ir", 0))
     for segment in [] if serial else segments:
         if segment not in counts and any(t.segment == segment and t.packets
                                          for t in report.threads):

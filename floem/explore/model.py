@@ -28,7 +28,8 @@ on that side doing atomics), and turns it into capacities in packets per second:
 * each segment: its threads (those that can work: a queue's consumer at most its
   instances) / its time per packet;
 * the NIC's sync-layer managers: their cores / the time per packet of their rounds that
-  moved entries (counted on the manager cores as a segment's work is);
+  moved entries (counted on the manager cores as a segment's work is), with each round
+  moving a full batch (`full_batches`);
 * each side's locks: 1 / (the time per packet spent holding a lock, with its atomics):
   no two cores hold one at once;
 * PCIe: bandwidth / bytes per packet (the queue entries, with their status words and a
@@ -277,11 +278,34 @@ def pcie_capacity(m: Measurement, machine: str, nic: Platform) -> float:
 
 
 def managers_capacity(record: Machine, nic: Platform) -> float:
-    """Packets per second one machine's sync-layer managers move (their rounds' time per
-    packet on their cores; infinite without managers)."""
+    """Packets per second one machine's sync-layer managers move at most (their rounds' time
+    per packet on their cores when each round moves a full batch; infinite without
+    managers)."""
     if record.managers is None or not record.nic_managers:
         return math.inf
-    return capacity(record.nic_managers, segment_time(record.managers, nic, nic, 0.0).total)
+    counted = segment_time(record.managers, nic, nic, 0.0).total
+    share = full_batches(record.managers.instructions, record.manager_rounds,
+                         record.queue_entries, record.round_instructions, record.sync_batch)
+    return capacity(record.nic_managers, counted * share)
+
+
+def full_batches(instructions: float, rounds: float, entries: float, round_instructions: float,
+                 batch: int) -> float:
+    """The sync-layer managers' cost when every round moves a full batch, over their counted
+    cost: at their bound entries wait for them, so each round finds a batch, where a counted
+    run's rounds (qemu's threads taking turns) find a few entries each.
+
+    A round costs a fixed part, what a round that moves nothing executes
+    (``round_instructions``, counted apart), and a part per entry. Of the counted
+    ``instructions`` in ``rounds`` that moved ``entries`` (each per packet), the fixed part
+    of the rounds beyond the fewest that move those entries (``batch`` a round) is what full
+    batches save (the same share of the counted time is taken). 1 when no idle round was
+    counted."""
+    if not (instructions and round_instructions and batch):
+        return 1.0
+    fewest = entries / batch
+    beyond = max(0.0, rounds - fewest) * round_instructions
+    return max(instructions - beyond, fewest * round_instructions) / instructions
 
 
 def link_capacity(m: Measurement, nic: Platform) -> float:

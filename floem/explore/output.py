@@ -110,7 +110,7 @@ def write(rows: list[Row], platforms: list[Platform], base: str, title: str) -> 
     os.makedirs(os.path.dirname(os.path.abspath(base)), exist_ok=True)
     described = describe_rows(rows)
     with open(base + ".csv", "w", newline="") as f:
-        fields = [k for k in described[0] if k not in ("capacities", "segments")] \
+        fields = [k for k in described[0] if k not in ("capacities", "segments", "machines")] \
             if described else []
         writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         writer.writeheader()

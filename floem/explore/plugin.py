@@ -15,7 +15,7 @@ import hashlib
 import os
 import subprocess
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 
 from floem.errors import FloemError
@@ -75,7 +75,8 @@ def _escaped(value: str) -> str:
 
 
 #: Each kind of line: how many words it has, and where its numbers begin.
-_LINES = {"thread": (3 + len(EVENTS), 3), "element": (2 + len(EVENTS), 2), "call": (4, 3)}
+_LINES = {"thread": (3 + len(EVENTS), 3), "element": (2 + len(EVENTS), 2), "call": (4, 3),
+          "idle": (3 + len(EVENTS), 1)}
 #: The callee of an element's call that ends work it handed to an engine (runtime.h).
 ENGINE_END = "floem_engine_end"
 
@@ -84,12 +85,17 @@ ENGINE_END = "floem_engine_end"
 class ThreadCounts:
     """One thread's line: the function it is named by, and each of `EVENTS`; with element
     functions named, what each counted while it was the innermost element on the thread's
-    call stack, and how often each called another (or `ENGINE_END`), by (caller, callee)."""
+    call stack, and how often each called another (or `ENGINE_END`), by (caller, callee);
+    for a sync-layer manager, how many rounds it counted (``windows``), how many of them
+    moved nothing (``idle_windows``) and what those counted (``idle``, not in ``counts``)."""
 
     root: str
     counts: dict[str, int]
     elements: dict[str, dict[str, int]] = field(default_factory=dict)
     calls: dict[tuple[str, str], int] = field(default_factory=dict)
+    windows: int = 0
+    idle_windows: int = 0
+    idle: dict[str, int] = field(default_factory=dict)
 
 
 def read_counts(path: str) -> list[ThreadCounts]:
@@ -117,6 +123,10 @@ def read_counts(path: str) -> list[ThreadCounts]:
             threads.append(ThreadCounts(words[2], dict(zip(EVENTS, map(int, words[3:])))))
         elif kind == "element":
             threads[-1].elements[words[1]] = dict(zip(EVENTS, map(int, words[2:])))
+        elif kind == "idle":
+            threads[-1] = replace(threads[-1], windows=int(words[1]),
+                                  idle_windows=int(words[2]),
+                                  idle=dict(zip(EVENTS, map(int, words[3:]))))
         else:
             threads[-1].calls[(words[1], words[2])] = int(words[3])
     return threads

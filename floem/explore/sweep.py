@@ -26,7 +26,7 @@ from typing import Any, Protocol
 from floem.builder import check_program
 from floem.api import load_app
 from floem.errors import FloemError
-from floem.ir import Device, SegmentKind
+from floem.ir import Device, ProgramIR, SegmentKind
 from floem.explore.measure import (MANAGERS, Geometry, Layout, Measurement, RunFailed, Workload,
                                    measure, measure_machines)
 from floem.explore import provenance, threads
@@ -124,9 +124,20 @@ def layout(app: str, configuration: dict[str, str]) -> Layout:
         host_io=any(n.uses_network and ir.segments[n.segment].device == Device.CPU
                     for n in ir.nodes()),
         limits={s.name: 1 if not s.parallel else instances.get(s.source, 0) for s in threaded},
-        shadows=sum(ir.queues[name].instances for p in ir.processes.values()
-                    if p.device == Device.NIC
-                    for name, side in ir.plan.processes[p.name].queues.items() if side.synced))
+        shadows=sum(ir.queues[name].instances for name in synced_queues(ir)),
+        sync_batch=sync_batch(ir))
+
+
+def synced_queues(ir: ProgramIR) -> list[str]:
+    """The queues the NIC's sync layer moves between NIC and host memory."""
+    return [name for p in ir.processes.values() if p.device == Device.NIC
+            for name, side in ir.plan.processes[p.name].queues.items() if side.synced]
+
+
+def sync_batch(ir: ProgramIR) -> int:
+    """The most entries a sync-layer round moves of one queue instance: the least of the
+    synced queues' batches (0: none)."""
+    return min((ir.plan.sync_batches[name] for name in synced_queues(ir)), default=0)
 
 
 def geometries(nics: list[Platform], hosts: list[Platform]) -> list[tuple[Geometry, Geometry]]:
@@ -450,6 +461,8 @@ def describe_rows(rows: list[Row]) -> list[dict[str, Any]]:
             "segments": ({n: {**dataclasses.asdict(s), **({"time_ns": dataclasses.asdict(p.times[n])}
                                                            if ok and p else {})}
                           for n, s in m.segments.items()} if m else None),
+            "machines": ({n: {k: v for k, v in dataclasses.asdict(rec).items() if k != "managers"}
+                          for n, rec in m.machines.items()} if m else None),
             "error": r.failed})
     return out
 

@@ -15,8 +15,8 @@ each edge is taken, and calls of ``floem_engine_end`` which element hands work t
 engine (AES-NI on the host, a crypto unit on the NIC). A few probes (all on the CPU; as
 much as can be on the NIC; one with both boundaries) give every figure a placement needs,
 so the search builds a few programs, not one per placement. The NIC's sync-layer managers
-are counted as `floem.explore.measure` counts them (their rounds that moved entries), per
-queue entry they moved over PCIe.
+are counted as `floem.explore.measure` counts them (their rounds that moved entries, at full
+batches: `floem.explore.model.full_batches`), per queue entry they moved over PCIe.
 """
 from __future__ import annotations
 
@@ -28,7 +28,9 @@ from floem.errors import FloemError
 from floem.explore.counters import parse
 from floem.explore.measure import (MANAGER_THREAD, Geometry, Misses, Replay, RunFailed,
                                    Workload)
+from floem.explore.model import full_batches
 from floem.explore.plugin import ENGINE_END, ThreadCounts, read_counts
+from floem.explore.sweep import sync_batch
 from floem.ir import Cut, Device, Part, ProgramIR, SegmentIR
 from floem.ir.cnames import c_global
 from floem.place.app_file import placed_source
@@ -70,7 +72,7 @@ class Probe:
     replies: float = 0.0                    # frames sent per packet
     serial: dict[str, tuple[Device, Cost]] = field(default_factory=dict)  # holding a lock
     engine: dict[str, tuple[Device, float, float]] = field(default_factory=dict)  # calls, bytes
-    managers: Cost = field(default_factory=Cost)    # the sync layer's rounds that moved entries
+    managers: Cost = field(default_factory=Cost)    # the sync layer's rounds, at full batches
     entries: float = 0.0                    # queue entries they moved over PCIe
 
 
@@ -115,6 +117,7 @@ def _counted_run(placed: str, defines: list[str], options: list[str], workload: 
         calls = sum(t.engine_calls for t in report.threads)
         per_call = sum(t.engine_bytes for t in report.threads) / calls if calls else 0.0
         segments = {c_global("segment", s.name, "thread"): s for s in ir.segments.values()}
+        managers: list[ThreadCounts] = []
         for proc in ir.processes.values():
             path = f"{base}.{proc.name}"
             if not os.path.exists(path):
@@ -132,6 +135,13 @@ def _counted_run(placed: str, defines: list[str], options: list[str], workload: 
                                  probe)
                 elif thread.root == MANAGER_THREAD:
                     probe.managers.add(_cost(thread.counts, geometry, workload.frames))
+                    managers.append(thread)
+        idle = sum(t.idle_windows for t in managers)
+        if idle:
+            rounds = sum(t.windows for t in managers) - idle
+            probe.managers = probe.managers.scaled(full_batches(
+                probe.managers.instructions, rounds / workload.frames, probe.entries,
+                sum(t.idle.get("Ir", 0) for t in managers) / idle, sync_batch(ir)))
         probe.engine = {n: (d, c, c * per_call) for n, (d, c, _) in probe.engine.items()}
     return report.lock_acquisitions
 

@@ -48,7 +48,7 @@ MARKER void floem_count_off(void)
     __asm__ volatile("");
 }
 
-MARKER void floem_count_drop(void)
+MARKER void floem_count_idle(void)
 {
     __asm__ volatile("");
 }
@@ -178,7 +178,7 @@ void floem_count_sync_end(bool counting, bool moved)
     if (moved)
         floem_count_off();
     else
-        floem_count_drop();
+        floem_count_idle();
 }
 
 void floem_count_pause(void)

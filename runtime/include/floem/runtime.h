@@ -152,9 +152,10 @@ extern _Thread_local uint64_t floem_thread_received, floem_thread_sent, floem_th
 /* Call fn(arg) as the calling thread's start: counting names the thread by fn. */
 void *floem_count_thread(void *(*fn)(void *), void *arg);
 /* The calling thread is one of the NIC's manager cores: the sync layer's rounds it runs
- * that move entries are counted (floem explore charges them to the managers), those that
- * find nothing to move are not. floem_count_sync_begin starts counting a round, and says
- * whether it did; floem_count_sync_end keeps what was counted, or forgets it. */
+ * are counted, those that move entries as its work (floem explore charges them to the
+ * managers), those that find nothing to move apart (their cost a round: the fixed part of
+ * every round). floem_count_sync_begin starts counting a round, and says whether it did;
+ * floem_count_sync_end ends it, as work or as idle. */
 void floem_count_manager(void);
 bool floem_count_sync_begin(void);
 void floem_count_sync_end(bool counting, bool moved);
