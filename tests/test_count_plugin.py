@@ -10,7 +10,8 @@ the same program counted twice gives the same instructions and atomics; with cac
 simulated, each thread misses its own first level as the other does, while the last level,
 shared, was warmed by the first thread for the second; a second level is each thread's own,
 as the first is. A NIC manager core's sync-layer rounds are counted when they move entries,
-and apart when they do not (floem_count_idle), with how many there were. With element
+and apart when they do not (floem_count_idle), with how many there were, and the DMA
+engine's work inside a round (a pause) is not. With element
 functions named, each
 thread's counts are charged to the element running (the functions it calls that are not
 elements included), with each element's calls of another and of floem_engine_end.
@@ -57,10 +58,16 @@ static void *manager(void *arg)
     (void)arg;
     floem_count_manager();
     for (int round = 0; round < 4; round++) {       /* rounds 1 and 3 move nothing */
+        floem_count_pause();                        /* as floem_sync_manage does */
         bool counting = floem_count_sync_begin();
         for (int i = 0; i < 100; i++)
             __atomic_fetch_add(&counters[i * 8], 1, __ATOMIC_RELAXED);
+        floem_count_pause();                        /* the DMA engine's work: not counted */
+        for (int i = 0; i < 50; i++)
+            __atomic_fetch_add(&counters[i * 8], 1, __ATOMIC_RELAXED);
+        floem_count_resume();
         floem_count_sync_end(counting, round % 2 == 0);
+        floem_count_resume();
     }
     return NULL;
 }
@@ -165,10 +172,10 @@ def test_a_manager_counts_the_rounds_that_move_entries_and_apart_those_that_do_n
     main, manager = counted(executable, "x86-64", str(tmp_path / "count"), None, "manager")
     assert manager.root == "manager"
     assert manager.counts["Ge"] == 2 * 100                  # rounds 0 and 2 of four
-    assert (manager.windows, manager.idle_windows) == (4, 2)
+    assert (manager.rounds, manager.idle_rounds) == (4, 2)
     assert manager.idle["Ge"] == 2 * 100                    # rounds 1 and 3
     assert manager.idle["Ir"] == manager.counts["Ir"]       # the same work each round
-    assert main.idle_windows == 0 and not main.idle
+    assert main.idle_rounds == 0 and not main.idle
 
 
 ELEMENTS = r"""

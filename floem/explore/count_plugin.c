@@ -9,10 +9,12 @@
  *   floem_count_on, floem_count_off   the calling thread starts or stops being counted
  *                                     (a packet's turn begins or ends, a pause ends or
  *                                     begins); the markers' own instructions are not;
+ *   floem_count_round                 a sync-layer manager's round begins: the calling
+ *                                     thread is counted (within the round, floem_count_off
+ *                                     and floem_count_on leave out the DMA engine's work);
  *   floem_count_idle                  the calling thread stops being counted, and what it
- *                                     counted since its last floem_count_on goes to its
- *                                     idle counts instead (a sync-layer round that moved
- *                                     nothing);
+ *                                     counted since its round began goes to its idle
+ *                                     counts instead (a round that moved nothing);
  *   floem_count_thread(fn, arg)       calls fn(arg): the thread is named by the next
  *                                     function it runs (a segment's `<segment>_thread`,
  *                                     or a start routine of the user's program).
@@ -63,12 +65,11 @@
  *   element NAME <a count per event>
  *   call CALLER CALLEE TIMES          (CALLEE floem_engine_end: an engine's work ended)
  *
- * and, after the line of a thread that counted idle windows (a sync-layer manager's rounds
- * that moved nothing), one line with how many times it was counted from (WINDOWS: its
- * floem_count_on calls, a manager's rounds), how many of those ended idle, and what they
- * counted (not in its thread line):
+ * and, after the line of a thread that ran sync-layer rounds, one with how many it ran, how
+ * many of those moved nothing (ended by floem_count_idle), and what those counted (not in
+ * its thread line):
  *
- *   idle WINDOWS IDLE <a count per event>
+ *   idle ROUNDS IDLE <a count per event>
  *
  * What the thread counted outside every element is its line less its elements'.
  */
@@ -92,7 +93,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 #define MAX_DEPTH 4096
 
 enum isa { ISA_X86_64, ISA_AARCH64, ISA_MIPS64 };
-enum marker { NO_MARKER, MARK_ON, MARK_OFF, MARK_IDLE, MARK_THREAD, MARK_ENGINE };
+enum marker { NO_MARKER, MARK_ON, MARK_OFF, MARK_ROUND, MARK_IDLE, MARK_THREAD, MARK_ENGINE };
 /* The events of a thread's line (and of an element's), in order. */
 enum event { IR, GE, I1MR, D1MR, I2MR, D2MR, ILMR, DLMR, N_EVENTS };
 
@@ -148,14 +149,14 @@ struct tally {
 };
 
 /* One guest thread: whether it is counted now, what it is named by, its counts (and what
- * they were when it was last counted from: floem_count_idle goes back to them, moving what
+ * they were when its sync-layer round began: floem_count_idle goes back to them, moving what
  * was counted since to `idle`). */
 struct thread {
     struct thread *next;        /* in the order threads started */
     const char *root;
     bool counted, naming;       /* naming: the next function it runs names it */
-    uint64_t c[N_EVENTS], at_on[N_EVENTS];
-    uint64_t idle[N_EVENTS], windows, idle_windows;
+    uint64_t c[N_EVENTS], at_round[N_EVENTS];
+    uint64_t idle[N_EVENTS], rounds, idle_rounds;
     struct cache i1, d1, l2;
     /* with elements=FILE: its shadow stack (the first frame: outside any call seen) */
     struct frame *stack;
@@ -362,20 +363,23 @@ static void block_executed(unsigned int vcpu, void *data)
     switch (b->marker) {
     case MARK_ON:
         t->counted = true;
-        t->windows++;
-        memcpy(t->at_on, t->c, sizeof t->c);
         return;
     case MARK_OFF:
         t->counted = false;
+        return;
+    case MARK_ROUND:
+        t->counted = true;
+        t->rounds++;
+        memcpy(t->at_round, t->c, sizeof t->c);
         return;
     case MARK_IDLE:
         t->counted = false;
         if (t->stack != NULL)
             charge(t);          /* to no element: the sync layer's managers run none */
-        t->idle_windows++;
+        t->idle_rounds++;
         for (int e = 0; e < N_EVENTS; e++)
-            t->idle[e] += t->c[e] - t->at_on[e];
-        memcpy(t->c, t->at_on, sizeof t->c);
+            t->idle[e] += t->c[e] - t->at_round[e];
+        memcpy(t->c, t->at_round, sizeof t->c);
         memcpy(t->charged, t->c, sizeof t->c);
         return;
     case MARK_THREAD:
@@ -510,6 +514,7 @@ static enum marker marker_of(const char *symbol, uint64_t vaddr)
 {
     static const char *const names[] = {[MARK_ON] = "floem_count_on",
                                         [MARK_OFF] = "floem_count_off",
+                                        [MARK_ROUND] = "floem_count_round",
                                         [MARK_IDLE] = "floem_count_idle",
                                         [MARK_THREAD] = "floem_count_thread",
                                         [MARK_ENGINE] = "floem_engine_end"};
@@ -646,8 +651,8 @@ static void write_counts(qemu_plugin_id_t id, void *data)
             charge(t);          /* what the element running counted since it began */
         for (int e = 0; t->tallies != NULL && e < n_elements; e++)
             write_tally(out, e, &t->tallies[e]);
-        if (t->idle_windows != 0) {
-            fprintf(out, "idle %" PRIu64 " %" PRIu64, t->windows, t->idle_windows);
+        if (t->rounds != 0) {
+            fprintf(out, "idle %" PRIu64 " %" PRIu64, t->rounds, t->idle_rounds);
             write_events(out, t->idle);
         }
     }

@@ -562,8 +562,8 @@ def process_counts(base: str, process: str, segments: list[str], report: Counter
                              before.first_misses + c["I1mr"] + c["D1mr"],
                              before.last_misses + c["ILmr"] + c["DLmr"],
                              before.second_misses + c["I2mr"] + c["D2mr"],
-                             before.rounds + thread.windows - thread.idle_windows,
-                             before.idle_rounds + thread.idle_windows,
+                             before.rounds + thread.rounds - thread.idle_rounds,
+                             before.idle_rounds + thread.idle_rounds,
                              before.idle_instructions + thread.idle.get("Ir", 0))
     for segment in [] if serial else segments:
         if segment not in counts and any(t.segment == segment and t.packets

@@ -86,15 +86,15 @@ class ThreadCounts:
     """One thread's line: the function it is named by, and each of `EVENTS`; with element
     functions named, what each counted while it was the innermost element on the thread's
     call stack, and how often each called another (or `ENGINE_END`), by (caller, callee);
-    for a sync-layer manager, how many rounds it counted (``windows``), how many of them
-    moved nothing (``idle_windows``) and what those counted (``idle``, not in ``counts``)."""
+    for a sync-layer manager, how many rounds it ran (``rounds``), how many of them moved
+    nothing (``idle_rounds``) and what those counted (``idle``, not in ``counts``)."""
 
     root: str
     counts: dict[str, int]
     elements: dict[str, dict[str, int]] = field(default_factory=dict)
     calls: dict[tuple[str, str], int] = field(default_factory=dict)
-    windows: int = 0
-    idle_windows: int = 0
+    rounds: int = 0
+    idle_rounds: int = 0
     idle: dict[str, int] = field(default_factory=dict)
 
 
@@ -124,8 +124,8 @@ def read_counts(path: str) -> list[ThreadCounts]:
         elif kind == "element":
             threads[-1].elements[words[1]] = dict(zip(EVENTS, map(int, words[2:])))
         elif kind == "idle":
-            threads[-1] = replace(threads[-1], windows=int(words[1]),
-                                  idle_windows=int(words[2]),
+            threads[-1] = replace(threads[-1], rounds=int(words[1]),
+                                  idle_rounds=int(words[2]),
                                   idle=dict(zip(EVENTS, map(int, words[3:]))))
         else:
             threads[-1].calls[(words[1], words[2])] = int(words[3])

@@ -136,9 +136,9 @@ def _counted_run(placed: str, defines: list[str], options: list[str], workload: 
                 elif thread.root == MANAGER_THREAD:
                     probe.managers.add(_cost(thread.counts, geometry, workload.frames))
                     managers.append(thread)
-        idle = sum(t.idle_windows for t in managers)
+        idle = sum(t.idle_rounds for t in managers)
         if idle:
-            rounds = sum(t.windows for t in managers) - idle
+            rounds = sum(t.rounds for t in managers) - idle
             probe.managers = probe.managers.scaled(full_batches(
                 probe.managers.instructions, rounds / workload.frames, probe.entries,
                 sum(t.idle.get("Ir", 0) for t in managers) / idle, sync_batch(ir)))

@@ -53,6 +53,11 @@ MARKER void floem_count_idle(void)
     __asm__ volatile("");
 }
 
+MARKER void floem_count_round(void)
+{
+    __asm__ volatile("");
+}
+
 MARKER void *floem_count_thread(void *(*fn)(void *), void *arg)
 {
     return fn(arg);
@@ -91,10 +96,12 @@ int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
     return err;
 }
 
-/* Per thread: in a packet turn, locks held, pauses open, and whether it is counted now. */
+/* Per thread: in a packet turn, in a sync-layer round (a manager's: counted while no pause
+ * is open beyond those open when it began), locks held, pauses open, and whether it is
+ * counted now. */
 static _Thread_local struct {
-    bool in_turn, collecting, manager;
-    int locks_held, paused;
+    bool in_turn, in_round, collecting, manager;
+    int locks_held, paused, round_paused;
 } self;
 
 /* 1: count only the work done holding a lock (FLOEM_COUNT=serial); read once. */
@@ -111,19 +118,23 @@ static bool serial(void)
 }
 
 /* Count this thread, or stop, as what it is doing now asks. The plugin's window lies
- * inside callgrind's: neither counts the other's mark. */
+ * inside callgrind's: neither counts the other's mark (callgrind counts no manager). */
 static void update(void)
 {
-    bool counted = self.paused == 0 && (serial() ? self.locks_held > 0 : self.in_turn);
+    bool counted = self.in_round ? self.paused == self.round_paused
+                                 : self.paused == 0 && (serial() ? self.locks_held > 0
+                                                                 : self.in_turn);
     if (counted == self.collecting)
         return;
     self.collecting = counted;
     if (counted) {
-        TOGGLE_CALLGRIND();
+        if (!self.in_round)
+            TOGGLE_CALLGRIND();
         floem_count_on();
     } else {
         floem_count_off();
-        TOGGLE_CALLGRIND();
+        if (!self.in_round)
+            TOGGLE_CALLGRIND();
     }
 }
 
@@ -163,11 +174,15 @@ void floem_count_manager(void)
     self.manager = true;
 }
 
+/* A manager's round is counted from here; the pauses inside it (the DMA engine's work)
+ * are not. */
 bool floem_count_sync_begin(void)
 {
     if (!self.manager || serial())
         return false;
-    floem_count_on();
+    self.in_round = self.collecting = true;
+    self.round_paused = self.paused;
+    floem_count_round();
     return true;
 }
 
@@ -179,18 +194,19 @@ void floem_count_sync_end(bool counting, bool moved)
         floem_count_off();
     else
         floem_count_idle();
+    self.in_round = self.collecting = false;
 }
 
 void floem_count_pause(void)
 {
-    if (self.paused++ == 0)
-        update();
+    self.paused++;
+    update();
 }
 
 void floem_count_resume(void)
 {
-    if (--self.paused == 0)
-        update();
+    self.paused--;
+    update();
 }
 
 /* The calling thread takes (+1) or drops (-1) a lock. */
