@@ -3,7 +3,8 @@
 Every row records the Floem commit it was counted with (``+changes`` when the work tree
 differed from it), a hash of the app's own sources (every ``.py``, ``.c``, ``.h`` and
 ``.toml`` file in the app file's directory and below: its elements, C, workload generator
-and data; the compiler, runtime and element library are the commit's) and the toolchain
+and data; the compiler, runtime and element library are the commit's), a hash of each
+platform file its prediction read (``floem/platforms/<name>.toml``) and the toolchain
 that built and counted it (gcc, valgrind, qemu). `stale` says whether a recorded hash
 still matches the tree.
 """
@@ -22,6 +23,8 @@ TOOLS = {"gcc": ["gcc", "--version"], "valgrind": ["valgrind", "--version"],
                                                             "--version"],
          "aarch64-gcc": ["aarch64-linux-gnu-gcc", "--version"]}
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+#: Where the platform files are.
+PLATFORM_DIR = os.path.join(ROOT, "floem", "platforms")
 
 
 def app_sources_hash(app: str) -> str:
@@ -37,6 +40,16 @@ def app_sources_hash(app: str) -> str:
                 with open(path, "rb") as f:
                     digest.update(f.read() + b"\0")
     return digest.hexdigest()[:16]
+
+
+def platform_hash(name: str) -> str:
+    """A hash of the platform file ``floem/platforms/<name>.toml``: 16 hex digits, or
+    ``missing``."""
+    try:
+        with open(os.path.join(PLATFORM_DIR, name + ".toml"), "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()[:16]
+    except OSError:
+        return "missing"
 
 
 def app_path(app: str) -> str:
@@ -80,8 +93,8 @@ def toolchain() -> dict[str, str]:
 
 
 def stale(row: dict[str, object]) -> str | None:
-    """Why a row no longer describes the tree (its app's sources changed, or it records
-    none), or None."""
+    """Why a row no longer describes the tree (its app's sources or a platform file it was
+    predicted on changed, or it records none), or None."""
     app, recorded = row.get("app"), row.get("app_sources")
     if not isinstance(app, str) or not isinstance(recorded, str):
         return "records no app sources"
@@ -90,4 +103,10 @@ def stale(row: dict[str, object]) -> str | None:
         return f"{app} is gone"
     if app_sources_hash(path) != recorded:
         return f"{app}'s sources changed since it was counted"
+    platforms = row.get("platform_sources")
+    if not isinstance(platforms, dict) or not platforms:
+        return "records no platform files"
+    for name, hashed in sorted(platforms.items()):
+        if platform_hash(name) != hashed:
+            return f"floem/platforms/{name}.toml changed since the row was predicted"
     return None

@@ -446,6 +446,7 @@ def describe_rows(rows: list[Row]) -> list[dict[str, Any]]:
             "spread": r.spread,
             "app": provenance.app_path(r.app) if r.app else None,
             "app_sources": r.app_sources or None,
+            "platform_sources": {n: provenance.platform_hash(n) for n in (r.platform, r.host) if n},
             "commit": provenance.commit(),
             "toolchain": "; ".join(f"{k}: {v}" for k, v in provenance.toolchain().items()),
             "host_instructions_per_packet": sum(s.instructions for s in host.values()) if m else None,
