@@ -38,6 +38,8 @@ from test_net import build, free_udp_port, run
 
 BLAST = os.path.join(ROOT, "runtime", "tests", "udp_blast.c")
 SOCKETS, SECONDS, LIMIT, BLASTS = 4, 3, 5_000_000, 3
+#: How long `blast` stops a server process that must fall behind.
+STALL_SECONDS = 0.5
 #: Resident memory the server may gain while overloaded: its frame pool (8 MiB) and as much
 #: again; a leak of 100 bytes a datagram would pass it within the 300,000 or so it receives.
 RSS_BOUND_KIB = 32 * 1024
@@ -96,10 +98,13 @@ class Client:
 
 
 def blast(port: int, server: list[int], tmp_path, *templates: str,
-          sockets: int = SOCKETS) -> tuple[list[dict[str, int]], int]:
+          sockets: int = SOCKETS, stall: int | None = None) -> tuple[list[dict[str, int]], int]:
     """Run the load generator against ``port`` (``templates``: its template mode's
     TEMPLATES OPAQUE_AT REPLIES); its per-socket counts and the most resident memory the
-    ``server`` processes had together meanwhile (sampled every 0.1 s)."""
+    ``server`` processes had together meanwhile (sampled every 0.1 s). With ``stall``, that
+    process (the one reading the socket) is stopped for STALL_SECONDS from a second into
+    the blast, as a host that falls behind: its socket then overflows however fast the
+    machine lets the generator send."""
     exe = str(tmp_path / "udp_blast")
     compiled = subprocess.run([os.environ.get("CC", "gcc"), "-std=c11", "-Wall", "-Wextra",
                                "-Werror", "-O2", "-pthread", BLAST, "-o", exe],
@@ -108,13 +113,24 @@ def blast(port: int, server: list[int], tmp_path, *templates: str,
     proc = subprocess.Popen([exe, str(port), str(sockets), str(SECONDS), str(LIMIT), *templates],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peak = 0
-    deadline = time.monotonic() + SECONDS + 60      # it gives up 30 s after sending
+    start = time.monotonic()
+    deadline = start + SECONDS + 60      # it gives up 30 s after sending
+    stopped = None          # the stalled process while it is stopped
     try:
         while proc.poll() is None and time.monotonic() < deadline:
             peak = max(peak, sum(rss_kib(pid) for pid in server))
+            since = time.monotonic() - start
+            if stall is not None and 1.0 <= since < 1.0 + STALL_SECONDS:
+                os.kill(stall, signal.SIGSTOP)
+                stopped, stall = stall, None
+            elif stopped is not None and since >= 1.0 + STALL_SECONDS:
+                os.kill(stopped, signal.SIGCONT)
+                stopped = None
             time.sleep(0.1)
         out, err = proc.communicate(timeout=10)
     finally:
+        if stopped is not None:
+            os.kill(stopped, signal.SIGCONT)
         proc.kill()
         proc.wait()
     assert proc.returncode == 0, err

@@ -10,7 +10,8 @@ Asserted, on the CPU design and the split design (parsing and steering on the em
 * every response answers a request its client sent, once, with the request's opcode;
 * every SET is answered "stored"; every GET value is one a SET of that key wrote (a store
   that handed out the wrong key's value, or a torn one, fails here), or a miss;
-* the store was above capacity (its socket dropped requests), and every request is
+* the store was above capacity (its socket dropped requests; the process reading it is
+  stopped for half a second of the blast, as a host falling behind), and every request is
   accounted for: sent = received by the store + dropped at its socket (its report), short
   by at most the machine's input-backlog drops (/proc/net/softnet_stat);
 * its resident memory stays within a bound while it is overloaded;
@@ -73,10 +74,13 @@ def blast(port: int, pids: list[int],
           tmp_path) -> tuple[list[dict[str, int]], list[list[bytes]], int]:
     """Run the load generator against ``port`` in template mode: its per-socket counts, the
     replies each socket got, and the most resident memory the store's processes had
-    meanwhile."""
+    meanwhile. The process reading the socket (the last of ``pids``) is stopped for a
+    moment, so that the store is above capacity even where the machine slows the generator
+    more than the store."""
     requests, replies = str(tmp_path / "requests"), str(tmp_path / "replies")
     write_templates(requests)
-    counts, peak = overload.blast(port, pids, tmp_path, requests, str(OPAQUE_AT), replies)
+    counts, peak = overload.blast(port, pids, tmp_path, requests, str(OPAQUE_AT), replies,
+                                  stall=pids[-1])
     return counts, [read_replies(f"{replies}.{s}") for s in range(SOCKETS)], peak
 
 
