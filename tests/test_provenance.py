@@ -30,10 +30,14 @@ def test_a_row_made_from_the_tree_is_not_stale(tree) -> None:
     assert provenance.stale(row) is None
 
 
-def test_a_changed_platform_file_makes_its_rows_stale(tree) -> None:
+def test_a_changed_platform_figure_makes_its_rows_stale(tree) -> None:
     _, platforms, row = tree
     path = platforms / "xeon-x5650.toml"
-    path.write_text(path.read_text() + "\n# changed\n")
+    text = path.read_text()
+    path.write_text(text.replace('source = """', 'source = """Cited again. ', 1))
+    assert provenance.stale(row) is None, "a source text is not a figure"
+    assert "\nghz = 2.67\n" in text
+    path.write_text(text.replace("\nghz = 2.67\n", "\nghz = 2.93\n"))
     assert provenance.stale(row) == "floem/platforms/xeon-x5650.toml changed since the row was predicted"
 
 

@@ -3,8 +3,9 @@
 Every row records the Floem commit it was counted with (``+changes`` when the work tree
 differed from it), a hash of the app's own sources (every ``.py``, ``.c``, ``.h`` and
 ``.toml`` file in the app file's directory and below: its elements, C, workload generator
-and data; the compiler, runtime and element library are the commit's), a hash of each
-platform file its prediction read (``floem/platforms/<name>.toml``) and the toolchain
+and data; the compiler, runtime and element library are the commit's), a hash of the
+figures of each platform file its prediction read (``floem/platforms/<name>.toml``, its
+cited sources left out) and the toolchain
 that built and counted it (gcc, valgrind, qemu). `stale` says whether a recorded hash
 still matches the tree.
 """
@@ -12,8 +13,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
 import subprocess
+import tomllib
 
 #: What is hashed of an app's directory.
 SOURCE_SUFFIXES = (".py", ".c", ".h", ".toml")
@@ -43,13 +46,20 @@ def app_sources_hash(app: str) -> str:
 
 
 def platform_hash(name: str) -> str:
-    """A hash of the platform file ``floem/platforms/<name>.toml``: 16 hex digits, or
-    ``missing``."""
+    """A hash of the figures of the platform file ``floem/platforms/<name>.toml`` (every
+    value but the ``source`` texts, which cite them): 16 hex digits, or ``missing``."""
     try:
         with open(os.path.join(PLATFORM_DIR, name + ".toml"), "rb") as f:
-            return hashlib.sha256(f.read()).hexdigest()[:16]
-    except OSError:
+            data = tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError):
         return "missing"
+
+    def figures(value: object) -> object:
+        if isinstance(value, dict):
+            return {k: figures(v) for k, v in value.items() if k != "source"}
+        return value
+    text = json.dumps(figures(data), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def app_path(app: str) -> str:
