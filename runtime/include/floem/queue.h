@@ -273,14 +273,16 @@ static inline uint16_t floem_queue_used(size_t bytes)
 }
 
 /* Publish a reserved entry on `channel`, `bytes` of whose payload the producer wrote; the
- * consumer sees entries in reservation order. */
+ * consumer sees entries in reservation order. The header's words are stored atomically
+ * (relaxed: plain stores on every target): a NIC's DMA may read a header it does not own
+ * yet, as the sync layer reads ahead, and discards what it read once it sees the status. */
 static inline void floem_enq_commit(floem_queue_t *q, void *payload, uint16_t channel,
                                     size_t bytes)
 {
     (void)q;
     struct floem_queue_entry *e = (struct floem_queue_entry *)payload - 1;
-    e->channel = channel;
-    e->used = floem_queue_used(bytes);
+    __atomic_store_n(&e->channel, channel, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->used, floem_queue_used(bytes), __ATOMIC_RELAXED);
     __atomic_store_n(&e->status, __atomic_load_n(&e->status, __ATOMIC_RELAXED) + 1,
                      __ATOMIC_RELEASE);
 }
