@@ -18,6 +18,8 @@ import os
 import subprocess
 import tomllib
 
+from floem.explore.model import PLATFORM_DIR
+
 #: What is hashed of an app's directory.
 SOURCE_SUFFIXES = (".py", ".c", ".h", ".toml")
 #: The tools whose version a row records, each with the command that prints it.
@@ -26,8 +28,6 @@ TOOLS = {"gcc": ["gcc", "--version"], "valgrind": ["valgrind", "--version"],
                                                             "--version"],
          "aarch64-gcc": ["aarch64-linux-gnu-gcc", "--version"]}
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-#: Where the platform files are.
-PLATFORM_DIR = os.path.join(ROOT, "floem", "platforms")
 
 
 def app_sources_hash(app: str) -> str:
