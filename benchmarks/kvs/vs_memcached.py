@@ -5,9 +5,11 @@ and kernel TCP, and the ``cpu`` design over DPDK and over AF_XDP.
     python3 benchmarks/kvs/vs_memcached.py --rounds 1 --seconds 2 --json out.json
     python3 benchmarks/kvs/vs_memcached.py --short         # a round of 0.3 s per client
     python3 benchmarks/kvs/vs_memcached.py --servers TCP   # only the servers named "...TCP..."
+    python3 benchmarks/kvs/vs_memcached.py --servers veth --servers AF_XDP   # the veth pair's
 
-``--servers TEXT`` runs only the servers whose name (the table's first column) contains TEXT;
-a store's ratio needs its memcached among them (``--servers TCP`` runs both TCP rows).
+``--servers TEXT`` runs only the servers whose name (the table's first column) contains TEXT
+(given several times: any of them); a store's ratio needs its memcached among them
+(``--servers TCP`` runs both TCP rows).
 
 Servers, each on a UDP port of 127.0.0.1: memcached with one worker thread (``-t 1``) and
 with two, and ``floem run examples/kvs/kvs.py -D design=cpu`` with one thread and with two.
@@ -557,9 +559,10 @@ def main() -> None:
     ap.add_argument("--json", help="write the medians here")
     ap.add_argument("--keys", type=int, default=load.DEFAULT_KEYS,
                     help="the workload's keys (every server is preloaded with all of them)")
-    ap.add_argument("--servers", metavar="TEXT",
+    ap.add_argument("--servers", metavar="TEXT", action="append",
                     help="run only the servers whose name contains TEXT (e.g. TCP: the TCP rows, "
-                         "whose ratios are against memcached over TCP, run with them)")
+                         "whose ratios are against memcached over TCP, run with them); "
+                         "several --servers: those whose name contains any of them")
     ap.add_argument("--short", action="store_true",
                     help="one round of 0.3 s per client over 1,000 keys: checks that everything "
                          "builds and runs")
@@ -594,9 +597,10 @@ def main() -> None:
             "memcaslap, 1000 connections": lambda port: (
                 run_memcaslap(port, args.seconds, tcp=True, connections=1000), {}),
             "memcslap": run_memcslap}
-        servers = tuple(n for n in SERVERS if args.servers is None or args.servers in n)
+        servers = tuple(n for n in SERVERS
+                        if args.servers is None or any(text in n for text in args.servers))
         if not servers:
-            sys.exit(f"no server's name contains {args.servers!r}: {', '.join(SERVERS)}")
+            sys.exit(f"no server's name contains any of {args.servers}: {', '.join(SERVERS)}")
         try:
             if any(n in ON_VETH for n in servers):
                 with veth_pair("probe"):

@@ -37,6 +37,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <net/if.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -54,6 +55,11 @@ const char floem_backend_name[] = "xdp";
 #define RING_SIZE 1024
 /* Bytes of a frame: Ethernet, IPv4 without options, UDP. */
 #define UDP_HEADERS (14 + 20 + 8)
+/* Empty receive calls in a row before a receive waits (up to IDLE_WAIT_MS) in poll() for
+ * frames on the receive ring, as the udp backend waits for datagrams: an idle server
+ * sleeps instead of spinning on its core. */
+#define IDLE_SPINS 2
+#define IDLE_WAIT_MS 1
 
 static struct {
     struct xsk_socket *xsk;
@@ -61,6 +67,7 @@ static struct {
     struct xsk_ring_cons comp, rx;
     unsigned stocked;           /* buffers on the fill ring or the kernel's for receiving */
     bool zero_copy;             /* else copy mode: every send needs a system call */
+    unsigned empty_calls;       /* receives in a row that found nothing (atomic) */
 } queues[FLOEM_NET_MAX_QUEUES];
 static unsigned n_queues, stock;
 static struct xsk_umem *umem;
@@ -292,10 +299,16 @@ bool floem_backend_rx_done(void)
     return false;
 }
 
-bool floem_backend_rx_wait(unsigned queue)
+bool floem_backend_rx_wait(unsigned q)
 {
-    (void)queue;                    /* polled: never waits */
-    return false;
+    if (__atomic_add_fetch(&queues[q].empty_calls, 1, __ATOMIC_RELAXED) < IDLE_SPINS)
+        return false;
+    __atomic_store_n(&queues[q].empty_calls, 0, __ATOMIC_RELAXED);
+    struct pollfd pfd = {.fd = xsk_socket__fd(queues[q].xsk), .events = POLLIN};
+    uint64_t start = floem_now_ns();
+    int ready = poll(&pfd, 1, IDLE_WAIT_MS);
+    floem_thread_slept(floem_now_ns() - start);
+    return ready > 0;
 }
 
 unsigned floem_backend_rx(unsigned q, floem_net_frame_t *frames, unsigned max)
@@ -317,6 +330,7 @@ unsigned floem_backend_rx(unsigned q, floem_net_frame_t *frames, unsigned max)
     }
     xsk_ring_cons__release(&queues[q].rx, got);
     queues[q].stocked -= got;
+    __atomic_store_n(&queues[q].empty_calls, 0, __ATOMIC_RELAXED);
     return got;
 }
 
