@@ -56,9 +56,11 @@ const char floem_backend_name[] = "xdp";
 /* Bytes of a frame: Ethernet, IPv4 without options, UDP. */
 #define UDP_HEADERS (14 + 20 + 8)
 /* Empty receive calls in a row before a receive waits (up to IDLE_WAIT_MS) in poll() for
- * frames on the receive ring, as the udp backend waits for datagrams: an idle server
- * sleeps instead of spinning on its core. */
+ * frames on the receive ring: an idle server sleeps instead of spinning on its core. A
+ * thread that manages a sync layer between its turns (floem_thread_manages) makes
+ * IDLE_SPINS_MANAGING first, as the tcp backend's does. */
 #define IDLE_SPINS 2
+#define IDLE_SPINS_MANAGING 256
 #define IDLE_WAIT_MS 1
 
 static struct {
@@ -301,13 +303,16 @@ bool floem_backend_rx_done(void)
 
 bool floem_backend_rx_wait(unsigned q)
 {
-    if (__atomic_add_fetch(&queues[q].empty_calls, 1, __ATOMIC_RELAXED) < IDLE_SPINS)
+    unsigned spins = floem_thread_manages ? IDLE_SPINS_MANAGING : IDLE_SPINS;
+    if (__atomic_add_fetch(&queues[q].empty_calls, 1, __ATOMIC_RELAXED) < spins)
         return false;
     __atomic_store_n(&queues[q].empty_calls, 0, __ATOMIC_RELAXED);
     struct pollfd pfd = {.fd = xsk_socket__fd(queues[q].xsk), .events = POLLIN};
     uint64_t start = floem_now_ns();
     int ready = poll(&pfd, 1, IDLE_WAIT_MS);
     floem_thread_slept(floem_now_ns() - start);
+    if (!floem_thread_manages)
+        floem_idle_reset();         /* it waited here: no back-off of its own after */
     return ready > 0;
 }
 
