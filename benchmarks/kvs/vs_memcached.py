@@ -494,13 +494,23 @@ def measure(serving: contextlib.AbstractContextManager, clients: dict[str, Calla
     ``serving`` starts (it yields what the clients take and the server's process id):
     requests/s, CPU µs per request, cores. A client returns the requests it had answered and
     more figures; its ``seconds`` among them, when there, are the run's time instead of the
-    wall time around it."""
+    wall time around it. A client that fails runs once more (memcaslap over UDP sometimes
+    stops on its own assertion about a reply's request id), saying so on stderr; a second
+    failure ends the script."""
     results = {}
     with serving as (endpoint, pid):
         for client, run in clients.items():
-            cpu, start = tree_cpu_seconds(pid), time.monotonic()
-            with pinned(client_cpus):
-                answered, extra = run(endpoint)
+            for attempt in (1, 2):
+                cpu, start = tree_cpu_seconds(pid), time.monotonic()
+                try:
+                    with pinned(client_cpus):
+                        answered, extra = run(endpoint)
+                    break
+                except SystemExit as failed:
+                    if attempt == 2:
+                        raise
+                    print(f"vs_memcached.py: {client} failed; running it once more:\n{failed}",
+                          file=sys.stderr)
             wall, cpu = time.monotonic() - start, tree_cpu_seconds(pid) - cpu
             seconds = extra.pop("seconds", wall)
             results[client] = {"requests_per_s": answered / seconds,
