@@ -896,10 +896,8 @@ unsigned floem_backend_rx(unsigned q, floem_packet_t *pkts, unsigned max)
 bool floem_backend_rx_wait(unsigned q)
 {
     if (__atomic_load_n(&queues[q].holding, __ATOMIC_RELAXED) ||
-        (floem_thread_manages &&
-         __atomic_add_fetch(&queues[q].empty_calls, 1, __ATOMIC_RELAXED) < IDLE_SPINS))
+        !floem_backend_idle_due(&queues[q].empty_calls, floem_thread_manages ? IDLE_SPINS : 1))
         return false;
-    __atomic_store_n(&queues[q].empty_calls, 0, __ATOMIC_RELAXED);
     struct epoll_event event;       /* level-triggered: the receive after sees it again */
     uint64_t start = floem_now_ns();
     int got = epoll_wait(queues[q].epfd, &event, 1, IDLE_WAIT_MS);

@@ -158,14 +158,8 @@ static void synthesise(uint8_t *frame, size_t payload, size_t held,
 /* Wait a little for data when the queue has been empty for a while (spare the CPU). */
 bool floem_backend_rx_wait(unsigned q)
 {
-    if (__atomic_add_fetch(&queues[q].empty_calls, 1, __ATOMIC_RELAXED) < IDLE_SPINS)
-        return false;
-    __atomic_store_n(&queues[q].empty_calls, 0, __ATOMIC_RELAXED);
-    struct pollfd pfd = {.fd = queues[q].fd, .events = POLLIN};
-    uint64_t start = floem_now_ns();
-    int ready = poll(&pfd, 1, IDLE_WAIT_MS);
-    floem_thread_slept(floem_now_ns() - start);
-    return ready > 0;
+    return floem_backend_idle_due(&queues[q].empty_calls, IDLE_SPINS) &&
+           floem_backend_wait_readable(queues[q].fd, IDLE_WAIT_MS);
 }
 
 unsigned floem_backend_rx(unsigned q, floem_packet_t *pkts, unsigned max)

@@ -37,7 +37,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <net/if.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -303,17 +302,13 @@ bool floem_backend_rx_done(void)
 
 bool floem_backend_rx_wait(unsigned q)
 {
-    unsigned spins = floem_thread_manages ? IDLE_SPINS_MANAGING : IDLE_SPINS;
-    if (__atomic_add_fetch(&queues[q].empty_calls, 1, __ATOMIC_RELAXED) < spins)
+    if (!floem_backend_idle_due(&queues[q].empty_calls,
+                                floem_thread_manages ? IDLE_SPINS_MANAGING : IDLE_SPINS))
         return false;
-    __atomic_store_n(&queues[q].empty_calls, 0, __ATOMIC_RELAXED);
-    struct pollfd pfd = {.fd = xsk_socket__fd(queues[q].xsk), .events = POLLIN};
-    uint64_t start = floem_now_ns();
-    int ready = poll(&pfd, 1, IDLE_WAIT_MS);
-    floem_thread_slept(floem_now_ns() - start);
+    bool ready = floem_backend_wait_readable(xsk_socket__fd(queues[q].xsk), IDLE_WAIT_MS);
     if (!floem_thread_manages)
         floem_idle_reset();         /* it waited here: no back-off of its own after */
-    return ready > 0;
+    return ready;
 }
 
 unsigned floem_backend_rx(unsigned q, floem_net_frame_t *frames, unsigned max)

@@ -45,6 +45,19 @@ unsigned floem_backend_rx(unsigned queue, floem_net_frame_t *frames, unsigned ma
  * the queue to have something to receive. Returns whether it may have now. */
 bool floem_backend_rx_wait(unsigned queue);
 bool floem_backend_rx_done(void);
+/* For floem_backend_rx_wait: one more empty receive of a queue (`empty_calls`, atomic, which
+ * the backend sets to 0 when a receive finds something); true, and the count started again,
+ * once it is the `spins`-th in a row: the time to wait. */
+static inline bool floem_backend_idle_due(unsigned *empty_calls, unsigned spins)
+{
+    if (__atomic_add_fetch(empty_calls, 1, __ATOMIC_RELAXED) < spins)
+        return false;
+    __atomic_store_n(empty_calls, 0, __ATOMIC_RELAXED);
+    return true;
+}
+/* Wait up to `ms` milliseconds for `fd` to be readable, the time counted as slept; whether
+ * it is. */
+bool floem_backend_wait_readable(int fd, int ms);
 /* The frame that sends `pkt` (floem_net_tx's way when its inline floem_net_frame_as_is does
  * not take it; DPDK: the mbuf, re-pointed at the packet's bytes when an element moved its
  * data or changed its length); false when that cannot be done: the buffer is given back and
