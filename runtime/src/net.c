@@ -37,7 +37,6 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <limits.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,15 +184,6 @@ static unsigned receive(unsigned queue, floem_net_frame_t *frames, unsigned max)
     floem_count_resume();
     floem_thread_received += n;
     return n;
-}
-
-bool floem_backend_wait_readable(int fd, int ms)
-{
-    struct pollfd pfd = {.fd = fd, .events = POLLIN};
-    uint64_t start = floem_now_ns();
-    int ready = poll(&pfd, 1, ms);
-    floem_thread_slept(floem_now_ns() - start);
-    return ready > 0;
 }
 
 unsigned floem_net_rx(unsigned queue, floem_net_frame_t *frames, unsigned max)

@@ -18,6 +18,7 @@
 #include "floem/net.h"
 #include "floem/runtime.h"
 
+#include <poll.h>
 #include <stdio.h>
 
 /* Most queues a port may have (FLOEM_NET_QUEUES is clamped to it). */
@@ -56,8 +57,15 @@ static inline bool floem_backend_idle_due(unsigned *empty_calls, unsigned spins)
     return true;
 }
 /* Wait up to `ms` milliseconds for `fd` to be readable, the time counted as slept; whether
- * it is. */
-bool floem_backend_wait_readable(int fd, int ms);
+ * it is (inline: only the backends that wait link the thread statistics it counts in). */
+static inline bool floem_backend_wait_readable(int fd, int ms)
+{
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    uint64_t start = floem_now_ns();
+    int ready = poll(&pfd, 1, ms);
+    floem_thread_slept(floem_now_ns() - start);
+    return ready > 0;
+}
 /* The frame that sends `pkt` (floem_net_tx's way when its inline floem_net_frame_as_is does
  * not take it; DPDK: the mbuf, re-pointed at the packet's bytes when an element moved its
  * data or changed its length); false when that cannot be done: the buffer is given back and
