@@ -4,11 +4,13 @@
 Usage: python3 benchmarks/explore/calibrate_this.py [--write]
 
 Prints floem/platforms/this.toml as measured now (with --write, writes it there):
-the cores and clock (the kernel's), the caches (sysfs), cycles per instruction of
+the processor, cores and clock (the kernel's), the caches (sysfs), cycles per instruction of
 integer code in the caches (calibrate.c's rounds of CoreMark's kind of work: callgrind's
 instructions against the native time, best of five, as the other platforms' CPI come
 from CoreMark), the latency of a hit in the second and in the last level and of a
-last-level miss (dependent loads through a size each level holds), an atomic add on a
+last-level miss (dependent loads through a size each level holds), how much of the last
+level this core gets (the largest size, doubling up to sysfs's, whose dependent loads
+stay nearer a last-level hit's latency than DRAM's), an atomic add on a
 line the core holds and a line's move between two cores (calibrate.c), AES-128-CBC with
 the CPU's instructions (``openssl speed -evp``), and what a frame costs DPDK's memif
 port here (io.py receiving alone, and receiving and sending, each on one core, fed by
@@ -27,6 +29,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import textwrap
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PLATFORM = os.path.join(HERE, "..", "..", "floem", "platforms", "this.toml")
@@ -56,6 +59,17 @@ def instructions(binary: str, rounds: int, tmp: str) -> int:
                     binary, "work", str(rounds)], capture_output=True, check=True)
     with open(out) as f:
         return int(re.search(r"^totals: (\d+)", f.read(), re.M).group(1))
+
+
+def cpu_name() -> str:
+    """This machine's processor as /proc/cpuinfo names it: the model name, family and model
+    (a virtual machine may run on another kind of host from one day to the next)."""
+    with open("/proc/cpuinfo") as f:
+        text = f.read()
+    field = {key: re.search(rf"^{key}\s*:\s*(.*)$", text, re.M) for key in
+             ("model name", "cpu family", "model")}
+    name, family, model = (m.group(1).strip() if m else "?" for m in field.values())
+    return f"{name}, family {family}, model {model}"
 
 
 def clock_ghz() -> float:
@@ -97,6 +111,25 @@ def power_of_two_sets(cache: list[int]) -> list[int]:
     while lines % (sets * 2) == 0 and lines // (sets * 2) >= ways:
         sets *= 2
     return [size, lines // sets, line]
+
+
+def last_level(binary: str, sysfs: int, first: int, first_ns: float, dram_ns: float,
+               repeat: int) -> tuple[int, dict[int, float]]:
+    """The part of the last level this core gets, and the latencies that show it: a
+    dependent load through ``first`` bytes (a size the last level holds and the level above
+    does not: ``first_ns``), through twice that and so on up to the last level's ``sysfs``
+    size, and through 256 MiB (DRAM: ``dram_ns``). The last level is the largest of these
+    sizes whose load is nearer the first's latency than DRAM's (at least the first): on a
+    machine shared with other virtual machines the core may get much less of it than sysfs
+    says."""
+    latency = {first: first_ns}
+    size = first * 2
+    while size <= sysfs:
+        latency[size] = nanoseconds(binary, "chase", str(size), repeat=repeat)
+        size *= 2
+    middle = (first_ns + dram_ns) / 2
+    gets = max(size for size, ns in latency.items() if size == first or ns < middle)
+    return gets, {**latency, 256 << 20: dram_ns}
 
 
 def io_ns(short: bool) -> tuple[float, float, float] | None:
@@ -167,6 +200,10 @@ def main() -> None:
             chases["l2"] = min(4 * geometry["l1d"][0], geometry["l2"][0] // 2)
         chased = {k: nanoseconds(binary, "chase", str(v), repeat=1 if args.short else 3)
                   for k, v in chases.items()}
+        sysfs_ll = geometry["ll"][0]
+        gets, scanned = last_level(binary, sysfs_ll, chases["ll"], chased["ll"],
+                                   chased["dram"], 1 if args.short else 3)
+        geometry["ll"] = power_of_two_sets([gets, geometry["ll"][1], geometry["ll"][2]])
         atomic, transfer = (nanoseconds(binary, what, repeat=1 if args.short else 3)
                             for what in ("atomic", "transfer"))
     aes, call = aes_cycles_per_byte(ghz)
@@ -178,6 +215,14 @@ def main() -> None:
     l2_memory = f"l2_ns = {chased['l2']:.1f}\n" if second else ""
     l2_source = (f"l2_ns, a dependent load through {chases['l2'] >> 10} KiB;\n  " if second
                  else "")
+    scan = ", ".join(f"{size >> 10} KiB {ns:.1f} ns" for size, ns in scanned.items())
+    caches_source = textwrap.fill(
+        "/sys/devices/system/cpu/cpu0/cache; the ways changed where needed so that the set "
+        f"count is a power of two, the size kept. ll: sysfs gives {sysfs_ll >> 10} KiB, but "
+        "a dependent load (calibrate.c, in a random cycle, the least of three runs) through "
+        f"{scan} (the last: DRAM): this core gets {gets >> 10} KiB of it, the largest size "
+        "whose load is nearer the first's latency than DRAM's.",
+        width=90, subsequent_indent="  ")
     per_byte = 0.0
     if io is None:
         rx, tx = RX_CYCLES / ghz, TX_CYCLES / ghz
@@ -201,11 +246,14 @@ kind = "host"
 title = "This machine ({cores} cores at {ghz} GHz), as measured on {day}"
 
 [cores]
+cpu = "{cpu_name()}"
 count = {cores}
 ghz = {ghz}
 cpi = {cpi}
 source = """
-count: os.cpu_count(); ghz: the highest "cpu MHz" of /proc/cpuinfo.
+cpu: /proc/cpuinfo's model name, family and model (this_machine.py warns when the machine
+  it runs on is not this one); count: os.cpu_count(); ghz: the highest "cpu MHz" of
+  /proc/cpuinfo.
 cpi: calibrate.c's integer work in the caches, CoreMark's kind ({per_round:,.0f} instructions
   a round by callgrind; {rounds:,} rounds in {ns / 1e6:.0f} ms, the least of {repeat} runs):
   {ns / (per_round * rounds):.3f} ns per instruction.
@@ -216,8 +264,7 @@ l1i = {geometry["l1i"]}
 l1d = {geometry["l1d"]}
 {l2_lines}ll = {geometry["ll"]}
 source = """
-/sys/devices/system/cpu/cpu0/cache; the ways changed where needed so that the set count is
-  a power of two, the size kept.
+{caches_source}
 """
 
 [memory]

@@ -40,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -214,6 +215,21 @@ def table(results: dict[str, dict[str, object]]) -> str:
     return "\n".join(lines)
 
 
+def platform_cpu() -> str | None:
+    """A line saying that floem/platforms/this.toml was measured on another processor than
+    this machine's (a virtual machine may run on another kind of host from one day to the
+    next), or None when it was measured on this one."""
+    import calibrate_this                   # beside this script
+    with open(calibrate_this.PLATFORM, "rb") as f:
+        measured_on = tomllib.load(f)["cores"].get("cpu", "an unrecorded processor")
+    here = calibrate_this.cpu_name()
+    if measured_on == here:
+        return None
+    return (f"floem/platforms/this.toml was measured on {measured_on}; this machine is "
+            f"{here}, so the predictions are the other's (python3 "
+            "benchmarks/explore/calibrate_this.py --write measures this one)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -230,6 +246,9 @@ def main() -> None:
         sys.exit("this_machine.py needs root (unshare -m for DPDK's runtime files)")
     if len(os.sched_getaffinity(0)) < 2:
         sys.exit("this_machine.py needs two CPUs: the server's and the client's")
+    other = platform_cpu()
+    if other:
+        print(other, file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="floem-this-") as tmp:
         replay = build_replay(tmp)
         chosen = designs(2000 if args.short else 20000)
@@ -257,6 +276,8 @@ def main() -> None:
                       file=sys.stderr)
         for r in results.values():
             r["measured"] = statistics.median(r["rounds"])      # type: ignore[arg-type]
+    if other:
+        print(other + "\n")
     print(table(results))
     if args.json:
         with open(args.json, "w") as f:

@@ -9,8 +9,9 @@
 # or PCI; as root it runs in its own mount namespace with a private tmpfs on /run, so
 # no /run/dpdk (/var/run/dpdk) is left behind.
 # QUEUE_REVS: git revisions whose runtime/include/floem/queue.h and runtime/src/queue.c
-# run too, in the same program, each as "Floem REV" beside the working tree's "Floem
-# queue" (revisions from a08ae77 on: commit with a byte count). floem_side.c is compiled
+# run too, in the same program, each as "Floem ring REV" and "Floem turns REV" (before the
+# ring layout: "Floem REV") beside the working tree's two layouts (revisions from a08ae77
+# on: commit with a byte count). floem_side.c is compiled
 # once per queue; the global names of each revision's queue.c are renamed (objcopy).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -65,7 +66,14 @@ n=1
 for rev in ${QUEUE_REVS:-}; do
     n=$((n + 1))
     checkout_queue "$rev" "$build/rev_$n"
-    add_side "$n" "$build/rev_$n" "$build/rev_$n/queue.c" "Floem $rev"
+    if grep -q floem_ring_init "$build/rev_$n/floem/queue.h"; then
+        add_side "$n" "$build/rev_$n" "$build/rev_$n/queue.c" "Floem ring $rev" -DFLOEM_SIDE_RING
+        n=$((n + 1))
+        checkout_queue "$rev" "$build/rev_$n"
+        add_side "$n" "$build/rev_$n" "$build/rev_$n/queue.c" "Floem turns $rev"
+    else
+        add_side "$n" "$build/rev_$n" "$build/rev_$n/queue.c" "Floem $rev"
+    fi
 done
 {
     echo '#include <stddef.h>'
