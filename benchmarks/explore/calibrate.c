@@ -11,6 +11,12 @@
  *   calibrate atomic       an atomic add on a line the core holds: nanoseconds each
  *   calibrate transfer     two threads on CPUs 0 and 1 taking turns on one line: the
  *                          nanoseconds one turn takes (a line moving between cores)
+ *   calibrate copy-atomics BYTES ATOMICS
+ *                          a round copies BYTES into the next of 8,192 buffers of 2 KiB
+ *                          (16 MiB, as a port's pool of frames) and then makes ATOMICS
+ *                          atomic adds, each on a line of its own: nanoseconds a round
+ *                          (not a figure of the model: against the copy and the atomics
+ *                          apart it shows what an atomic after a frame's copy costs more)
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -203,6 +209,28 @@ static double atomic(void)
     return (double)(now_ns() - start) / OPS;
 }
 
+static double copy_atomics(size_t bytes, int atomics)
+{
+    enum { ROUNDS = 2000000, BUFFERS = 8192, BUFFER = 2048, LINES = 16 };
+    static _Alignas(64) uint64_t lines[LINES][8];
+    static char source[BUFFER];
+    char *pool = aligned_alloc(64, (size_t)BUFFERS * BUFFER);
+    if (pool == NULL || bytes > BUFFER || atomics < 0 || atomics > LINES)
+        return -1;
+    memset(pool, 1, (size_t)BUFFERS * BUFFER);
+    memset(source, 2, sizeof source);
+    uint64_t start = now_ns();
+    for (int r = 0; r < ROUNDS; r++) {
+        memcpy(pool + (size_t)(r % BUFFERS) * BUFFER, source, bytes);
+        for (int a = 0; a < atomics; a++)
+            __atomic_fetch_add(&lines[a][0], 1, __ATOMIC_SEQ_CST);
+        __asm__ volatile("" ::: "memory");      /* each round's copy is made */
+    }
+    double ns = (double)(now_ns() - start) / ROUNDS;
+    free(pool);
+    return ns;
+}
+
 enum { TURNS = 2000000 };
 static _Alignas(64) uint64_t turn;
 
@@ -259,8 +287,11 @@ int main(int argc, char **argv)
         printf("%.2f ns\n", atomic());
     } else if (argc == 2 && strcmp(argv[1], "transfer") == 0) {
         printf("%.2f ns\n", transfer());
+    } else if (argc == 4 && strcmp(argv[1], "copy-atomics") == 0) {
+        printf("%.2f ns\n", copy_atomics(strtoull(argv[2], NULL, 10), atoi(argv[3])));
     } else {
-        fprintf(stderr, "usage: calibrate work N | chase BYTES | atomic | transfer\n");
+        fprintf(stderr, "usage: calibrate work N | chase BYTES | atomic | transfer | "
+                "copy-atomics BYTES ATOMICS\n");
         return 2;
     }
     return 0;
