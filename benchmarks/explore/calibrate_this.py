@@ -149,7 +149,7 @@ def io_ns(short: bool) -> tuple[float, float, float] | None:
         rates = {}
         for size, send in ((64, "false"), (64, "true"), (IO_BYTES, "true")):
             capture = bench.write_capture(
-                f"python {bench.ROOT}/examples/nf/load.py aes --size {size} --count 2000 "
+                f"python {bench.ROOT}/examples/nf/load.py aes --size {size} --count {bench.LARGE_FRAMES} "
                 "--pcap {pcap}", os.path.join(tmp, f"io{size}.pcap"))
             design = bench.Design(f"io, send={send}", "benchmarks/explore/io.py",
                                   (f"send={send}",), "")
