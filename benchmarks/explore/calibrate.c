@@ -214,8 +214,10 @@ static double copy_atomics(size_t bytes, int atomics)
     enum { ROUNDS = 2000000, BUFFERS = 8192, BUFFER = 2048, LINES = 16 };
     static _Alignas(64) uint64_t lines[LINES][8];
     static char source[BUFFER];
+    if (bytes > BUFFER || atomics < 0 || atomics > LINES)
+        return -1;
     char *pool = aligned_alloc(64, (size_t)BUFFERS * BUFFER);
-    if (pool == NULL || bytes > BUFFER || atomics < 0 || atomics > LINES)
+    if (pool == NULL)
         return -1;
     memset(pool, 1, (size_t)BUFFERS * BUFFER);
     memset(source, 2, sizeof source);

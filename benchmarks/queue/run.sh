@@ -69,8 +69,7 @@ for rev in ${QUEUE_REVS:-}; do
     if grep -q floem_ring_init "$build/rev_$n/floem/queue.h"; then
         add_side "$n" "$build/rev_$n" "$build/rev_$n/queue.c" "Floem ring $rev" -DFLOEM_SIDE_RING
         n=$((n + 1))
-        checkout_queue "$rev" "$build/rev_$n"
-        add_side "$n" "$build/rev_$n" "$build/rev_$n/queue.c" "Floem turns $rev"
+        add_side "$n" "$build/rev_$((n - 1))" "$build/rev_$((n - 1))/queue.c" "Floem turns $rev"
     else
         add_side "$n" "$build/rev_$n" "$build/rev_$n/queue.c" "Floem $rev"
     fi
