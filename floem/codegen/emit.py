@@ -261,6 +261,7 @@ class _ProcessEmitter:
         return dict(
             process=self.process, app_file=self.ir.app_file, nic=self.nic,
             network=self.plan.network, counters=self.plan.counters,
+            own_frames=self.plan.own_orders,
             packets=any(qgen.carries_packets(layouts[q.name]) for q in used),
             trace=self.plan.trace_number, split=split,
             linkage="FLOEM_HIDDEN " if split else "static ",

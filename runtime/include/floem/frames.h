@@ -107,10 +107,16 @@ bool floem_frame_take(uint64_t ref, void **buffer, void **data);
  * (floem_net_free); a reference gives back the frame this process keeps under it (a stale
  * one is counted), and in a process without a pool is only counted (the frame is
  * reclaimed where it is kept, after the timeout); NULL (a frame that crossed whole, away
- * from its port: no buffer) does nothing. The common case, a buffer, is inline. */
+ * from its port: no buffer) does nothing. The common case, a buffer, is inline; in a
+ * process whose frames never cross (the compiler defines FLOEM_FRAMES_OWN there) it is the
+ * only case, and nothing is tested. */
 void floem_frame_drop_crossed(void *buffer);
 static inline void floem_frame_drop(void *buffer)
 {
+#ifdef FLOEM_FRAMES_OWN
+    floem_packet_t pkt = {NULL, 0, buffer};
+    floem_net_free(&pkt);
+#else
 #if defined(FLOEM_NET_UDP) || defined(FLOEM_NET_TCP) || defined(FLOEM_NET_PCAP) \
     || defined(FLOEM_NET_DPDK) || defined(FLOEM_NET_XDP)
     if (__builtin_expect(buffer != NULL && !floem_frame_is_ref(buffer), 1)) {
@@ -120,6 +126,7 @@ static inline void floem_frame_drop(void *buffer)
     }
 #endif
     floem_frame_drop_crossed(buffer);
+#endif
 }
 
 void floem_frames_stats(floem_frames_stats_t *out);

@@ -4,6 +4,9 @@
  * dispatchers that call the elements a port is connected to, the segment
  * threads, the callable segments, and the process lifecycle.
  */
+/* Each frame is sent or given back by the thread that received it (no queue here): every
+ * buffer floem_frame_drop gets is one of this process's port (floem/frames.h). */
+#define FLOEM_FRAMES_OWN
 #include "echo.h"
 #include "floem/queue.h"
 #include "floem/runtime.h"
@@ -84,7 +87,7 @@ static void CheckUDP0(void *state, size_t inp_0, uint8_t *inp_1, void *inp_2)
                 } else { CheckUDP0_drop(state, size, data, buf);
             } }
 
-#line 88 "echo.c"
+#line 91 "echo.c"
 }
 
 /* element SwapUDP0: SwapUDP, echo.py:37 */
@@ -97,7 +100,7 @@ static void SwapUDP0(void *state, size_t inp_0, uint8_t *inp_1, void *inp_2)
 #line 159 "<repo>/library/headers.py"
             { SwapUDP0_out(state, size, data, buf); }
 
-#line 101 "echo.c"
+#line 104 "echo.c"
 }
 
 /* element FromNet0: FromNet, echo.py:44 */
@@ -115,7 +118,7 @@ static void FromNet0(void *state)
             }
             floem_net_flush(queue);
 
-#line 119 "echo.c"
+#line 122 "echo.c"
 }
 
 /* element ToNet0: ToNet, echo.py:45 */
@@ -128,7 +131,7 @@ static void ToNet0(void *state, size_t inp_0, uint8_t *inp_1, void *inp_2)
             floem_packet_t pkt = { data, size <= UINT32_MAX ? (uint32_t)size : UINT32_MAX, buffer };
             floem_net_tx((unsigned)floem_core_id, &pkt);    /* queue core % queues */
 
-#line 132 "echo.c"
+#line 135 "echo.c"
 }
 
 /* element NetFree0: NetFree, echo.py:46 */
@@ -141,7 +144,7 @@ static void NetFree0(void *state, size_t inp_0, uint8_t *inp_1, void *inp_2)
             (void)size; (void)data;
             floem_frame_drop(buffer);
 
-#line 145 "echo.c"
+#line 148 "echo.c"
 }
 
 /* port CheckUDP0.out */
