@@ -65,13 +65,14 @@ add_side 1 "$root/runtime/include" "$root/runtime/src/queue.c" "Floem turns"
 n=1
 for rev in ${QUEUE_REVS:-}; do
     n=$((n + 1))
-    checkout_queue "$rev" "$build/rev_$n"
-    if grep -q floem_ring_init "$build/rev_$n/floem/queue.h"; then
-        add_side "$n" "$build/rev_$n" "$build/rev_$n/queue.c" "Floem ring $rev" -DFLOEM_SIDE_RING
+    dir="$build/rev_$n"
+    checkout_queue "$rev" "$dir"
+    if grep -q floem_ring_init "$dir/floem/queue.h"; then
+        add_side "$n" "$dir" "$dir/queue.c" "Floem ring $rev" -DFLOEM_SIDE_RING
         n=$((n + 1))
-        add_side "$n" "$build/rev_$((n - 1))" "$build/rev_$((n - 1))/queue.c" "Floem turns $rev"
+        add_side "$n" "$dir" "$dir/queue.c" "Floem turns $rev"
     else
-        add_side "$n" "$build/rev_$n" "$build/rev_$n/queue.c" "Floem $rev"
+        add_side "$n" "$dir" "$dir/queue.c" "Floem $rev"
     fi
 done
 {

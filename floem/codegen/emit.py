@@ -261,7 +261,7 @@ class _ProcessEmitter:
         return dict(
             process=self.process, app_file=self.ir.app_file, nic=self.nic,
             network=self.plan.network, counters=self.plan.counters,
-            own_frames=self.plan.own_orders,
+            own_orders=self.plan.own_orders,
             packets=any(qgen.carries_packets(layouts[q.name]) for q in used),
             trace=self.plan.trace_number, split=split,
             linkage="FLOEM_HIDDEN " if split else "static ",
@@ -319,7 +319,6 @@ class _ProcessEmitter:
         counters' and traces' tables, starting and stopping, main."""
         return dict(
             managers=self.plan.managers, net_queues=self.plan.net_queues,
-            own_orders=self.plan.own_orders,
             kept_frames=self.plan.kept_frames,
             kept_frame_timeout_ms=self.plan.kept_frame_timeout_ms,
             counter_layout=self.plan.counter_layout.splitlines(),

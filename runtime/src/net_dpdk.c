@@ -253,9 +253,11 @@ unsigned floem_backend_rx(unsigned q, floem_net_frame_t *frames, unsigned max)
 {
     register_thread();
     unsigned got = rte_eth_rx_burst(port_id, (uint16_t)q, frames, (uint16_t)max);
-    uint16_t segs = 0;                      /* every nb_segs is at least 1: all are 1 when */
-    for (unsigned i = 0; i < got; i++)      /* their OR is (a scan without a branch a frame: */
-        segs |= frames[i]->nb_segs;         /* chained mbufs are rare) */
+    /* Chained mbufs are rare: look for them without a branch a frame. Every nb_segs is at
+     * least 1, so their OR is 1 exactly when none is chained. */
+    uint16_t segs = 0;
+    for (unsigned i = 0; i < got; i++)
+        segs |= frames[i]->nb_segs;
     return __builtin_expect(segs > 1, 0) ? drop_chained(q, frames, got) : got;
 }
 

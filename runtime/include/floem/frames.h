@@ -113,18 +113,17 @@ bool floem_frame_take(uint64_t ref, void **buffer, void **data);
 void floem_frame_drop_crossed(void *buffer);
 static inline void floem_frame_drop(void *buffer)
 {
-#ifdef FLOEM_FRAMES_OWN
-    floem_packet_t pkt = {NULL, 0, buffer};
-    floem_net_free(&pkt);
-#else
 #if defined(FLOEM_NET_UDP) || defined(FLOEM_NET_TCP) || defined(FLOEM_NET_PCAP) \
     || defined(FLOEM_NET_DPDK) || defined(FLOEM_NET_XDP)
-    if (__builtin_expect(buffer != NULL && !floem_frame_is_ref(buffer), 1)) {
-        floem_packet_t pkt = {NULL, 0, buffer};     /* a buffer of this process's port */
-        floem_net_free(&pkt);
+#ifndef FLOEM_FRAMES_OWN
+    if (__builtin_expect(buffer == NULL || floem_frame_is_ref(buffer), 0)) {
+        floem_frame_drop_crossed(buffer);
         return;
     }
 #endif
+    floem_packet_t pkt = {NULL, 0, buffer};         /* a buffer of this process's port */
+    floem_net_free(&pkt);
+#else
     floem_frame_drop_crossed(buffer);
 #endif
 }
