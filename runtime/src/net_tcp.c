@@ -89,11 +89,10 @@ const char floem_backend_name[] = "tcp";
 #define SCRATCH_BYTES (FLOEM_NET_MESSAGE_MAX + READ_BYTES)
 #define EVENTS 64
 #define ACCEPTS_PER_CALL 64
-/* A receive that finds nothing waits (up to IDLE_WAIT_MS) for events, as memcached does in
- * epoll; a thread that manages a sync layer between its turns (floem_thread_manages) first
- * makes IDLE_SPINS empty calls in a row, as the udp backend does. */
+/* A receive that finds nothing waits (up to floem_backend_wait_ms()) for events, as memcached
+ * does in epoll; a thread that manages a sync layer between its turns (floem_thread_manages)
+ * first makes IDLE_SPINS empty calls in a row, as the udp backend does. */
 #define IDLE_SPINS 256
-#define IDLE_WAIT_MS 1
 #define JUMBO_MAGIC 0x666c6f656d4a4d42ull       /* "floemJMB" */
 
 static const uint8_t port_mac[6] = {0x02, 0, 0, 0, 0, 0x01};
@@ -900,7 +899,7 @@ bool floem_backend_rx_wait(unsigned q)
         return false;
     struct epoll_event event;       /* level-triggered: the receive after sees it again */
     uint64_t start = floem_now_ns();
-    int got = epoll_wait(queues[q].epfd, &event, 1, IDLE_WAIT_MS);
+    int got = epoll_wait(queues[q].epfd, &event, 1, floem_backend_wait_ms());
     floem_thread_slept(floem_now_ns() - start);
     if (!floem_thread_manages)
         floem_idle_reset();         /* it waited here: no back-off of its own after */

@@ -46,9 +46,10 @@ const char floem_backend_name[] = "udp";
 
 #define HEADERS (14 + 20 + 8)
 #define SOCKET_BUFFER_BYTES (4 << 20)
-/* Empty receive calls in a row before a receive waits (up to IDLE_WAIT_MS) for data. */
+/* Empty receive calls in a row before a receive waits (floem_backend_wait_readable) for data. */
 #define IDLE_SPINS 256
-#define IDLE_WAIT_MS 1
+/* How long a send that found the socket's buffer full waits for room, once. */
+#define SEND_WAIT_MS 1
 
 static const uint8_t port_mac[6] = {0x02, 0, 0, 0, 0, 0x01};
 static const uint8_t peer_mac[6] = {0x02, 0, 0, 0, 0, 0x02};
@@ -159,7 +160,7 @@ static void synthesise(uint8_t *frame, size_t payload, size_t held,
 bool floem_backend_rx_wait(unsigned q)
 {
     return floem_backend_idle_due(&queues[q].empty_calls, IDLE_SPINS) &&
-           floem_backend_wait_readable(queues[q].fd, IDLE_WAIT_MS);
+           floem_backend_wait_readable(queues[q].fd);
 }
 
 unsigned floem_backend_rx(unsigned q, floem_packet_t *pkts, unsigned max)
@@ -289,7 +290,7 @@ void floem_backend_send(unsigned q, floem_packet_t *pkts, unsigned n)
             floem_net_queue[q].tx += (unsigned)sent;
         } else if ((errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) && !waited) {
             struct pollfd pfd = {.fd = queues[q].fd, .events = POLLOUT};
-            (void)poll(&pfd, 1, IDLE_WAIT_MS);
+            (void)poll(&pfd, 1, SEND_WAIT_MS);
             waited = true;
         } else {
             done++;     /* this one failed (no route, bad source address...): skip it */

@@ -54,13 +54,12 @@ const char floem_backend_name[] = "xdp";
 #define RING_SIZE 1024
 /* Bytes of a frame: Ethernet, IPv4 without options, UDP. */
 #define UDP_HEADERS (14 + 20 + 8)
-/* Empty receive calls in a row before a receive waits (up to IDLE_WAIT_MS) in poll() for
+/* Empty receive calls in a row before a receive waits (floem_backend_wait_readable) in poll() for
  * frames on the receive ring: an idle server sleeps instead of spinning on its core. A
  * thread that manages a sync layer between its turns (floem_thread_manages) makes
  * IDLE_SPINS_MANAGING first, as the tcp backend's does. */
 #define IDLE_SPINS 2
 #define IDLE_SPINS_MANAGING 256
-#define IDLE_WAIT_MS 1
 
 static struct {
     struct xsk_socket *xsk;
@@ -305,7 +304,7 @@ bool floem_backend_rx_wait(unsigned q)
     if (!floem_backend_idle_due(&queues[q].empty_calls,
                                 floem_thread_manages ? IDLE_SPINS_MANAGING : IDLE_SPINS))
         return false;
-    bool ready = floem_backend_wait_readable(xsk_socket__fd(queues[q].xsk), IDLE_WAIT_MS);
+    bool ready = floem_backend_wait_readable(xsk_socket__fd(queues[q].xsk));
     if (!floem_thread_manages)
         floem_idle_reset();         /* it waited here: no back-off of its own after */
     return ready;

@@ -42,8 +42,8 @@ void floem_backend_finalize(void);
 /* Receive up to `max` (<= FLOEM_NET_RX_BURST) frames without blocking. */
 unsigned floem_backend_rx(unsigned queue, floem_net_frame_t *frames, unsigned max);
 /* After a receive that found nothing, without the queue's lock: when the backend waits at
- * all (a kernel socket, after some empty calls in a row), wait up to about a millisecond for
- * the queue to have something to receive. Returns whether it may have now. */
+ * all (a kernel socket, after some empty calls in a row), wait up to floem_backend_wait_ms()
+ * for the queue to have something to receive. Returns whether it may have now. */
 bool floem_backend_rx_wait(unsigned queue);
 bool floem_backend_rx_done(void);
 /* For floem_backend_rx_wait: one more empty receive of a queue (`empty_calls`, atomic, which
@@ -56,13 +56,27 @@ static inline bool floem_backend_idle_due(unsigned *empty_calls, unsigned spins)
     __atomic_store_n(empty_calls, 0, __ATOMIC_RELAXED);
     return true;
 }
-/* Wait up to `ms` milliseconds for `fd` to be readable, the time counted as slept; whether
- * it is (inline: only the backends that wait link the thread statistics it counts in). */
-static inline bool floem_backend_wait_readable(int fd, int ms)
+/* How long a receive that found nothing waits, in milliseconds: 1 in a thread that manages a
+ * sync layer between its turns (floem_thread_manages), FLOEM_BACKEND_WAIT_MS in any other.
+ * Longer than a scheduler tick (4 ms at HZ=250, 10 ms at HZ=100) on purpose: a wait shorter
+ * than the tick arms the core's earliest timer, so every wait and every wake before it ends
+ * reprograms the timer device, which in a virtual machine is a write that exits to the
+ * hypervisor, twice a request for a server that sleeps between requests (memcached's waits
+ * end at its clock event, a second away). A thread sees that it is to stop at most this late;
+ * what else needs it wakes it (the tcp backend's connections to attend). */
+#define FLOEM_BACKEND_WAIT_MS 20
+static inline int floem_backend_wait_ms(void)
+{
+    return floem_thread_manages ? 1 : FLOEM_BACKEND_WAIT_MS;
+}
+/* Wait up to floem_backend_wait_ms() for `fd` to be readable, the time counted as slept;
+ * whether it is (inline: only the backends that wait link the thread statistics it counts
+ * in). */
+static inline bool floem_backend_wait_readable(int fd)
 {
     struct pollfd pfd = {.fd = fd, .events = POLLIN};
     uint64_t start = floem_now_ns();
-    int ready = poll(&pfd, 1, ms);
+    int ready = poll(&pfd, 1, floem_backend_wait_ms());
     floem_thread_slept(floem_now_ns() - start);
     return ready > 0;
 }
