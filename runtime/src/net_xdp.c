@@ -274,7 +274,7 @@ static void restock(unsigned q)
             (uint64_t)((unsigned char *)bufs[i] - area);
     xsk_ring_prod__submit(&queues[q].fill, room);
     floem_pool_put(bufs + room, got - room);
-    queues[q].stocked += room;
+    __atomic_store_n(&queues[q].stocked, queues[q].stocked + room, __ATOMIC_RELAXED);
 }
 
 void floem_backend_finalize(void)
@@ -304,6 +304,10 @@ bool floem_backend_rx_wait(unsigned q)
     if (!floem_backend_idle_due(&queues[q].empty_calls,
                                 floem_thread_manages ? IDLE_SPINS_MANAGING : IDLE_SPINS))
         return false;
+    /* A fill ring the pool could not stock (every buffer in the program) receives nothing,
+     * so nothing would end the wait: the thread's back-off takes over until it is stocked. */
+    if (__atomic_load_n(&queues[q].stocked, __ATOMIC_RELAXED) + 16 <= stock)
+        return false;
     bool ready = floem_backend_wait_readable(xsk_socket__fd(queues[q].xsk));
     if (!floem_thread_manages)
         floem_idle_reset();         /* it waited here: no back-off of its own after */
@@ -328,7 +332,7 @@ unsigned floem_backend_rx(unsigned q, floem_net_frame_t *frames, unsigned max)
         floem_pool_frame_at(buffer, area + d->addr, d->len);
     }
     xsk_ring_cons__release(&queues[q].rx, got);
-    queues[q].stocked -= got;
+    __atomic_store_n(&queues[q].stocked, queues[q].stocked - got, __ATOMIC_RELAXED);
     __atomic_store_n(&queues[q].empty_calls, 0, __ATOMIC_RELAXED);
     return got;
 }
