@@ -54,12 +54,14 @@ const char floem_backend_name[] = "xdp";
 #define RING_SIZE 1024
 /* Bytes of a frame: Ethernet, IPv4 without options, UDP. */
 #define UDP_HEADERS (14 + 20 + 8)
-/* Empty receive calls in a row before a receive waits (floem_backend_wait_readable) in poll() for
- * frames on the receive ring: an idle server sleeps instead of spinning on its core. A
+/* Empty receive calls in a row before a receive waits (floem_backend_wait_readable) in
+ * poll() for frames on the receive ring: an idle server sleeps instead of spinning on its core. A
  * thread that manages a sync layer between its turns (floem_thread_manages) makes
  * IDLE_SPINS_MANAGING first, as the tcp backend's does. */
 #define IDLE_SPINS 2
 #define IDLE_SPINS_MANAGING 256
+/* Buffers a fill ring is short of before the receive restocks it from the pool. */
+#define RESTOCK_AT 16
 
 static struct {
     struct xsk_socket *xsk;
@@ -263,7 +265,7 @@ static void reclaim(unsigned q)
 static void restock(unsigned q)
 {
     unsigned want = stock - queues[q].stocked;
-    if (want < 16)
+    if (want < RESTOCK_AT)
         return;
     void *bufs[RING_SIZE];
     unsigned got = floem_pool_get(bufs, want);
@@ -306,7 +308,7 @@ bool floem_backend_rx_wait(unsigned q)
         return false;
     /* A fill ring the pool could not stock (every buffer in the program) receives nothing,
      * so nothing would end the wait: the thread's back-off takes over until it is stocked. */
-    if (__atomic_load_n(&queues[q].stocked, __ATOMIC_RELAXED) + 16 <= stock)
+    if (__atomic_load_n(&queues[q].stocked, __ATOMIC_RELAXED) + RESTOCK_AT <= stock)
         return false;
     bool ready = floem_backend_wait_readable(xsk_socket__fd(queues[q].xsk));
     if (!floem_thread_manages)
