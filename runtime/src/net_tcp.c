@@ -897,13 +897,12 @@ bool floem_backend_rx_wait(unsigned q)
     if (__atomic_load_n(&queues[q].holding, __ATOMIC_RELAXED) ||
         !floem_backend_idle_due(&queues[q].empty_calls, floem_thread_manages ? IDLE_SPINS : 1))
         return false;
-    struct epoll_event event;       /* level-triggered: the receive after sees it again */
-    uint64_t start = floem_now_ns();
-    int got = epoll_wait(queues[q].epfd, &event, 1, floem_backend_wait_ms());
-    floem_thread_slept(floem_now_ns() - start);
+    /* The epoll set is readable when it has events; level-triggered, the receive after
+     * sees them. */
+    bool ready = floem_backend_wait_readable(queues[q].epfd);
     if (!floem_thread_manages)
         floem_idle_reset();         /* it waited here: no back-off of its own after */
-    return got > 0;
+    return ready;
 }
 
 bool floem_backend_rx_done(void)

@@ -55,8 +55,8 @@ const char floem_backend_name[] = "xdp";
 /* Bytes of a frame: Ethernet, IPv4 without options, UDP. */
 #define UDP_HEADERS (14 + 20 + 8)
 /* Empty receive calls in a row before a receive waits (floem_backend_wait_readable) in
- * poll() for frames on the receive ring: an idle server sleeps instead of spinning on its core. A
- * thread that manages a sync layer between its turns (floem_thread_manages) makes
+ * poll() for frames on the receive ring: an idle server sleeps instead of spinning on its
+ * core. A thread that manages a sync layer between its turns (floem_thread_manages) makes
  * IDLE_SPINS_MANAGING first, as the tcp backend's does. */
 #define IDLE_SPINS 2
 #define IDLE_SPINS_MANAGING 256
