@@ -49,7 +49,7 @@ def load_app(path: str, given: dict[str, str] | None = None) -> Program:
         sys.path.remove(os.path.dirname(app))
     params.check_given(app)
     program = loaded_program()
-    program.app_file = program.app_file or app
+    program.app_file = app
     program.params = {p.name: p.value for p in params.declared()}
     program.warnings += _segments_never_made(app, made, program)
     return program

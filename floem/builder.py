@@ -154,9 +154,10 @@ def build_program(program: Any, options: BuildOptions = BuildOptions(),
 
 
 def _toolchain(program: Any, ir: ProgramIR, options: BuildOptions) -> Toolchain:
-    """The host's C flags (defaults, app directory, ``cflags(...)``, $FLOEM_CFLAGS, packet
-    I/O), the NIC platform (its tools checked when a process is on the NIC) and its flags."""
-    app_dir = [f"-I{os.path.dirname(program.app_file)}"] if program.app_file else []
+    """The host's C flags (defaults, the app's include directories, ``cflags(...)``,
+    $FLOEM_CFLAGS, packet I/O), the NIC platform (its tools checked when a process is on the
+    NIC) and its flags."""
+    app_dir = [f"-I{d}" for d in ir.include_dirs()]
     user = shlex.split(os.environ.get("FLOEM_CFLAGS", ""))
     platform = PLATFORMS[options.nic]
     if _has_nic(ir):

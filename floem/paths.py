@@ -22,6 +22,17 @@ def library_c_dir() -> str:
     return str(resources.files("floem.library") / "c")
 
 
+def is_floem_source(path: str) -> bool:
+    """Whether ``path`` is in one of Floem's own packages (the compiler's or the element
+    library's), not a file of the user's."""
+    real = os.path.realpath(path)
+    for package in ("floem", "floem.library"):
+        root = os.path.realpath(str(resources.files(package)))
+        if real == root or real.startswith(root + os.sep):
+            return True
+    return False
+
+
 #: The makefile of the runtime archive, in the runtime's directory (and a build directory's
 #: ``runtime/``): every build links the runtime compiled once per toolchain (floem/builder.py).
 RUNTIME_MAKEFILE = "runtime.mk"

@@ -61,6 +61,46 @@ def test_build_writes_every_output(tmp_path) -> None:
     assert "void floem_init(void);" in header and "void floem_finalize(void);" in header
 
 
+def test_an_app_of_several_files_is_named_after_the_one_given(tmp_path) -> None:
+    """The program is the app file's, even when a module it imports makes the first named
+    thing; and an element's C includes a header beside the Python file that holds it (the
+    front end reads its type, gcc its macro)."""
+    (tmp_path / "parts").mkdir()
+    (tmp_path / "parts" / "__init__.py").write_text("")
+    (tmp_path / "parts" / "twice.h").write_text("typedef int count_t;\n"
+                                                "#define TWICE(x) (2 * (x))\n")
+    (tmp_path / "parts" / "elements.py").write_text(
+        "from floem import Element, Input, Int, Output, State, Field, include\n"
+        "class Total(State):\n"
+        "    n = Field(Int)\n"
+        "total = Total('total')\n"
+        "include('#include \"twice.h\"')\n"
+        "class Double(Element):\n"
+        "    def configure(self):\n"
+        "        self.inp = Input(Int)\n"
+        "        self.out = Output(Int)\n"
+        "    def impl(self):\n"
+        "        self.run_c('count_t x = inp(); output { out(TWICE(x)); }')\n")
+    app = tmp_path / "doubler.py"
+    app.write_text(
+        "from floem import CallableSegment, Input, Int, Output, main\n"
+        "from parts.elements import Double\n"
+        "class doubled(CallableSegment):\n"
+        "    def configure(self):\n"
+        "        self.inp = Input(Int)\n"
+        "        self.out = Output(Int)\n"
+        "    def impl(self):\n"
+        "        self.inp >> Double() >> self.out\n"
+        "doubled('doubled')\n"
+        "main(r'printf(\"%d\\n\", doubled(21));')\n")
+    out = tmp_path / "out"
+    built = floem("build", str(app), "-o", str(out))
+    assert built.returncode == 0, built.stderr
+    assert (out / "doubler.c").exists() and (out / "doubler").exists(), os.listdir(out)
+    ran = subprocess.run([str(out / "doubler")], capture_output=True, text=True, timeout=60)
+    assert ran.stdout == "42\n", ran.stderr
+
+
 def test_generated_c_is_readable(tmp_path) -> None:
     out = tmp_path / "out"
     assert floem("build", INC2, "-o", str(out)).returncode == 0

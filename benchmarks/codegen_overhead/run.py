@@ -144,7 +144,9 @@ def build(floem, work, app, variant):
         env = dict(os.environ, FLOEM_CFLAGS=" ".join(e for e in extra if not e.startswith("--")))
         check_run([floem, "build", spec["app"], "--net", "pcap", "-o", out,
                    *(e for e in extra if e.startswith("--"))], env=env)
-        return os.path.join(out, app), spec["thread"]
+        # the program is named after its app file (echo_replay.py: echo_replay)
+        program = os.path.splitext(os.path.basename(spec["app"]))[0]
+        return os.path.join(out, program), spec["thread"]
     # Hand-written: the generated program's CFLAGS (minus its app -I), the same runtime files
     # (packet I/O, and the thread, clock and counter code it uses).
     gen_dir = os.path.join(work, f"{app}-generated")

@@ -8,6 +8,7 @@ and ``nodes``). Each edge's attribute ``edge`` holds its `Edge` record (add them
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -22,6 +23,7 @@ from floem.ir.results import (EntryLayouts, Homes, Liveness, Placement, Plan, Pr
                               QueueHome, Results, Windows)
 from floem.ir.state import (CCode, CType, Device, MemoryRegionIR, PersistentState, Role,
                             SegmentKind, StateLayout)
+from floem.paths import is_floem_source
 
 
 #: The C types of the values a port sends or takes, in order.
@@ -304,6 +306,22 @@ class ProgramIR:
     def element_plan(self, name: str) -> ElementPlan:
         """The plan of element ``name`` (``plan_code``)."""
         return self.plan.elements[name]
+
+    def include_dirs(self) -> list[str]:
+        """Where the program's C finds the headers it includes by name (``#include "x.h"``,
+        for gcc and for the front end's preprocessor): the app file's directory, then that
+        of every other file of the user's holding C of the program (an element's body, an
+        include, ``main``), so that a header beside the Python file that names it is found.
+        Floem's own packages are left out: their C is in the build's copy of the runtime."""
+        texts = [c for n in self.element_nodes.values() for c in (n.code, n.nic_code)]
+        texts += [*self.includes, self.main.code]
+        files = ([self.app_file] if self.app_file else []) + [c.loc.file for c in texts if c]
+        dirs: list[str] = []
+        for f in files:
+            d = os.path.dirname(os.path.abspath(f))
+            if os.path.isfile(f) and d not in dirs and not is_floem_source(f):
+                dirs.append(d)
+        return dirs
 
     def node(self, name: str) -> ElementNode:
         """The `ElementNode` named ``name``."""

@@ -17,7 +17,6 @@ unknown per-packet fields) stop here with the element and body line.
 from __future__ import annotations
 
 import dataclasses
-import os
 
 from floem import csrc
 from floem.ir import CCode, Device, ElementNode, PersistentState, ProgramIR, Role, StateLayout
@@ -43,9 +42,8 @@ def run(ir: ProgramIR) -> ProgramIR:
     bodies += [body for _, _, body in sizes.values()]
     prelude = render("prelude.h.j2", layouts=ir.layouts)
     include_text = "\n".join(c.text for c in ir.includes)
-    include_dirs = [os.path.dirname(ir.app_file)] if ir.app_file else []
     analysis = csrc.analyze_unit(bodies, prelude=prelude, include_text=include_text,
-                                 include_dirs=include_dirs)
+                                 include_dirs=ir.include_dirs())
     infos = analysis.infos
     ir.include_definitions = analysis.defined_once
     for n in ir.nodes():
