@@ -1,17 +1,19 @@
 /* Floem host queues: fixed-size entries in one block of (possibly shared) memory.
  *
- * One physical queue instance is a 256-byte header followed by `size` entries of
- * `entry_size` bytes, in one contiguous 64-byte-aligned block with no pointers in it,
- * so several processes may map it at different addresses.
+ * One physical queue instance is a 384-byte header (FLOEM_QUEUE_HEADER_BYTES) followed by
+ * `size` entries of `entry_size` bytes, in one contiguous 64-byte-aligned block with no
+ * pointers in it, so several processes may map it at different addresses.
  *
  *   bytes   0- 63  configuration: size, entry_size, layout, batch (written by init), and
  *                  track_releases (0, or set once by the NIC's sync layer, below)
  *   bytes  64-127  producer side: enq_cursor, enqueued, dropped, full_spins; the ring's
- *                  published, room, enq_index, listed
- *   bytes 128-191  consumer side: deq_cursor, dequeued, released; the ring's freed, ready,
+ *                  room, enq_index, listed
+ *   bytes 128-191  the ring's published (the producer's, read by the consumer)
+ *   bytes 192-255  consumer side: deq_cursor, dequeued, released; the ring's ready,
  *                  releases, deq_index
- *   bytes 192-255  guard line (keeps the consumer line and entry 0 out of one 128-byte pair)
- *   bytes 256-     entry[0] .. entry[size-1], each `entry_size` bytes (32 or a multiple of 64)
+ *   bytes 256-319  the ring's freed (the consumer's, read by the producer)
+ *   bytes 320-383  guard line (keeps `freed` and entry 0 out of one 128-byte pair)
+ *   bytes 384-     entry[0] .. entry[size-1], each `entry_size` bytes (32 or a multiple of 64)
  *
  * An instance has one of two layouts, chosen per queue by the compiler (plan_code) and
  * recorded by init: its entries' turns (floem_queue_init and the floem_enq_* / floem_deq_*
