@@ -7,25 +7,18 @@ Build-time parameters, from the environment (read when floem loads this file):
 A NIC thread produces PACKETS packets whose per-packet state is sized so that
 the queue entry (8-byte header + the live fields) is exactly ENTRY_BYTES; a
 host thread dequeues and counts them. main prints the time from the first
-packet's arrival to the last one's, and packets/s.
-
-The DMA counters of `--report` cover the NIC's whole life. To count only the
-transfer, the NIC starts producing when main sets `control->go`, and, once it
-has produced everything, polls `control->done` (set by main when the last
-packet has arrived); it prints the engine's counters between the two moments,
-its own polls of `done` taken out, as "bench: nic dma window: ..." (dma_window.c).
+packet's arrival to the last one's, and packets/s; the NIC its DMA counters over
+the transfer (nic_to_host.py, the program this shares with ../live_fields).
 """
 import os
 
-from floem import (Array, Element, Field, Flow, Input, Output, PerPacket, Persistent, Queue,
-                   Segment, State, Uint, depend, include, main, target)
+from floem import Array, Field, State, Uint
+
+from nic_to_host import nic_to_host
 
 ENTRY_BYTES = int(os.environ.get("ENTRY_BYTES", "64"))
 PACKETS = int(os.environ.get("PACKETS", "200000"))
 assert ENTRY_BYTES in (32, 64, 128, 256), "ENTRY_BYTES must be 32, 64, 128 or 256"
-
-include('#include "dma_window.h"')
-depend("dma_window.c")
 
 
 class Packet(State):
@@ -34,118 +27,7 @@ class Packet(State):
     pad = Field(Array(Uint(8), ENTRY_BYTES - 12))
 
 
-class Control(State):
-    go = Field(Uint(32))            # main -> NIC: start producing
-    done = Field(Uint(32))          # main -> NIC: the last packet has arrived
-    received = Field(Uint(64))
-    bad = Field(Uint(64))
-    first_ns = Field(Uint(64))
-    last_ns = Field(Uint(64))
-
-
-class Produce(Element):
-    """NIC source: waits for go, produces packets 1..PACKETS, then measures until done."""
-
-    control = Persistent(Control)
-
-    def states(self, control):
-        self.control = control
-
-    def configure(self):
-        self.out = Output()
-
-    def impl(self):
-        self.run_c(r'''
-            static uint32_t next = 0;            /* 0: waiting for go */
-            static uint64_t polls = 0, last_poll_ns = 0;
-            uint32_t n = 0, flag;
-            if (next == 0) {
-                dma_read(&control->go, sizeof flag, &flag);
-                if (floem_wire(flag) != 0) {
-                    dma_window_begin();
-                    next = 1;
-                } else {
-                    usleep(20);
-                }
-            }
-            if (next >= 1 && next <= PACKETS) {
-                n = next++;
-                state->seq = n;
-                memset(state->pad, (int)(uint8_t)n, sizeof state->pad);
-            } else if (next == PACKETS + 1) {
-                /* All produced: poll done every 20 us while the last write-backs go on. */
-                struct timespec ts;
-                clock_gettime(CLOCK_MONOTONIC, &ts);
-                uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-                if (now - last_poll_ns >= 20000) {
-                    last_poll_ns = now;
-                    dma_window_mark();
-                    dma_read(&control->done, sizeof flag, &flag);
-                    if (floem_wire(flag) != 0) {
-                        dma_window_print(polls, sizeof flag);
-                        next++;
-                    }
-                    polls++;
-                }
-            }
-            output switch { case n != 0: out(); }
-        '''.replace("PACKETS", f"{PACKETS}u"))
-
-
-class Count(Element):
-    """Host: count, check the last pad byte, stamp the first and last arrival."""
-
-    control = Persistent(Control)
-
-    def states(self, control):
-        self.control = control
-
-    def configure(self):
-        self.inp = Input()
-
-    def impl(self):
-        self.run_c(r'''
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-            if (control->received == 0)
-                control->first_ns = now;
-            if (state->pad[sizeof state->pad - 1] != (uint8_t)state->seq)
-                control->bad++;
-            control->last_ns = now;
-            __atomic_store_n(&control->received, control->received + 1, __ATOMIC_RELEASE);
-        ''')
-
-
-control = Control("control")
-to_host = Queue("to_host", size=256)
-
-
-class Transfer(Flow):
-    state = PerPacket(Packet)
-
-    def impl(self):
-        class produce(Segment):
-            def impl(self):
-                Produce(states=[control]) >> to_host
-
-        class consume(Segment):
-            def impl(self):
-                to_host >> Count(states=[control])
-
-        produce("produce", device=target.NIC)
-        consume("consume")
-
-
-Transfer()
-
-main(r'''
-    __atomic_store_n(&control->go, 1, __ATOMIC_RELEASE);
-    while (__atomic_load_n(&control->received, __ATOMIC_ACQUIRE) < PACKETS)
-        usleep(1000);
-    __atomic_store_n(&control->done, 1, __ATOMIC_RELEASE);
-    double s = (double)(control->last_ns - control->first_ns) / 1e9;
-    printf("entry ENTRY_BYTES bytes: PACKETS packets in %.6f s (first to last arrival), "
-           "%.0f packets/s, bad %llu\n", s, (PACKETS - 1) / s, (unsigned long long)control->bad);
-    usleep(100000);     /* let the NIC see done and print its counters before it is stopped */
-'''.replace("ENTRY_BYTES", str(ENTRY_BYTES)).replace("PACKETS", str(PACKETS)))
+nic_to_host(Packet, PACKETS,
+            fill="state->seq = n; memset(state->pad, (int)(uint8_t)n, sizeof state->pad);",
+            check="if (state->pad[sizeof state->pad - 1] != (uint8_t)state->seq) control->bad++;",
+            label=f"entry {ENTRY_BYTES} bytes")
