@@ -5,6 +5,7 @@ wrong with a path."""
 from __future__ import annotations
 
 import errno
+import functools
 import os
 from importlib import resources
 from pathlib import Path
@@ -22,15 +23,17 @@ def library_c_dir() -> str:
     return str(resources.files("floem.library") / "c")
 
 
+@functools.cache
+def _package_roots() -> tuple[str, ...]:
+    """Where Floem's own packages (the compiler's, the element library's) are installed."""
+    return tuple(os.path.realpath(str(resources.files(p))) for p in ("floem", "floem.library"))
+
+
 def is_floem_source(path: str) -> bool:
     """Whether ``path`` is in one of Floem's own packages (the compiler's or the element
     library's), not a file of the user's."""
     real = os.path.realpath(path)
-    for package in ("floem", "floem.library"):
-        root = os.path.realpath(str(resources.files(package)))
-        if real == root or real.startswith(root + os.sep):
-            return True
-    return False
+    return any(real == root or real.startswith(root + os.sep) for root in _package_roots())
 
 
 #: The makefile of the runtime archive, in the runtime's directory (and a build directory's

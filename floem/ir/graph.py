@@ -315,13 +315,11 @@ class ProgramIR:
         Floem's own packages are left out: their C is in the build's copy of the runtime."""
         texts = [c for n in self.element_nodes.values() for c in (n.code, n.nic_code)]
         texts += [*self.includes, self.main.code]
-        files = ([self.app_file] if self.app_file else []) + [c.loc.file for c in texts if c]
-        dirs: list[str] = []
-        for f in files:
-            d = os.path.dirname(os.path.abspath(f))
-            if os.path.isfile(f) and d not in dirs and not is_floem_source(f):
-                dirs.append(d)
-        return dirs
+        files = dict.fromkeys(([self.app_file] if self.app_file else []) +
+                              [c.loc.file for c in texts if c])
+        dirs = (os.path.dirname(os.path.abspath(f)) for f in files
+                if os.path.isfile(f) and not is_floem_source(f))
+        return list(dict.fromkeys(dirs))
 
     def node(self, name: str) -> ElementNode:
         """The `ElementNode` named ``name``."""
