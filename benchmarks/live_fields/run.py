@@ -17,58 +17,26 @@ shows the noise.
 import argparse
 import os
 import re
-import shutil
 import statistics
-import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "sync_layer"))
+from transfer_runs import floem_command, managers_text, run_transfer  # noqa: E402
 APP = os.path.join(HERE, "live.py")
-RATE = re.compile(r"^live (\d)/4 of 256 bytes: (\d+) packets in ([\d.]+) s .*, (\d+) packets/s, bad (\d+)$",
-                  re.M)
-DMA = r"requests (\d+), descriptors (\d+), bytes read (\d+), bytes written (\d+)"
-WINDOW = re.compile(r"^bench: nic dma window: " + DMA, re.M)
-REPORT = re.compile(r"^floem: nic dma: " + DMA, re.M)
 ENTRY = re.compile(r"^\s+entry: (\d+) bytes", re.M)
 VARIANTS = {"live": [], "all": ["--send-all-fields"]}
 
 
-def floem_command():
-    found = shutil.which("floem")
-    if found:
-        return found
-    venv = os.path.join(HERE, "..", "..", ".venv", "bin", "floem")
-    if os.path.exists(venv):
-        return venv
-    sys.exit("run.py: no `floem` on PATH (export PATH=/path/to/floem/.venv/bin:$PATH)")
-
-
-def managers_option(managers):
-    """The `floem run` option choosing the NIC's manager cores (none: the default)."""
-    return [] if managers is None else ["--nic-managers", str(managers)]
-
-
-def managers_text(managers):
-    """How the setting line names the manager configuration."""
-    return "with the default manager cores" if managers is None else f"--nic-managers {managers}"
-
-
 def run_once(floem, quarters, variant, packets, managers, extra):
-    env = dict(os.environ, LIVE_QUARTERS=str(quarters), PACKETS=str(packets))
-    cmd = ([floem, "run", "--report", "--timeout", "300"] + managers_option(managers)
-           + VARIANTS[variant] + extra + [APP])
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    rate, window = RATE.search(p.stdout), WINDOW.search(p.stderr)
-    report, entry = REPORT.search(p.stderr), ENTRY.search(p.stderr)
-    if p.returncode != 0 or not (rate and window and report and entry) or rate.group(5) != "0":
-        sys.exit(f"run.py: {' '.join(cmd)} (LIVE_QUARTERS={quarters} PACKETS={packets}) failed "
-                 f"(status {p.returncode}):\n{p.stdout}{p.stderr}")
-    w = [int(x) for x in window.groups()]
-    r = [int(x) for x in report.groups()]
-    return {"pps": float(rate.group(4)), "entry": int(entry.group(1)),
-            "req": w[0] / packets, "read": w[2] / packets, "written": w[3] / packets,
-            "extra_requests": r[0] - w[0]}
+    """One run of live.py: run_transfer's figures and the queue entry's size."""
+    r, stderr = run_transfer(floem, APP, {"LIVE_QUARTERS": str(quarters)}, VARIANTS[variant],
+                             packets, managers, extra)
+    entry = ENTRY.search(stderr)
+    if not entry:
+        sys.exit(f"run.py: live.py printed no queue entry size:\n{stderr}")
+    return {**r, "entry": int(entry.group(1))}
 
 
 def main():

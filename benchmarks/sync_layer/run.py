@@ -15,57 +15,15 @@ Same DMA cost model for both (the runtime's defaults unless extra options say ot
 """
 import argparse
 import os
-import re
-import shutil
 import statistics
-import subprocess
 import sys
 import time
 
+from transfer_runs import floem_command, managers_text, run_transfer
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 APP = os.path.join(HERE, "transfer.py")
-RATE = re.compile(r"^entry (\d+) bytes: (\d+) packets in ([\d.]+) s .*, (\d+) packets/s, bad (\d+)$",
-                  re.M)
-DMA = r"requests (\d+), descriptors (\d+), bytes read (\d+), bytes written (\d+)"
-WINDOW = re.compile(r"^bench: nic dma window: " + DMA, re.M)
-REPORT = re.compile(r"^floem: nic dma: " + DMA, re.M)
 MODES = {"sync": [], "blocking": ["--no-sync-layer"]}
-
-
-def floem_command():
-    found = shutil.which("floem")
-    if found:
-        return found
-    venv = os.path.join(HERE, "..", "..", ".venv", "bin", "floem")
-    if os.path.exists(venv):
-        return venv
-    sys.exit("run.py: no `floem` on PATH (export PATH=/path/to/floem/.venv/bin:$PATH)")
-
-
-def managers_option(managers):
-    """The `floem run` option choosing the NIC's manager cores (none: the default)."""
-    return [] if managers is None else ["--nic-managers", str(managers)]
-
-
-def managers_text(managers):
-    """How the setting line names the manager configuration."""
-    return "with the default manager cores" if managers is None else f"--nic-managers {managers}"
-
-
-def run_once(floem, size, mode, packets, managers, extra):
-    env = dict(os.environ, ENTRY_BYTES=str(size), PACKETS=str(packets))
-    cmd = ([floem, "run", "--report", "--timeout", "300"] + managers_option(managers)
-           + MODES[mode] + extra + [APP])
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    rate, window, report = RATE.search(p.stdout), WINDOW.search(p.stderr), REPORT.search(p.stderr)
-    if p.returncode != 0 or not (rate and window and report) or rate.group(5) != "0":
-        sys.exit(f"run.py: {' '.join(cmd)} (ENTRY_BYTES={size} PACKETS={packets}) failed "
-                 f"(status {p.returncode}):\n{p.stdout}{p.stderr}")
-    w = [int(x) for x in window.groups()]
-    r = [int(x) for x in report.groups()]
-    return {"pps": float(rate.group(4)),
-            "req": w[0] / packets, "read": w[2] / packets, "written": w[3] / packets,
-            "extra_requests": r[0] - w[0]}
 
 
 def main():
@@ -91,7 +49,8 @@ def main():
     for rep in range(args.repeats):
         for size in sizes:
             for mode in (MODES if rep % 2 == 0 else reversed(list(MODES))):
-                r = run_once(floem, size, mode, packets[mode], args.nic_managers, args.extra)
+                r, _ = run_transfer(floem, APP, {"ENTRY_BYTES": str(size)}, MODES[mode],
+                                    packets[mode], args.nic_managers, args.extra)
                 results[size, mode].append(r)
                 print(f"run {rep + 1}/{args.repeats}: {size:3d} B {mode:8s} {r['pps'] / 1e6:7.3f} Mpackets/s",
                       file=sys.stderr, flush=True)
