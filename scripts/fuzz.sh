@@ -61,7 +61,7 @@ bin_dir() {
     if [ "$VARIANT" = fuzz ]; then echo "$BUILD/bin"; else echo "$BUILD/cov/bin"; fi
 }
 
-# The C file floem generated for app $1 (named after the program: fuzz/apps/nf_lb.py's is lb.c).
+# The C file floem generated for app $1 (named after the program, that is the app: nf_lb.c).
 app_c() {
     local process
     process="$(sed -n 's/^all: lib\([A-Za-z0-9_]*\)\.a .*/\1/p' "$BUILD/$1/Makefile")"

@@ -12,7 +12,7 @@
  * table has room, and counted as table_full when it has none; a refused one is counted as
  * denied; nothing else is counted.
  */
-#include "firewall.h"
+#include "nf_firewall.h"
 #include "fuzz.h"
 #include "ipv4.h"
 #include "floem_app.h"

@@ -11,7 +11,7 @@
  * ports) and at most those of every frame answered since the harness started (the sketch is
  * never cleared).
  */
-#include "flowclass.h"
+#include "nf_flowclass.h"
 #include "fuzz.h"
 #include "ipv4.h"
 #include "floem_app.h"

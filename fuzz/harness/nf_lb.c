@@ -13,7 +13,7 @@
  */
 #include "fuzz.h"
 #include "ipv4.h"
-#include "lb.h"
+#include "nf_lb.h"
 #include "floem_app.h"
 
 #define VIP 0xcb00710au                 /* 203.0.113.10 */

@@ -16,7 +16,7 @@
  */
 #include "fuzz.h"
 #include "ipv4.h"
-#include "nat.h"
+#include "nf_nat.h"
 #include "floem_app.h"
 
 #define INSIDE 0x0a010000u              /* 10.1.0.0/16 */

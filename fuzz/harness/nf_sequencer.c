@@ -12,7 +12,7 @@
  */
 #include "fuzz.h"
 #include "ipv4.h"
-#include "sequencer.h"
+#include "nf_sequencer.h"
 #include "floem_app.h"
 
 #define GROUPS 10                       /* examples/nf/sequencer.py */
