@@ -32,7 +32,7 @@ VARIANTS = {"live": [], "all": ["--send-all-fields"]}
 def run_once(floem, quarters, variant, packets, managers, extra):
     """One run of live.py: run_transfer's figures and the queue entry's size."""
     r, stderr = run_transfer(floem, APP, {"LIVE_QUARTERS": str(quarters)}, VARIANTS[variant],
-                             packets, managers, extra)
+                             packets, managers, extra, f"live {quarters}/4 of 256 bytes")
     entry = ENTRY.search(stderr)
     if not entry:
         sys.exit(f"run.py: live.py printed no queue entry size:\n{stderr}")

@@ -50,7 +50,8 @@ def main():
         for size in sizes:
             for mode in (MODES if rep % 2 == 0 else reversed(list(MODES))):
                 r, _ = run_transfer(floem, APP, {"ENTRY_BYTES": str(size)}, MODES[mode],
-                                    packets[mode], args.nic_managers, args.extra)
+                                    packets[mode], args.nic_managers, args.extra,
+                                    f"entry {size} bytes")
                 results[size, mode].append(r)
                 print(f"run {rep + 1}/{args.repeats}: {size:3d} B {mode:8s} {r['pps'] / 1e6:7.3f} Mpackets/s",
                       file=sys.stderr, flush=True)

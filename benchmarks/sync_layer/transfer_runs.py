@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-RATE = re.compile(r"^.*: (\d+) packets in ([\d.]+) s .*, (\d+) packets/s, bad (\d+)$", re.M)
 DMA = r"requests (\d+), descriptors (\d+), bytes read (\d+), bytes written (\d+)"
 WINDOW = re.compile(r"^bench: nic dma window: " + DMA, re.M)
 REPORT = re.compile(r"^floem: nic dma: " + DMA, re.M)
@@ -33,16 +32,18 @@ def managers_text(managers):
     return "with the default manager cores" if managers is None else f"--nic-managers {managers}"
 
 
-def run_transfer(floem, app, settings, options, packets, managers, extra):
+def run_transfer(floem, app, settings, options, packets, managers, extra, label):
     """`floem run --report` of `app` with `settings` (its parameters from the environment),
     `packets` and `options`: its packets/s, DMA requests and bytes read and written a packet
     over the transfer window, the requests outside it, and its stderr. Exits with its output
-    when it fails or counts a bad packet."""
+    when it fails, counts a bad packet, or prints no rate line starting with `label`."""
+    rate_line = re.compile(rf"^{re.escape(label)}: (\d+) packets in ([\d.]+) s .*, "
+                           r"(\d+) packets/s, bad (\d+)$", re.M)
     env = dict(os.environ, PACKETS=str(packets), **settings)
     cmd = ([floem, "run", "--report", "--timeout", "300"] + managers_option(managers)
            + options + extra + [app])
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    rate, window, report = RATE.search(p.stdout), WINDOW.search(p.stderr), REPORT.search(p.stderr)
+    rate, window, report = rate_line.search(p.stdout), WINDOW.search(p.stderr), REPORT.search(p.stderr)
     if p.returncode != 0 or not (rate and window and report) or rate.group(4) != "0":
         given = " ".join(f"{k}={v}" for k, v in settings.items())
         sys.exit(f"run.py: {' '.join(cmd)} ({given} PACKETS={packets}) failed "
