@@ -8,7 +8,7 @@ and replies to the sender, on one and on several SO_REUSEPORT queues; frames mad
 a datagram leaving in order. tcp: streams framed into messages, replies in request order,
 bounded memory for a slow reader, connections over several threads. dpdk (when
 libdpdk is installed): a net_ring port looping frames back on one and several
-queues, no hugepages, nothing left under /var/run/dpdk. Each runs optimised and
+queues, no hugepages, the run's directory under /var/run/dpdk gone. Each runs optimised and
 under ASan+UBSan (dpdk: optimised only); threads sharing udp queues run under TSan.
 Then the elements in a program: NetAlloc/ToNet/NetFree outside a receive burst,
 FromNet's parameter check, and `floem run --net pcap` replaying pcapng like its pcap
@@ -360,9 +360,10 @@ def test_tcp_port_in_use(tmp_path) -> None:
 @pytest.mark.skipif(not have_dpdk(), reason="libdpdk-dev is not installed")
 @pytest.mark.parametrize("queues", [1, 3])
 def test_dpdk_ring_loop(tmp_path, queues: int) -> None:
-    runtime_dir_existed = os.path.exists("/var/run/dpdk")
+    prefix = f"net-test-{os.getpid()}"           # EAL's runtime directory: this run's own
     exe = build(tmp_path, "test_net_dpdk", "dpdk")
-    result = run(exe, "loop", env={"FLOEM_DPDK_EAL": f"{DPDK_EAL} --vdev=net_ring0",
+    result = run(exe, "loop", env={"FLOEM_DPDK_EAL": f"{DPDK_EAL} --file-prefix={prefix} "
+                                                     "--vdev=net_ring0",
                                    "FLOEM_NET_QUEUES": str(queues), "FLOEM_REPORT": "1"})
     assert result.stdout.startswith("ok: ") and result.stdout.rstrip().endswith(f"{queues} queues")
     # per queue: 40 frames, 8 sent and sent back within a burst, 12 sent and 12 sent back in
@@ -371,7 +372,7 @@ def test_dpdk_ring_loop(tmp_path, queues: int) -> None:
     assert (f"floem: net dpdk: queues {queues}, rx {n}, tx {n + 1}, rx dropped 1, "
             f"tx dropped 2" in result.stderr)      # the chained mbuf: sent, dropped received
     assert "port 0 (net_ring0)" in result.stderr
-    assert runtime_dir_existed or not os.path.exists("/var/run/dpdk")
+    assert not os.path.exists(f"/var/run/dpdk/{prefix}")
 
 
 @pytest.mark.skipif(not have_dpdk(), reason="libdpdk-dev is not installed")

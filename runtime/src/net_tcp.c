@@ -899,10 +899,7 @@ bool floem_backend_rx_wait(unsigned q)
         return false;
     /* The epoll set is readable when it has events; level-triggered, the receive after
      * sees them. */
-    bool ready = floem_backend_wait_readable(queues[q].epfd);
-    if (!floem_thread_manages)
-        floem_idle_reset();         /* it waited here: no back-off of its own after */
-    return ready;
+    return floem_backend_wait_readable(queues[q].epfd);
 }
 
 bool floem_backend_rx_done(void)

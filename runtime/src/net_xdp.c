@@ -310,10 +310,7 @@ bool floem_backend_rx_wait(unsigned q)
      * so nothing would end the wait: the thread's back-off takes over until it is stocked. */
     if (__atomic_load_n(&queues[q].stocked, __ATOMIC_RELAXED) + RESTOCK_AT <= stock)
         return false;
-    bool ready = floem_backend_wait_readable(xsk_socket__fd(queues[q].xsk));
-    if (!floem_thread_manages)
-        floem_idle_reset();         /* it waited here: no back-off of its own after */
-    return ready;
+    return floem_backend_wait_readable(xsk_socket__fd(queues[q].xsk));
 }
 
 unsigned floem_backend_rx(unsigned q, floem_net_frame_t *frames, unsigned max)

@@ -70,14 +70,17 @@ static inline int floem_backend_wait_ms(void)
     return floem_thread_manages ? 1 : FLOEM_BACKEND_WAIT_MS;
 }
 /* Wait up to floem_backend_wait_ms() for `fd` to be readable, the time counted as slept;
- * whether it is (inline: only the backends that wait link the thread statistics it counts
- * in). */
+ * whether it is. A thread that manages no sync layer has waited here, so its idle back-off
+ * starts again (spins before any sleep of its own). Inline: only the backends that wait link
+ * the thread statistics it counts in. */
 static inline bool floem_backend_wait_readable(int fd)
 {
     struct pollfd pfd = {.fd = fd, .events = POLLIN};
     uint64_t start = floem_now_ns();
     int ready = poll(&pfd, 1, floem_backend_wait_ms());
     floem_thread_slept(floem_now_ns() - start);
+    if (!floem_thread_manages)
+        floem_idle_reset();
     return ready > 0;
 }
 /* The frame that sends `pkt` (floem_net_tx's way when its inline floem_net_frame_as_is does
