@@ -64,7 +64,7 @@ def test_build_writes_every_output(tmp_path) -> None:
 def test_an_app_of_several_files_is_named_after_the_one_given(tmp_path) -> None:
     """The program is the app file's, even when a module it imports makes the first named
     thing; and an element's C includes a header beside the Python file that holds it (the
-    front end reads its type, gcc its macro)."""
+    front end reads its type, gcc its macro), as a trace filter's C does."""
     (tmp_path / "parts").mkdir()
     (tmp_path / "parts" / "__init__.py").write_text("")
     (tmp_path / "parts" / "twice.h").write_text("typedef int count_t;\n"
@@ -99,6 +99,9 @@ def test_an_app_of_several_files_is_named_after_the_one_given(tmp_path) -> None:
     assert (out / "doubler.c").exists() and (out / "doubler").exists(), os.listdir(out)
     ran = subprocess.run([str(out / "doubler")], capture_output=True, text=True, timeout=60)
     assert ran.stdout == "42\n", ran.stderr
+    traced = floem("build", str(app), "-o", str(tmp_path / "traced"), "--trace",
+                   "--trace-filter", "(count_t)1 == 1")      # the filter finds the header too
+    assert traced.returncode == 0, traced.stderr
 
 
 def test_generated_c_is_readable(tmp_path) -> None:

@@ -20,7 +20,6 @@ which per-packet fields it reads and how many port values (``v0``, ``v1``, ...) 
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 
 from floem import csrc
@@ -101,7 +100,7 @@ def _read_filter(ir: ProgramIR, expression: str) -> TraceFilter:
         info = csrc.analyze(
             [body], prelude=render("prelude.h.j2", layouts=ir.layouts),
             include_text="\n".join(c.text for c in ir.includes),
-            include_dirs=[os.path.dirname(ir.app_file)] if ir.app_file else [])["trace_filter"]
+            include_dirs=ir.include_dirs())["trace_filter"]
     except FloemError as e:
         raise FloemError(e.message, TRACE_FILTER_FILE, 1) from None
     expression_only = dataclasses.replace(info.body, code=expression)
