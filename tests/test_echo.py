@@ -25,7 +25,7 @@ import dpkt
 import pytest
 
 from conftest import ROOT, floem, floem_command, wait_until
-from test_net import DPDK_EAL, build, free_udp_port, have_dpdk
+from test_net import DPDK_EAL, build, dpdk_dir_left, free_udp_port, have_dpdk
 
 ECHO = os.path.join(ROOT, "examples", "echo", "echo.py")
 DEVICES = ["cpu", "nic"]
@@ -308,13 +308,12 @@ def test_echo_element_never_reads_past_the_frame(tmp_path) -> None:
 # -- dpdk -------------------------------------------------------------------
 
 def dpdk_run(eal: str, device: str = "cpu") -> subprocess.CompletedProcess:
-    """The echo over DPDK for a second; EAL's runtime directory of the run (its own file
-    prefix: other tests' DPDK programs may run meanwhile) is gone after it."""
+    """The echo over DPDK for a second, leaving nothing under /var/run/dpdk."""
     prefix = f"echo-test-{os.getpid()}"
     result = floem("run", ECHO, *on(device), "--net", "dpdk", "--eal",
                    f"{DPDK_EAL} --file-prefix={prefix} {eal}", "--duration", "1", env=REPORT)
     assert result.returncode == 0, result.stderr
-    assert not os.path.exists(f"/var/run/dpdk/{prefix}")
+    assert not dpdk_dir_left(prefix)
     return result
 
 

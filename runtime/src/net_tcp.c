@@ -90,9 +90,8 @@ const char floem_backend_name[] = "tcp";
 #define EVENTS 64
 #define ACCEPTS_PER_CALL 64
 /* A receive that finds nothing waits (up to floem_backend_wait_ms()) for events, as memcached
- * does in epoll; a thread that manages a sync layer between its turns (floem_thread_manages)
- * first makes IDLE_SPINS empty calls in a row, as the udp backend does. */
-#define IDLE_SPINS 256
+ * does in epoll (a thread that manages a sync layer makes more empty calls in a row first:
+ * floem_backend_idle_due). */
 #define JUMBO_MAGIC 0x666c6f656d4a4d42ull       /* "floemJMB" */
 
 static const uint8_t port_mac[6] = {0x02, 0, 0, 0, 0, 0x01};
@@ -895,7 +894,7 @@ unsigned floem_backend_rx(unsigned q, floem_packet_t *pkts, unsigned max)
 bool floem_backend_rx_wait(unsigned q)
 {
     if (__atomic_load_n(&queues[q].holding, __ATOMIC_RELAXED) ||
-        !floem_backend_idle_due(&queues[q].empty_calls, floem_thread_manages ? IDLE_SPINS : 1))
+        !floem_backend_idle_due(&queues[q].empty_calls, 1))
         return false;
     /* The epoll set is readable when it has events; level-triggered, the receive after
      * sees them. */

@@ -47,11 +47,9 @@ const char floem_backend_name[] = "udp";
 #define HEADERS (14 + 20 + 8)
 #define SOCKET_BUFFER_BYTES (4 << 20)
 /* Empty receive calls in a row before a receive waits (floem_backend_wait_readable) in
- * poll() for a datagram: an idle server sleeps instead of spinning on its core. A thread that
- * manages a sync layer between its turns (floem_thread_manages) makes IDLE_SPINS_MANAGING
- * first, as the tcp backend's does. */
+ * poll() for a datagram: an idle server sleeps instead of spinning on its core (a thread that
+ * manages a sync layer makes more first: floem_backend_idle_due). */
 #define IDLE_SPINS 2
-#define IDLE_SPINS_MANAGING 256
 /* How long a send that found the socket's buffer full waits for room, once. */
 #define SEND_WAIT_MS 1
 
@@ -162,10 +160,8 @@ static void synthesise(uint8_t *frame, size_t payload, size_t held,
 
 bool floem_backend_rx_wait(unsigned q)
 {
-    if (!floem_backend_idle_due(&queues[q].empty_calls,
-                                floem_thread_manages ? IDLE_SPINS_MANAGING : IDLE_SPINS))
-        return false;
-    return floem_backend_wait_readable(queues[q].fd);
+    return floem_backend_idle_due(&queues[q].empty_calls, IDLE_SPINS) &&
+           floem_backend_wait_readable(queues[q].fd);
 }
 
 unsigned floem_backend_rx(unsigned q, floem_packet_t *pkts, unsigned max)

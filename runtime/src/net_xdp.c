@@ -56,10 +56,8 @@ const char floem_backend_name[] = "xdp";
 #define UDP_HEADERS (14 + 20 + 8)
 /* Empty receive calls in a row before a receive waits (floem_backend_wait_readable) in
  * poll() for frames on the receive ring: an idle server sleeps instead of spinning on its
- * core. A thread that manages a sync layer between its turns (floem_thread_manages) makes
- * IDLE_SPINS_MANAGING first, as the tcp backend's does. */
+ * core (a thread that manages a sync layer makes more first: floem_backend_idle_due). */
 #define IDLE_SPINS 2
-#define IDLE_SPINS_MANAGING 256
 /* Buffers a fill ring is short of before the receive restocks it from the pool. */
 #define RESTOCK_AT 16
 
@@ -303,8 +301,7 @@ bool floem_backend_rx_done(void)
 
 bool floem_backend_rx_wait(unsigned q)
 {
-    if (!floem_backend_idle_due(&queues[q].empty_calls,
-                                floem_thread_manages ? IDLE_SPINS_MANAGING : IDLE_SPINS))
+    if (!floem_backend_idle_due(&queues[q].empty_calls, IDLE_SPINS))
         return false;
     /* A fill ring the pool could not stock (every buffer in the program) receives nothing,
      * so nothing would end the wait: the thread's back-off takes over until it is stocked. */

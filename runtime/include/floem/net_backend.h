@@ -46,11 +46,17 @@ unsigned floem_backend_rx(unsigned queue, floem_net_frame_t *frames, unsigned ma
  * for the queue to have something to receive. Returns whether it may have now. */
 bool floem_backend_rx_wait(unsigned queue);
 bool floem_backend_rx_done(void);
+/* Empty receives in a row before a receive waits, in a thread that manages a sync layer
+ * between its turns (floem_thread_manages): its entries would wait with it. */
+#define FLOEM_BACKEND_MANAGING_SPINS 256
 /* For floem_backend_rx_wait: one more empty receive of a queue (`empty_calls`, atomic, which
  * the backend sets to 0 when a receive finds something); true, and the count started again,
- * once it is the `spins`-th in a row: the time to wait. */
+ * once it is the `spins`-th in a row (the FLOEM_BACKEND_MANAGING_SPINS-th in a thread that
+ * manages a sync layer): the time to wait. */
 static inline bool floem_backend_idle_due(unsigned *empty_calls, unsigned spins)
 {
+    if (floem_thread_manages)
+        spins = FLOEM_BACKEND_MANAGING_SPINS;
     if (__atomic_add_fetch(empty_calls, 1, __ATOMIC_RELAXED) < spins)
         return false;
     __atomic_store_n(empty_calls, 0, __ATOMIC_RELAXED);
